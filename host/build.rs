@@ -1,0 +1,135 @@
+//! The PTX build step (the project's stand-in for `cuda_builder`).
+//!
+//! Builds `../kernels-gpu` with rustc's own `nvptx64-nvidia-cuda` backend, once per PTX target
+//! in [`ARCHS`], and leaves `kernels_<arch>.ptx` in `OUT_DIR` for `src/ptx.rs` to embed.
+//! The pinned nightly is read from `kernels-gpu/rust-toolchain.toml` and installed with its
+//! components when missing (rustup does not auto-install toolchains on every machine).
+//! A PTX that still calls an undefined function (`.extern .func`) fails the build.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// PTX targets: a baseline every supported GPU can JIT (cc 7.5) and Hopper's own (cc 9.0).
+const ARCHS: [&str; 2] = ["sm_75", "sm_90"];
+
+/// Variables the outer cargo sets for build scripts that would make the nested cargo use the
+/// host's stable rustc, its flags, or its target directory.
+const LEAKY_VARS: &[&str] = &[
+    "RUSTC",
+    "RUSTC_WRAPPER",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "RUSTDOC",
+    "RUSTFLAGS",
+    "CARGO_ENCODED_RUSTFLAGS",
+    "CARGO_TARGET_DIR",
+    "CARGO_BUILD_TARGET",
+    "CARGO_BUILD_RUSTC",
+    "RUSTUP_TOOLCHAIN",
+    "CARGO_MAKEFLAGS",
+];
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let kernels = manifest_dir.join("../kernels-gpu").canonicalize().expect("kernels-gpu/ next to host/");
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    for path in ["src", "Cargo.toml", "rust-toolchain.toml"] {
+        println!("cargo:rerun-if-changed={}", kernels.join(path).display());
+    }
+
+    let toolchain = pinned_toolchain(&kernels);
+    ensure_toolchain(&toolchain);
+    for arch in ARCHS {
+        let ptx = build_ptx(&kernels, &toolchain, arch);
+        if let Some(line) = ptx.lines().find(|l| l.trim_start().starts_with(".extern .func")) {
+            fail(&format!("the {arch} PTX is not self-contained, it still declares `{}`", line.trim()));
+        }
+        fs::write(out_dir.join(format!("kernels_{arch}.ptx")), ptx).unwrap();
+    }
+    println!("cargo:rustc-env=MEMLAB_NIGHTLY={toolchain}");
+}
+
+/// The `channel = "..."` of `kernels-gpu/rust-toolchain.toml`.
+fn pinned_toolchain(kernels: &Path) -> String {
+    let text = fs::read_to_string(kernels.join("rust-toolchain.toml")).expect("kernels-gpu/rust-toolchain.toml");
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("channel"))
+        .filter_map(|rest| rest.split('"').nth(1))
+        .next()
+        .expect("a channel in kernels-gpu/rust-toolchain.toml")
+        .to_string()
+}
+
+/// Installs the pinned nightly with `rust-src` (for `-Zbuild-std=core`) when it is missing.
+fn ensure_toolchain(toolchain: &str) {
+    let sysroot = rustup(toolchain, &["rustc", "--print", "sysroot"]).ok();
+    let has_src =
+        sysroot.as_ref().is_some_and(|root| Path::new(root.trim()).join("lib/rustlib/src/rust/library/core").is_dir());
+    if has_src {
+        return;
+    }
+    println!("cargo:warning=installing the kernels' pinned toolchain {toolchain} with rust-src (one time)");
+    let status = Command::new("rustup")
+        .args(["toolchain", "install", toolchain, "--profile", "minimal", "--component", "rust-src"])
+        .status();
+    if !status.is_ok_and(|s| s.success()) {
+        fail(&format!(
+            "could not install the pinned toolchain: run `rustup toolchain install {toolchain} --profile minimal --component rust-src`"
+        ));
+    }
+}
+
+/// Runs `rustup run <toolchain> <args>` and returns its stdout.
+fn rustup(toolchain: &str, args: &[&str]) -> Result<String, String> {
+    let mut cmd = Command::new("rustup");
+    cmd.args(["run", toolchain]).args(args);
+    for var in LEAKY_VARS {
+        cmd.env_remove(var);
+    }
+    let out = cmd.output().map_err(|e| format!("cannot run rustup: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// One PTX for `arch`: fat LTO folds `core` into the kernel crate, `--emit=asm` writes the
+/// module as PTX, and the no-op linker skips the bitcode linker this target would otherwise
+/// need (it is not distributed for nvptx64).
+fn build_ptx(kernels: &Path, toolchain: &str, arch: &str) -> String {
+    let manifest = kernels.join("Cargo.toml");
+    // One target directory per arch, so two builds never read each other's `kernels_gpu.s`.
+    let target_dir = kernels.join("target").join(arch);
+    let cpu = format!("target-cpu={arch}");
+    let args = [
+        "cargo",
+        "rustc",
+        "--release",
+        "--quiet",
+        "--target",
+        "nvptx64-nvidia-cuda",
+        "-Zbuild-std=core",
+        "--manifest-path",
+        manifest.to_str().unwrap(),
+        "--target-dir",
+        target_dir.to_str().unwrap(),
+        "--",
+        "--emit=asm",
+        "-C",
+        &cpu,
+        "-C",
+        "linker=true",
+    ];
+    if let Err(err) = rustup(toolchain, &args) {
+        fail(&format!("building kernels-gpu for {arch} failed:\n{err}"));
+    }
+    let asm = target_dir.join("nvptx64-nvidia-cuda/release/deps/kernels_gpu.s");
+    fs::read_to_string(&asm).unwrap_or_else(|e| fail(&format!("no PTX at {}: {e}", asm.display())))
+}
+
+fn fail(msg: &str) -> ! {
+    eprintln!("error: {msg}");
+    std::process::exit(1);
+}

@@ -1,0 +1,75 @@
+//! Command-line parsing helpers: sizes like `8192x8192` and byte counts like `1GiB`.
+
+/// Parses `AxB...` with exactly `N` positive factors that each fit in a `u32` (the kernels take
+/// sizes as `u32`).
+///
+/// # Errors
+/// A one-line message naming the bad part and the allowed range.
+pub fn dims<const N: usize>(text: &str) -> Result<[usize; N], String> {
+    let parts: Vec<&str> = text.split(['x', 'X']).collect();
+    if parts.len() != N {
+        return Err(format!("`{text}`: expected {N} sizes separated by `x`, like {}", vec!["1024"; N].join("x")));
+    }
+    let mut out = [0usize; N];
+    for (slot, part) in out.iter_mut().zip(&parts) {
+        let v: u64 = part
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{part}` in `{text}` is not a whole number (allowed 1..={})", u32::MAX))?;
+        if v == 0 || v > u32::MAX as u64 {
+            return Err(format!("size {v} in `{text}` is out of range: allowed 1..={}", u32::MAX));
+        }
+        *slot = v as usize;
+    }
+    Ok(out)
+}
+
+/// Parses a byte count with an optional unit: `B`, `KiB`, `MiB`, `GiB` (powers of 1024).
+///
+/// # Errors
+/// A one-line message for an unknown unit, a non-number or zero.
+pub fn bytes(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        other => return Err(format!("unknown unit `{other}` in `{text}`: use B, KiB, MiB or GiB")),
+    };
+    let n: usize = num.parse().map_err(|_| format!("`{text}` is not a byte count like 512MiB"))?;
+    match n.checked_mul(scale) {
+        Some(0) => Err(format!("`{text}`: the size must be at least 1 byte")),
+        Some(b) => Ok(b),
+        None => Err(format!("`{text}` is too large")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_dims() {
+        assert_eq!(dims::<2>("8192x8192"), Ok([8192, 8192]));
+        assert_eq!(dims::<3>("33X31x1"), Ok([33, 31, 1]));
+        assert!(dims::<2>("0x5").unwrap_err().contains("out of range: allowed 1..=4294967295"));
+        assert!(dims::<2>("-3x5").unwrap_err().contains("not a whole number"));
+        assert!(dims::<2>("abc").unwrap_err().contains("expected 2 sizes"));
+        assert!(dims::<3>("4x4").unwrap_err().contains("expected 3 sizes"));
+        assert!(dims::<2>("4294967296x1").unwrap_err().contains("out of range"));
+    }
+
+    #[test]
+    fn parses_bytes_with_units() {
+        assert_eq!(bytes("1GiB"), Ok(1 << 30));
+        assert_eq!(bytes("20KiB"), Ok(20 << 10));
+        assert_eq!(bytes("512 MiB"), Ok(512 << 20));
+        assert_eq!(bytes("100"), Ok(100));
+        assert!(bytes("0MiB").unwrap_err().contains("at least 1 byte"));
+        assert!(bytes("5TB").unwrap_err().contains("unknown unit"));
+        assert!(bytes("lots").is_err());
+    }
+}

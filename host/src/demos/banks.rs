@@ -1,0 +1,75 @@
+//! Shared-memory bank conflicts: `shared_bank_probe` at strides 1, 2, 4, ..., 32, 33 and the
+//! broadcast, time per load against the bank model's serialization factor.
+
+use anyhow::Result;
+
+use super::{KernelRun, Lab, Rate, Section, download, ensure_free, measure, poison, poisoned};
+use crate::gpu::launch::{Arg, LaunchShape};
+use crate::model::banks::WarpRequest;
+use crate::reference::{self, BANK_PROBE_WORDS};
+use crate::verify;
+
+/// Strides swept, in 4-byte words; 0 is the broadcast (every lane reads one word).
+pub const STRIDES: [usize; 8] = [1, 2, 4, 8, 16, 32, 33, 0];
+/// Threads per block of the probe.
+pub const BLOCK: u32 = 256;
+
+/// The bank model's serialization factor for lane `t` reading word `t * stride`.
+fn bank_factor(stride: usize) -> u32 {
+    WarpRequest::strided(stride as u64).analyze().serialization
+}
+
+/// Runs the stride sweep with every SM full of probe blocks.
+pub fn run(lab: &mut Lab) -> Result<Section> {
+    let info = &lab.gpu.info;
+    let blocks = info.sms * (info.max_threads_per_sm / BLOCK);
+    let threads = (blocks * BLOCK) as usize;
+    let iters = lab.sizes.bank_iters;
+    ensure_free("the bank probe", 4 * threads)?;
+    let mut out = poisoned::<u32>(threads)?;
+    let smem = (BANK_PROBE_WORDS * 4) as u32;
+    let mut points = Vec::new();
+    for stride in STRIDES {
+        poison(&mut out)?;
+        let shape = LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: smem };
+        let args = [Arg::from(&out), Arg::U32(stride as u32), Arg::U32(iters as u32)];
+        let prediction = format!("factor {}", bank_factor(stride));
+        let lesson = "lane t reads shared word t * stride";
+        let run = KernelRun { kernel: "shared_bank_probe", lesson, prediction, shape, args: &args };
+        let check = || {
+            let sums: Vec<u32> = (0..32).map(|lane| reference::bank_probe_sum(lane, stride, iters)).collect();
+            Ok((verify::exact_u32(&download(&out)?, |g| sums[g % 32]), "checksums"))
+        };
+        let loads = (threads * iters) as f64;
+        // Reported as shared-memory load bandwidth: 4 bytes per lane per load.
+        points.push((stride, measure(lab, run, check, |t| Rate::SharedGbs(t.gbs(4.0 * loads)))?));
+    }
+    let base_ms = points[0].1.timing.median_ms;
+    let header = ["stride", "median ms", "time vs stride 1", "model factor", "within 25%", "check"];
+    let rows = points
+        .iter()
+        .map(|(stride, row)| {
+            let ratio = row.timing.median_ms / base_ms;
+            let factor = bank_factor(*stride) as f64;
+            vec![
+                if *stride == 0 { "broadcast".into() } else { stride.to_string() },
+                format!("{:.3}", row.timing.median_ms),
+                format!("{ratio:.2}"),
+                format!("{factor:.0}"),
+                if (ratio / factor - 1.0).abs() <= 0.25 { "yes" } else { "no" }.into(),
+                row.check.summary(row.check_kind),
+            ]
+        })
+        .collect();
+    let mut kernels: Vec<_> = points.into_iter().map(|(_, row)| row).collect();
+    let checks = kernels.drain(1..).map(|row| row.check).collect();
+    Ok(Section {
+        name: "banks",
+        title: format!("Shared-memory bank conflicts: shared_bank_probe, {iters} loads per thread, {blocks} blocks of {BLOCK}"),
+        lesson: "Shared memory serves one word per bank per cycle: a warp request takes as many passes as its busiest bank holds distinct words.".into(),
+        kernels,
+        sweep: Some((header.iter().map(|s| s.to_string()).collect(), rows)),
+        checks,
+        ..Section::default()
+    })
+}

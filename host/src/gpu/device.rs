@@ -1,0 +1,131 @@
+//! The device report: the figures the driver gives for one GPU (`cuDeviceGetAttribute`).
+
+use anyhow::Result;
+use cust::device::Device;
+use cust::sys::CUdevice_attribute as A;
+
+use crate::refuse;
+
+/// One device's figures, all as the driver reports them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceInfo {
+    /// Marketing name, e.g. "NVIDIA H200".
+    pub name: String,
+    /// Compute capability `(major, minor)`.
+    pub cc: (u32, u32),
+    /// Streaming multiprocessors.
+    pub sms: u32,
+    /// 32-bit registers per SM.
+    pub regs_per_sm: u32,
+    /// 32-bit registers available to one block.
+    pub regs_per_block: u32,
+    /// Shared memory per SM, bytes.
+    pub smem_per_sm: u32,
+    /// Shared memory a block gets without opting in, bytes.
+    pub smem_per_block: u32,
+    /// Shared memory a block can get after `cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)`, bytes.
+    pub smem_per_block_optin: u32,
+    /// Shared memory the system reserves per block, bytes (counts against the SM's total).
+    pub smem_reserved_per_block: u32,
+    /// Resident threads per SM.
+    pub max_threads_per_sm: u32,
+    /// Threads per block.
+    pub max_threads_per_block: u32,
+    /// Resident blocks per SM.
+    pub max_blocks_per_sm: u32,
+    /// Largest grid dimensions (x, y).
+    pub max_grid: (u32, u32),
+    /// L2 cache, bytes.
+    pub l2_bytes: u32,
+    /// SM clock, kHz (the driver's peak figure).
+    pub sm_clock_khz: u32,
+    /// Memory clock, kHz.
+    pub mem_clock_khz: u32,
+    /// Memory bus width, bits.
+    pub bus_width_bits: u32,
+    /// Device memory, bytes.
+    pub total_mem_bytes: u64,
+}
+
+fn attr(device: Device, which: A) -> Result<u32> {
+    let mut v = 0;
+    // SAFETY: cuDeviceGetAttribute writes one int for a valid device handle.
+    let r = unsafe { cust::sys::cuDeviceGetAttribute(&mut v, which, device.as_raw()) };
+    if r != cust::sys::cudaError_enum::CUDA_SUCCESS {
+        refuse!("cuDeviceGetAttribute({which:?}) failed: {r:?}");
+    }
+    Ok(v.max(0) as u32)
+}
+
+impl DeviceInfo {
+    /// Reads every figure from the driver.
+    pub fn query(device: Device) -> Result<DeviceInfo> {
+        let a = |which| attr(device, which);
+        Ok(DeviceInfo {
+            name: device.name().unwrap_or_else(|_| "unknown".into()),
+            cc: (
+                a(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                a(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            ),
+            sms: a(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            regs_per_sm: a(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)?,
+            regs_per_block: a(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)?,
+            smem_per_sm: a(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
+            smem_per_block: a(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+            smem_per_block_optin: a(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+            smem_reserved_per_block: a(A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK)?,
+            max_threads_per_sm: a(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+            max_threads_per_block: a(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_blocks_per_sm: a(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)?,
+            max_grid: (a(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?, a(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?),
+            l2_bytes: a(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
+            sm_clock_khz: a(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?,
+            mem_clock_khz: a(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?,
+            bus_width_bits: a(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?,
+            total_mem_bytes: device.total_memory().map(|b| b as u64).unwrap_or(0),
+        })
+    }
+
+    /// Theoretical DRAM bandwidth in GB/s (1e9 bytes/s) implied by the memory clock and bus
+    /// width: `2 * clock * width / 8` (two transfers per clock, double data rate).
+    pub fn theoretical_bandwidth_gbs(&self) -> f64 {
+        2.0 * self.mem_clock_khz as f64 * 1e3 * (self.bus_width_bits as f64 / 8.0) / 1e9
+    }
+
+    /// Warps resident per SM at most (`max_threads_per_sm / 32`).
+    pub fn max_warps_per_sm(&self) -> u32 {
+        self.max_threads_per_sm / 32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn theoretical_bandwidth_is_double_data_rate_times_bus_bytes() {
+        let info = DeviceInfo {
+            name: "test".into(),
+            cc: (9, 0),
+            sms: 132,
+            regs_per_sm: 65536,
+            regs_per_block: 65536,
+            smem_per_sm: 233472,
+            smem_per_block: 49152,
+            smem_per_block_optin: 232448,
+            smem_reserved_per_block: 1024,
+            max_threads_per_sm: 2048,
+            max_threads_per_block: 1024,
+            max_blocks_per_sm: 32,
+            max_grid: (i32::MAX as u32, 65535),
+            l2_bytes: 60 << 20,
+            sm_clock_khz: 1_980_000,
+            mem_clock_khz: 2_619_000,
+            bus_width_bits: 6144,
+            total_mem_bytes: 0,
+        };
+        // 2 * 2.619e9 * 768 bytes = 4022.8 GB/s.
+        assert!((info.theoretical_bandwidth_gbs() - 4022.784).abs() < 1e-6);
+        assert_eq!(info.max_warps_per_sm(), 64);
+    }
+}

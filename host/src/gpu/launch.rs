@@ -1,0 +1,133 @@
+//! Launching a kernel of the loaded module with a checked launch shape.
+
+use std::ffi::c_void;
+
+use anyhow::Result;
+
+use super::device::DeviceInfo;
+use super::kernel::function;
+use super::{Gpu, describe};
+use crate::refuse;
+
+/// Grid and block dimensions (x, y) and dynamic shared bytes of one launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchShape {
+    /// Blocks along x and y.
+    pub grid: (u32, u32),
+    /// Threads per block along x and y.
+    pub block: (u32, u32),
+    /// Dynamic shared memory per block, bytes.
+    pub smem_bytes: u32,
+}
+
+impl LaunchShape {
+    /// Threads in one block.
+    pub fn threads_per_block(&self) -> u32 {
+        self.block.0 * self.block.1
+    }
+
+    /// The shape covering a `rows x cols` domain with `tile_rows x tile_cols` elements per block.
+    pub fn covering(rows: usize, cols: usize, tile: (usize, usize), block: (u32, u32), smem_bytes: u32) -> Self {
+        let blocks = |n: usize, t: usize| u32::try_from(n.div_ceil(t)).unwrap_or(u32::MAX);
+        LaunchShape { grid: (blocks(cols, tile.1), blocks(rows, tile.0)), block, smem_bytes }
+    }
+
+    /// Checks the shape against the device's limits.
+    ///
+    /// # Errors
+    /// A refusal naming the exceeded limit.
+    pub fn check(&self, info: &DeviceInfo) -> Result<()> {
+        let threads = self.threads_per_block();
+        if threads == 0 || self.grid.0 == 0 || self.grid.1 == 0 {
+            refuse!("empty launch: grid {:?}, block {:?}", self.grid, self.block);
+        }
+        if threads > info.max_threads_per_block {
+            refuse!("{threads} threads per block exceeds the device limit of {}", info.max_threads_per_block);
+        }
+        if self.grid.0 > info.max_grid.0 || self.grid.1 > info.max_grid.1 {
+            refuse!(
+                "grid {}x{} exceeds the device limit of {}x{} blocks: the matrix is too large for this kernel",
+                self.grid.0,
+                self.grid.1,
+                info.max_grid.0,
+                info.max_grid.1
+            );
+        }
+        if self.smem_bytes > info.smem_per_block_optin {
+            refuse!(
+                "{} bytes of shared memory per block exceeds the opt-in limit of {} bytes (default {})",
+                self.smem_bytes,
+                info.smem_per_block_optin,
+                info.smem_per_block
+            );
+        }
+        Ok(())
+    }
+}
+
+/// One kernel parameter: a device pointer or a 32-bit integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arg {
+    /// A device address (`CUdeviceptr`).
+    Ptr(u64),
+    /// A `u32`.
+    U32(u32),
+}
+
+impl<T: cust::memory::DeviceCopy> From<&cust::memory::DeviceBuffer<T>> for Arg {
+    fn from(buf: &cust::memory::DeviceBuffer<T>) -> Arg {
+        Arg::Ptr(buf.as_device_ptr().as_raw())
+    }
+}
+
+impl From<u32> for Arg {
+    fn from(v: u32) -> Arg {
+        Arg::U32(v)
+    }
+}
+
+/// Enqueues kernel `name` on the lab's stream (asynchronous: errors in the kernel itself show
+/// at the next synchronisation).
+///
+/// # Errors
+/// A refusal for a shape the device cannot run or a launch the driver rejects.
+pub fn launch(gpu: &Gpu, name: &str, shape: &LaunchShape, args: &[Arg]) -> Result<()> {
+    shape.check(&gpu.info)?;
+    let f = function(gpu, name)?;
+    // cuLaunchKernel takes a pointer to each parameter's value; `values` outlives the call.
+    let mut values: Vec<[u8; 8]> = args
+        .iter()
+        .map(|a| match *a {
+            Arg::Ptr(p) => p.to_ne_bytes(),
+            Arg::U32(v) => (v as u64).to_ne_bytes(),
+        })
+        .collect();
+    let ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr() as *mut c_void).collect();
+    // SAFETY: the argument count and types match the kernel's signature (each demo passes the
+    // parameters its kernel's doc comment lists), buffers are live until the stream syncs.
+    let r = unsafe { gpu.stream.launch(&f, shape.grid, shape.block, shape.smem_bytes, &ptrs) };
+    if let Err(e) = r {
+        refuse!(
+            "launching `{name}` with grid {:?}, block {:?}, {} B shared failed: {}",
+            shape.grid,
+            shape.block,
+            shape.smem_bytes,
+            describe(e)
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn covering_rounds_partial_tiles_up() {
+        let s = LaunchShape::covering(33, 4097, (32, 32), (32, 8), 0);
+        assert_eq!(s.grid, (129, 2));
+        assert_eq!(s.threads_per_block(), 256);
+        let s = LaunchShape::covering(1, 1, (16, 16), (16, 16), 0);
+        assert_eq!(s.grid, (1, 1));
+    }
+}

@@ -1,0 +1,15 @@
+//! Everything that talks to the CUDA driver (through `cust`): context and module, device and
+//! kernel attributes, occupancy, launches, event timing.
+
+pub mod context;
+pub mod device;
+pub mod kernel;
+pub mod launch;
+pub mod timing;
+
+pub use context::Gpu;
+
+/// A driver error as one line: its name and the driver's description.
+pub fn describe(err: cust::error::CudaError) -> String {
+    format!("{err:?} ({})", err.to_string().trim_matches('"'))
+}

@@ -1,0 +1,95 @@
+//! Timing with CUDA events on the lab's stream: warm-up runs first, then each timed run between
+//! two events; the median and the minimum are reported.
+
+use anyhow::Result;
+use cust::event::{Event, EventFlags};
+
+use super::{Gpu, describe};
+
+/// Times of repeated runs of one piece of device work, milliseconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timing {
+    /// Median over the timed runs, ms.
+    pub median_ms: f64,
+    /// Fastest timed run, ms.
+    pub min_ms: f64,
+    /// Number of timed runs.
+    pub runs: usize,
+}
+
+impl Timing {
+    /// Summarises run times (ms); `None` for no runs.
+    pub fn from_runs(mut ms: Vec<f64>) -> Option<Timing> {
+        if ms.is_empty() {
+            return None;
+        }
+        ms.sort_by(f64::total_cmp);
+        let n = ms.len();
+        let median = if n % 2 == 1 { ms[n / 2] } else { (ms[n / 2 - 1] + ms[n / 2]) / 2.0 };
+        Some(Timing { median_ms: median, min_ms: ms[0], runs: n })
+    }
+
+    /// Bandwidth in GB/s (1e9 bytes/s) for `bytes` moved in the median time.
+    pub fn gbs(&self, bytes: f64) -> f64 {
+        bytes / (self.median_ms * 1e-3) / 1e9
+    }
+
+    /// Rate in TFLOP/s for `flop` operations in the median time.
+    pub fn tflops(&self, flop: f64) -> f64 {
+        flop / (self.median_ms * 1e-3) / 1e12
+    }
+}
+
+/// How many runs to time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repeats {
+    /// Untimed runs first (JIT, caches, clocks).
+    pub warmup: usize,
+    /// Timed runs.
+    pub runs: usize,
+}
+
+/// Runs `enqueue` (which puts device work on the lab's stream) `warmup` times untimed, then
+/// `runs` times each between two events, and returns the event times.
+///
+/// # Errors
+/// The first error of `enqueue` or of the driver (a faulting kernel shows here).
+pub fn time(gpu: &Gpu, repeats: Repeats, mut enqueue: impl FnMut() -> Result<()>) -> Result<Timing> {
+    let err = |e| anyhow::anyhow!("timing: {}", describe(e));
+    for _ in 0..repeats.warmup {
+        enqueue()?;
+    }
+    gpu.stream.synchronize().map_err(err)?;
+    let (start, stop) = (Event::new(EventFlags::DEFAULT).map_err(err)?, Event::new(EventFlags::DEFAULT).map_err(err)?);
+    let mut ms = Vec::with_capacity(repeats.runs);
+    for _ in 0..repeats.runs {
+        start.record(&gpu.stream).map_err(err)?;
+        enqueue()?;
+        stop.record(&gpu.stream).map_err(err)?;
+        stop.synchronize().map_err(err)?;
+        ms.push(stop.elapsed_time_f32(&start).map_err(err)? as f64);
+    }
+    Timing::from_runs(ms).ok_or_else(|| anyhow::anyhow!("timing: no timed runs"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_and_min_of_runs() {
+        let t = Timing::from_runs(vec![3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((t.median_ms, t.min_ms, t.runs), (2.0, 1.0, 3));
+        let t = Timing::from_runs(vec![4.0, 1.0, 2.0, 3.0]).unwrap();
+        assert_eq!(t.median_ms, 2.5);
+        assert_eq!(Timing::from_runs(vec![]), None);
+    }
+
+    #[test]
+    fn rates_use_the_median() {
+        let t = Timing::from_runs(vec![2.0]).unwrap();
+        // 1 GB in 2 ms is 500 GB/s; 1 TFLOP in 2 ms is 500 TFLOP/s.
+        assert!((t.gbs(1e9) - 500.0).abs() < 1e-9);
+        assert!((t.tflops(1e12) - 500.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,17 @@
+//! Host side of the memory-hierarchy lab.
+//!
+//! Data flows one way: the kernels' PTX (built by `build.rs`, embedded by [`ptx`]) is loaded by
+//! [`gpu`] into a CUDA context; each demo in [`demos`] allocates, launches, times, verifies
+//! against [`reference`], asks the driver for its figures and puts them next to the [`model`]'s
+//! prediction; [`report`] prints the tables.
+
+pub mod cli;
+pub mod demos;
+pub mod error;
+pub mod gpu;
+pub mod model;
+pub mod ptx;
+pub mod ptxas;
+pub mod reference;
+pub mod report;
+pub mod verify;

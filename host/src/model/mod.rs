@@ -1,0 +1,21 @@
+//! Pure-Rust models of the three memory levels a kernel uses, with no GPU
+//! and no dependencies, so every prediction the demos print can be checked
+//! on a laptop and compared against what the driver and the hardware report.
+//!
+//! - [`occupancy`]: how many blocks fit on one SM given registers, shared
+//!   memory and warp slots, both the textbook arithmetic and the driver's
+//!   own rules (`cuda_occupancy.h`).
+//! - [`banks`]: shared-memory bank conflicts and broadcasts for one warp
+//!   request of 4-byte words.
+//! - [`coalescing`]: global-memory sectors (32 B) and segments (128 B)
+//!   touched by one warp request, and the resulting efficiency.
+//! - [`tiling`]: global element loads of naive vs shared-memory tiled
+//!   matrix multiplication.
+//! - [`roofline`]: arithmetic intensity, peak FP32 throughput and the
+//!   roofline bound.
+
+pub mod banks;
+pub mod coalescing;
+pub mod occupancy;
+pub mod roofline;
+pub mod tiling;

@@ -1,0 +1,146 @@
+//! Arithmetic intensity and the roofline model.
+//!
+//! Arithmetic intensity (AI) is floating-point operations per byte of DRAM
+//! traffic. A kernel cannot run faster than either the compute peak or
+//! `AI x DRAM bandwidth`; the lower of the two is its roofline. The
+//! balance point `peak / bandwidth` (FLOP/byte) separates memory-bound
+//! kernels (AI below it) from compute-bound ones.
+
+/// FP32 results per clock per SM (one FMA lane each) for one compute
+/// capability. Source: CUDA C++ Programming Guide, "Arithmetic
+/// Instructions", throughput table, row "32-bit floating-point add,
+/// multiply, multiply-add".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fp32Lanes {
+    /// Compute capability, major part.
+    pub major: u32,
+    /// Compute capability, minor part.
+    pub minor: u32,
+    /// FP32 FMA results per clock cycle per SM.
+    pub lanes_per_sm: u32,
+}
+
+/// FP32 lanes per SM by compute capability (Programming Guide, "Arithmetic
+/// Instructions"): 64 on cc 7.5 and 8.0, 128 on 8.6, 8.9, 9.0, 10.0, 12.0.
+pub const FP32_LANES: [Fp32Lanes; 7] = [
+    Fp32Lanes { major: 7, minor: 5, lanes_per_sm: 64 },
+    Fp32Lanes { major: 8, minor: 0, lanes_per_sm: 64 },
+    Fp32Lanes { major: 8, minor: 6, lanes_per_sm: 128 },
+    Fp32Lanes { major: 8, minor: 9, lanes_per_sm: 128 },
+    Fp32Lanes { major: 9, minor: 0, lanes_per_sm: 128 },
+    Fp32Lanes { major: 10, minor: 0, lanes_per_sm: 128 },
+    Fp32Lanes { major: 12, minor: 0, lanes_per_sm: 128 },
+];
+
+/// FP32 lanes per SM for compute capability `major.minor`, or `None` if
+/// not in [`FP32_LANES`].
+pub fn fp32_lanes_per_sm(major: u32, minor: u32) -> Option<u32> {
+    FP32_LANES.iter().find(|l| l.major == major && l.minor == minor).map(|l| l.lanes_per_sm)
+}
+
+/// Peak FP32 throughput, FLOP/s: `sms x lanes x 2 x clock_hz` (an FMA
+/// counts as two FLOP).
+pub fn peak_fp32_flops(sms: u32, fp32_lanes_per_sm: u32, clock_hz: f64) -> f64 {
+    f64::from(sms) * f64::from(fp32_lanes_per_sm) * 2.0 * clock_hz
+}
+
+/// Arithmetic intensity, FLOP/byte: `flops / bytes` of DRAM traffic.
+pub fn arithmetic_intensity(flops: f64, bytes: f64) -> f64 {
+    flops / bytes
+}
+
+/// Balance point (ridge), FLOP/byte: `peak_flops / bandwidth` with peak in
+/// FLOP/s and bandwidth in bytes/s.
+pub fn balance_point(peak_flops: f64, bandwidth_bytes_per_s: f64) -> f64 {
+    peak_flops / bandwidth_bytes_per_s
+}
+
+/// Attainable throughput, FLOP/s: `min(peak, ai x bandwidth)`.
+pub fn attainable(ai: f64, peak_flops: f64, bandwidth_bytes_per_s: f64) -> f64 {
+    peak_flops.min(ai * bandwidth_bytes_per_s)
+}
+
+/// Which roof caps a kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// AI below the balance point: DRAM bandwidth caps it.
+    Memory,
+    /// AI at or above the balance point: the compute peak caps it.
+    Compute,
+}
+
+/// Classifies a kernel of intensity `ai` (FLOP/byte); exactly at the
+/// balance point it counts as [`Bound::Compute`] (both roofs meet there).
+pub fn bound(ai: f64, peak_flops: f64, bandwidth_bytes_per_s: f64) -> Bound {
+    if ai < balance_point(peak_flops, bandwidth_bytes_per_s) { Bound::Memory } else { Bound::Compute }
+}
+
+/// Measured throughput as a fraction of the roofline at intensity `ai`:
+/// `achieved_flops / attainable(ai, peak, bandwidth)` (1.0 = on the roof).
+pub fn fraction_of_roofline(achieved_flops: f64, ai: f64, peak_flops: f64, bandwidth_bytes_per_s: f64) -> f64 {
+    achieved_flops / attainable(ai, peak_flops, bandwidth_bytes_per_s)
+}
+
+/// Intensity of `c[i] = a[i] + b[i]` on `f32`: 1 FLOP per 12 bytes (two
+/// 4-byte reads, one 4-byte write).
+pub const VECTOR_ADD_AI: f64 = 1.0 / 12.0;
+
+/// Intensity of `y[i] = a * x[i] + y[i]` on `f32`: 2 FLOP per 12 bytes.
+pub const SAXPY_AI: f64 = 2.0 / 12.0;
+
+/// Intensity of the naive `f32` matmul inner loop with no reuse: one
+/// multiply-add (2 FLOP) per two 4-byte loads (8 bytes).
+pub const NAIVE_MATMUL_AI: f64 = 2.0 / 8.0;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, rel: f64) -> bool {
+        ((a - b) / b).abs() < rel
+    }
+
+    #[test]
+    fn a100_balance_point_is_about_12_5() {
+        let b = balance_point(19_500e9, 1_555e9);
+        assert!(close(b, 12.54, 1e-3), "{b}");
+        assert_eq!(bound(NAIVE_MATMUL_AI, 19_500e9, 1_555e9), Bound::Memory);
+        assert_eq!(bound(50.0, 19_500e9, 1_555e9), Bound::Compute);
+        assert_eq!(bound(b, 19_500e9, 1_555e9), Bound::Compute);
+    }
+
+    #[test]
+    fn kernel_intensities() {
+        assert_eq!(arithmetic_intensity(1.0, 12.0), VECTOR_ADD_AI);
+        assert!(close(VECTOR_ADD_AI, 0.0833, 1e-3));
+        assert!(close(SAXPY_AI, 0.1667, 1e-3));
+        assert_eq!(NAIVE_MATMUL_AI, 0.25);
+    }
+
+    #[test]
+    fn h200_peak_is_about_66_9_tflops() {
+        let lanes = fp32_lanes_per_sm(9, 0).unwrap();
+        assert_eq!(lanes, 128);
+        let peak = peak_fp32_flops(132, lanes, 1.98e9);
+        assert!(close(peak, 66.908_16e12, 1e-9), "{peak}");
+    }
+
+    #[test]
+    fn lanes_table() {
+        assert_eq!(fp32_lanes_per_sm(7, 5), Some(64));
+        assert_eq!(fp32_lanes_per_sm(8, 0), Some(64));
+        assert_eq!(fp32_lanes_per_sm(8, 6), Some(128));
+        assert_eq!(fp32_lanes_per_sm(12, 0), Some(128));
+        assert_eq!(fp32_lanes_per_sm(6, 0), None);
+    }
+
+    #[test]
+    fn attainable_and_fraction() {
+        let (peak, bw) = (19_500e9, 1_555e9);
+        // Vector add on A100: 1555e9 / 12 FLOP/s at most.
+        let roof = attainable(VECTOR_ADD_AI, peak, bw);
+        assert!(close(roof, 129.58e9, 1e-3), "{roof}");
+        assert_eq!(attainable(100.0, peak, bw), peak);
+        assert!(close(fraction_of_roofline(roof / 2.0, VECTOR_ADD_AI, peak, bw), 0.5, 1e-12));
+    }
+}

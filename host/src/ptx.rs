@@ -1,0 +1,91 @@
+//! The kernels' PTX, built by `build.rs` from `kernels-gpu/` and embedded in the binary, so the
+//! lab runs on a GPU machine with no Rust toolchain.
+
+/// One embedded PTX module and the compute capability it was generated for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ptx {
+    /// PTX target, e.g. `"sm_90"`.
+    pub arch: &'static str,
+    /// Compute capability of `arch` as `(major, minor)`.
+    pub cc: (u32, u32),
+    /// The PTX text.
+    pub text: &'static str,
+}
+
+/// Every embedded PTX, lowest target first.
+pub const ALL: [Ptx; 2] = [
+    Ptx { arch: "sm_75", cc: (7, 5), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_75.ptx")) },
+    Ptx { arch: "sm_90", cc: (9, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90.ptx")) },
+];
+
+/// The nightly toolchain the PTX was built with.
+pub const NIGHTLY: &str = env!("MEMLAB_NIGHTLY");
+
+/// Kernel entry points every PTX defines, in demo order.
+pub const KERNELS: [&str; 9] = [
+    "matmul_naive",
+    "matmul_tiled_16",
+    "matmul_tiled_32",
+    "copy",
+    "transpose_naive",
+    "transpose_tiled",
+    "transpose_padded",
+    "strided_read",
+    "shared_bank_probe",
+];
+
+/// The PTX to load on a device of compute capability `cc`: the highest target not above it
+/// (the driver JIT-compiles PTX for its own or any newer architecture), or `None` when the
+/// device is older than every target.
+pub fn for_device(cc: (u32, u32)) -> Option<&'static Ptx> {
+    ALL.iter().rev().find(|p| p.cc <= cc)
+}
+
+/// The body of kernel `name` in a PTX text: from its `.entry` line to the closing brace at the
+/// start of a line.
+pub fn entry_body<'a>(ptx: &'a str, name: &str) -> Option<&'a str> {
+    let start = ptx.find(&format!(".entry {name}("))?;
+    let rest = &ptx[start..];
+    let end = rest.find("\n}").map_or(rest.len(), |e| e + 2);
+    Some(&rest[..end])
+}
+
+/// Counts instructions in a kernel body whose opcode starts with `prefix` (e.g. `"ld.shared"`),
+/// predicated ones (`@%p1 ld...`) included.
+pub fn count_ops(body: &str, prefix: &str) -> usize {
+    body.lines()
+        .map(str::trim_start)
+        .map(|l| match l.strip_prefix('@') {
+            Some(predicated) => predicated.split_once(char::is_whitespace).map_or("", |(_, op)| op.trim_start()),
+            None => l,
+        })
+        .filter(|op| op.starts_with(prefix))
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_the_highest_target_not_above_the_device() {
+        assert_eq!(for_device((9, 0)).unwrap().arch, "sm_90");
+        assert_eq!(for_device((12, 0)).unwrap().arch, "sm_90");
+        assert_eq!(for_device((8, 6)).unwrap().arch, "sm_75");
+        assert_eq!(for_device((7, 5)).unwrap().arch, "sm_75");
+        assert_eq!(for_device((7, 0)), None);
+    }
+
+    const SAMPLE: &str = ".entry a(\n.param .u32 p\n)\n{\n\tld.shared.b32 %r1, [%rd1];\n\t@%p1 st.shared.b32 [%rd2], %r1;\n\tret;\n}\n.entry b(\n)\n{\n\tld.global.b32 %r1, [%rd1];\n}\n";
+
+    #[test]
+    fn finds_entry_bodies_and_counts_ops() {
+        let a = entry_body(SAMPLE, "a").unwrap();
+        assert!(a.starts_with(".entry a(") && a.ends_with("\n}"));
+        assert_eq!(count_ops(a, "ld.shared"), 1);
+        assert_eq!(count_ops(a, "st.shared"), 1, "predicated stores count");
+        assert_eq!(count_ops(a, "ld.global"), 0);
+        assert_eq!(count_ops(entry_body(SAMPLE, "b").unwrap(), "ld.global"), 1);
+        assert_eq!(entry_body(SAMPLE, "c"), None);
+    }
+}

@@ -1,0 +1,129 @@
+//! `ptxas -v`: what NVIDIA's assembler says about each kernel (registers, spills, stack), read
+//! on a machine with no GPU. ptxas comes from PyPI's `nvidia-cuda-nvcc` wheel (`cargo xtask
+//! setup` installs it); its register counts match the driver's JIT on the H200 (measured).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+/// ptxas's figures for one kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PtxasKernel {
+    /// Entry point.
+    pub kernel: String,
+    /// Registers per thread.
+    pub regs: u32,
+    /// Stack frame per thread, bytes (local memory).
+    pub stack_bytes: u32,
+    /// Spill stores, bytes.
+    pub spill_stores: u32,
+    /// Spill loads, bytes.
+    pub spill_loads: u32,
+    /// Static shared memory, bytes.
+    pub smem_bytes: u32,
+}
+
+/// Where the CUDA binary tools are: `$MEMLAB_CUDA_BIN`, else what `cargo xtask setup`
+/// installed under `target/cuda-tools`, else the `PATH`.
+pub fn tool(name: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os("MEMLAB_CUDA_BIN") {
+        return Path::new(&dir).join(name);
+    }
+    let setup = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/cuda-tools/nvidia/cu13/bin").join(name);
+    if setup.exists() { setup } else { PathBuf::from(name) }
+}
+
+/// Assembles `ptx` for `arch` (e.g. `"sm_90"`) with `ptxas -v` and returns each kernel's figures.
+///
+/// # Errors
+/// ptxas missing (run `cargo xtask setup`) or rejecting the PTX.
+pub fn run(ptx: &str, arch: &str) -> Result<Vec<PtxasKernel>> {
+    let dir = std::env::temp_dir().join(format!("memlab-ptxas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let input = dir.join(format!("kernels_{arch}.ptx"));
+    std::fs::write(&input, ptx)?;
+    let ptxas = tool("ptxas");
+    let out = Command::new(&ptxas)
+        .arg(format!("-arch={arch}"))
+        .arg("-v")
+        .arg(&input)
+        .arg("-o")
+        .arg(dir.join("out.cubin"))
+        .output()
+        .with_context(|| format!("cannot run {} (install it with `cargo xtask setup`)", ptxas.display()))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        bail!("ptxas -arch={arch} failed: {}", log.lines().find(|l| l.contains("error")).unwrap_or(&log));
+    }
+    Ok(parse(&log))
+}
+
+/// Parses `ptxas -v` output into one record per compiled entry function.
+pub fn parse(log: &str) -> Vec<PtxasKernel> {
+    let mut kernels: Vec<PtxasKernel> = Vec::new();
+    for line in log.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            let kernel = rest.split('\'').next().unwrap_or_default().to_string();
+            kernels.push(PtxasKernel {
+                kernel,
+                regs: 0,
+                stack_bytes: 0,
+                spill_stores: 0,
+                spill_loads: 0,
+                smem_bytes: 0,
+            });
+            continue;
+        }
+        let Some(k) = kernels.last_mut() else { continue };
+        if line.contains("bytes stack frame") {
+            k.stack_bytes = number_before(line, "bytes stack frame");
+            k.spill_stores = number_before(line, "bytes spill stores");
+            k.spill_loads = number_before(line, "bytes spill loads");
+        } else if line.contains("Used ") && line.contains("registers") {
+            k.regs = number_before(line, "registers");
+            k.smem_bytes = number_before(line, "bytes smem");
+        }
+    }
+    kernels
+}
+
+/// The number just before `unit` in `line` (0 when absent).
+fn number_before(line: &str, unit: &str) -> u32 {
+    line.split(unit)
+        .next()
+        .filter(|head| head.len() < line.len())
+        .and_then(|head| head.split_whitespace().last())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ptxas_verbose_output() {
+        let log = "ptxas info    : 0 bytes gmem\n\
+            ptxas info    : Compiling entry function 'copy' for 'sm_90'\n\
+            ptxas info    : Function properties for copy\n    \
+            8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n\
+            ptxas info    : Used 16 registers, used 0 barriers, 4224 bytes smem\n\
+            ptxas info    : Compiling entry function 'b' for 'sm_90'\n\
+            ptxas info    : Used 255 registers, used 1 barriers\n";
+        let k = parse(log);
+        assert_eq!(
+            k[0],
+            PtxasKernel {
+                kernel: "copy".into(),
+                regs: 16,
+                stack_bytes: 8,
+                spill_stores: 4,
+                spill_loads: 12,
+                smem_bytes: 4224
+            }
+        );
+        assert_eq!((k[1].kernel.as_str(), k[1].regs, k[1].smem_bytes), ("b", 255, 0));
+    }
+}

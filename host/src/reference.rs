@@ -1,0 +1,152 @@
+//! CPU references for every kernel, and the inputs the demos feed them (fixed seeds, so the same
+//! run gives the same input and the same checksums).
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// `n` floats uniform in `[-1, 1)` from seed `seed`.
+pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+}
+
+/// Element `(row, col)` of `A * B` in f64 for row-major `A` (`m x k`) and `B` (`k x n`), with
+/// `sum |a_i b_i|`, the scale a rounding-error bound needs.
+pub fn matmul_element(a: &[f32], b: &[f32], n: usize, k: usize, row: usize, col: usize) -> (f64, f64) {
+    let (mut dot, mut abs) = (0.0f64, 0.0f64);
+    for i in 0..k {
+        let p = a[row * k + i] as f64 * b[i * n + col] as f64;
+        dot += p;
+        abs += p.abs();
+    }
+    (dot, abs)
+}
+
+/// The full product `A * B` (`m x n`, row-major) in f64.
+pub fn matmul(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f64> {
+    (0..m * n).map(|e| matmul_element(a, b, n, k, e / n, e % n).0).collect()
+}
+
+/// Transpose of a row-major `rows x cols` matrix (the result is `cols x rows`).
+pub fn transpose(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0.0; rows * cols];
+    for r in 0..rows {
+        for c in 0..cols {
+            out[c * rows + r] = input[r * cols + c];
+        }
+    }
+    out
+}
+
+/// Word `i` of the strided-read probe's input (a cheap hash, so every word differs).
+pub fn strided_word(i: usize) -> u32 {
+    (i as u32).wrapping_mul(0x2545_F491) ^ (i >> 32) as u32 ^ 0x5bd1_e995
+}
+
+/// Loads per thread of `strided_read` (kernels-gpu `STRIDED_READS_PER_THREAD`).
+pub const STRIDED_READS_PER_THREAD: usize = 8;
+
+/// The sum `strided_read` writes for thread `g` of `threads` at `stride`.
+pub fn strided_partial(g: usize, threads: usize, stride: usize) -> u32 {
+    (0..STRIDED_READS_PER_THREAD).fold(0u32, |s, r| s.wrapping_add(strided_word((g + r * threads) * stride)))
+}
+
+/// kernels-gpu `BANK_PROBE_WINDOW`, `BANK_PROBE_UNROLL`: the probe's offset pattern.
+pub const BANK_PROBE_WINDOW: usize = 2048;
+/// Loads per unrolled step of the bank probe.
+pub const BANK_PROBE_UNROLL: usize = 8;
+/// Words of the bank probe's shared array.
+pub const BANK_PROBE_WORDS: usize = 4096;
+
+/// Word `w` of the bank probe's shared array (kernels-gpu `bank_probe_word`).
+pub fn bank_probe_word(w: u32) -> u32 {
+    w.wrapping_mul(0x9E37_79B9)
+}
+
+/// Word read by load `k` of lane `lane` in the bank probe at `stride` (0 = broadcast).
+pub fn bank_probe_address(lane: usize, stride: usize, k: usize) -> usize {
+    let step = k / BANK_PROBE_UNROLL;
+    lane * stride + (step * BANK_PROBE_UNROLL * 32) % BANK_PROBE_WINDOW + (k % BANK_PROBE_UNROLL) * 32
+}
+
+/// The sum every thread of lane `lane` writes in the bank probe.
+pub fn bank_probe_sum(lane: usize, stride: usize, iters: usize) -> u32 {
+    (0..iters).fold(0u32, |s, k| s.wrapping_add(bank_probe_word(bank_probe_address(lane, stride, k) as u32)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Textbook triple loop in f64, written independently of `matmul_element`.
+    fn naive(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f64> {
+        let mut c = vec![0.0f64; m * n];
+        for i in 0..m {
+            for p in 0..k {
+                for j in 0..n {
+                    c[i * n + j] += a[i * k + p] as f64 * b[p * n + j] as f64;
+                }
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn matmul_matches_hand_computed_2x2() {
+        let a = [1.0, 2.0, 3.0, 4.0];
+        let b = [5.0, 6.0, 7.0, 8.0];
+        assert_eq!(matmul(&a, &b, 2, 2, 2), vec![19.0, 22.0, 43.0, 50.0]);
+    }
+
+    #[test]
+    fn matmul_matches_triple_loop_on_odd_sizes() {
+        for &(m, n, k) in &[(1, 1, 1), (31, 33, 1), (33, 31, 17), (1, 1000, 3), (7, 5, 1000)] {
+            let a = random_f32(m * k, 1);
+            let b = random_f32(k * n, 2);
+            let want = naive(&a, &b, m, n, k);
+            let got = matmul(&a, &b, m, n, k);
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "{m}x{n}x{k}: {g} vs {w}");
+            }
+        }
+    }
+
+    #[test]
+    fn transpose_moves_each_element_on_odd_sizes() {
+        for &(rows, cols) in &[(1, 1), (31, 33), (33, 31), (1, 1000), (1000, 1)] {
+            let input: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+            let out = transpose(&input, rows, cols);
+            for r in 0..rows {
+                for c in 0..cols {
+                    assert_eq!(out[c * rows + r], input[r * cols + c]);
+                }
+            }
+            assert_eq!(transpose(&out, cols, rows), input);
+        }
+    }
+
+    #[test]
+    fn strided_partial_sums_the_right_words() {
+        // Thread 1 of 4 at stride 3 reads elements (1 + 4r) * 3.
+        let want = (0..8).fold(0u32, |s, r| s.wrapping_add(strided_word((1 + 4 * r) * 3)));
+        assert_eq!(strided_partial(1, 4, 3), want);
+        assert_ne!(strided_word(0), strided_word(1));
+    }
+
+    #[test]
+    fn bank_probe_addresses_keep_the_bank_pattern_and_fit() {
+        for stride in [0, 1, 2, 4, 8, 16, 32, 33] {
+            for k in 0..1024 {
+                let w0 = bank_probe_address(0, stride, k);
+                for lane in 0..32 {
+                    let w = bank_probe_address(lane, stride, k);
+                    assert!(w < BANK_PROBE_WORDS);
+                    // Same bank as at step 0: the offset is a multiple of 32 words.
+                    assert_eq!(w % 32, (lane * stride) % 32);
+                    assert_eq!(w - w0, lane * stride);
+                }
+            }
+        }
+        assert_eq!(bank_probe_sum(3, 1, 8), (0..8).fold(0u32, |s, u| s.wrapping_add(bank_probe_word(3 + 32 * u))));
+    }
+}

@@ -1,0 +1,69 @@
+//! The binary's behaviour on a machine without a GPU: help, refusals of bad input, and the
+//! one-line no-driver error with exit code 2.
+
+use std::process::{Command, Output};
+
+fn memlab(args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlab"));
+    // The binary links libcuda.so.1; on a machine without a driver, the library `cargo xtask
+    // setup` fetched (cust's CUDA_LIBRARY_PATH) stands in, and cuInit then finds no device.
+    if let Ok(dir) = std::env::var("CUDA_LIBRARY_PATH") {
+        cmd.env("LD_LIBRARY_PATH", std::path::Path::new(&dir).join("lib64"));
+    }
+    cmd.args(args)
+        // Hide any GPU, so the no-device path is the one taken on every machine.
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .output()
+        .expect("run memlab")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn help_lists_the_commands() {
+    let o = memlab(&["--help"]);
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("run-demos") && out.contains("devices"), "{out}");
+}
+
+#[test]
+fn no_gpu_is_one_line_exit_2_and_no_result() {
+    for args in [&["devices"][..], &["run-demos"][..]] {
+        let o = memlab(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("error: no usable NVIDIA driver or GPU: cuInit failed with NoDevice"), "{err}");
+        assert!(o.stdout.is_empty(), "nothing may be printed as a result");
+    }
+}
+
+#[test]
+fn bad_sizes_are_refused_before_touching_the_gpu() {
+    for (args, needle) in [
+        (&["run-demos", "--transpose", "0x5"][..], "out of range: allowed 1..=4294967295"),
+        (&["run-demos", "--matmul=-3x4x4"][..], "not a whole number"),
+        (&["run-demos", "--matmul", "8x8x"][..], "not a whole number"),
+        (&["run-demos", "--device", "-1"][..], "unexpected argument '-1'"),
+        (&["run-demos", "--matmul", "4x4"][..], "expected 3 sizes"),
+        (&["run-demos", "--strided-bytes", "0MiB"][..], "at least 1 byte"),
+        (&["run-demos", "--only", "nosuch"][..], "nosuch"),
+        (&["run-demos", "--runs", "0"][..], "0"),
+    ] {
+        let o = memlab(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).lines().count(), 1, "{args:?}: {}", stderr(&o));
+        assert!(o.stdout.is_empty());
+    }
+}
+
+#[test]
+fn bank_iters_must_be_a_multiple_of_the_unroll() {
+    let o = memlab(&["run-demos", "--bank-iters", "12"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stderr(&o).trim(), "error: --bank-iters 12 must be a multiple of 8 (the probe's unroll)");
+}

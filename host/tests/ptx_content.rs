@@ -1,0 +1,98 @@
+//! What the embedded PTX must contain, checked without a GPU: every kernel present and
+//! self-contained, shared memory where a lesson needs it and nowhere else, probes that really
+//! issue the loads they time, and ptxas reporting no spills.
+
+use memlab::ptx::{self, count_ops, entry_body};
+use memlab::ptxas;
+
+/// Kernels that stage data in shared memory.
+const SHARED: [&str; 5] =
+    ["matmul_tiled_16", "matmul_tiled_32", "transpose_tiled", "transpose_padded", "shared_bank_probe"];
+/// Kernels that must touch global memory only.
+const GLOBAL_ONLY: [&str; 4] = ["matmul_naive", "copy", "transpose_naive", "strided_read"];
+
+fn body<'a>(p: &'a ptx::Ptx, kernel: &str) -> &'a str {
+    entry_body(p.text, kernel).unwrap_or_else(|| panic!("{} PTX lacks kernel {kernel}", p.arch))
+}
+
+#[test]
+fn every_kernel_is_in_every_ptx_and_nothing_is_left_undefined() {
+    for p in &ptx::ALL {
+        for kernel in ptx::KERNELS {
+            assert!(p.text.contains(&format!(".visible .entry {kernel}(")), "{} lacks {kernel}", p.arch);
+        }
+        assert!(!p.text.contains(".extern .func"), "{} PTX calls an undefined function", p.arch);
+        assert_eq!(p.text.matches(".entry ").count(), ptx::KERNELS.len(), "{}: unexpected extra kernels", p.arch);
+    }
+}
+
+#[test]
+fn shared_memory_kernels_use_the_shared_state_space() {
+    for p in &ptx::ALL {
+        for kernel in SHARED {
+            let b = body(p, kernel);
+            assert!(count_ops(b, "ld.shared") > 0, "{}/{kernel}: no ld.shared", p.arch);
+            assert!(count_ops(b, "st.shared") > 0, "{}/{kernel}: no st.shared", p.arch);
+            assert!(count_ops(b, "bar.sync") + count_ops(b, "barrier.sync") > 0, "{}/{kernel}: no barrier", p.arch);
+            // A generic pointer into shared memory would hide the state space from the lesson.
+            assert!(!b.contains("cvta.shared"), "{}/{kernel}: generic shared pointer", p.arch);
+        }
+        for kernel in GLOBAL_ONLY {
+            let b = body(p, kernel);
+            assert!(!b.contains(".shared"), "{}/{kernel} touches shared memory", p.arch);
+            assert!(count_ops(b, "ld.global") > 0, "{}/{kernel}: no global load", p.arch);
+            assert!(!b.contains("ld.local") && !b.contains("st.local"), "{}/{kernel}: local memory", p.arch);
+        }
+    }
+}
+
+#[test]
+fn copy_and_naive_transpose_issue_all_loads_before_any_store() {
+    for p in &ptx::ALL {
+        for kernel in ["copy", "transpose_naive"] {
+            let b = body(p, kernel);
+            let last_load = b.rfind("ld.global").unwrap();
+            let first_store = b.find("st.global").unwrap();
+            assert!(last_load < first_store, "{}/{kernel}: a load waits behind a store", p.arch);
+            assert_eq!(count_ops(b, "ld.global"), 4, "{}/{kernel}", p.arch);
+        }
+    }
+}
+
+#[test]
+fn strided_probe_issues_eight_independent_global_loads() {
+    for p in &ptx::ALL {
+        let b = body(p, "strided_read");
+        assert_eq!(count_ops(b, "ld.global"), memlab::reference::STRIDED_READS_PER_THREAD, "{}", p.arch);
+        assert_eq!(count_ops(b, "st.global"), 1, "{}", p.arch);
+    }
+}
+
+#[test]
+fn bank_probe_loop_loads_one_bank_pattern_with_immediate_offsets() {
+    for p in &ptx::ALL {
+        let b = body(p, "shared_bank_probe");
+        // The unrolled step: 8 loads at +0, +128, ..., +896 bytes (32 words apart) from one base,
+        // so every load of a lane stays in the bank of word `lane * stride`.
+        for u in 1..memlab::reference::BANK_PROBE_UNROLL {
+            assert!(b.contains(&format!("+{}]", u * 128)), "{}: no load at +{} bytes", p.arch, u * 128);
+        }
+        // The host's checksum uses the same word values.
+        let k = memlab::reference::bank_probe_word(1);
+        assert!(b.contains(&k.to_string()) || b.contains(&(k as i32).to_string()), "{}: word hash differs", p.arch);
+    }
+}
+
+#[test]
+fn ptxas_reports_no_spills_and_no_stack_for_any_kernel() {
+    for p in &ptx::ALL {
+        let report = ptxas::run(p.text, p.arch).expect("ptxas (install it with `cargo xtask setup`)");
+        assert_eq!(report.len(), ptx::KERNELS.len(), "{}: {report:?}", p.arch);
+        for k in &report {
+            assert_eq!((k.spill_stores, k.spill_loads, k.stack_bytes), (0, 0, 0), "{}: {k:?}", p.arch);
+            assert!(k.regs > 0 && k.regs <= 64, "{}: {k:?}", p.arch);
+            // Shared memory is dynamic only: the launch, not the kernel, sizes it.
+            assert_eq!(k.smem_bytes, 0, "{}: {k:?}", p.arch);
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! Probes: kernels that exist to be timed, each isolating one memory effect.
+
+use crate::device::{block_dim_x, dynamic_shared, global_idx_x, lane_id, sync_threads, thread_idx_x};
+
+/// Loads per thread in [`strided_read`]: independent, so 8 are in flight per thread.
+pub const STRIDED_READS_PER_THREAD: usize = 8;
+
+/// Global-memory coalescing probe: warp lanes read words `stride` elements apart.
+///
+/// Thread `g < threads` reads the 4-byte words at element index `(g + r * threads) * stride`
+/// for `r` in `0..8` and writes their wrapping sum to `partial[g]`; consecutive lanes are
+/// `4 * stride` bytes apart, so one warp request touches between 4 (stride 1) and 32
+/// (stride >= 8) 32-byte sectors. The sum keeps every load live (the host checks it).
+///
+/// - Launch: one-dimensional, any block size, at least `threads` threads in all.
+/// - Shared memory: none. Memory level: global (DRAM through L2; each word is read once).
+///
+/// # Safety
+/// `input` holds at least `8 * threads * stride` words, `partial` at least `threads`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn strided_read(input: *const u32, partial: *mut u32, threads: u32, stride: u32) {
+    let g = global_idx_x();
+    if g >= threads {
+        return;
+    }
+    let (g, threads, stride) = (g as usize, threads as usize, stride as usize);
+    let mut sum = 0u32;
+    for r in 0..STRIDED_READS_PER_THREAD {
+        sum = sum.wrapping_add(unsafe { *input.add((g + r * threads) * stride) });
+    }
+    unsafe { *partial.add(g) = sum };
+}
+
+/// Words of the shared-memory array in [`shared_bank_probe`] (16 KiB).
+pub const BANK_PROBE_WORDS: usize = 4096;
+/// The window (in words, a power of two) the probe's step offset wraps in; with the largest
+/// lane base (`31 * 33`) and unrolled offset (`7 * 32`) the highest word stays below
+/// [`BANK_PROBE_WORDS`].
+pub const BANK_PROBE_WINDOW: usize = 2048;
+/// Loads per unrolled step of [`shared_bank_probe`]: independent, to keep the banks busy.
+pub const BANK_PROBE_UNROLL: usize = 8;
+
+/// The value stored in word `w` of the bank probe's array; the host uses it for the checksum.
+#[inline(always)]
+pub const fn bank_probe_word(w: u32) -> u32 {
+    w.wrapping_mul(0x9E37_79B9)
+}
+
+/// Shared-memory bank-conflict probe: lane `t` of every warp reads word `t * stride` plus an
+/// offset that is a multiple of 32 words, so every load has the same bank pattern.
+/// `stride = 0` is the broadcast case: all lanes read one word.
+///
+/// With 32 banks of 4 bytes (CUDA C++ Programming Guide, "Shared Memory", cc >= 5.0), a request
+/// needs as many shared-memory wavefronts as the largest number of distinct words in one bank,
+/// so the time per load grows with that factor: 1, 2, 4, ..., 32 for strides 1, 2, 4, ..., 32,
+/// 1 for stride 33 and for the broadcast. Loads use immediate offsets from one base register so
+/// that issuing them costs less than the banks' one wavefront per cycle: the banks, not the
+/// instruction issue, set the time.
+///
+/// Load `k` of a thread reads word `t * stride + (256 * (k / 8)) mod 2048 + 32 * (k mod 8)`.
+/// Each thread sums `iters` loads (`iters` a multiple of 8) and writes the wrapping sum to
+/// `out[g]` for its global index `g`; word `w` holds [`bank_probe_word`]`(w)`.
+///
+/// - Launch: one-dimensional, block size a multiple of 32; `out` holds one word per thread.
+/// - Shared memory: `4096 * 4 = 16384` bytes of dynamic shared memory.
+/// - Memory level: shared (global memory only for the one store per thread).
+///
+/// # Safety
+/// `stride <= 33`; `out` holds one word per launched thread; 16384 dynamic shared bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn shared_bank_probe(out: *mut u32, stride: u32, iters: u32) {
+    let words = dynamic_shared::<u32>();
+    let mut w = thread_idx_x();
+    while (w as usize) < BANK_PROBE_WORDS {
+        unsafe { *words.add(w as usize) = bank_probe_word(w) };
+        w += block_dim_x();
+    }
+    unsafe { sync_threads() };
+    let lane_words = unsafe { words.add((lane_id() * stride) as usize) };
+    let mut sum = 0u32;
+    let mut offset = 0usize;
+    for _ in 0..iters as usize / BANK_PROBE_UNROLL {
+        let step = unsafe { lane_words.add(offset) };
+        for u in 0..BANK_PROBE_UNROLL {
+            sum = sum.wrapping_add(unsafe { *step.add(u * 32) });
+        }
+        offset = (offset + BANK_PROBE_UNROLL * 32) & (BANK_PROBE_WINDOW - 1);
+    }
+    unsafe { *out.add(global_idx_x() as usize) = sum };
+}

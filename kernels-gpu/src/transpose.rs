@@ -1,0 +1,134 @@
+//! Shared memory and bank conflicts: matrix transpose, after NVIDIA's "An Efficient Matrix
+//! Transpose in CUDA C/C++" ladder (copy / naive / tiled / padded).
+//!
+//! `input` is `rows x cols`, `output` is `cols x rows` (for `copy`: `rows x cols`), row-major
+//! `f32`. Every kernel here is launched with the same shape: block `32 x 8` threads, one block per
+//! `32 x 32` tile, grid `(ceil(cols / 32), ceil(rows / 32))`; each thread moves 4 elements, rows
+//! `ty, ty + 8, ty + 16, ty + 24` of its tile. Any `rows, cols >= 1` works (guarded accesses).
+
+use crate::device::{block_idx_x, block_idx_y, dynamic_shared, sync_threads, thread_idx_x, thread_idx_y};
+
+/// Tile edge, in elements.
+pub const TILE: usize = 32;
+/// Thread rows per block; each thread handles `TILE / BLOCK_ROWS` elements.
+pub const BLOCK_ROWS: usize = 8;
+
+/// This thread's column and first row inside the tile at block `(bx, by)`.
+#[inline(always)]
+fn tile_origin(bx: u32, by: u32) -> (usize, usize) {
+    (bx as usize * TILE + thread_idx_x() as usize, by as usize * TILE + thread_idx_y() as usize)
+}
+
+/// Calls `f(x, y)` for the 4 elements this thread owns in the tile whose origin is given by
+/// [`tile_origin`], skipping those outside a `rows x cols` matrix.
+#[inline(always)]
+fn for_tile_rows(x: usize, y: usize, rows: usize, cols: usize, mut f: impl FnMut(usize, usize, usize)) {
+    for j in (0..TILE).step_by(BLOCK_ROWS) {
+        if x < cols && y + j < rows {
+            f(x, y + j, j);
+        }
+    }
+}
+
+/// Rows of a tile one thread moves (`TILE / BLOCK_ROWS`).
+const PER_THREAD: usize = TILE / BLOCK_ROWS;
+
+/// Loads this thread's 4 elements of the tile at `(x, y)` of a `rows x cols` matrix, all before
+/// any store: the output may alias the input as far as the compiler knows, so a load after a
+/// store would wait for it and leave one load in flight per thread instead of four.
+#[inline(always)]
+fn load_tile_rows(input: *const f32, x: usize, y: usize, rows: usize, cols: usize) -> [f32; PER_THREAD] {
+    let mut v = [0.0; PER_THREAD];
+    for_tile_rows(x, y, rows, cols, |x, y, j| v[j / BLOCK_ROWS] = unsafe { *input.add(y * cols + x) });
+    v
+}
+
+/// The bandwidth ceiling of the transposes: same launch shape, same 4 elements per thread,
+/// coalesced reads and coalesced writes.
+///
+/// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
+/// - Shared memory: none. Memory level: global, fully coalesced (a warp moves one 128-byte row).
+///
+/// # Safety
+/// `input` and `output` hold at least `rows * cols` floats and do not overlap.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn copy(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
+    let (x, y) = tile_origin(block_idx_x(), block_idx_y());
+    let (rows, cols) = (rows as usize, cols as usize);
+    let v = load_tile_rows(input, x, y, rows, cols);
+    for_tile_rows(x, y, rows, cols, |x, y, j| unsafe {
+        *output.add(y * cols + x) = v[j / BLOCK_ROWS];
+    });
+}
+
+/// Transpose straight through global memory: coalesced reads, strided writes.
+///
+/// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
+/// - Shared memory: none. Memory level: global. A warp reads one 128-byte row segment but writes
+///   32 floats `rows * 4` bytes apart: 32 sectors for 128 useful bytes.
+///
+/// # Safety
+/// `input` and `output` hold at least `rows * cols` floats and do not overlap.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn transpose_naive(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
+    let (x, y) = tile_origin(block_idx_x(), block_idx_y());
+    let (rows, cols) = (rows as usize, cols as usize);
+    let v = load_tile_rows(input, x, y, rows, cols);
+    for_tile_rows(x, y, rows, cols, |x, y, j| unsafe {
+        *output.add(x * rows + y) = v[j / BLOCK_ROWS];
+    });
+}
+
+/// Transpose through a shared-memory tile of `TILE x PITCH` floats: the body of
+/// [`transpose_tiled`] (`PITCH = 32`) and [`transpose_padded`] (`PITCH = 33`).
+///
+/// Global reads and writes are both coalesced; the transpose happens in shared memory, where
+/// the write-out phase reads a tile column: lane `t` reads word `t * PITCH + c`, bank
+/// `(t * PITCH + c) mod 32`.
+///
+/// # Safety
+/// As for the kernels: buffers of `rows * cols` floats, `TILE * PITCH * 4` dynamic shared bytes.
+#[inline(always)]
+unsafe fn transpose_via_tile<const PITCH: usize>(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
+    let tile = dynamic_shared::<f32>();
+    let (rows, cols) = (rows as usize, cols as usize);
+    let (tx, ty) = (thread_idx_x() as usize, thread_idx_y() as usize);
+    let (x, y) = tile_origin(block_idx_x(), block_idx_y());
+    for_tile_rows(x, y, rows, cols, |x, y, j| unsafe {
+        *tile.add((ty + j) * PITCH + tx) = *input.add(y * cols + x);
+    });
+    unsafe { sync_threads() };
+    // The output tile sits at the mirrored block; its matrix is cols x rows.
+    let (x, y) = tile_origin(block_idx_y(), block_idx_x());
+    for_tile_rows(x, y, cols, rows, |x, y, j| unsafe {
+        *output.add(y * rows + x) = *tile.add(tx * PITCH + ty + j);
+    });
+}
+
+/// Transpose through a `32 x 32` shared tile: coalesced global traffic, but the column read of
+/// the tile puts all 32 lanes of a warp on one bank (word `32 t + c`): a 32-way bank conflict.
+///
+/// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
+/// - Shared memory: `32 * 32 * 4 = 4096` bytes of dynamic shared memory.
+/// - Memory level: global (coalesced) and shared (32-way conflicted reads).
+///
+/// # Safety
+/// `input` and `output` hold at least `rows * cols` floats.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn transpose_tiled(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
+    unsafe { transpose_via_tile::<32>(input, output, rows, cols) }
+}
+
+/// Transpose through a `32 x 33` shared tile: the one padding word per row moves lane `t` of a
+/// column read to bank `(33 t + c) mod 32 = (t + c) mod 32`, so the conflict is gone.
+///
+/// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
+/// - Shared memory: `32 * 33 * 4 = 4224` bytes of dynamic shared memory.
+/// - Memory level: global (coalesced) and shared (conflict-free).
+///
+/// # Safety
+/// `input` and `output` hold at least `rows * cols` floats.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn transpose_padded(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
+    unsafe { transpose_via_tile::<33>(input, output, rows, cols) }
+}

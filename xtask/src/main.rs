@@ -1,0 +1,193 @@
+//! `cargo xtask`: the project's tasks, in Rust instead of shell scripts.
+//!
+//! - `setup`: what building and testing need beyond cargo: a `libcuda.so` to link against
+//!   (the machine's driver library, or Debian's `libcuda1` where there is none) and NVIDIA's
+//!   `ptxas`/`nvdisasm`/`cuobjdump` from PyPI for the CPU tests. The kernels' nightly toolchain
+//!   is installed by `host/build.rs` itself.
+//! - `test`: setup, then formatting, clippy and every test of the workspace.
+//! - `run-demos [ARGS]`: setup, build the `memlab` binary, run its `run-demos` on the GPU.
+//! - `bundle DIR`: build the binary and copy it to `DIR`, to run on a GPU machine without cargo.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, Result, bail};
+
+/// PyPI packages of NVIDIA's CUDA compiler tools (`ptxas`, `nvdisasm`, `cuobjdump`).
+const CUDA_TOOL_WHEELS: [&str; 3] =
+    ["nvidia-cuda-nvcc==13.*", "nvidia-cuda-nvdisasm==13.*", "nvidia-cuda-cuobjdump==13.*"];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("setup") => setup().map(|_| ()),
+        Some("test") => test(),
+        Some("run-demos") => run_demos(&args[1..]),
+        Some("bundle") => bundle(args.get(1).map(PathBuf::from)),
+        _ => {
+            eprintln!("usage: cargo xtask <setup | test | run-demos [ARGS] | bundle DIR>");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// Paths `setup` prepared.
+struct Tools {
+    /// Folder holding `lib64/libcuda.so` (cust's `CUDA_LIBRARY_PATH`).
+    cuda_link: PathBuf,
+    /// Folder holding `ptxas`, `nvdisasm`, `cuobjdump`.
+    cuda_bin: PathBuf,
+}
+
+fn setup() -> Result<Tools> {
+    let target = root().join("target");
+    let cuda_link = target.join("cuda-link");
+    let lib64 = cuda_link.join("lib64");
+    if !lib64.join("libcuda.so").exists() {
+        fs::create_dir_all(&lib64)?;
+        match system_libcuda() {
+            Some(lib) => {
+                eprintln!("xtask: linking against the driver's {}", lib.display());
+                std::os::unix::fs::symlink(&lib, lib64.join("libcuda.so"))?;
+            }
+            None => {
+                eprintln!("xtask: no libcuda on this machine; fetching Debian's libcuda1 to link against");
+                fetch_debian_libcuda(&target.join("apt-libcuda"), &lib64)?;
+            }
+        }
+    }
+    let tools = target.join("cuda-tools");
+    let cuda_bin = tools.join("nvidia/cu13/bin");
+    if !cuda_bin.join("ptxas").exists() {
+        eprintln!("xtask: installing NVIDIA's ptxas, nvdisasm and cuobjdump from PyPI into {}", tools.display());
+        let mut cmd = Command::new("python3");
+        cmd.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--target"])
+            .arg(&tools);
+        run(cmd.args(CUDA_TOOL_WHEELS)).context("pip install of the CUDA tool wheels (needs python3 with pip)")?;
+    }
+    Ok(Tools { cuda_link, cuda_bin })
+}
+
+/// The driver's `libcuda.so.1` as `ldconfig` knows it.
+fn system_libcuda() -> Option<PathBuf> {
+    let out = Command::new("ldconfig").arg("-p").output().ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("libcuda.so.1") && l.contains("x86-64"))
+        .filter_map(|l| l.split("=>").nth(1))
+        .map(|p| PathBuf::from(p.trim()))
+        .find(|p| p.exists())
+}
+
+/// Downloads Debian's non-free `libcuda1` with a private apt configuration (the machine's
+/// sources stay untouched) and unpacks its `libcuda.so*` into `lib64`.
+fn fetch_debian_libcuda(work: &Path, lib64: &Path) -> Result<()> {
+    let lists = work.join("lists");
+    fs::create_dir_all(lists.join("partial"))?;
+    let codename = fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("VERSION_CODENAME=").map(str::to_string)))
+        .unwrap_or_else(|| "bookworm".into());
+    let sources = work.join("sources.list");
+    fs::write(&sources, format!("deb http://deb.debian.org/debian {codename} main non-free\n"))?;
+    let opts = [
+        format!("-oDir::Etc::SourceList={}", sources.display()),
+        "-oDir::Etc::SourceParts=/dev/null".into(),
+        format!("-oDir::State::Lists={}", lists.display()),
+        "-oAPT::Sandbox::User=root".into(),
+    ];
+    run(Command::new("apt-get").args(&opts).args(["-qq", "update"])).context("apt-get update (private lists)")?;
+    run(Command::new("apt-get").args(&opts).args(["-qq", "download", "libcuda1"]).current_dir(work))
+        .context("apt-get download libcuda1")?;
+    let deb = fs::read_dir(work)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "deb"))
+        .context("no libcuda1 .deb was downloaded")?;
+    let unpacked = work.join("root");
+    run(Command::new("dpkg").arg("-x").arg(&deb).arg(&unpacked))?;
+    let lib_dir = unpacked.join("usr/lib/x86_64-linux-gnu/nvidia/current");
+    for entry in fs::read_dir(&lib_dir).with_context(|| format!("{} missing in the package", lib_dir.display()))? {
+        let path = entry?.path();
+        if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("libcuda.so")) {
+            // Copy links as links, so libcuda.so -> libcuda.so.1 -> libcuda.so.<version> stays.
+            run(Command::new("cp").arg("-a").arg(&path).arg(lib64))?;
+        }
+    }
+    Ok(())
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+fn test() -> Result<()> {
+    let tools = setup()?;
+    run(cargo().args(["fmt", "--all", "--", "--check"])).context("cargo fmt --check: run `cargo fmt --all`")?;
+    // kernels-gpu is outside the workspace (nvptx only); rustfmt follows its modules from lib.rs.
+    run(Command::new("rustfmt").current_dir(root().join("kernels-gpu")).args([
+        "--check",
+        "--edition",
+        "2024",
+        "src/lib.rs",
+    ]))
+    .context("rustfmt --check of kernels-gpu")?;
+    run(cargo()
+        .args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])
+        .env("CUDA_LIBRARY_PATH", &tools.cuda_link))?;
+    run(cargo()
+        .args(["test", "--workspace"])
+        .env("CUDA_LIBRARY_PATH", &tools.cuda_link)
+        .env("MEMLAB_CUDA_BIN", &tools.cuda_bin))
+}
+
+fn build_release(tools: &Tools) -> Result<PathBuf> {
+    run(cargo().args(["build", "--release", "--package", "memlab"]).env("CUDA_LIBRARY_PATH", &tools.cuda_link))?;
+    Ok(root().join("target/release/memlab"))
+}
+
+fn run_demos(args: &[String]) -> Result<()> {
+    let tools = setup()?;
+    let bin = build_release(&tools)?;
+    if system_libcuda().is_none() {
+        bail!("no NVIDIA driver library (libcuda.so.1) on this machine: run-demos needs an NVIDIA GPU and its driver");
+    }
+    // Run the binary directly, not through `cargo run`, so the driver's own libcuda is used.
+    let status = Command::new(&bin).arg("run-demos").args(args).status()?;
+    std::process::exit(status.code().unwrap_or(2));
+}
+
+fn bundle(dir: Option<PathBuf>) -> Result<()> {
+    let dir = dir.context("usage: cargo xtask bundle DIR")?;
+    let tools = setup()?;
+    let bin = build_release(&tools)?;
+    fs::create_dir_all(&dir)?;
+    fs::copy(&bin, dir.join("memlab"))?;
+    eprintln!(
+        "xtask: {} is self-contained (PTX embedded); it needs only the NVIDIA driver",
+        dir.join("memlab").display()
+    );
+    Ok(())
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let status = cmd.status().with_context(|| format!("cannot start {:?}", cmd.get_program()))?;
+    if !status.success() {
+        bail!("{:?} failed with {status}", cmd.get_program());
+    }
+    Ok(())
+}
