@@ -6,6 +6,7 @@
 //! prediction; [`report`] prints the tables.
 
 pub mod cli;
+pub mod commands;
 pub mod demos;
 pub mod error;
 pub mod gpu;

@@ -21,18 +21,10 @@ pub const ALL: [Ptx; 2] = [
 /// The nightly toolchain the PTX was built with.
 pub const NIGHTLY: &str = env!("MEMLAB_NIGHTLY");
 
-/// Kernel entry points every PTX defines, in demo order.
-pub const KERNELS: [&str; 9] = [
-    "matmul_naive",
-    "matmul_tiled_16",
-    "matmul_tiled_32",
-    "copy",
-    "transpose_naive",
-    "transpose_tiled",
-    "transpose_padded",
-    "strided_read",
-    "shared_bank_probe",
-];
+/// The kernel entry points (`.visible .entry NAME(`) of a PTX text, in order.
+pub fn kernel_names(ptx: &str) -> Vec<&str> {
+    ptx.lines().filter_map(|l| l.trim().strip_prefix(".visible .entry ")).filter_map(|l| l.split('(').next()).collect()
+}
 
 /// The PTX to load on a device of compute capability `cc`: the highest target not above it
 /// (the driver JIT-compiles PTX for its own or any newer architecture), or `None` when the
@@ -87,5 +79,6 @@ mod tests {
         assert_eq!(count_ops(a, "ld.global"), 0);
         assert_eq!(count_ops(entry_body(SAMPLE, "b").unwrap(), "ld.global"), 1);
         assert_eq!(entry_body(SAMPLE, "c"), None);
+        assert_eq!(kernel_names(".visible .entry a(\n.param\n)\n.visible .entry b_2(\n"), ["a", "b_2"]);
     }
 }

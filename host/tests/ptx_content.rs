@@ -5,6 +5,19 @@
 use memlab::ptx::{self, count_ops, entry_body};
 use memlab::ptxas;
 
+/// The demo kernels of the main lessons (other lessons add their own and test them).
+const DEMO_KERNELS: [&str; 9] = [
+    "matmul_naive",
+    "matmul_tiled_16",
+    "matmul_tiled_32",
+    "copy",
+    "transpose_naive",
+    "transpose_tiled",
+    "transpose_padded",
+    "strided_read",
+    "shared_bank_probe",
+];
+
 /// Kernels that stage data in shared memory.
 const SHARED: [&str; 5] =
     ["matmul_tiled_16", "matmul_tiled_32", "transpose_tiled", "transpose_padded", "shared_bank_probe"];
@@ -18,11 +31,12 @@ fn body<'a>(p: &'a ptx::Ptx, kernel: &str) -> &'a str {
 #[test]
 fn every_kernel_is_in_every_ptx_and_nothing_is_left_undefined() {
     for p in &ptx::ALL {
-        for kernel in ptx::KERNELS {
-            assert!(p.text.contains(&format!(".visible .entry {kernel}(")), "{} lacks {kernel}", p.arch);
+        let names = ptx::kernel_names(p.text);
+        for kernel in DEMO_KERNELS {
+            assert!(names.contains(&kernel), "{} lacks {kernel}", p.arch);
         }
         assert!(!p.text.contains(".extern .func"), "{} PTX calls an undefined function", p.arch);
-        assert_eq!(p.text.matches(".entry ").count(), ptx::KERNELS.len(), "{}: unexpected extra kernels", p.arch);
+        assert_eq!(p.text.matches(".entry ").count(), names.len(), "{}: an entry that is not visible", p.arch);
     }
 }
 
@@ -87,7 +101,7 @@ fn bank_probe_loop_loads_one_bank_pattern_with_immediate_offsets() {
 fn ptxas_reports_no_spills_and_no_stack_for_any_kernel() {
     for p in &ptx::ALL {
         let report = ptxas::run(p.text, p.arch).expect("ptxas (install it with `cargo xtask setup`)");
-        assert_eq!(report.len(), ptx::KERNELS.len(), "{}: {report:?}", p.arch);
+        assert_eq!(report.len(), ptx::kernel_names(p.text).len(), "{}: {report:?}", p.arch);
         for k in &report {
             assert_eq!((k.spill_stores, k.spill_loads, k.stack_bytes), (0, 0, 0), "{}: {k:?}", p.arch);
             assert!(k.regs > 0 && k.regs <= 64, "{}: {k:?}", p.arch);
