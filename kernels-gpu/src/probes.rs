@@ -1,6 +1,6 @@
 //! Probes: kernels that exist to be timed, each isolating one memory effect.
 
-use crate::device::{block_dim_x, dynamic_shared, global_idx_x, lane_id, sync_threads, thread_idx_x};
+use crate::device::{block_dim_x, dynamic_shared, fma, global_idx_x, lane_id, sync_threads, thread_idx_x};
 
 /// Loads per thread in [`strided_read`]: independent, so 8 are in flight per thread.
 pub const STRIDED_READS_PER_THREAD: usize = 8;
@@ -87,4 +87,86 @@ pub unsafe extern "ptx-kernel" fn shared_bank_probe(out: *mut u32, stride: u32, 
         offset = (offset + BANK_PROBE_UNROLL * 32) & (BANK_PROBE_WINDOW - 1);
     }
     unsafe { *out.add(global_idx_x() as usize) = sum };
+}
+
+/// Accumulators per thread in [`register_pressure`]: enough live values that the natural
+/// register count is well above 128, so a JIT register cap below it forces spills.
+pub const PRESSURE_ACCUMULATORS: usize = 128;
+
+/// Expands `$step!(i)` for `i` in `$base..$base + 16`, as literal indices: LLVM does not fully
+/// unroll a 128-iteration loop, and a loop index would send the array to local memory.
+macro_rules! sixteen {
+    ($step:ident, $base:expr) => {
+        $step!($base);
+        $step!($base + 1);
+        $step!($base + 2);
+        $step!($base + 3);
+        $step!($base + 4);
+        $step!($base + 5);
+        $step!($base + 6);
+        $step!($base + 7);
+        $step!($base + 8);
+        $step!($base + 9);
+        $step!($base + 10);
+        $step!($base + 11);
+        $step!($base + 12);
+        $step!($base + 13);
+        $step!($base + 14);
+        $step!($base + 15);
+    };
+}
+
+/// Expands `$step!(i)` for every `i` in `0..PRESSURE_ACCUMULATORS`.
+macro_rules! each_accumulator {
+    ($step:ident) => {
+        sixteen!($step, 0);
+        sixteen!($step, 16);
+        sixteen!($step, 32);
+        sixteen!($step, 48);
+        sixteen!($step, 64);
+        sixteen!($step, 80);
+        sixteen!($step, 96);
+        sixteen!($step, 112);
+    };
+}
+
+/// Register-pressure probe: each thread keeps [`PRESSURE_ACCUMULATORS`] floats live across a
+/// loop. Every index into the array is a literal, so without a cap the array lives in
+/// registers; a cap (`CU_JIT_MAX_REGISTERS`) below the natural count spills part of it to local
+/// memory.
+///
+/// Thread `g < threads` reads `input[g + i * threads]` for `i` in `0..iters`, updates every
+/// accumulator `a[j] = a[j] * x + j` per read, and writes the sum of the accumulators (in index
+/// order) to `out[g]`.
+///
+/// - Launch: one-dimensional, any block size.
+/// - Shared memory: none. Memory level: registers (local memory once spilled).
+///
+/// # Safety
+/// `input` holds `iters * threads` floats, `out` holds `threads`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn register_pressure(input: *const f32, out: *mut f32, threads: u32, iters: u32) {
+    let g = global_idx_x();
+    if g >= threads {
+        return;
+    }
+    let (g, threads) = (g as usize, threads as usize);
+    let mut acc = [0.0f32; PRESSURE_ACCUMULATORS];
+    for i in 0..iters as usize {
+        let x = unsafe { *input.add(g + i * threads) };
+        macro_rules! update {
+            ($j:expr) => {
+                acc[$j] = fma(acc[$j], x, ($j) as f32)
+            };
+        }
+        each_accumulator!(update);
+    }
+    let mut sum = 0.0f32;
+    macro_rules! add {
+        ($j:expr) => {
+            sum += acc[$j]
+        };
+    }
+    each_accumulator!(add);
+    unsafe { *out.add(g) = sum };
 }
