@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result, bail};
 
@@ -39,7 +40,10 @@ pub fn tool(name: &str) -> PathBuf {
 /// # Errors
 /// ptxas missing (run `cargo xtask setup`) or rejecting the PTX.
 pub fn run(ptx: &str, arch: &str) -> Result<Vec<PtxasKernel>> {
-    let dir = std::env::temp_dir().join(format!("memlab-ptxas-{}", std::process::id()));
+    // One folder per call: tests run ptxas from several threads of one process.
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("memlab-ptxas-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let input = dir.join(format!("kernels_{arch}.ptx"));
     std::fs::write(&input, ptx)?;

@@ -98,13 +98,26 @@ fn bank_probe_loop_loads_one_bank_pattern_with_immediate_offsets() {
 }
 
 #[test]
+fn register_pressure_keeps_its_accumulators_in_registers_without_a_cap() {
+    for p in &ptx::ALL {
+        let report = ptxas::run(p.text, p.arch).expect("ptxas (install it with `cargo xtask setup`)");
+        let k = report.iter().find(|k| k.kernel == "register_pressure").expect("register_pressure compiled");
+        // LLVM leaves the array in PTX local memory; ptxas promotes all of it to registers.
+        assert!(k.regs > 128, "{}: {k:?}", p.arch);
+        assert_eq!(k.stack_bytes, 0, "{}: {k:?}", p.arch);
+    }
+}
+
+#[test]
 fn ptxas_reports_no_spills_and_no_stack_for_any_kernel() {
     for p in &ptx::ALL {
         let report = ptxas::run(p.text, p.arch).expect("ptxas (install it with `cargo xtask setup`)");
         assert_eq!(report.len(), ptx::kernel_names(p.text).len(), "{}: {report:?}", p.arch);
         for k in &report {
             assert_eq!((k.spill_stores, k.spill_loads, k.stack_bytes), (0, 0, 0), "{}: {k:?}", p.arch);
-            assert!(k.regs > 0 && k.regs <= 64, "{}: {k:?}", p.arch);
+            // register_pressure keeps 128 floats live on purpose; the rest are small kernels.
+            let most = if k.kernel == "register_pressure" { 255 } else { 64 };
+            assert!(k.regs > 0 && k.regs <= most, "{}: {k:?}", p.arch);
             // Shared memory is dynamic only: the launch, not the kernel, sizes it.
             assert_eq!(k.smem_bytes, 0, "{}: {k:?}", p.arch);
         }
