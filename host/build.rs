@@ -1,7 +1,7 @@
 //! The PTX build step (the project's stand-in for `cuda_builder`).
 //!
-//! Builds `../kernels-gpu` with rustc's own `nvptx64-nvidia-cuda` backend, once per PTX target
-//! in [`ARCHS`], and leaves `kernels_<arch>.ptx` in `OUT_DIR` for `src/ptx.rs` to embed.
+//! Builds `../kernels-gpu` with rustc's own `nvptx64-nvidia-cuda` backend, once per entry of
+//! [`BUILDS`], and leaves `kernels_<name>.ptx` in `OUT_DIR` for `src/ptx.rs` to embed.
 //! The pinned nightly is read from `kernels-gpu/rust-toolchain.toml` and installed with its
 //! components when missing (rustup does not auto-install toolchains on every machine).
 //! A PTX that still calls an undefined function (`.extern .func`) fails the build.
@@ -11,8 +11,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// PTX targets: a baseline every supported GPU can JIT (cc 7.5) and Hopper's own (cc 9.0).
-const ARCHS: [&str; 2] = ["sm_75", "sm_90"];
+/// The PTX builds: output name, target, cargo features. A baseline every supported GPU can JIT
+/// (cc 7.5), Hopper's own (cc 9.0), and the load-counting build of the tiling lesson.
+const BUILDS: [(&str, &str, &str); 3] =
+    [("sm_75", "sm_75", ""), ("sm_90", "sm_90", ""), ("sm_75_counting", "sm_75", "count-loads")];
 
 /// Variables the outer cargo sets for build scripts that would make the nested cargo use the
 /// host's stable rustc, its flags, or its target directory.
@@ -40,12 +42,12 @@ fn main() {
 
     let toolchain = pinned_toolchain(&kernels);
     ensure_toolchain(&toolchain);
-    for arch in ARCHS {
-        let ptx = build_ptx(&kernels, &toolchain, arch);
+    for (name, arch, features) in BUILDS {
+        let ptx = build_ptx(&kernels, &toolchain, name, arch, features);
         if let Some(line) = ptx.lines().find(|l| l.trim_start().starts_with(".extern .func")) {
-            fail(&format!("the {arch} PTX is not self-contained, it still declares `{}`", line.trim()));
+            fail(&format!("the {name} PTX is not self-contained, it still declares `{}`", line.trim()));
         }
-        fs::write(out_dir.join(format!("kernels_{arch}.ptx")), ptx).unwrap();
+        fs::write(out_dir.join(format!("kernels_{name}.ptx")), ptx).unwrap();
     }
     println!("cargo:rustc-env=MEMLAB_NIGHTLY={toolchain}");
 }
@@ -95,13 +97,13 @@ fn rustup(toolchain: &str, args: &[&str]) -> Result<String, String> {
     }
 }
 
-/// One PTX for `arch`: fat LTO folds `core` into the kernel crate, `--emit=asm` writes the
+/// One PTX for `arch` with cargo `features`: fat LTO folds `core` into the kernel crate, `--emit=asm` writes the
 /// module as PTX, and the no-op linker skips the bitcode linker this target would otherwise
 /// need (it is not distributed for nvptx64).
-fn build_ptx(kernels: &Path, toolchain: &str, arch: &str) -> String {
+fn build_ptx(kernels: &Path, toolchain: &str, name: &str, arch: &str, features: &str) -> String {
     let manifest = kernels.join("Cargo.toml");
-    // One target directory per arch, so two builds never read each other's `kernels_gpu.s`.
-    let target_dir = kernels.join("target").join(arch);
+    // One target directory per build, so two builds never read each other's `kernels_gpu.s`.
+    let target_dir = kernels.join("target").join(name);
     let cpu = format!("target-cpu={arch}");
     let args = [
         "cargo",
@@ -115,6 +117,8 @@ fn build_ptx(kernels: &Path, toolchain: &str, arch: &str) -> String {
         manifest.to_str().unwrap(),
         "--target-dir",
         target_dir.to_str().unwrap(),
+        "--features",
+        features,
         "--",
         "--emit=asm",
         "-C",
@@ -123,7 +127,7 @@ fn build_ptx(kernels: &Path, toolchain: &str, arch: &str) -> String {
         "linker=true",
     ];
     if let Err(err) = rustup(toolchain, &args) {
-        fail(&format!("building kernels-gpu for {arch} failed:\n{err}"));
+        fail(&format!("building kernels-gpu ({name}) failed:\n{err}"));
     }
     let asm = target_dir.join("nvptx64-nvidia-cuda/release/deps/kernels_gpu.s");
     fs::read_to_string(&asm).unwrap_or_else(|e| fail(&format!("no PTX at {}: {e}", asm.display())))

@@ -18,6 +18,11 @@ pub const ALL: [Ptx; 2] = [
     Ptx { arch: "sm_90", cc: (9, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90.ptx")) },
 ];
 
+/// The load-counting build (feature `count-loads`, cc 7.5 so any device runs it): the matmul
+/// kernels also count their global loads in the `.global` variable `GLOBAL_LOADS` (u64).
+pub const COUNTING: Ptx =
+    Ptx { arch: "sm_75", cc: (7, 5), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_75_counting.ptx")) };
+
 /// The nightly toolchain the PTX was built with.
 pub const NIGHTLY: &str = env!("MEMLAB_NIGHTLY");
 

@@ -59,6 +59,11 @@ pub fn exact_u32(got: &[u32], want: impl Fn(usize) -> u32) -> Check {
     Check::from_pairs(got.iter().enumerate().map(|(i, &g)| (i, g, want(i))))
 }
 
+/// Exact comparison of one value (a count, a checksum).
+pub fn exact_one<T: PartialEq + std::fmt::Display>(got: T, want: T) -> Check {
+    Check::from_pairs(std::iter::once((0, got, want)))
+}
+
 fn length_mismatch(got: usize, want: usize) -> Check {
     Check {
         checked: want,
@@ -114,6 +119,8 @@ mod tests {
         assert!(!exact_f32(&[0.0], &[-0.0]).passed(), "bit-exact: -0 is not +0");
         assert!(!exact_f32(&[1.0], &[1.0, 2.0]).passed());
         assert!(exact_u32(&[0, 2, 4], |i| 2 * i as u32).passed());
+        assert!(exact_one(7u64, 7).passed());
+        assert_eq!(exact_one(6u64, 7).first_bad, Some((0, "6".into(), "7".into())));
         assert!(!Check { checked: 0, mismatches: 0, first_bad: None }.passed());
     }
 

@@ -123,3 +123,20 @@ fn ptxas_reports_no_spills_and_no_stack_for_any_kernel() {
         }
     }
 }
+
+#[test]
+fn the_counting_build_counts_every_matmul_global_load_and_the_timed_build_does_not() {
+    for kernel in ["matmul_naive", "matmul_tiled_16", "matmul_tiled_32"] {
+        let counting = body(&ptx::COUNTING, kernel);
+        let loads = count_ops(counting, "ld.global");
+        assert!(loads > 0, "{kernel}");
+        // One atomic increment of GLOBAL_LOADS per global load.
+        assert_eq!(counting.matches("atom.global.add.u64").count(), loads, "{kernel}");
+        for p in &ptx::ALL {
+            assert!(!body(p, kernel).contains("atom."), "{}/{kernel}: counting left in the timed build", p.arch);
+        }
+    }
+    for p in &ptx::ALL {
+        assert!(!p.text.contains("GLOBAL_LOADS"), "{}", p.arch);
+    }
+}

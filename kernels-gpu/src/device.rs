@@ -73,3 +73,21 @@ pub fn dynamic_shared<T>() -> *mut T {
 pub fn fma(a: f32, b: f32, c: f32) -> f32 {
     core::intrinsics::fmaf32(a, b, c)
 }
+
+/// Global loads issued by the kernels that load through [`load`], in the counting build only
+/// (feature `count-loads`); the host zeroes and reads it with `cuModuleGetGlobal`.
+#[cfg(feature = "count-loads")]
+#[unsafe(no_mangle)]
+pub static GLOBAL_LOADS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// Reads `*p` from global memory; the counting build also counts the load in [`GLOBAL_LOADS`]
+/// (an atomic add per load: for checking counts at small sizes, never for timing).
+///
+/// # Safety
+/// `p` is valid for a read.
+#[inline(always)]
+pub unsafe fn load<T: Copy>(p: *const T) -> T {
+    #[cfg(feature = "count-loads")]
+    GLOBAL_LOADS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    unsafe { *p }
+}

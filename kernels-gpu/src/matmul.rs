@@ -3,7 +3,7 @@
 //! Shapes: `A` is `m x k`, `B` is `k x n`, `C` is `m x n`, all row-major and densely packed.
 //! Any `m, n, k >= 1` works: out-of-range loads read 0.0 and out-of-range stores are skipped.
 
-use crate::device::{block_idx_x, block_idx_y, dynamic_shared, fma, sync_threads, thread_idx_x, thread_idx_y};
+use crate::device::{block_idx_x, block_idx_y, dynamic_shared, fma, load, sync_threads, thread_idx_x, thread_idx_y};
 
 /// Threads per block along x and y of [`matmul_naive`].
 pub const NAIVE_BLOCK: u32 = 16;
@@ -30,7 +30,7 @@ pub unsafe extern "ptx-kernel" fn matmul_naive(a: *const f32, b: *const f32, c: 
     let b_col = unsafe { b.add(col as usize) };
     let mut acc = 0.0f32;
     for i in 0..k {
-        acc = unsafe { fma(*a_row.add(i), *b_col.add(i * n), acc) };
+        acc = unsafe { fma(load(a_row.add(i)), load(b_col.add(i * n)), acc) };
     }
     unsafe { *c.add(row as usize * n + col as usize) = acc };
 }
@@ -63,8 +63,8 @@ unsafe fn matmul_tiled<const T: usize>(a: *const f32, b: *const f32, c: *mut f32
     while k0 < k {
         let (ka, kb) = (k0 + tx, k0 + ty);
         unsafe {
-            *tile_a.add(slot) = if row < m && ka < k { *a.add(row * k + ka) } else { 0.0 };
-            *tile_b.add(slot) = if kb < k && col < n { *b.add(kb * n + col) } else { 0.0 };
+            *tile_a.add(slot) = if row < m && ka < k { load(a.add(row * k + ka)) } else { 0.0 };
+            *tile_b.add(slot) = if kb < k && col < n { load(b.add(kb * n + col)) } else { 0.0 };
             sync_threads();
             for i in 0..T {
                 acc = fma(*a_row.add(i), *b_col.add(i * T), acc);

@@ -13,7 +13,7 @@ pub struct Args {
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: u32,
-    /// Demos to run (default: all): memcpy, transpose, matmul, coalescing, banks.
+    /// Demos to run (default: all, in the listed order).
     #[arg(long, num_args = 1.., value_parser = clap::builder::PossibleValuesParser::new(demos::NAMES))]
     pub only: Vec<String>,
     /// Transpose and copy matrix, ROWSxCOLS.
@@ -58,11 +58,15 @@ pub fn run(args: Args) -> Result<bool> {
     let gpu = Gpu::open(args.device, None)?;
     println!("# memlab on {}\n\n{}\n", gpu.info.name, report::device(args.device, &gpu.info, gpu.ptx.arch));
     let mut lab = Lab { gpu, sizes, memcpy_gbs: None };
-    let mut all_passed = true;
+    let mut sections = Vec::new();
     for name in names {
         let section = demos::run(&mut lab, name)?;
-        all_passed &= section.passed();
         println!("{}", report::section(&section, lab.memcpy_gbs));
+        sections.push(section);
+    }
+    let all_passed = sections.iter().all(|s| s.passed());
+    if let Some(roofline) = demos::roofline::section(&lab, &sections) {
+        println!("{}", report::section(&roofline, lab.memcpy_gbs));
     }
     println!("{}", if all_passed { "All results verified." } else { "SOME RESULTS ARE WRONG: see the check column." });
     Ok(all_passed)

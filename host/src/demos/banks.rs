@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use super::{KernelRun, Lab, Rate, Section, download, ensure_free, measure, poison, poisoned};
+use super::{KernelRun, Lab, Level, Section, Work, download, ensure_free, measure, poison, poisoned};
 use crate::gpu::launch::{Arg, LaunchShape};
 use crate::model::banks::WarpRequest;
 use crate::reference::{self, BANK_PROBE_WORDS};
@@ -35,14 +35,14 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         let args = [Arg::from(&out), Arg::U32(stride as u32), Arg::U32(iters as u32)];
         let prediction = format!("factor {}", bank_factor(stride));
         let lesson = "lane t reads shared word t * stride";
-        let run = KernelRun { kernel: "shared_bank_probe", lesson, prediction, shape, args: &args };
+        // Shared-memory load bandwidth: 4 bytes per lane per load.
+        let work = Work { flop: 0.0, bytes: 4.0 * (threads * iters) as f64, level: Level::Shared };
+        let run = KernelRun { kernel: "shared_bank_probe", lesson, prediction, shape, args: &args, work };
         let check = || {
             let sums: Vec<u32> = (0..32).map(|lane| reference::bank_probe_sum(lane, stride, iters)).collect();
             Ok((verify::exact_u32(&download(&out)?, |g| sums[g % 32]), "checksums"))
         };
-        let loads = (threads * iters) as f64;
-        // Reported as shared-memory load bandwidth: 4 bytes per lane per load.
-        points.push((stride, measure(lab, run, check, |t| Rate::SharedGbs(t.gbs(4.0 * loads)))?));
+        points.push((stride, measure(lab, run, check)?));
     }
     let base_ms = points[0].1.timing.median_ms;
     let header = ["stride", "median ms", "time vs stride 1", "model factor", "within 25%", "check"];

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use super::{KernelRun, Lab, Rate, Section, download, ensure_free, measure, poison, poisoned, upload};
+use super::{KernelRun, Lab, Section, Work, download, ensure_free, measure, poison, poisoned, upload};
 use crate::gpu::launch::{Arg, LaunchShape};
 use crate::model::coalescing::{TransactionModel, bandwidth_fraction_vs_unit_stride};
 use crate::reference::{self, STRIDED_READS_PER_THREAD};
@@ -40,35 +40,60 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         let prediction =
             format!("sectors: {:.3}x, segments: {:.3}x of stride 1", sector_model(stride), segment_model(stride));
         let lesson = "lanes read 4-byte words `stride` elements apart";
-        let run = KernelRun { kernel: "strided_read", lesson, prediction, shape, args: &args };
+        let useful = (threads * STRIDED_READS_PER_THREAD * 4) as f64;
+        let run = KernelRun {
+            kernel: "strided_read",
+            lesson,
+            prediction,
+            shape,
+            args: &args,
+            work: Work::global_bytes(useful),
+        };
         let check = || {
             let got = download(&partial)?;
             Ok((verify::exact_u32(&got[..threads], |g| reference::strided_partial(g, threads, stride)), "checksums"))
         };
-        let useful = (threads * STRIDED_READS_PER_THREAD * 4) as f64;
-        points.push((stride, measure(lab, run, check, |t| Rate::Gbs(t.gbs(useful)))?));
+        points.push((stride, measure(lab, run, check)?));
     }
     let base_gbs = points[0].1.rate.value();
-    let header =
-        ["stride", "useful GB/s", "measured vs stride 1", "sector model", "segment model", "closer to", "check"];
+    let header = [
+        "stride",
+        "useful GB/s",
+        "measured vs stride 1",
+        "sector model",
+        "measured / sector",
+        "segment model",
+        "measured / segment",
+        "closer to",
+        "check",
+    ];
+    let mut closer_counts = [0usize; 2];
     let rows = points
         .iter()
         .map(|(stride, row)| {
             let measured = row.rate.value() / base_gbs;
             let (sector, segment) = (sector_model(*stride), segment_model(*stride));
-            let closer =
-                if (measured / sector).ln().abs() <= (measured / segment).ln().abs() { "sectors" } else { "segments" };
+            let sectors_closer = (measured / sector).ln().abs() <= (measured / segment).ln().abs();
+            closer_counts[usize::from(!sectors_closer)] += 1;
             vec![
                 stride.to_string(),
                 format!("{:.0}", row.rate.value()),
                 format!("{measured:.3}"),
                 format!("{sector:.3}"),
+                format!("{:.2}", measured / sector),
                 format!("{segment:.3}"),
-                closer.to_string(),
+                format!("{:.2}", measured / segment),
+                if sectors_closer { "sectors" } else { "segments" }.to_string(),
                 row.check.summary(row.check_kind),
             ]
         })
         .collect();
+    let notes = vec![format!(
+        "Closer to the 32-byte sector model at {} of {} strides, to the 128-byte segment model at {}; ratios near 1.00 mean the model predicts the measured fall-off.",
+        closer_counts[0],
+        points.len(),
+        closer_counts[1]
+    )];
     let mut kernels: Vec<_> = points.into_iter().map(|(_, row)| row).collect();
     let checks = kernels.drain(1..).map(|row| row.check).collect();
     Ok(Section {
@@ -78,6 +103,6 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         kernels,
         sweep: Some((header.iter().map(|s| s.to_string()).collect(), rows)),
         checks,
-        ..Section::default()
+        notes,
     })
 }

@@ -2,10 +2,17 @@
 
 use anyhow::Result;
 
-use super::{KernelRow, KernelRun, Lab, Rate, Section, download, ensure_free, measure, poison, poisoned, upload};
-use crate::gpu::launch::{Arg, LaunchShape};
+use super::{
+    KernelRow, KernelRun, Lab, Level, Section, Work, download, ensure_free, measure, poison, poisoned, upload,
+};
+use cust::memory::CopyDestination;
+
+use crate::gpu::context::load_ptx_text;
+use crate::gpu::describe;
+use crate::gpu::launch::{Arg, LaunchShape, launch_in};
 use crate::model::tiling::{MatmulShape, naive_global_loads, tiled_global_loads};
-use crate::{reference, verify};
+use crate::verify::Check;
+use crate::{ptx, reference, verify};
 
 /// Elements checked at random when the full check would cost more than [`FULL_CHECK_MACS`].
 pub const SAMPLES: usize = 4096;
@@ -53,14 +60,59 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         kernels.extend(run_case(lab, naive_size, &[NAIVE])?);
         kernels.extend(run_case(lab, tiled_size, &TILED)?);
     }
+    let counted = count_loads(lab, COUNT_SIZE)?;
     let (m, n, k) = tiled_size;
     Ok(Section {
         name: "matmul",
         title: format!("Global memory and tiling: C = A * B, f32, {m}x{n}x{k}"),
         lesson: "Tiling stages blocks of A and B in shared memory so each global load feeds T multiply-adds: global traffic falls by the tile width.".into(),
         kernels,
+        checks: counted.iter().map(|(_, check)| check.clone()).collect(),
+        sweep: Some((
+            ["kernel", "size", "model: global loads", "counted on the GPU", "check"].map(String::from).to_vec(),
+            counted.into_iter().map(|(row, _)| row).collect(),
+        )),
         ..Section::default()
     })
+}
+
+/// The shape of the load-counting run: small, and a multiple of neither tile.
+pub const COUNT_SIZE: (usize, usize, usize) = (67, 45, 33);
+
+/// Runs every matmul kernel of the counting build (`ptx::COUNTING`) once at `(m, n, k)` and
+/// compares its `GLOBAL_LOADS` with the tiling model: a table row and a check per kernel.
+fn count_loads(lab: &Lab, (m, n, k): (usize, usize, usize)) -> Result<Vec<(Vec<String>, Check)>> {
+    let module = load_ptx_text("counting", ptx::COUNTING.text, None)?;
+    let a = upload(&reference::random_f32(m * k, 1))?;
+    let b = upload(&reference::random_f32(k * n, 2))?;
+    let c = poisoned::<f32>(m * n)?;
+    let name = std::ffi::CString::new("GLOBAL_LOADS").unwrap();
+    let err = |e| anyhow::anyhow!("load counter: {}", describe(e));
+    let mut out = Vec::new();
+    for kernel in [NAIVE, TILED[0], TILED[1]] {
+        let mut counter = module.get_global::<u64>(&name).map_err(err)?;
+        counter.copy_from(&0).map_err(err)?;
+        let t = kernel.tile;
+        let smem = if kernel.shared { (2 * t * t * 4) as u32 } else { 0 };
+        let shape = LaunchShape::covering(m, n, (t, t), (t as u32, t as u32), smem);
+        let args =
+            [Arg::from(&a), Arg::from(&b), Arg::from(&c), Arg::U32(m as u32), Arg::U32(n as u32), Arg::U32(k as u32)];
+        launch_in(&lab.gpu, &module, kernel.name, &shape, &args)?;
+        lab.gpu.stream.synchronize().map_err(err)?;
+        let mut counted = 0u64;
+        counter.copy_to(&mut counted).map_err(err)?;
+        let model = global_loads((m, n, k), &kernel);
+        let check = verify::exact_one(counted, model);
+        let row = vec![
+            kernel.name.to_string(),
+            format!("{m}x{n}x{k}"),
+            model.to_string(),
+            counted.to_string(),
+            check.summary("exact count"),
+        ];
+        out.push((row, check));
+    }
+    Ok(out)
 }
 
 /// The tiling model's count of in-bounds global loads (elements) for one kernel.
@@ -86,12 +138,15 @@ fn run_case(lab: &Lab, (m, n, k): (usize, usize, usize), kernels: &[Kernel]) -> 
         let args =
             [Arg::from(&a), Arg::from(&b), Arg::from(&c), Arg::U32(m as u32), Arg::U32(n as u32), Arg::U32(k as u32)];
         let prediction = format!("{:.3e} global loads", global_loads((m, n, k), kernel) as f64);
-        let run = KernelRun { kernel: kernel.name, lesson: kernel.lesson, prediction, shape, args: &args };
+        // Bytes as the tiling model counts them: every global load plus the writes of C.
+        let bytes = 4.0 * (global_loads((m, n, k), kernel) + (m * n) as u64) as f64;
+        let work = Work { flop, bytes, level: Level::Global };
+        let run = KernelRun { kernel: kernel.name, lesson: kernel.lesson, prediction, shape, args: &args, work };
         let check = || {
             let kind = if samples == usize::MAX { "every element" } else { "sampled dot products" };
             Ok((verify::matmul(&a_host, &b_host, &download(&c)?, (m, n, k), samples, 5), kind))
         };
-        rows.push(measure(lab, run, check, |t| Rate::Tflops(t.tflops(flop)))?);
+        rows.push(measure(lab, run, check)?);
     }
     Ok(rows)
 }

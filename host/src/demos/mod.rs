@@ -6,6 +6,8 @@ pub mod banks;
 pub mod coalescing;
 pub mod matmul;
 pub mod memcpy;
+pub mod occupancy;
+pub mod roofline;
 pub mod transpose;
 
 use anyhow::Result;
@@ -20,7 +22,7 @@ use crate::refuse;
 use crate::verify::Check;
 
 /// Names of the demos, in the order `run-demos` runs them.
-pub const NAMES: [&str; 5] = ["memcpy", "transpose", "matmul", "coalescing", "banks"];
+pub const NAMES: [&str; 6] = ["memcpy", "transpose", "matmul", "coalescing", "banks", "occupancy"];
 
 /// Problem sizes and repeat counts of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,6 +87,8 @@ pub struct KernelRow {
     pub timing: Timing,
     /// Measured rate.
     pub rate: Rate,
+    /// The work of one launch.
+    pub work: Work,
     /// Result check.
     pub check: Check,
     /// What the check compared ("exact", "sampled dot products", "checksums").
@@ -145,6 +149,7 @@ pub fn run(lab: &mut Lab, name: &str) -> Result<Section> {
         "matmul" => matmul::run(lab),
         "coalescing" => coalescing::run(lab),
         "banks" => banks::run(lab),
+        "occupancy" => occupancy::run(lab),
         other => refuse!("unknown demo `{other}`: choose from {}", NAMES.join(", ")),
     }
 }
@@ -221,15 +226,54 @@ pub struct KernelRun<'a> {
     pub shape: LaunchShape,
     /// Parameters.
     pub args: &'a [Arg],
+    /// The work one launch does.
+    pub work: Work,
+}
+
+/// The work of one launch, which the measured time turns into a rate and the roofline places.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Work {
+    /// Floating-point operations (an FMA counts 2).
+    pub flop: f64,
+    /// Bytes the kernel requests from `level`: global memory as the lesson's model counts it
+    /// (caches may serve part of it), or shared-memory loads.
+    pub bytes: f64,
+    /// The memory level `bytes` come from.
+    pub level: Level,
+}
+
+/// Memory level of a kernel's main traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Global memory (DRAM through L2).
+    Global,
+    /// On-chip shared memory.
+    Shared,
+}
+
+impl Work {
+    /// Moving `bytes` through global memory, no arithmetic.
+    pub fn global_bytes(bytes: f64) -> Work {
+        Work { flop: 0.0, bytes, level: Level::Global }
+    }
+
+    /// The rate a launch of `timing` achieved: TFLOP/s when the kernel computes, else GB/s of
+    /// its level.
+    pub fn rate(&self, timing: &Timing) -> Rate {
+        match self.level {
+            _ if self.flop > 0.0 => Rate::Tflops(timing.tflops(self.flop)),
+            Level::Global => Rate::Gbs(timing.gbs(self.bytes)),
+            Level::Shared => Rate::SharedGbs(timing.gbs(self.bytes)),
+        }
+    }
 }
 
 /// Launches a kernel once, lets `check` read its output, then times it and asks the driver for
-/// its attributes and occupancy. `rate` turns the timing into the reported rate.
+/// its attributes and occupancy.
 pub fn measure(
     lab: &Lab,
     run: KernelRun<'_>,
     check: impl FnOnce() -> Result<(Check, &'static str)>,
-    rate: impl Fn(&Timing) -> Rate,
 ) -> Result<KernelRow> {
     let gpu = &lab.gpu;
     if run.shape.smem_bytes > gpu.info.smem_per_block {
@@ -250,7 +294,8 @@ pub fn measure(
         occupancy: kernel::occupancy(gpu, run.kernel, run.shape.threads_per_block(), run.shape.smem_bytes)?,
         model_blocks: model_blocks(gpu.info.cc, &attrs, &run.shape),
         shape: run.shape,
-        rate: rate(&timing),
+        rate: run.work.rate(&timing),
+        work: run.work,
         timing,
         check,
         check_kind,

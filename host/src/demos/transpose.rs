@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use super::{KernelRun, Lab, Rate, Section, download, ensure_free, measure, poison, poisoned, upload};
+use super::{KernelRun, Lab, Section, Work, download, ensure_free, measure, poison, poisoned, upload};
 use crate::gpu::launch::{Arg, LaunchShape};
 use crate::model::banks::WarpRequest;
 use crate::model::coalescing::WarpAccess;
@@ -60,9 +60,16 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         let shape = LaunchShape::covering(rows, cols, (TILE, TILE), BLOCK, smem);
         let args = [Arg::from(&input), Arg::from(&output), Arg::U32(rows as u32), Arg::U32(cols as u32)];
         let want = if kernel == "copy" { &input_host } else { &transposed };
-        let run = KernelRun { kernel, lesson, prediction: prediction(kernel, smem, rows), shape, args: &args };
+        let run = KernelRun {
+            kernel,
+            lesson,
+            prediction: prediction(kernel, smem, rows),
+            shape,
+            args: &args,
+            work: Work::global_bytes(bytes),
+        };
         let check = || Ok((verify::exact_f32(&download(&output)?, want), "exact"));
-        kernels.push(measure(lab, run, check, |t| Rate::Gbs(t.gbs(bytes)))?);
+        kernels.push(measure(lab, run, check)?);
     }
     Ok(Section {
         name: "transpose",

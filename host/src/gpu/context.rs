@@ -85,25 +85,38 @@ impl Gpu {
                 ptx::ALL[0].arch
             );
         };
-        let mut options = vec![ModuleJitOption::DetermineTargetFromContext];
-        options.extend(max_registers.map(ModuleJitOption::MaxRegisters));
-        let module = match Module::from_ptx(ptx.text, &options) {
-            Ok(m) => m,
-            Err(e) => {
-                let (major, minor) = driver_version().unwrap_or((0, 0));
-                refuse!(
-                    "the driver (CUDA {major}.{minor}) cannot load the {} PTX (ISA {}): {}",
-                    ptx.arch,
-                    ptx_isa_version(ptx.text),
-                    describe(e)
-                );
-            }
-        };
+        let module = load_module(ptx, max_registers)?;
         let stream = match Stream::new(StreamFlags::NON_BLOCKING, None) {
             Ok(s) => s,
             Err(e) => refuse!("cannot create a stream: {}", describe(e)),
         };
         Ok(Gpu { ordinal, info, ptx, module, stream, _context: context })
+    }
+}
+
+/// Loads `ptx` into the current context, letting the driver JIT-compile it for the device,
+/// optionally capped at `max_registers` per thread (`CU_JIT_MAX_REGISTERS`).
+///
+/// # Errors
+/// A refusal naming the driver version and the PTX ISA when the driver rejects the PTX.
+pub fn load_module(ptx: &Ptx, max_registers: Option<u32>) -> Result<Module> {
+    load_ptx_text(ptx.arch, ptx.text, max_registers)
+}
+
+/// [`load_module`] for any PTX text; `label` names it in the error.
+pub fn load_ptx_text(label: &str, text: &str, max_registers: Option<u32>) -> Result<Module> {
+    let mut options = vec![ModuleJitOption::DetermineTargetFromContext];
+    options.extend(max_registers.map(ModuleJitOption::MaxRegisters));
+    match Module::from_ptx(text, &options) {
+        Ok(m) => Ok(m),
+        Err(e) => {
+            let (major, minor) = driver_version().unwrap_or((0, 0));
+            refuse!(
+                "the driver (CUDA {major}.{minor}) cannot load the {label} PTX (ISA {}): {}",
+                ptx_isa_version(text),
+                describe(e)
+            );
+        }
     }
 }
 

@@ -41,7 +41,11 @@ pub fn function<'a>(gpu: &'a Gpu, name: &str) -> Result<Function<'a>> {
 
 /// Reads the attributes of kernel `name`.
 pub fn attributes(gpu: &Gpu, name: &str) -> Result<KernelAttrs> {
-    let f = function(gpu, name)?;
+    attributes_of(&function(gpu, name)?)
+}
+
+/// Reads the attributes of a loaded function.
+pub fn attributes_of(f: &Function<'_>) -> Result<KernelAttrs> {
     let get = |a| f.get_attribute(a).map(|v| v.max(0) as u32).map_err(|e| anyhow::anyhow!(describe(e)));
     Ok(KernelAttrs {
         regs: get(FunctionAttribute::NumRegisters)?,
@@ -54,14 +58,17 @@ pub fn attributes(gpu: &Gpu, name: &str) -> Result<KernelAttrs> {
 /// Lets kernel `name` take `bytes` of dynamic shared memory per block
 /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`); needed above the 48 KiB default.
 pub fn allow_dynamic_smem(gpu: &Gpu, name: &str, bytes: u32) -> Result<()> {
-    let f = function(gpu, name)?;
+    allow_dynamic_smem_of(&function(gpu, name)?, name, bytes, gpu.info.smem_per_block_optin)
+}
+
+/// [`allow_dynamic_smem`] for a loaded function; `optin` is the device's limit, for the message.
+pub fn allow_dynamic_smem_of(f: &Function<'_>, name: &str, bytes: u32, optin: u32) -> Result<()> {
     let attr = cust::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
     // SAFETY: a valid function handle and a plain integer attribute.
     let r = unsafe { cust::sys::cuFuncSetAttribute(f.to_raw(), attr, bytes as i32) };
     if r != cust::sys::cudaError_enum::CUDA_SUCCESS {
         refuse!(
-            "kernel `{name}` cannot take {bytes} bytes of dynamic shared memory (opt-in limit {} bytes per block): {r:?}",
-            gpu.info.smem_per_block_optin
+            "kernel `{name}` cannot take {bytes} bytes of dynamic shared memory (opt-in limit {optin} bytes per block): {r:?}"
         );
     }
     Ok(())
@@ -70,15 +77,21 @@ pub fn allow_dynamic_smem(gpu: &Gpu, name: &str, bytes: u32) -> Result<()> {
 /// The driver's occupancy for kernel `name` launched with `threads` per block and
 /// `dynamic_smem` bytes of dynamic shared memory per block.
 pub fn occupancy(gpu: &Gpu, name: &str, threads: u32, dynamic_smem: u32) -> Result<DriverOccupancy> {
-    let f = function(gpu, name)?;
+    occupancy_of(&function(gpu, name)?, name, threads, dynamic_smem, gpu.info.max_warps_per_sm())
+}
+
+/// [`occupancy`] for a loaded function on an SM with `max_warps` resident warps.
+pub fn occupancy_of(
+    f: &Function<'_>,
+    name: &str,
+    threads: u32,
+    dynamic_smem: u32,
+    max_warps: u32,
+) -> Result<DriverOccupancy> {
     let blocks = match f.max_active_blocks_per_multiprocessor(BlockSize::x(threads), dynamic_smem as usize) {
         Ok(b) => b,
         Err(e) => refuse!("occupancy query for `{name}` ({threads} threads, {dynamic_smem} B) failed: {}", describe(e)),
     };
     let active_warps = blocks * threads.div_ceil(32);
-    Ok(DriverOccupancy {
-        active_blocks: blocks,
-        active_warps,
-        occupancy: active_warps as f64 / gpu.info.max_warps_per_sm() as f64,
-    })
+    Ok(DriverOccupancy { active_blocks: blocks, active_warps, occupancy: active_warps as f64 / max_warps as f64 })
 }

@@ -3,9 +3,9 @@
 use std::ffi::c_void;
 
 use anyhow::Result;
+use cust::module::Module;
 
 use super::device::DeviceInfo;
-use super::kernel::function;
 use super::{Gpu, describe};
 use crate::refuse;
 
@@ -92,8 +92,16 @@ impl From<u32> for Arg {
 /// # Errors
 /// A refusal for a shape the device cannot run or a launch the driver rejects.
 pub fn launch(gpu: &Gpu, name: &str, shape: &LaunchShape, args: &[Arg]) -> Result<()> {
+    launch_in(gpu, &gpu.module, name, shape, args)
+}
+
+/// [`launch`] for a kernel of another module loaded in the same context.
+pub fn launch_in(gpu: &Gpu, module: &Module, name: &str, shape: &LaunchShape, args: &[Arg]) -> Result<()> {
     shape.check(&gpu.info)?;
-    let f = function(gpu, name)?;
+    let f = match module.get_function(name) {
+        Ok(f) => f,
+        Err(e) => refuse!("kernel `{name}` is not in the module: {}", describe(e)),
+    };
     // cuLaunchKernel takes a pointer to each parameter's value; `values` outlives the call.
     let mut values: Vec<[u8; 8]> = args
         .iter()

@@ -1,0 +1,104 @@
+//! Occupancy, predicted and asked: the occupancy model in hardware mode against
+//! `cuOccupancyMaxActiveBlocksPerMultiprocessor` over a sweep of register caps, block sizes and
+//! dynamic shared bytes, with the textbook arithmetic alongside.
+//!
+//! The kernel is `register_pressure` (168 registers on sm_90 uncapped); each cap is a separate
+//! module load with `CU_JIT_MAX_REGISTERS`, and the register count the JIT really used is read
+//! back from the driver (`CU_FUNC_ATTRIBUTE_NUM_REGS`), so the model gets the same input as the
+//! driver.
+
+use anyhow::Result;
+
+use super::{Lab, Section};
+use crate::gpu::context::load_module;
+use crate::gpu::describe;
+use crate::gpu::kernel::{allow_dynamic_smem_of, attributes_of, occupancy_of};
+use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
+use crate::refuse;
+use crate::verify::Check;
+
+/// JIT register caps swept (registers per thread).
+pub const REG_CAPS: [u32; 18] = [16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 112, 128, 144, 160, 168, 192, 224, 255];
+/// Block sizes swept (threads).
+pub const BLOCK_SIZES: [u32; 11] = [32, 64, 96, 128, 192, 256, 384, 512, 640, 768, 1024];
+/// Dynamic shared bytes swept, before the device's opt-in maximum is appended.
+pub const SMEM_BYTES: [u32; 7] = [0, 1024, 8 << 10, 20 << 10, 48 << 10, 64 << 10, 100 << 10];
+
+const KERNEL: &str = "register_pressure";
+
+/// Resident blocks per SM by the model, 0 when the model says the block cannot launch.
+fn model_blocks(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> u32 {
+    occupancy(arch, res, mode).map_or(0, |o| o.active_blocks)
+}
+
+/// Runs the sweep and compares every configuration.
+pub fn run(lab: &mut Lab) -> Result<Section> {
+    let info = &lab.gpu.info;
+    let Some(arch) = ArchLimits::for_cc(info.cc.0, info.cc.1) else {
+        refuse!("the occupancy model has no data for compute capability {}.{}", info.cc.0, info.cc.1);
+    };
+    let smem_sizes: Vec<u32> = SMEM_BYTES.iter().copied().chain([info.smem_per_block_optin]).collect();
+    let (mut configs, mut hardware_agree, mut simple_agree) = (0usize, 0usize, 0usize);
+    let mut mismatches = Vec::new();
+    let mut rows = Vec::new();
+    for cap in REG_CAPS {
+        let module = load_module(lab.gpu.ptx, Some(cap))?;
+        let f = match module.get_function(KERNEL) {
+            Ok(f) => f,
+            Err(e) => refuse!("`{KERNEL}` missing from the module: {}", describe(e)),
+        };
+        allow_dynamic_smem_of(&f, KERNEL, info.smem_per_block_optin, info.smem_per_block_optin)?;
+        let attrs = attributes_of(&f)?;
+        let (mut cap_configs, mut cap_agree) = (0, 0);
+        for threads in BLOCK_SIZES {
+            for &smem in &smem_sizes {
+                let driver = occupancy_of(&f, KERNEL, threads, smem, info.max_warps_per_sm())?.active_blocks;
+                let res = KernelResources::new(threads, attrs.regs)
+                    .with_static_smem(attrs.static_smem)
+                    .with_dynamic_smem(smem);
+                let hardware = model_blocks(arch, &res, Mode::Hardware);
+                configs += 1;
+                cap_configs += 1;
+                simple_agree += usize::from(model_blocks(arch, &res, Mode::Simple) == driver);
+                if hardware == driver {
+                    hardware_agree += 1;
+                    cap_agree += 1;
+                } else {
+                    mismatches.push(format!(
+                        "{} regs, {threads} threads, {smem} B: driver {driver} blocks, model {hardware}",
+                        attrs.regs
+                    ));
+                }
+            }
+        }
+        rows.push(vec![
+            cap.to_string(),
+            attrs.regs.to_string(),
+            attrs.local_bytes.to_string(),
+            attrs.max_threads_per_block.to_string(),
+            format!("{cap_agree}/{cap_configs}"),
+        ]);
+    }
+    let header = ["JIT register cap", "registers used", "local B (spills)", "max threads/block", "model = driver"];
+    let mut notes = vec![format!(
+        "{configs} configurations ({} caps x {} block sizes x {} shared sizes): hardware model equals the driver on {hardware_agree}, textbook arithmetic on {simple_agree}.",
+        REG_CAPS.len(),
+        BLOCK_SIZES.len(),
+        smem_sizes.len()
+    )];
+    notes.extend(mismatches.iter().take(10).map(|m| format!("mismatch: {m}")));
+    let check = Check {
+        checked: configs,
+        mismatches: mismatches.len(),
+        first_bad: mismatches.first().map(|m| (0, m.clone(), "driver".into())),
+    };
+    Ok(Section {
+        name: "occupancy",
+        title: format!("Occupancy: model against cuOccupancyMaxActiveBlocksPerMultiprocessor, `{KERNEL}`"),
+        lesson: "Registers are allocated per warp in units of 256 and shared memory per block with a reserve: the driver's block count follows those granularities, not the textbook division.".into(),
+        sweep: Some((header.iter().map(|s| s.to_string()).collect(), rows)),
+        checks: vec![check],
+        notes,
+        ..Section::default()
+    })
+}

@@ -1,0 +1,72 @@
+//! The roofline of this run: every global-memory kernel placed by its arithmetic intensity
+//! against the device's FP32 peak (`SMs x FP32 lanes x 2 x clock`) and the memcpy bandwidth
+//! measured in the same run.
+
+use super::{KernelRow, Lab, Level, Section};
+use crate::model::roofline::{
+    Bound, arithmetic_intensity, attainable, balance_point, bound, fp32_lanes_per_sm, peak_fp32_flops,
+};
+
+/// The roofline section for the kernels of `sections`, or `None` when no global-memory kernel
+/// ran or the device's FP32 lanes are not in the model's table.
+pub fn section(lab: &Lab, sections: &[Section]) -> Option<Section> {
+    let info = &lab.gpu.info;
+    let lanes = fp32_lanes_per_sm(info.cc.0, info.cc.1)?;
+    let peak = peak_fp32_flops(info.sms, lanes, info.sm_clock_khz as f64 * 1e3);
+    let (bw, bw_source) = match lab.memcpy_gbs {
+        Some(g) => (g * 1e9, "memcpy measured in this run"),
+        None => (info.theoretical_bandwidth_gbs() * 1e9, "theoretical (memcpy not run)"),
+    };
+    let rows: Vec<Vec<String>> = sections
+        .iter()
+        .flat_map(|s| &s.kernels)
+        .filter(|k| k.work.level == Level::Global)
+        .map(|k| row(k, peak, bw))
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let header = ["kernel", "FLOP/byte", "bound", "roof", "achieved", "% of roof"];
+    Some(Section {
+        name: "roofline",
+        title: "Roofline: arithmetic intensity against the FP32 peak and the memory roof".into(),
+        lesson: "A kernel below the balance point cannot beat bandwidth x intensity, however fast its arithmetic: the fix is fewer bytes per FLOP (tiling), not more FLOP/s.".into(),
+        sweep: Some((header.map(String::from).to_vec(), rows)),
+        notes: vec![
+            format!(
+                "FP32 peak {:.1} TFLOP/s ({} SMs x {lanes} lanes x 2 x {:.2} GHz); memory roof {:.0} GB/s ({bw_source}); balance point {:.1} FLOP/byte.",
+                peak / 1e12,
+                info.sms,
+                info.sm_clock_khz as f64 / 1e6,
+                bw / 1e9,
+                balance_point(peak, bw)
+            ),
+            "Bytes are the global-memory requests the lesson's model counts; above 100% of the roof, L1/L2 served part of them.".into(),
+        ],
+        ..Section::default()
+    })
+}
+
+/// One kernel's place on the roofline. Kernels without arithmetic are measured against the
+/// memory roof in GB/s, the others against `min(peak, intensity x bandwidth)` in TFLOP/s.
+fn row(k: &KernelRow, peak: f64, bw: f64) -> Vec<String> {
+    let seconds = k.timing.median_ms * 1e-3;
+    let ai = arithmetic_intensity(k.work.flop, k.work.bytes);
+    let (roof, achieved, unit, scale) = if k.work.flop > 0.0 {
+        (attainable(ai, peak, bw), k.work.flop / seconds, "TFLOP/s", 1e12)
+    } else {
+        (bw, k.work.bytes / seconds, "GB/s", 1e9)
+    };
+    let limit = match bound(ai, peak, bw) {
+        Bound::Memory => "memory",
+        Bound::Compute => "compute",
+    };
+    vec![
+        k.kernel.to_string(),
+        format!("{ai:.2}"),
+        limit.to_string(),
+        format!("{:.2} {unit}", roof / scale),
+        format!("{:.2} {unit}", achieved / scale),
+        format!("{:.0}%", 100.0 * achieved / roof),
+    ]
+}
