@@ -7,8 +7,8 @@ use crate::model::roofline::{
     Bound, arithmetic_intensity, attainable, balance_point, bound, fp32_lanes_per_sm, peak_fp32_flops,
 };
 
-/// The roofline section for the kernels of `sections`, or `None` when no global-memory kernel
-/// ran or the device's FP32 lanes are not in the model's table.
+/// The roofline section for the kernels of `sections`, or `None` when no kernel ran or the
+/// device's FP32 lanes are not in the model's table.
 pub fn section(lab: &Lab, sections: &[Section]) -> Option<Section> {
     let info = &lab.gpu.info;
     let lanes = fp32_lanes_per_sm(info.cc.0, info.cc.1)?;
@@ -20,8 +20,10 @@ pub fn section(lab: &Lab, sections: &[Section]) -> Option<Section> {
     let rows: Vec<Vec<String>> = sections
         .iter()
         .flat_map(|s| &s.kernels)
-        .filter(|k| k.work.level == Level::Global)
-        .map(|k| row(k, peak, bw))
+        .map(|k| match k.work.level {
+            Level::Global => row(k, peak, bw),
+            Level::Shared => vec![k.kernel.to_string(), "-".into(), "shared memory: on-chip, off this roofline".into()],
+        })
         .collect();
     if rows.is_empty() {
         return None;

@@ -105,8 +105,10 @@ pub fn load_module(ptx: &Ptx, max_registers: Option<u32>) -> Result<Module> {
 
 /// [`load_module`] for any PTX text; `label` names it in the error.
 pub fn load_ptx_text(label: &str, text: &str, max_registers: Option<u32>) -> Result<Module> {
-    let mut options = vec![ModuleJitOption::DetermineTargetFromContext];
-    options.extend(max_registers.map(ModuleJitOption::MaxRegisters));
+    // The JIT targets the context's device by default. cust 0.3.2's DetermineTargetFromContext
+    // pushes an option without a value, which shifts every later option onto the wrong value
+    // (MaxRegisters then fails with CUDA_ERROR_INVALID_VALUE), so it is left out.
+    let options: Vec<ModuleJitOption> = max_registers.map(ModuleJitOption::MaxRegisters).into_iter().collect();
     match Module::from_ptx(text, &options) {
         Ok(m) => Ok(m),
         Err(e) => {
