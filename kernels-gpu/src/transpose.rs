@@ -43,6 +43,27 @@ fn load_tile_rows(input: *const f32, x: usize, y: usize, rows: usize, cols: usiz
     v
 }
 
+/// Moves this thread's 4 elements of its tile from `input[y][x]` to `output[dest(x, y, rows,
+/// cols)]` through registers: the body of [`copy`] and [`transpose_naive`].
+///
+/// # Safety
+/// `dest` maps every in-bounds `(x, y)` inside `output`; buffers as for the kernels.
+#[inline(always)]
+unsafe fn move_via_registers(
+    input: *const f32,
+    output: *mut f32,
+    rows: u32,
+    cols: u32,
+    dest: impl Fn(usize, usize, usize, usize) -> usize,
+) {
+    let (x, y) = tile_origin(block_idx_x(), block_idx_y());
+    let (rows, cols) = (rows as usize, cols as usize);
+    let v = load_tile_rows(input, x, y, rows, cols);
+    for_tile_rows(x, y, rows, cols, |x, y, j| unsafe {
+        *output.add(dest(x, y, rows, cols)) = v[j / BLOCK_ROWS];
+    });
+}
+
 /// The bandwidth ceiling of the transposes: same launch shape, same 4 elements per thread,
 /// coalesced reads and coalesced writes.
 ///
@@ -53,12 +74,7 @@ fn load_tile_rows(input: *const f32, x: usize, y: usize, rows: usize, cols: usiz
 /// `input` and `output` hold at least `rows * cols` floats and do not overlap.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn copy(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
-    let (x, y) = tile_origin(block_idx_x(), block_idx_y());
-    let (rows, cols) = (rows as usize, cols as usize);
-    let v = load_tile_rows(input, x, y, rows, cols);
-    for_tile_rows(x, y, rows, cols, |x, y, j| unsafe {
-        *output.add(y * cols + x) = v[j / BLOCK_ROWS];
-    });
+    unsafe { move_via_registers(input, output, rows, cols, |x, y, _, cols| y * cols + x) }
 }
 
 /// Transpose straight through global memory: coalesced reads, strided writes.
@@ -71,12 +87,7 @@ pub unsafe extern "ptx-kernel" fn copy(input: *const f32, output: *mut f32, rows
 /// `input` and `output` hold at least `rows * cols` floats and do not overlap.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn transpose_naive(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
-    let (x, y) = tile_origin(block_idx_x(), block_idx_y());
-    let (rows, cols) = (rows as usize, cols as usize);
-    let v = load_tile_rows(input, x, y, rows, cols);
-    for_tile_rows(x, y, rows, cols, |x, y, j| unsafe {
-        *output.add(x * rows + y) = v[j / BLOCK_ROWS];
-    });
+    unsafe { move_via_registers(input, output, rows, cols, |x, y, rows, _| x * rows + y) }
 }
 
 /// Transpose through a shared-memory tile of `TILE x PITCH` floats: the body of
