@@ -2,7 +2,9 @@
 
 use anyhow::Result;
 
-use super::{KernelRow, KernelRun, Lab, Rate, Section, download, ensure_free, measure, poison, poisoned, upload};
+use super::{
+    KernelRow, KernelRun, Lab, Rate, Section, download, ensure_free, f32_bytes, measure, poison, poisoned, upload,
+};
 use crate::gpu::launch::{Arg, LaunchShape};
 use crate::model::tiling::{MatmulShape, naive_global_loads, tiled_global_loads};
 use crate::{reference, verify};
@@ -70,7 +72,7 @@ fn global_loads((m, n, k): (usize, usize, usize), kernel: &Kernel) -> u64 {
 }
 
 fn run_case(lab: &Lab, (m, n, k): (usize, usize, usize), kernels: &[Kernel]) -> Result<Vec<KernelRow>> {
-    ensure_free("the matmul demo", 4 * (m * k + k * n + m * n))?;
+    ensure_free("the matmul demo", f32_bytes(&[m * k, k * n, m * n]))?;
     let a_host = reference::random_f32(m * k, 1);
     let b_host = reference::random_f32(k * n, 2);
     let (a, b) = (upload(&a_host)?, upload(&b_host)?);
