@@ -53,8 +53,9 @@ fn script() -> String {
 # Usage: sanitize.sh [MEMLAB]   (default: the memlab next to this script)
 # Environment: SANITIZER (default: compute-sanitizer on PATH, else /usr/local/cuda/bin/),
 #   LOGS (folder for the full logs, default ./sanitize-logs), DEADLINE_S (skip runs that would
-#   start later than this many seconds after the first, default 3600), DEFAULT_SIZES=all (run
-#   the default sizes under every tool, not only memcheck).
+#   start later than this many seconds after the first, default 3600), PER_RUN_S (stop one run
+#   after this many seconds, exit 124, default 900), DEFAULT_SIZES=all (run the default sizes
+#   under every tool, not only memcheck).
 # Exit status: 0 when every run finished with no report and every result verified, 1 otherwise.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -62,6 +63,7 @@ memlab=${{1:-$here/memlab}}
 san=${{SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}}
 logs=${{LOGS:-sanitize-logs}}
 deadline=${{DEADLINE_S:-3600}}
+per_run=${{PER_RUN_S:-900}}
 mkdir -p "$logs"
 t0=$(date +%s)
 failed=0
@@ -76,7 +78,7 @@ run() {{
   fi
   log="$logs/$tool-$preset.log"
   start=$(date +%s)
-  "$san" --tool "$tool" --error-exitcode 9 "$memlab" run-demos {common} "$@" >"$log" 2>&1
+  timeout "$per_run" "$san" --tool "$tool" --error-exitcode 9 "$memlab" run-demos {common} "$@" >"$log" 2>&1
   code=$?
   summary=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$log" | tail -n 1 | sed 's/^=* *//')
   verdict=$(grep -E '^(All results verified|SOME RESULTS ARE WRONG)' "$log" | head -n 1)
