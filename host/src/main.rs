@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use memlab::commands;
 use memlab::error::{EXIT_USAGE, EXIT_WRONG_RESULT};
@@ -26,6 +26,8 @@ enum Command {
     RunDemos(commands::run_demos::Args),
     /// Print the device report for every visible GPU.
     Devices,
+    /// Run the tiled matmul with one barrier removed, to see a race (not part of run-demos).
+    RaceLesson(commands::race::Args),
 }
 
 fn main() -> ExitCode {
@@ -38,9 +40,18 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             // clap's first line names the argument and the problem; the usage block after it
-            // would break the one-line rule.
+            // would break the one-line rule, but its list of possible values is the allowed range.
             let text = e.to_string();
-            eprintln!("{}", text.lines().next().unwrap_or("error: bad arguments"));
+            let values = text.lines().map(str::trim).find(|l| l.starts_with("[possible values:"));
+            let values = match values {
+                Some(v) => format!(" {v}"),
+                None if e.kind() == clap::error::ErrorKind::InvalidSubcommand => {
+                    let names: Vec<_> = Cli::command().get_subcommands().map(|c| c.get_name().to_string()).collect();
+                    format!(" [commands: {}]", names.join(", "))
+                }
+                None => String::new(),
+            };
+            eprintln!("{}{values}", text.lines().next().unwrap_or("error: bad arguments"));
             return ExitCode::from(EXIT_USAGE as u8);
         }
     };
@@ -59,5 +70,6 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     match cli.command {
         Command::RunDemos(args) => commands::run_demos::run(args),
         Command::Devices => commands::devices::run(),
+        Command::RaceLesson(args) => commands::race::run(args),
     }
 }

@@ -31,6 +31,18 @@ pub fn kernel_names(ptx: &str) -> Vec<&str> {
     ptx.lines().filter_map(|l| l.trim().strip_prefix(".visible .entry ")).filter_map(|l| l.split('(').next()).collect()
 }
 
+/// Refuses a kernel name that is not an entry point of `ptx`, naming the ones that are.
+///
+/// # Errors
+/// `unknown kernel `NAME`: the sm_90 PTX has a, b, ...`.
+pub fn check_kernel(ptx: &Ptx, name: &str) -> Result<(), crate::error::Refusal> {
+    let names = kernel_names(ptx.text);
+    if names.contains(&name) {
+        return Ok(());
+    }
+    Err(crate::error::Refusal(format!("unknown kernel `{name}`: the {} PTX has {}", ptx.arch, names.join(", "))))
+}
+
 /// The PTX to load on a device of compute capability `cc`: the highest target not above it
 /// (the driver JIT-compiles PTX for its own or any newer architecture), or `None` when the
 /// device is older than every target.
@@ -85,5 +97,17 @@ mod tests {
         assert_eq!(count_ops(entry_body(SAMPLE, "b").unwrap(), "ld.global"), 1);
         assert_eq!(entry_body(SAMPLE, "c"), None);
         assert_eq!(kernel_names(".visible .entry a(\n.param\n)\n.visible .entry b_2(\n"), ["a", "b_2"]);
+    }
+
+    #[test]
+    fn unknown_kernel_names_are_refused_with_the_known_ones() {
+        let p = Ptx { arch: "sm_90", cc: (9, 0), text: ".visible .entry a(\n)\n.visible .entry b_2(\n)\n" };
+        assert!(check_kernel(&p, "b_2").is_ok());
+        assert_eq!(check_kernel(&p, "b").unwrap_err().0, "unknown kernel `b`: the sm_90 PTX has a, b_2");
+        for p in &ALL {
+            assert!(check_kernel(p, "matmul_tiled_32_missing_barrier").is_ok());
+            let err = check_kernel(p, "matmul_tiled_64").unwrap_err().0;
+            assert!(err.contains("matmul_tiled_32, ") && err.contains("shared_bank_probe"), "{err}");
+        }
     }
 }

@@ -14,6 +14,8 @@ pub struct Check {
     pub mismatches: usize,
     /// The first mismatch: index, device value, expected value (as text).
     pub first_bad: Option<(usize, String, String)>,
+    /// [`digest`] of the whole device output, so that two runs can be compared at a glance.
+    pub digest: u64,
 }
 
 impl Check {
@@ -22,19 +24,25 @@ impl Check {
         self.mismatches == 0 && self.checked > 0
     }
 
-    /// One-line summary, e.g. `"ok (67108864 exact)"` or `"FAIL 3/100 (first at 7: 1 vs 2)"`.
+    /// One-line summary with the output's digest, e.g. `"ok (67108864 exact), output
+    /// 1f2e3d4c5b6a7988"` or `"FAIL 3/100 (first at 7: 1 vs 2), output ..."`.
     pub fn summary(&self, what: &str) -> String {
-        match &self.first_bad {
+        let verdict = match &self.first_bad {
             None if self.checked > 0 => format!("ok ({} {what})", self.checked),
             None => "FAIL (nothing checked)".into(),
             Some((i, got, want)) => {
                 format!("FAIL {}/{} (first at {i}: {got} vs {want})", self.mismatches, self.checked)
             }
-        }
+        };
+        format!("{verdict}, output {:016x}", self.digest)
     }
 
-    fn from_pairs<T: PartialEq + std::fmt::Display>(pairs: impl Iterator<Item = (usize, T, T)>) -> Check {
-        let mut check = Check { checked: 0, mismatches: 0, first_bad: None };
+    fn new(digest: u64) -> Check {
+        Check { checked: 0, mismatches: 0, first_bad: None, digest }
+    }
+
+    fn from_pairs<T: PartialEq + std::fmt::Display>(digest: u64, pairs: impl Iterator<Item = (usize, T, T)>) -> Check {
+        let mut check = Check::new(digest);
         for (i, got, want) in pairs {
             check.checked += 1;
             if got != want {
@@ -46,29 +54,44 @@ impl Check {
     }
 }
 
+/// FNV-1a (64-bit offset basis and prime) over 32-bit words instead of bytes: a fingerprint of
+/// a device buffer, equal for equal contents, that changes with any bit or any reordering.
+/// Not cryptographic; it only has to tell two runs' outputs apart.
+pub fn digest(words: impl IntoIterator<Item = u32>) -> u64 {
+    words.into_iter().fold(0xcbf2_9ce4_8422_2325, |h, w| (h ^ u64::from(w)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// [`digest`] of `f32` values by their bits.
+pub fn digest_f32(values: &[f32]) -> u64 {
+    digest(values.iter().map(|v| v.to_bits()))
+}
+
 /// Bit-exact comparison (a transpose or copy moves values, it never rounds).
 pub fn exact_f32(got: &[f32], want: &[f32]) -> Check {
+    let digest = digest_f32(got);
     if got.len() != want.len() {
-        return length_mismatch(got.len(), want.len());
+        return length_mismatch(digest, got.len(), want.len());
     }
-    Check::from_pairs(got.iter().zip(want).enumerate().map(|(i, (g, w))| (i, g.to_bits(), w.to_bits())))
+    Check::from_pairs(digest, got.iter().zip(want).enumerate().map(|(i, (g, w))| (i, g.to_bits(), w.to_bits())))
 }
 
 /// Exact comparison of 32-bit words against `want(i)`.
 pub fn exact_u32(got: &[u32], want: impl Fn(usize) -> u32) -> Check {
-    Check::from_pairs(got.iter().enumerate().map(|(i, &g)| (i, g, want(i))))
+    Check::from_pairs(digest(got.iter().copied()), got.iter().enumerate().map(|(i, &g)| (i, g, want(i))))
 }
 
-/// Exact comparison of one value (a count, a checksum).
+/// Exact comparison of one value (a count, a checksum); the digest is the value's hash.
 pub fn exact_one<T: PartialEq + std::fmt::Display>(got: T, want: T) -> Check {
-    Check::from_pairs(std::iter::once((0, got, want)))
+    let digest = digest(got.to_string().bytes().map(u32::from));
+    Check::from_pairs(digest, std::iter::once((0, got, want)))
 }
 
-fn length_mismatch(got: usize, want: usize) -> Check {
+fn length_mismatch(digest: u64, got: usize, want: usize) -> Check {
     Check {
         checked: want,
         mismatches: want,
         first_bad: Some((0, format!("{got} elements"), format!("{want} elements"))),
+        digest,
     }
 }
 
@@ -90,7 +113,7 @@ pub fn matmul(a: &[f32], b: &[f32], c: &[f32], (m, n, k): (usize, usize, usize),
         let mut rng = StdRng::seed_from_u64(seed);
         (0..samples).map(|_| rng.random_range(0..m * n)).collect()
     };
-    let mut check = Check { checked: 0, mismatches: 0, first_bad: None };
+    let mut check = Check::new(digest_f32(c));
     for e in elements {
         let (want, abs) = reference::matmul_element(a, b, n, k, e / n, e % n);
         let got = c[e] as f64;
@@ -121,7 +144,29 @@ mod tests {
         assert!(exact_u32(&[0, 2, 4], |i| 2 * i as u32).passed());
         assert!(exact_one(7u64, 7).passed());
         assert_eq!(exact_one(6u64, 7).first_bad, Some((0, "6".into(), "7".into())));
-        assert!(!Check { checked: 0, mismatches: 0, first_bad: None }.passed());
+        assert!(!Check::new(0).passed());
+    }
+
+    #[test]
+    fn summaries_carry_the_output_digest() {
+        let c = exact_u32(&[0, 2, 4], |i| 2 * i as u32);
+        assert_eq!(c.digest, digest([0, 2, 4]));
+        assert_eq!(c.summary("exact"), format!("ok (3 exact), output {:016x}", digest([0, 2, 4])));
+        let bad = exact_f32(&[1.0, 2.0], &[1.0, 3.0]);
+        assert!(bad.summary("exact").starts_with("FAIL 1/2 (first at 1: 1073741824 vs 1077936128), output "));
+        assert_eq!(Check::new(0).summary("x"), "FAIL (nothing checked), output 0000000000000000");
+    }
+
+    #[test]
+    fn digests_tell_outputs_apart() {
+        // FNV-1a of the empty input is the offset basis.
+        assert_eq!(digest([]), 0xcbf2_9ce4_8422_2325);
+        let a = [1.0f32, 2.0, 3.0];
+        assert_eq!(digest_f32(&a), digest_f32(&[1.0, 2.0, 3.0]));
+        assert_ne!(digest_f32(&a), digest_f32(&[1.0, 3.0, 2.0]), "order matters");
+        assert_ne!(digest_f32(&a), digest_f32(&[1.0, 2.0, f32::from_bits(3.0f32.to_bits() ^ 1)]), "one bit");
+        assert_ne!(digest_f32(&[0.0]), digest_f32(&[-0.0]));
+        assert_ne!(digest([0]), digest([0, 0]), "length matters");
     }
 
     #[test]

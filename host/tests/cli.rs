@@ -31,7 +31,7 @@ fn help_lists_the_commands() {
 
 #[test]
 fn no_gpu_is_one_line_exit_2_and_no_result() {
-    for args in [&["devices"][..], &["run-demos"][..]] {
+    for args in [&["devices"][..], &["run-demos"][..], &["race-lesson"][..]] {
         let o = memlab(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         let err = stderr(&o);
@@ -52,6 +52,15 @@ fn bad_sizes_are_refused_before_touching_the_gpu() {
         (&["run-demos", "--strided-bytes", "0MiB"][..], "at least 1 byte"),
         (&["run-demos", "--only", "nosuch"][..], "nosuch"),
         (&["run-demos", "--runs", "0"][..], "0"),
+        (&["run-demos", "--strided-bytes", "100"][..], "out of range for the strided-read sweep: allowed 2048..="),
+        (&["run-demos", "--only", "race"][..], "invalid value 'race' for '--only <ONLY>...' [possible values: memcpy,"),
+        (
+            &["race-lesson", "--matmul", "64x64x32"][..],
+            "K = 32 gives one tile step and no race; use K above 32 (allowed 33..=",
+        ),
+        (&["race-lesson", "--matmul", "0x64x64"][..], "out of range: allowed 1..=4294967295"),
+        (&["race-lesson", "--runs", "0"][..], "0 is not in 1..=1000"),
+        (&["no-such-command"][..], "unrecognized subcommand 'no-such-command' [commands: run-demos, devices, "),
     ] {
         let o = memlab(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");

@@ -36,7 +36,8 @@ pub unsafe extern "ptx-kernel" fn matmul_naive(a: *const f32, b: *const f32, c: 
 }
 
 /// Shared-memory tiling with `T x T` tiles: the body of [`matmul_tiled_16`] and
-/// [`matmul_tiled_32`].
+/// [`matmul_tiled_32`] (`SECOND_BARRIER = true`), and of the race lesson's broken variant
+/// (`false`, [`crate::race`]).
 ///
 /// Each block computes one `T x T` tile of `C`. For each of `ceil(k / T)` steps it stages one
 /// `T x T` tile of `A` and one of `B` in shared memory (one coalesced load per thread each),
@@ -45,9 +46,16 @@ pub unsafe extern "ptx-kernel" fn matmul_naive(a: *const f32, b: *const f32, c: 
 ///
 /// # Safety
 /// As for the kernels: buffer sizes as in [`matmul_naive`], block `T x T`, `2 T^2 * 4` bytes of
-/// dynamic shared memory.
+/// dynamic shared memory. With `SECOND_BARRIER = false` the result is undefined (a data race).
 #[inline(always)]
-unsafe fn matmul_tiled<const T: usize>(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32) {
+pub(crate) unsafe fn matmul_tiled<const T: usize, const SECOND_BARRIER: bool>(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
     let tile_a = dynamic_shared::<f32>();
     let tile_b = unsafe { tile_a.add(T * T) };
     let (tx, ty) = (thread_idx_x() as usize, thread_idx_y() as usize);
@@ -70,7 +78,9 @@ unsafe fn matmul_tiled<const T: usize>(a: *const f32, b: *const f32, c: *mut f32
                 acc = fma(*a_row.add(i), *b_col.add(i * T), acc);
             }
             // The next step overwrites the tiles: nobody may still be reading them.
-            sync_threads();
+            if SECOND_BARRIER {
+                sync_threads();
+            }
         }
         k0 += T;
     }
@@ -89,7 +99,7 @@ unsafe fn matmul_tiled<const T: usize>(a: *const f32, b: *const f32, c: *mut f32
 /// See [`matmul_naive`] for buffer sizes.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn matmul_tiled_16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32) {
-    unsafe { matmul_tiled::<16>(a, b, c, m, n, k) }
+    unsafe { matmul_tiled::<16, true>(a, b, c, m, n, k) }
 }
 
 /// Tiled matmul with 32 x 32 tiles.
@@ -103,5 +113,5 @@ pub unsafe extern "ptx-kernel" fn matmul_tiled_16(a: *const f32, b: *const f32, 
 /// See [`matmul_naive`] for buffer sizes.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn matmul_tiled_32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32) {
-    unsafe { matmul_tiled::<32>(a, b, c, m, n, k) }
+    unsafe { matmul_tiled::<32, true>(a, b, c, m, n, k) }
 }

@@ -7,6 +7,10 @@
 //! - `test`: setup, then formatting, clippy and every test of the workspace.
 //! - `run-demos [ARGS]`: setup, build the `memlab` binary, run its `run-demos` on the GPU.
 //! - `bundle DIR`: build the binary and copy it to `DIR`, to run on a GPU machine without cargo.
+//! - `sanitize-script DIR`: write `DIR/sanitize.sh`, the compute-sanitizer matrix (see
+//!   `sanitize.rs`) to run next to a bundled `memlab` on a GPU machine.
+
+mod sanitize;
 
 use std::env;
 use std::fs;
@@ -26,8 +30,9 @@ fn main() -> ExitCode {
         Some("test") => test(),
         Some("run-demos") => run_demos(&args[1..]),
         Some("bundle") => bundle(args.get(1).map(PathBuf::from)),
+        Some("sanitize-script") => sanitize::write(args.get(1).map(PathBuf::from)),
         _ => {
-            eprintln!("usage: cargo xtask <setup | test | run-demos [ARGS] | bundle DIR>");
+            eprintln!("usage: cargo xtask <setup | test | run-demos [ARGS] | bundle DIR | sanitize-script DIR>");
             return ExitCode::from(2);
         }
     };

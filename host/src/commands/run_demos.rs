@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use crate::demos::{self, Lab, Sizes};
+use crate::demos::{self, Lab, Sizes, coalescing};
 use crate::gpu::Gpu;
 use crate::gpu::timing::Repeats;
 use crate::{cli, refuse, report};
@@ -26,7 +26,7 @@ pub struct Args {
     #[arg(long, value_parser = cli::dims::<3>)]
     pub matmul_naive: Option<[usize; 3]>,
     /// Bytes spanned by the strided-read buffer (B, KiB, MiB, GiB).
-    #[arg(long, default_value = "1GiB", value_parser = cli::bytes)]
+    #[arg(long, default_value = "1GiB", value_parser = strided_bytes)]
     pub strided_bytes: usize,
     /// Shared-memory loads per thread in the bank probe (a multiple of 8).
     #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
@@ -39,7 +39,14 @@ pub struct Args {
     pub warmup: u32,
 }
 
-/// Runs the demos; returns whether every check passed.
+/// `--strided-bytes`: a byte count the strided-read sweep can use.
+fn strided_bytes(text: &str) -> Result<usize, String> {
+    coalescing::check_bytes(cli::bytes(text)?)
+}
+
+/// Runs the demos and prints the report once all have run, so that a refusal on the way (a size
+/// the device has no memory for, a shape it cannot launch) prints nothing as a result; returns
+/// whether every check passed.
 pub fn run(args: Args) -> Result<bool> {
     if !args.bank_iters.is_multiple_of(8) {
         refuse!("--bank-iters {} must be a multiple of 8 (the probe's unroll)", args.bank_iters);
@@ -56,18 +63,22 @@ pub fn run(args: Args) -> Result<bool> {
     let names: Vec<&str> =
         if args.only.is_empty() { demos::NAMES.to_vec() } else { args.only.iter().map(String::as_str).collect() };
     let gpu = Gpu::open(args.device, None)?;
-    println!("# memlab on {}\n\n{}\n", gpu.info.name, report::device(args.device, &gpu.info, gpu.ptx.arch));
+    let mut out =
+        format!("# memlab on {}\n\n{}\n\n", gpu.info.name, report::device(args.device, &gpu.info, gpu.ptx.arch));
     let mut lab = Lab { gpu, sizes, memcpy_gbs: None };
     let mut sections = Vec::new();
     for name in names {
         let section = demos::run(&mut lab, name)?;
-        println!("{}", report::section(&section, lab.memcpy_gbs));
+        out += &format!("{}\n", report::section(&section, lab.memcpy_gbs));
         sections.push(section);
     }
     let all_passed = sections.iter().all(|s| s.passed());
     if let Some(roofline) = demos::roofline::section(&lab, &sections) {
-        println!("{}", report::section(&roofline, lab.memcpy_gbs));
+        out += &format!("{}\n", report::section(&roofline, lab.memcpy_gbs));
     }
-    println!("{}", if all_passed { "All results verified." } else { "SOME RESULTS ARE WRONG: see the check column." });
+    println!(
+        "{out}{}",
+        if all_passed { "All results verified." } else { "SOME RESULTS ARE WRONG: see the check column." }
+    );
     Ok(all_passed)
 }

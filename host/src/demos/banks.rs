@@ -28,10 +28,11 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
     ensure_free("the bank probe", 4 * threads)?;
     let mut out = poisoned::<u32>(threads)?;
     let smem = (BANK_PROBE_WORDS * 4) as u32;
+    let shape = LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: smem };
+    shape.require_whole_warps("shared_bank_probe", info.max_threads_per_block)?;
     let mut points = Vec::new();
     for stride in STRIDES {
         poison(&mut out)?;
-        let shape = LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: smem };
         let args = [Arg::from(&out), Arg::U32(stride as u32), Arg::U32(iters as u32)];
         let prediction = format!("factor {}", bank_factor(stride));
         let lesson = "lane t reads shared word t * stride";

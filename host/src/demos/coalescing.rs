@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use super::{KernelRun, Lab, Section, Work, download, ensure_free, measure, poison, poisoned, upload};
+use super::{KernelRun, Lab, Section, Work, download, ensure_free, f32_bytes, measure, poison, poisoned, upload};
 use crate::gpu::launch::{Arg, LaunchShape};
 use crate::model::coalescing::{TransactionModel, bandwidth_fraction_vs_unit_stride};
 use crate::reference::{self, STRIDED_READS_PER_THREAD};
@@ -13,6 +13,26 @@ use crate::verify;
 pub const STRIDES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// Threads per block of the probe.
 pub const BLOCK: u32 = 256;
+
+/// Fewest bytes the sweep accepts: at the widest stride each thread still makes its
+/// [`STRIDED_READS_PER_THREAD`] loads (one thread at least).
+pub const MIN_BYTES: usize = 4 * STRIDED_READS_PER_THREAD * STRIDES[STRIDES.len() - 1];
+/// Most bytes the sweep accepts: at stride 1 the thread count must fit the kernel's `u32`.
+pub const MAX_BYTES: usize = 4 * STRIDED_READS_PER_THREAD * u32::MAX as usize;
+
+/// Refuses a buffer size the sweep cannot use.
+///
+/// # Errors
+/// A one-line message with the allowed range in bytes.
+pub fn check_bytes(bytes: usize) -> Result<usize, String> {
+    if !(MIN_BYTES..=MAX_BYTES).contains(&bytes) {
+        return Err(format!(
+            "{bytes} bytes is out of range for the strided-read sweep: allowed {MIN_BYTES}..={MAX_BYTES} (stride {} needs {STRIDED_READS_PER_THREAD} loads per thread, the thread count is a u32)",
+            STRIDES[STRIDES.len() - 1]
+        ));
+    }
+    Ok(bytes)
+}
 
 /// Useful bandwidth relative to stride 1 when memory moves 32-byte sectors.
 fn sector_model(stride: usize) -> f64 {
@@ -28,7 +48,7 @@ fn segment_model(stride: usize) -> f64 {
 pub fn run(lab: &mut Lab) -> Result<Section> {
     let words = lab.sizes.strided_bytes / 4;
     let max_threads = words / STRIDED_READS_PER_THREAD;
-    ensure_free("the strided-read demo", 4 * (words + max_threads))?;
+    ensure_free("the strided-read demo", f32_bytes(&[words, max_threads]))?;
     let input = upload(&(0..words).map(reference::strided_word).collect::<Vec<_>>())?;
     let mut partial = poisoned::<u32>(max_threads)?;
     let mut points = Vec::new();
@@ -105,4 +125,22 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         checks,
         notes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_sizes_outside_the_sweep_are_refused_with_the_range() {
+        assert_eq!(MIN_BYTES, 2048);
+        assert_eq!(check_bytes(2048), Ok(2048));
+        assert_eq!(check_bytes(1 << 30), Ok(1 << 30));
+        let err = check_bytes(2047).unwrap_err();
+        assert!(
+            err.starts_with("2047 bytes is out of range for the strided-read sweep: allowed 2048..=137438953440"),
+            "{err}"
+        );
+        assert!(check_bytes(MAX_BYTES + 1).is_err());
+    }
 }

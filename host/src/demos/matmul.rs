@@ -3,7 +3,8 @@
 use anyhow::Result;
 
 use super::{
-    KernelRow, KernelRun, Lab, Level, Section, Work, download, ensure_free, measure, poison, poisoned, upload,
+    KernelRow, KernelRun, Lab, Level, Section, Work, download, ensure_free, f32_bytes, measure, poison, poisoned,
+    upload,
 };
 use cust::memory::CopyDestination;
 
@@ -122,7 +123,7 @@ fn global_loads((m, n, k): (usize, usize, usize), kernel: &Kernel) -> u64 {
 }
 
 fn run_case(lab: &Lab, (m, n, k): (usize, usize, usize), kernels: &[Kernel]) -> Result<Vec<KernelRow>> {
-    ensure_free("the matmul demo", 4 * (m * k + k * n + m * n))?;
+    ensure_free("the matmul demo", f32_bytes(&[m * k, k * n, m * n]))?;
     let a_host = reference::random_f32(m * k, 1);
     let b_host = reference::random_f32(k * n, 2);
     let (a, b) = (upload(&a_host)?, upload(&b_host)?);

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use super::{Lab, Section, download, ensure_free, poisoned, upload};
+use super::{Lab, Section, download, ensure_free, f32_bytes, poisoned, upload};
 use crate::gpu::describe;
 use crate::gpu::timing::time;
 use crate::{reference, refuse, verify};
@@ -12,7 +12,7 @@ use crate::{reference, refuse, verify};
 pub fn run(lab: &mut Lab) -> Result<Section> {
     let (rows, cols) = lab.sizes.transpose;
     let n = rows * cols;
-    ensure_free("the memcpy ceiling", 2 * 4 * n)?;
+    ensure_free("the memcpy ceiling", f32_bytes(&[n, n]))?;
     let src = upload(&reference::random_f32(n, 11))?;
     let dst = poisoned::<f32>(n)?;
     let copy = || -> Result<()> {

@@ -7,6 +7,7 @@ pub mod coalescing;
 pub mod matmul;
 pub mod memcpy;
 pub mod occupancy;
+pub mod race;
 pub mod roofline;
 pub mod transpose;
 
@@ -162,15 +163,27 @@ pub fn ensure_free(what: &str, bytes: usize) -> Result<()> {
     if r != cust::sys::cudaError_enum::CUDA_SUCCESS {
         refuse!("cannot read free device memory: {r:?}");
     }
+    check_free(what, bytes, free, total)
+}
+
+/// The refusal of [`ensure_free`], given the device's free and total bytes.
+pub fn check_free(what: &str, bytes: usize, free: usize, total: usize) -> Result<()> {
     if bytes > free {
         refuse!(
-            "{what} needs {:.2} GiB of device memory, but only {:.2} GiB of {:.2} GiB is free",
+            "{what} needs {:.2} GiB of device memory, but only {:.2} GiB of {:.2} GiB is free: choose smaller sizes",
             gib(bytes),
             gib(free),
             gib(total)
         );
     }
     Ok(())
+}
+
+/// Bytes of buffers of 4-byte elements with the given element counts, saturating at
+/// `usize::MAX` (which no device has free), so absurd sizes reach the free-memory refusal
+/// instead of wrapping around.
+pub fn f32_bytes(counts: &[usize]) -> usize {
+    counts.iter().fold(0usize, |sum, &n| sum.saturating_add(n.saturating_mul(4)))
 }
 
 fn gib(bytes: usize) -> f64 {

@@ -15,7 +15,7 @@ use crate::gpu::describe;
 use crate::gpu::kernel::{allow_dynamic_smem_of, attributes_of, occupancy_of};
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
 use crate::refuse;
-use crate::verify::Check;
+use crate::verify;
 
 /// JIT register caps swept (registers per thread).
 pub const REG_CAPS: [u32; 18] = [16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 112, 128, 144, 160, 168, 192, 224, 255];
@@ -40,6 +40,8 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
     let smem_sizes: Vec<u32> = SMEM_BYTES.iter().copied().chain([info.smem_per_block_optin]).collect();
     let (mut configs, mut hardware_agree, mut simple_agree) = (0usize, 0usize, 0usize);
     let mut mismatches = Vec::new();
+    // Resident blocks per configuration, in sweep order: the model's and the driver's.
+    let (mut model_counts, mut driver_counts) = (Vec::new(), Vec::new());
     let mut rows = Vec::new();
     for cap in REG_CAPS {
         let module = load_module(lab.gpu.ptx, Some(cap))?;
@@ -58,6 +60,8 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
                     .with_dynamic_smem(smem);
                 let hardware = model_blocks(arch, &res, Mode::Hardware);
                 configs += 1;
+                model_counts.push(hardware);
+                driver_counts.push(driver);
                 cap_configs += 1;
                 simple_agree += usize::from(model_blocks(arch, &res, Mode::Simple) == driver);
                 if hardware == driver {
@@ -87,11 +91,7 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         smem_sizes.len()
     )];
     notes.extend(mismatches.iter().take(10).map(|m| format!("mismatch: {m}")));
-    let check = Check {
-        checked: configs,
-        mismatches: mismatches.len(),
-        first_bad: mismatches.first().map(|m| (0, m.clone(), "driver".into())),
-    };
+    let check = verify::exact_u32(&model_counts, |i| driver_counts[i]);
     Ok(Section {
         name: "occupancy",
         title: format!("Occupancy: model against cuOccupancyMaxActiveBlocksPerMultiprocessor, `{KERNEL}`"),

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use super::{KernelRun, Lab, Section, Work, download, ensure_free, measure, poison, poisoned, upload};
+use super::{KernelRun, Lab, Section, Work, download, ensure_free, f32_bytes, measure, poison, poisoned, upload};
 use crate::gpu::launch::{Arg, LaunchShape};
 use crate::model::banks::WarpRequest;
 use crate::model::coalescing::WarpAccess;
@@ -48,7 +48,7 @@ fn prediction(kernel: &str, smem: u32, rows: usize) -> String {
 pub fn run(lab: &mut Lab) -> Result<Section> {
     let (rows, cols) = lab.sizes.transpose;
     let n = rows * cols;
-    ensure_free("the transpose demo", 2 * 4 * n)?;
+    ensure_free("the transpose demo", f32_bytes(&[n, n]))?;
     let input_host = reference::random_f32(n, 7);
     let transposed = reference::transpose(&input_host, rows, cols);
     let input = upload(&input_host)?;

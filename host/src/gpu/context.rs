@@ -112,12 +112,8 @@ pub fn load_ptx_text(label: &str, text: &str, max_registers: Option<u32>) -> Res
     match Module::from_ptx(text, &options) {
         Ok(m) => Ok(m),
         Err(e) => {
-            let (major, minor) = driver_version().unwrap_or((0, 0));
-            refuse!(
-                "the driver (CUDA {major}.{minor}) cannot load the {label} PTX (ISA {}): {}",
-                ptx_isa_version(text),
-                describe(e)
-            );
+            let driver = driver_version().unwrap_or((0, 0));
+            refuse!("{}", ptx_load_refusal(driver, label, ptx_isa_version(text), &describe(e)));
         }
     }
 }
@@ -125,6 +121,30 @@ pub fn load_ptx_text(label: &str, text: &str, max_registers: Option<u32>) -> Res
 /// The `.version` line of a PTX text, e.g. `"7.8"`.
 pub fn ptx_isa_version(ptx: &str) -> &str {
     ptx.lines().find_map(|l| l.trim().strip_prefix(".version ")).unwrap_or("?").trim()
+}
+
+/// The first CUDA release whose driver loads PTX ISA `isa` (`"7.8"` -> `(11, 8)`), from the PTX
+/// ISA's release history (PTX ISA, "Release Notes"); `None` for versions outside 6.0..=9.1.
+pub fn min_driver_for_ptx_isa(isa: &str) -> Option<(u32, u32)> {
+    let (major, minor) = isa.split_once('.')?;
+    match (major.parse::<u32>().ok()?, minor.parse::<u32>().ok()?) {
+        (6, m @ 0..=2) => Some((9, m)),
+        (6, m @ 3..=5) => Some((10, m - 3)),
+        (7, m @ 0..=8) => Some((11, m)),
+        (8, m @ 0..=5) => Some((12, m)),
+        // CUDA 12.6 kept ISA 8.5; 8.6 came with 12.7.
+        (8, m @ 6..=8) => Some((12, m + 1)),
+        (9, m @ 0..=1) => Some((13, m)),
+        _ => None,
+    }
+}
+
+/// The one-line refusal for a module the driver would not load: the driver's CUDA version, the
+/// PTX's target and ISA, the driver it needs, and the driver's own error.
+pub fn ptx_load_refusal(driver: (i32, i32), arch: &str, isa: &str, cause: &str) -> String {
+    let needs = min_driver_for_ptx_isa(isa)
+        .map_or(String::new(), |(major, minor)| format!(", which needs a CUDA {major}.{minor} driver or newer"));
+    format!("the driver (CUDA {}.{}) cannot load the {arch} PTX (ISA {isa}{needs}): {cause}", driver.0, driver.1)
 }
 
 #[cfg(test)]
@@ -135,6 +155,32 @@ mod tests {
     fn reads_the_ptx_isa_version() {
         assert_eq!(ptx_isa_version("//\n.version 7.8\n.target sm_90\n"), "7.8");
         assert_eq!(ptx_isa_version(".target sm_90\n"), "?");
+    }
+
+    #[test]
+    fn a_driver_too_old_for_the_ptx_is_named_with_the_driver_it_needs() {
+        assert_eq!(
+            ptx_load_refusal(
+                (11, 4),
+                "sm_90",
+                "7.8",
+                "UnsupportedPtxVersion (the provided PTX was compiled with an unsupported toolchain.)"
+            ),
+            "the driver (CUDA 11.4) cannot load the sm_90 PTX (ISA 7.8, which needs a CUDA 11.8 driver or newer): UnsupportedPtxVersion (the provided PTX was compiled with an unsupported toolchain.)"
+        );
+        assert_eq!(
+            ptx_load_refusal((12, 0), "sm_75", "?", "x"),
+            "the driver (CUDA 12.0) cannot load the sm_75 PTX (ISA ?): x"
+        );
+        assert_eq!(min_driver_for_ptx_isa("6.4"), Some((10, 1)));
+        assert_eq!(min_driver_for_ptx_isa("8.5"), Some((12, 5)));
+        assert_eq!(min_driver_for_ptx_isa("8.6"), Some((12, 7)));
+        assert_eq!(min_driver_for_ptx_isa("9.0"), Some((13, 0)));
+        assert_eq!(min_driver_for_ptx_isa("5.0"), None);
+        assert_eq!(min_driver_for_ptx_isa("7"), None);
+        // What the embedded PTX asks of the driver.
+        let needs: Vec<_> = crate::ptx::ALL.iter().map(|p| min_driver_for_ptx_isa(ptx_isa_version(p.text))).collect();
+        assert_eq!(needs, [Some((11, 0)), Some((11, 8))]);
     }
 
     #[test]

@@ -98,14 +98,13 @@ impl DeviceInfo {
     }
 }
 
+/// The H200's figures as its driver reports them (the device report, 2026-11-30), for CPU tests
+/// of code that takes a [`DeviceInfo`].
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn theoretical_bandwidth_is_double_data_rate_times_bus_bytes() {
-        let info = DeviceInfo {
-            name: "test".into(),
+impl DeviceInfo {
+    pub(crate) fn h200() -> DeviceInfo {
+        DeviceInfo {
+            name: "NVIDIA H200".into(),
             cc: (9, 0),
             sms: 132,
             regs_per_sm: 65536,
@@ -123,7 +122,17 @@ mod tests {
             mem_clock_khz: 2_619_000,
             bus_width_bits: 6144,
             total_mem_bytes: 0,
-        };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn theoretical_bandwidth_is_double_data_rate_times_bus_bytes() {
+        let info = DeviceInfo::h200();
         // 2 * 2.619e9 * 768 bytes = 4022.8 GB/s.
         assert!((info.theoretical_bandwidth_gbs() - 4022.784).abs() < 1e-6);
         assert_eq!(info.max_warps_per_sm(), 64);

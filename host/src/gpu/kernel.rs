@@ -32,10 +32,17 @@ pub struct DriverOccupancy {
 }
 
 /// Looks a kernel up in the loaded module.
+///
+/// # Errors
+/// A refusal listing the PTX's kernels when `name` is not one of them.
 pub fn function<'a>(gpu: &'a Gpu, name: &str) -> Result<Function<'a>> {
     match gpu.module.get_function(name) {
         Ok(f) => Ok(f),
-        Err(e) => refuse!("kernel `{name}` is not in the loaded {} PTX: {}", gpu.ptx.arch, describe(e)),
+        // Checked only on failure: `launch` looks the kernel up between timing events.
+        Err(e) => {
+            crate::ptx::check_kernel(gpu.ptx, name)?;
+            refuse!("kernel `{name}` is not in the loaded {} PTX: {}", gpu.ptx.arch, describe(e))
+        }
     }
 }
 

@@ -9,6 +9,10 @@ use super::device::DeviceInfo;
 use super::{Gpu, describe};
 use crate::refuse;
 
+/// Threads per warp on every CUDA device so far (CUDA C++ Programming Guide, "SIMT
+/// Architecture").
+pub const WARP_SIZE: u32 = 32;
+
 /// Grid and block dimensions (x, y) and dynamic shared bytes of one launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchShape {
@@ -59,6 +63,22 @@ impl LaunchShape {
                 self.smem_bytes,
                 info.smem_per_block_optin,
                 info.smem_per_block
+            );
+        }
+        Ok(())
+    }
+
+    /// Refuses a block that is not a whole number of warps, for kernels whose indexing assumes
+    /// full warps (`lane = threadIdx.x % 32` must cover every lane of every warp).
+    ///
+    /// # Errors
+    /// A refusal naming `kernel`, the block and the allowed sizes.
+    pub fn require_whole_warps(&self, kernel: &str, max_threads_per_block: u32) -> Result<()> {
+        let threads = self.threads_per_block();
+        if !threads.is_multiple_of(WARP_SIZE) {
+            refuse!(
+                "`{kernel}` needs threads per block a multiple of the warp size {WARP_SIZE}, got {threads}: allowed {WARP_SIZE}, {}, ..., {max_threads_per_block}",
+                2 * WARP_SIZE
             );
         }
         Ok(())
@@ -137,5 +157,40 @@ mod tests {
         assert_eq!(s.threads_per_block(), 256);
         let s = LaunchShape::covering(1, 1, (16, 16), (16, 16), 0);
         assert_eq!(s.grid, (1, 1));
+    }
+
+    fn refusal(shape: LaunchShape) -> String {
+        shape.check(&DeviceInfo::h200()).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn shapes_beyond_the_device_limits_are_refused_with_the_limit() {
+        let ok = LaunchShape { grid: (4, 4), block: (32, 32), smem_bytes: 8192 };
+        assert!(ok.check(&DeviceInfo::h200()).is_ok());
+        assert_eq!(
+            refusal(LaunchShape { block: (32, 33), ..ok }),
+            "1056 threads per block exceeds the device limit of 1024"
+        );
+        assert_eq!(
+            refusal(LaunchShape { smem_bytes: 232449, ..ok }),
+            "232449 bytes of shared memory per block exceeds the opt-in limit of 232448 bytes (default 49152)"
+        );
+        assert!(
+            refusal(LaunchShape { grid: (1, 65536), ..ok })
+                .starts_with("grid 1x65536 exceeds the device limit of 2147483647x65535 blocks")
+        );
+        assert!(refusal(LaunchShape { grid: (0, 1), ..ok }).starts_with("empty launch"));
+        // At the opt-in limit exactly, the shape is fine.
+        assert!(LaunchShape { smem_bytes: 232448, ..ok }.check(&DeviceInfo::h200()).is_ok());
+    }
+
+    #[test]
+    fn whole_warps_are_required_where_the_kernel_says_so() {
+        let shape = LaunchShape { grid: (1, 1), block: (100, 1), smem_bytes: 0 };
+        assert_eq!(
+            shape.require_whole_warps("shared_bank_probe", 1024).unwrap_err().to_string(),
+            "`shared_bank_probe` needs threads per block a multiple of the warp size 32, got 100: allowed 32, 64, ..., 1024"
+        );
+        assert!(LaunchShape { block: (32, 8), ..shape }.require_whole_warps("copy", 1024).is_ok());
     }
 }

@@ -1,0 +1,121 @@
+//! The race lesson (`memlab race-lesson`, never part of `run-demos`): why the tiled matmul needs
+//! its second barrier. Runs `matmul_tiled_32` once as the reference, then the same kernel with
+//! that barrier removed several times, and counts the elements that differ.
+
+use anyhow::Result;
+
+use super::matmul::{FULL_CHECK_MACS, SAMPLES};
+use super::{Section, download, ensure_free, f32_bytes, poison, poisoned, upload};
+use crate::gpu::Gpu;
+use crate::gpu::launch::{Arg, LaunchShape, launch};
+use crate::verify::{self, Check};
+use crate::{reference, refuse};
+
+/// The correct kernel: both barriers in place.
+pub const CORRECT: &str = "matmul_tiled_32";
+/// The broken kernel: the barrier after the multiply-adds removed.
+pub const BROKEN: &str = "matmul_tiled_32_missing_barrier";
+/// Tile edge of both kernels; the block is `TILE x TILE` threads.
+pub const TILE: usize = 32;
+
+/// What one lesson run found.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The correct kernel against the f64 CPU reference.
+    pub reference: Check,
+    /// Each broken run, bit for bit against the correct kernel's output.
+    pub runs: Vec<Check>,
+}
+
+impl Outcome {
+    /// Broken runs whose output differed from the correct kernel's.
+    pub fn wrong_runs(&self) -> usize {
+        self.runs.iter().filter(|c| !c.passed()).count()
+    }
+}
+
+/// Refuses shapes on which the broken kernel cannot race: with `k <= 32` the block makes one
+/// step, so no tile is ever overwritten.
+pub fn check_shape((_, _, k): (usize, usize, usize)) -> Result<()> {
+    if k <= TILE {
+        refuse!(
+            "race lesson: K = {k} gives one tile step and no race; use K above {TILE} (allowed {}..=4294967295)",
+            TILE + 1
+        );
+    }
+    Ok(())
+}
+
+fn launch_and_wait(gpu: &Gpu, kernel: &str, shape: &LaunchShape, args: &[Arg]) -> Result<()> {
+    launch(gpu, kernel, shape, args)?;
+    if let Err(e) = gpu.stream.synchronize() {
+        refuse!("kernel `{kernel}` failed: {}", crate::gpu::describe(e));
+    }
+    Ok(())
+}
+
+/// Runs the correct kernel once and the broken one `runs` times on `m x n x k` (inputs from the
+/// matmul demo's seeds).
+pub fn run(gpu: &Gpu, (m, n, k): (usize, usize, usize), runs: usize) -> Result<Outcome> {
+    check_shape((m, n, k))?;
+    ensure_free("the race lesson", f32_bytes(&[m * k, k * n, m * n]))?;
+    let a_host = reference::random_f32(m * k, 1);
+    let b_host = reference::random_f32(k * n, 2);
+    let (a, b) = (upload(&a_host)?, upload(&b_host)?);
+    let mut c = poisoned::<f32>(m * n)?;
+    let shape = LaunchShape::covering(m, n, (TILE, TILE), (TILE as u32, TILE as u32), (2 * TILE * TILE * 4) as u32);
+    let args =
+        [Arg::from(&a), Arg::from(&b), Arg::from(&c), Arg::U32(m as u32), Arg::U32(n as u32), Arg::U32(k as u32)];
+    launch_and_wait(gpu, CORRECT, &shape, &args)?;
+    let want = download(&c)?;
+    let samples = if m * n * k <= FULL_CHECK_MACS { usize::MAX } else { SAMPLES };
+    let reference = verify::matmul(&a_host, &b_host, &want, (m, n, k), samples, 5);
+    let mut checks = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        poison(&mut c)?;
+        launch_and_wait(gpu, BROKEN, &shape, &args)?;
+        checks.push(verify::exact_f32(&download(&c)?, &want));
+    }
+    Ok(Outcome { reference, runs: checks })
+}
+
+/// The lesson's report section: one row per broken run, and what racecheck says about it.
+pub fn section(outcome: &Outcome, (m, n, k): (usize, usize, usize)) -> Section {
+    let header =
+        ["run", "elements differing from matmul_tiled_32", "first difference (index: got vs want)", "output digest"];
+    let rows = outcome
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let first = c.first_bad.as_ref().map_or("-".into(), |(e, got, want)| format!("{e}: {got} vs {want}"));
+            vec![(i + 1).to_string(), format!("{} of {}", c.mismatches, c.checked), first, format!("{:016x}", c.digest)]
+        })
+        .collect();
+    let wrong = outcome.wrong_runs();
+    let verdict = if wrong > 0 {
+        format!(
+            "{wrong} of {} runs of `{BROKEN}` gave wrong results: the race is real on this GPU.",
+            outcome.runs.len()
+        )
+    } else {
+        format!(
+            "All {} runs happened to come out right: a race makes results wrong only sometimes, which is what makes it dangerous. racecheck finds it either way.",
+            outcome.runs.len()
+        )
+    };
+    Section {
+        name: "race",
+        title: format!("The race lesson: {BROKEN}, {m}x{n}x{k}"),
+        lesson: "The tiled matmul's second barrier keeps a warp from storing the next step's tile while other warps still read this one. Remove it and warp w overwrites row w of tile B under the other warps' feet.".into(),
+        sweep: Some((header.iter().map(|s| s.to_string()).collect(), rows)),
+        checks: vec![outcome.reference.clone()],
+        notes: vec![
+            format!("`{CORRECT}` against the f64 reference: {}.", outcome.reference.summary("checked")),
+            "Both kernels do the same multiply-adds in the same order, so any bit that differs comes from the race.".into(),
+            verdict,
+            format!("`compute-sanitizer --tool racecheck memlab race-lesson --matmul 64x64x64 --runs 1` flags `{BROKEN}` only (measured on the H200): an error between the next step's store to tile B and the multiply-add loop's reads of it by other warps, and a warning for tile A, whose row only the storing warp reads."),
+        ],
+        ..Section::default()
+    }
+}
