@@ -5,6 +5,10 @@
 //! The pinned nightly is read from `kernels-gpu/rust-toolchain.toml` and installed with its
 //! components when missing (rustup does not auto-install toolchains on every machine).
 //! A PTX that still calls an undefined function (`.extern .func`) fails the build.
+//!
+//! A third build, for [`LINES_ARCH`] with line tables (`-C debuginfo=line-tables-only`), leaves
+//! `kernels_<arch>_lines.ptx` for `memlab inspect`, which maps SASS back to Rust source lines.
+//! It is never loaded on a GPU.
 
 use std::env;
 use std::fs;
@@ -13,6 +17,8 @@ use std::process::Command;
 
 /// PTX targets: a baseline every supported GPU can JIT (cc 7.5) and Hopper's own (cc 9.0).
 const ARCHS: [&str; 2] = ["sm_75", "sm_90"];
+/// The PTX target of the line-table build.
+const LINES_ARCH: &str = "sm_90";
 
 /// Variables the outer cargo sets for build scripts that would make the nested cargo use the
 /// host's stable rustc, its flags, or its target directory.
@@ -41,13 +47,37 @@ fn main() {
     let toolchain = pinned_toolchain(&kernels);
     ensure_toolchain(&toolchain);
     for arch in ARCHS {
-        let ptx = build_ptx(&kernels, &toolchain, arch);
+        let ptx = build_ptx(&kernels, &toolchain, arch, false);
         if let Some(line) = ptx.lines().find(|l| l.trim_start().starts_with(".extern .func")) {
             fail(&format!("the {arch} PTX is not self-contained, it still declares `{}`", line.trim()));
         }
         fs::write(out_dir.join(format!("kernels_{arch}.ptx")), ptx).unwrap();
     }
+    let lines = assemblable_line_tables(&build_ptx(&kernels, &toolchain, LINES_ARCH, true));
+    fs::write(out_dir.join(format!("kernels_{LINES_ARCH}_lines.ptx")), lines).unwrap();
     println!("cargo:rustc-env=MEMLAB_NIGHTLY={toolchain}");
+}
+
+/// Makes LLVM's line-table PTX acceptable to `ptxas -lineinfo`: ptxas rejects its DWARF
+/// sections (a label between two sections is a syntax error to it) and, without them, the
+/// `debug` flag of `.target`. The `.file`/`.loc` directives, all before the first DWARF
+/// section, carry the line table on their own.
+fn assemblable_line_tables(ptx: &str) -> String {
+    let mut out = String::with_capacity(ptx.len());
+    for line in ptx.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with(".section") && trimmed.contains(".debug_") {
+            break;
+        }
+        match trimmed.strip_prefix(".target").and_then(|t| t.trim().strip_suffix(", debug")) {
+            Some(arch) => out += &format!(".target {arch}\n"),
+            None => {
+                out += line;
+                out.push('\n');
+            }
+        }
+    }
+    out
 }
 
 /// The `channel = "..."` of `kernels-gpu/rust-toolchain.toml`.
@@ -97,11 +127,11 @@ fn rustup(toolchain: &str, args: &[&str]) -> Result<String, String> {
 
 /// One PTX for `arch`: fat LTO folds `core` into the kernel crate, `--emit=asm` writes the
 /// module as PTX, and the no-op linker skips the bitcode linker this target would otherwise
-/// need (it is not distributed for nvptx64).
-fn build_ptx(kernels: &Path, toolchain: &str, arch: &str) -> String {
+/// need (it is not distributed for nvptx64). `line_tables` adds `.file`/`.loc` directives.
+fn build_ptx(kernels: &Path, toolchain: &str, arch: &str, line_tables: bool) -> String {
     let manifest = kernels.join("Cargo.toml");
-    // One target directory per arch, so two builds never read each other's `kernels_gpu.s`.
-    let target_dir = kernels.join("target").join(arch);
+    // One target directory per build, so two builds never read each other's `kernels_gpu.s`.
+    let target_dir = kernels.join("target").join(if line_tables { format!("{arch}-lines") } else { arch.to_string() });
     let cpu = format!("target-cpu={arch}");
     let args = [
         "cargo",
@@ -122,6 +152,8 @@ fn build_ptx(kernels: &Path, toolchain: &str, arch: &str) -> String {
         "-C",
         "linker=true",
     ];
+    let debug = ["-C", "debuginfo=line-tables-only"];
+    let args: Vec<&str> = args.iter().chain(if line_tables { &debug[..] } else { &[] }).copied().collect();
     if let Err(err) = rustup(toolchain, &args) {
         fail(&format!("building kernels-gpu for {arch} failed:\n{err}"));
     }

@@ -26,6 +26,13 @@ enum Command {
     RunDemos(commands::run_demos::Args),
     /// Print the device report for every visible GPU.
     Devices,
+    /// Occupancy calculator (no GPU): per-limit table, limiting resource, what to change.
+    Occupancy(commands::occupancy::Args),
+    /// What a kernel does to each memory level: PTX and SASS memory instructions, registers,
+    /// spills, Rust source lines.
+    Inspect(commands::inspect::Args),
+    /// Write the Markdown report with charts from a run recorded by `run-demos --json`.
+    Report(commands::report::Args),
 }
 
 fn main() -> ExitCode {
@@ -37,10 +44,11 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            // clap's first line names the argument and the problem; the usage block after it
-            // would break the one-line rule.
+            // clap's first paragraph names the argument and the problem (a missing argument on
+            // its second line); the usage block after it would break the one-line rule.
             let text = e.to_string();
-            eprintln!("{}", text.lines().next().unwrap_or("error: bad arguments"));
+            let first: Vec<&str> = text.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+            eprintln!("{}", if first.is_empty() { "error: bad arguments".into() } else { first.join(" ") });
             return ExitCode::from(EXIT_USAGE as u8);
         }
     };
@@ -59,5 +67,8 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     match cli.command {
         Command::RunDemos(args) => commands::run_demos::run(args),
         Command::Devices => commands::devices::run(),
+        Command::Occupancy(args) => commands::occupancy::run(args),
+        Command::Inspect(args) => commands::inspect::run(args),
+        Command::Report(args) => commands::report::run(args),
     }
 }

@@ -4,9 +4,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::reference;
+use serde::{Deserialize, Serialize};
 
 /// Outcome of one check.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     /// Elements compared.
     pub checked: usize,

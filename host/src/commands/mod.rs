@@ -2,4 +2,7 @@
 //! `main.rs`) and its `run`, which returns whether every check passed.
 
 pub mod devices;
+pub mod inspect;
+pub mod occupancy;
+pub mod report;
 pub mod run_demos;

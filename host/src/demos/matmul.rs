@@ -5,6 +5,7 @@ use anyhow::Result;
 use super::{KernelRow, KernelRun, Lab, Rate, Section, download, ensure_free, measure, poison, poisoned, upload};
 use crate::gpu::launch::{Arg, LaunchShape};
 use crate::model::tiling::{MatmulShape, naive_global_loads, tiled_global_loads};
+use crate::series::{Series, names};
 use crate::{reference, verify};
 
 /// Elements checked at random when the full check would cost more than [`FULL_CHECK_MACS`].
@@ -54,13 +55,28 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         kernels.extend(run_case(lab, tiled_size, &TILED)?);
     }
     let (m, n, k) = tiled_size;
+    let series = vec![roofline_points(&kernels, naive_size, tiled_size)];
     Ok(Section {
         name: "matmul",
         title: format!("Global memory and tiling: C = A * B, f32, {m}x{n}x{k}"),
         lesson: "Tiling stages blocks of A and B in shared memory so each global load feeds T multiply-adds: global traffic falls by the tile width.".into(),
         kernels,
+        series,
         ..Section::default()
     })
+}
+
+/// Each kernel at its arithmetic intensity by requested global loads (the tiling model's count,
+/// 4 bytes each; stores and caches ignored, as in the seed's 2 FLOP / 8 B for the naive kernel)
+/// and its measured TFLOP/s.
+fn roofline_points(rows: &[KernelRow], naive_size: (usize, usize, usize), tiled_size: (usize, usize, usize)) -> Series {
+    let points = rows.iter().filter_map(|row| {
+        let kernel = [NAIVE, TILED[0], TILED[1]].into_iter().find(|k| k.name == row.kernel)?;
+        let size @ (m, n, k) = if kernel.shared { tiled_size } else { naive_size };
+        let ai = (2 * m * n * k) as f64 / (4 * global_loads(size, &kernel)) as f64;
+        Some((ai, row.rate.value(), row.kernel.to_string()))
+    });
+    Series::labelled(names::ROOFLINE, "arithmetic intensity (FLOP/byte)", "TFLOP/s", points)
 }
 
 /// The tiling model's count of in-bounds global loads (elements) for one kernel.

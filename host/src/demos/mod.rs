@@ -17,7 +17,9 @@ use crate::gpu::launch::{Arg, LaunchShape, launch};
 use crate::gpu::timing::{self, Repeats, Timing};
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
 use crate::refuse;
+use crate::series::Series;
 use crate::verify::Check;
+use serde::{Deserialize, Serialize};
 
 /// Names of the demos, in the order `run-demos` runs them.
 pub const NAMES: [&str; 5] = ["memcpy", "transpose", "matmul", "coalescing", "banks"];
@@ -64,7 +66,7 @@ pub struct Lab {
 }
 
 /// One kernel's line in the report: the driver's figures, the measurement and the check.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KernelRow {
     /// Kernel entry point.
     pub kernel: &'static str,
@@ -92,7 +94,7 @@ pub struct KernelRow {
 }
 
 /// A measured rate.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum Rate {
     /// GB/s (1e9 bytes/s) of global memory, bytes read + written.
     Gbs(f64),
@@ -112,7 +114,7 @@ impl Rate {
 }
 
 /// One demo's part of the report.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Section {
     /// Demo name (one of [`NAMES`]).
     pub name: &'static str,
@@ -128,6 +130,9 @@ pub struct Section {
     pub checks: Vec<Check>,
     /// Notes: what agrees with the model and what does not.
     pub notes: Vec<String>,
+    /// Chart data (sweeps, roofline placement), read by `charts`.
+    #[serde(default)]
+    pub series: Vec<Series>,
 }
 
 impl Section {

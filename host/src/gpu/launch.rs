@@ -8,9 +8,10 @@ use super::device::DeviceInfo;
 use super::kernel::function;
 use super::{Gpu, describe};
 use crate::refuse;
+use serde::{Deserialize, Serialize};
 
 /// Grid and block dimensions (x, y) and dynamic shared bytes of one launch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaunchShape {
     /// Blocks along x and y.
     pub grid: (u32, u32),
