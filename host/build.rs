@@ -5,16 +5,32 @@
 //! The pinned nightly is read from `kernels-gpu/rust-toolchain.toml` and installed with its
 //! components when missing (rustup does not auto-install toolchains on every machine).
 //! A PTX that still calls an undefined function (`.extern .func`) fails the build.
+//!
+//! The `sm_90_lines` build (`-C debuginfo=line-tables-only`) is for `memlab inspect`, which maps
+//! SASS back to Rust source lines; it is never loaded on a GPU.
 
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The PTX builds: output name, target, cargo features. A baseline every supported GPU can JIT
-/// (cc 7.5), Hopper's own (cc 9.0), and the load-counting build of the tiling lesson.
-const BUILDS: [(&str, &str, &str); 3] =
-    [("sm_75", "sm_75", ""), ("sm_90", "sm_90", ""), ("sm_75_counting", "sm_75", "count-loads")];
+/// One PTX build: output name (`kernels_<name>.ptx`), target, cargo features, and whether it
+/// carries line tables (`.file`/`.loc`) for `memlab inspect`.
+struct Build {
+    name: &'static str,
+    arch: &'static str,
+    features: &'static str,
+    line_tables: bool,
+}
+
+/// A baseline every supported GPU can JIT (cc 7.5), Hopper's own (cc 9.0), the load-counting
+/// build of the tiling lesson, and Hopper's with line tables.
+const BUILDS: [Build; 4] = [
+    Build { name: "sm_75", arch: "sm_75", features: "", line_tables: false },
+    Build { name: "sm_90", arch: "sm_90", features: "", line_tables: false },
+    Build { name: "sm_75_counting", arch: "sm_75", features: "count-loads", line_tables: false },
+    Build { name: "sm_90_lines", arch: "sm_90", features: "", line_tables: true },
+];
 
 /// Variables the outer cargo sets for build scripts that would make the nested cargo use the
 /// host's stable rustc, its flags, or its target directory.
@@ -42,14 +58,37 @@ fn main() {
 
     let toolchain = pinned_toolchain(&kernels);
     ensure_toolchain(&toolchain);
-    for (name, arch, features) in BUILDS {
-        let ptx = build_ptx(&kernels, &toolchain, name, arch, features);
+    for build in &BUILDS {
+        let ptx = build_ptx(&kernels, &toolchain, build);
         if let Some(line) = ptx.lines().find(|l| l.trim_start().starts_with(".extern .func")) {
-            fail(&format!("the {name} PTX is not self-contained, it still declares `{}`", line.trim()));
+            fail(&format!("the {} PTX is not self-contained, it still declares `{}`", build.name, line.trim()));
         }
-        fs::write(out_dir.join(format!("kernels_{name}.ptx")), ptx).unwrap();
+        let ptx = if build.line_tables { assemblable_line_tables(&ptx) } else { ptx };
+        fs::write(out_dir.join(format!("kernels_{}.ptx", build.name)), ptx).unwrap();
     }
     println!("cargo:rustc-env=MEMLAB_NIGHTLY={toolchain}");
+}
+
+/// Makes LLVM's line-table PTX acceptable to `ptxas -lineinfo`: ptxas rejects its DWARF
+/// sections (a label between two sections is a syntax error to it) and, without them, the
+/// `debug` flag of `.target`. The `.file`/`.loc` directives, all before the first DWARF
+/// section, carry the line table on their own.
+fn assemblable_line_tables(ptx: &str) -> String {
+    let mut out = String::with_capacity(ptx.len());
+    for line in ptx.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with(".section") && trimmed.contains(".debug_") {
+            break;
+        }
+        match trimmed.strip_prefix(".target").and_then(|t| t.trim().strip_suffix(", debug")) {
+            Some(arch) => out += &format!(".target {arch}\n"),
+            None => {
+                out += line;
+                out.push('\n');
+            }
+        }
+    }
+    out
 }
 
 /// The `channel = "..."` of `kernels-gpu/rust-toolchain.toml`.
@@ -99,8 +138,9 @@ fn rustup(toolchain: &str, args: &[&str]) -> Result<String, String> {
 
 /// One PTX for `arch` with cargo `features`: fat LTO folds `core` into the kernel crate, `--emit=asm` writes the
 /// module as PTX, and the no-op linker skips the bitcode linker this target would otherwise
-/// need (it is not distributed for nvptx64).
-fn build_ptx(kernels: &Path, toolchain: &str, name: &str, arch: &str, features: &str) -> String {
+/// need (it is not distributed for nvptx64). Line tables add `.file`/`.loc` directives.
+fn build_ptx(kernels: &Path, toolchain: &str, build: &Build) -> String {
+    let Build { name, arch, features, line_tables } = *build;
     let manifest = kernels.join("Cargo.toml");
     // One target directory per build, so two builds never read each other's `kernels_gpu.s`.
     let target_dir = kernels.join("target").join(name);
@@ -126,6 +166,8 @@ fn build_ptx(kernels: &Path, toolchain: &str, name: &str, arch: &str, features: 
         "-C",
         "linker=true",
     ];
+    let debug = ["-C", "debuginfo=line-tables-only"];
+    let args: Vec<&str> = args.iter().chain(if line_tables { &debug[..] } else { &[] }).copied().collect();
     if let Err(err) = rustup(toolchain, &args) {
         fail(&format!("building kernels-gpu ({name}) failed:\n{err}"));
     }

@@ -5,14 +5,19 @@
 //! against [`reference`], asks the driver for its figures and puts them next to the [`model`]'s
 //! prediction; [`report`] prints the tables.
 
+pub mod charts;
 pub mod cli;
 pub mod commands;
 pub mod demos;
 pub mod error;
 pub mod gpu;
+pub mod inspect;
 pub mod model;
+pub mod progress;
 pub mod ptx;
 pub mod ptxas;
 pub mod reference;
 pub mod report;
+pub mod report_dir;
+pub mod series;
 pub mod verify;

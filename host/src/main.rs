@@ -28,6 +28,13 @@ enum Command {
     Devices,
     /// Run the tiled matmul with one barrier removed, to see a race (not part of run-demos).
     RaceLesson(commands::race::Args),
+    /// Occupancy calculator (no GPU): per-limit table, limiting resource, what to change.
+    Occupancy(commands::occupancy::Args),
+    /// What a kernel does to each memory level: PTX and SASS memory instructions, registers,
+    /// spills, Rust source lines.
+    Inspect(commands::inspect::Args),
+    /// Write the Markdown report with charts from a run recorded by `run-demos --json`.
+    Report(commands::report::Args),
 }
 
 fn main() -> ExitCode {
@@ -39,19 +46,23 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            // clap's first line names the argument and the problem; the usage block after it
-            // would break the one-line rule, but its list of possible values is the allowed range.
+            // clap's first paragraph names the argument and the problem (a missing argument on
+            // its second line); the usage block after it would break the one-line rule, but its
+            // list of possible values is the allowed range.
             let text = e.to_string();
+            let first: Vec<&str> = text.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+            let first = if first.is_empty() { "error: bad arguments".to_string() } else { first.join(" ") };
             let values = text.lines().map(str::trim).find(|l| l.starts_with("[possible values:"));
             let values = match values {
-                Some(v) => format!(" {v}"),
+                Some(v) if !first.contains(v) => format!(" {v}"),
+                Some(_) => String::new(),
                 None if e.kind() == clap::error::ErrorKind::InvalidSubcommand => {
                     let names: Vec<_> = Cli::command().get_subcommands().map(|c| c.get_name().to_string()).collect();
                     format!(" [commands: {}]", names.join(", "))
                 }
                 None => String::new(),
             };
-            eprintln!("{}{values}", text.lines().next().unwrap_or("error: bad arguments"));
+            eprintln!("{first}{values}");
             return ExitCode::from(EXIT_USAGE as u8);
         }
     };
@@ -71,5 +82,8 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::RunDemos(args) => commands::run_demos::run(args),
         Command::Devices => commands::devices::run(),
         Command::RaceLesson(args) => commands::race::run(args),
+        Command::Occupancy(args) => commands::occupancy::run(args),
+        Command::Inspect(args) => commands::inspect::run(args),
+        Command::Report(args) => commands::report::run(args),
     }
 }

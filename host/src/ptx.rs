@@ -59,17 +59,19 @@ pub fn entry_body<'a>(ptx: &'a str, name: &str) -> Option<&'a str> {
     Some(&rest[..end])
 }
 
+/// The lines of a kernel body with any predicate (`@%p1 `) removed, so each starts with its
+/// opcode (directives and labels pass through unchanged).
+pub fn opcodes(body: &str) -> impl Iterator<Item = &str> {
+    body.lines().map(str::trim_start).map(|l| match l.strip_prefix('@') {
+        Some(predicated) => predicated.split_once(char::is_whitespace).map_or("", |(_, op)| op.trim_start()),
+        None => l,
+    })
+}
+
 /// Counts instructions in a kernel body whose opcode starts with `prefix` (e.g. `"ld.shared"`),
 /// predicated ones (`@%p1 ld...`) included.
 pub fn count_ops(body: &str, prefix: &str) -> usize {
-    body.lines()
-        .map(str::trim_start)
-        .map(|l| match l.strip_prefix('@') {
-            Some(predicated) => predicated.split_once(char::is_whitespace).map_or("", |(_, op)| op.trim_start()),
-            None => l,
-        })
-        .filter(|op| op.starts_with(prefix))
-        .count()
+    opcodes(body).filter(|op| op.starts_with(prefix)).count()
 }
 
 #[cfg(test)]

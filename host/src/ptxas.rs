@@ -40,6 +40,15 @@ pub fn tool(name: &str) -> PathBuf {
 /// # Errors
 /// ptxas missing (run `cargo xtask setup`) or rejecting the PTX.
 pub fn run(ptx: &str, arch: &str) -> Result<Vec<PtxasKernel>> {
+    with_cubin(ptx, arch, &["-v"], |log, _| Ok(parse(log)))
+}
+
+/// Assembles `ptx` for `arch` with `ptxas` and the `extra` flags (e.g. `-lineinfo`), then
+/// calls `f` with ptxas's log and the cubin's path; the scratch folder is removed afterwards.
+///
+/// # Errors
+/// ptxas missing or rejecting the PTX, or the error of `f`.
+pub fn with_cubin<T>(ptx: &str, arch: &str, extra: &[&str], f: impl FnOnce(&str, &Path) -> Result<T>) -> Result<T> {
     // One folder per call: tests run ptxas from several threads of one process.
     static CALLS: AtomicUsize = AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, Ordering::Relaxed);
@@ -47,21 +56,25 @@ pub fn run(ptx: &str, arch: &str) -> Result<Vec<PtxasKernel>> {
     std::fs::create_dir_all(&dir)?;
     let input = dir.join(format!("kernels_{arch}.ptx"));
     std::fs::write(&input, ptx)?;
+    let cubin = dir.join("out.cubin");
     let ptxas = tool("ptxas");
     let out = Command::new(&ptxas)
         .arg(format!("-arch={arch}"))
-        .arg("-v")
+        .args(extra)
         .arg(&input)
         .arg("-o")
-        .arg(dir.join("out.cubin"))
+        .arg(&cubin)
         .output()
-        .with_context(|| format!("cannot run {} (install it with `cargo xtask setup`)", ptxas.display()))?;
+        .with_context(|| format!("cannot run {} (install it with `cargo xtask setup`)", ptxas.display()));
+    let result = out.and_then(|out| {
+        let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            bail!("ptxas -arch={arch} failed: {}", log.lines().find(|l| l.contains("error")).unwrap_or(&log));
+        }
+        f(&log, &cubin)
+    });
     let _ = std::fs::remove_dir_all(&dir);
-    let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        bail!("ptxas -arch={arch} failed: {}", log.lines().find(|l| l.contains("error")).unwrap_or(&log));
-    }
-    Ok(parse(&log))
+    result
 }
 
 /// Parses `ptxas -v` output into one record per compiled entry function.

@@ -4,9 +4,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::reference;
+use serde::{Deserialize, Serialize};
 
 /// Outcome of one check.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     /// Elements compared.
     pub checked: usize,
@@ -15,6 +16,7 @@ pub struct Check {
     /// The first mismatch: index, device value, expected value (as text).
     pub first_bad: Option<(usize, String, String)>,
     /// [`digest`] of the whole device output, so that two runs can be compared at a glance.
+    #[serde(default)]
     pub digest: u64,
 }
 

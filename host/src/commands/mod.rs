@@ -2,5 +2,8 @@
 //! `main.rs`) and its `run`, which returns whether every check passed.
 
 pub mod devices;
+pub mod inspect;
+pub mod occupancy;
 pub mod race;
+pub mod report;
 pub mod run_demos;

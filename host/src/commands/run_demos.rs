@@ -1,11 +1,14 @@
 //! `memlab run-demos`: open the device, run the demos, print the report.
 
+use std::path::PathBuf;
+
 use anyhow::Result;
 
 use crate::demos::{self, Lab, Sizes, coalescing};
 use crate::gpu::Gpu;
 use crate::gpu::timing::Repeats;
-use crate::{cli, refuse, report};
+use crate::report_dir::{self, RunRecord};
+use crate::{cli, progress, refuse, report};
 
 /// Options of `run-demos`.
 #[derive(clap::Args, Debug)]
@@ -37,6 +40,12 @@ pub struct Args {
     /// Untimed warm-up runs per kernel.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=100))]
     pub warmup: u32,
+    /// Also write every figure of the run as JSON to FILE (`memlab report` reads it back).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also write a Markdown report with SVG and PNG charts into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
 }
 
 /// `--strided-bytes`: a byte count the strided-read sweep can use.
@@ -67,18 +76,38 @@ pub fn run(args: Args) -> Result<bool> {
         format!("# memlab on {}\n\n{}\n\n", gpu.info.name, report::device(args.device, &gpu.info, gpu.ptx.arch));
     let mut lab = Lab { gpu, sizes, memcpy_gbs: None };
     let mut sections = Vec::new();
+    let bar = progress::bar(names.len());
     for name in names {
+        bar.set_message(name.to_string());
         let section = demos::run(&mut lab, name)?;
         out += &format!("{}\n", report::section(&section, lab.memcpy_gbs));
+        bar.inc(1);
         sections.push(section);
     }
+    bar.finish_and_clear();
     let all_passed = sections.iter().all(|s| s.passed());
     if let Some(roofline) = demos::roofline::section(&lab, &sections) {
         out += &format!("{}\n", report::section(&roofline, lab.memcpy_gbs));
+        sections.push(roofline);
     }
+    // The report is printed whole at the end: a refusal midway prints no partial result.
     println!(
         "{out}{}",
         if all_passed { "All results verified." } else { "SOME RESULTS ARE WRONG: see the check column." }
     );
+    let record = RunRecord {
+        ordinal: args.device,
+        device: lab.gpu.info.clone(),
+        ptx_arch: lab.gpu.ptx.arch.to_string(),
+        memcpy_gbs: lab.memcpy_gbs,
+        sections,
+    };
+    if let Some(path) = &args.json {
+        record.save(path)?;
+    }
+    if let Some(dir) = &args.report {
+        let files = report_dir::write(dir, &record)?;
+        eprintln!("report: {} files in {}", files.len(), dir.display());
+    }
     Ok(all_passed)
 }

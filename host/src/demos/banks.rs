@@ -7,6 +7,7 @@ use super::{KernelRun, Lab, Level, Section, Work, download, ensure_free, measure
 use crate::gpu::launch::{Arg, LaunchShape};
 use crate::model::banks::WarpRequest;
 use crate::reference::{self, BANK_PROBE_WORDS};
+use crate::series::{Series, names};
 use crate::verify;
 
 /// Strides swept, in 4-byte words; 0 is the broadcast (every lane reads one word).
@@ -62,6 +63,18 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
             ]
         })
         .collect();
+    // Stride 0 (the broadcast) is charted at its own labelled place after the strides.
+    let (x, y) = ("stride (4-byte words); 0 = broadcast", "time / stride-1 time");
+    let label = |s: usize| if s == 0 { "broadcast".to_string() } else { s.to_string() };
+    let series = vec![
+        Series::labelled(
+            names::MEASURED,
+            x,
+            y,
+            points.iter().map(|(s, row)| (*s as f64, row.timing.median_ms / base_ms, label(*s))),
+        ),
+        Series::labelled(names::BANK_MODEL, x, y, STRIDES.map(|s| (s as f64, bank_factor(s) as f64, label(s)))),
+    ];
     let mut kernels: Vec<_> = points.into_iter().map(|(_, row)| row).collect();
     let checks = kernels.drain(1..).map(|row| row.check).collect();
     Ok(Section {
@@ -71,6 +84,7 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         kernels,
         sweep: Some((header.iter().map(|s| s.to_string()).collect(), rows)),
         checks,
+        series,
         ..Section::default()
     })
 }

@@ -7,6 +7,7 @@ use super::{KernelRun, Lab, Section, Work, download, ensure_free, f32_bytes, mea
 use crate::gpu::launch::{Arg, LaunchShape};
 use crate::model::coalescing::{TransactionModel, bandwidth_fraction_vs_unit_stride};
 use crate::reference::{self, STRIDED_READS_PER_THREAD};
+use crate::series::{Series, names};
 use crate::verify;
 
 /// Strides swept, in 4-byte elements.
@@ -114,6 +115,12 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         points.len(),
         closer_counts[1]
     )];
+    let (x, y) = ("stride (4-byte elements)", "useful bandwidth / stride-1 bandwidth");
+    let series = vec![
+        Series::new(names::MEASURED, x, y, points.iter().map(|(s, row)| (*s as f64, row.rate.value() / base_gbs))),
+        Series::new(names::SECTOR_MODEL, x, y, STRIDES.map(|s| (s as f64, sector_model(s)))),
+        Series::new(names::SEGMENT_MODEL, x, y, STRIDES.map(|s| (s as f64, segment_model(s)))),
+    ];
     let mut kernels: Vec<_> = points.into_iter().map(|(_, row)| row).collect();
     let checks = kernels.drain(1..).map(|row| row.check).collect();
     Ok(Section {
@@ -124,6 +131,7 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         sweep: Some((header.iter().map(|s| s.to_string()).collect(), rows)),
         checks,
         notes,
+        series,
     })
 }
 

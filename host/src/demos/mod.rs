@@ -20,7 +20,9 @@ use crate::gpu::launch::{Arg, LaunchShape, launch};
 use crate::gpu::timing::{self, Repeats, Timing};
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
 use crate::refuse;
+use crate::series::Series;
 use crate::verify::Check;
+use serde::{Deserialize, Serialize};
 
 /// Names of the demos, in the order `run-demos` runs them.
 pub const NAMES: [&str; 6] = ["memcpy", "transpose", "matmul", "coalescing", "banks", "occupancy"];
@@ -67,7 +69,7 @@ pub struct Lab {
 }
 
 /// One kernel's line in the report: the driver's figures, the measurement and the check.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KernelRow {
     /// Kernel entry point.
     pub kernel: &'static str,
@@ -88,7 +90,8 @@ pub struct KernelRow {
     pub timing: Timing,
     /// Measured rate.
     pub rate: Rate,
-    /// The work of one launch.
+    /// The work of one launch (absent from runs recorded before it existed).
+    #[serde(default)]
     pub work: Work,
     /// Result check.
     pub check: Check,
@@ -97,7 +100,7 @@ pub struct KernelRow {
 }
 
 /// A measured rate.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum Rate {
     /// GB/s (1e9 bytes/s) of global memory, bytes read + written.
     Gbs(f64),
@@ -117,7 +120,7 @@ impl Rate {
 }
 
 /// One demo's part of the report.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Section {
     /// Demo name (one of [`NAMES`]).
     pub name: &'static str,
@@ -133,6 +136,9 @@ pub struct Section {
     pub checks: Vec<Check>,
     /// Notes: what agrees with the model and what does not.
     pub notes: Vec<String>,
+    /// Chart data (sweeps, roofline placement), read by `charts`.
+    #[serde(default)]
+    pub series: Vec<Series>,
 }
 
 impl Section {
@@ -244,7 +250,7 @@ pub struct KernelRun<'a> {
 }
 
 /// The work of one launch, which the measured time turns into a rate and the roofline places.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Work {
     /// Floating-point operations (an FMA counts 2).
     pub flop: f64,
@@ -256,9 +262,10 @@ pub struct Work {
 }
 
 /// Memory level of a kernel's main traffic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Level {
     /// Global memory (DRAM through L2).
+    #[default]
     Global,
     /// On-chip shared memory.
     Shared,

@@ -6,6 +6,7 @@ use super::{KernelRow, Lab, Level, Section};
 use crate::model::roofline::{
     Bound, arithmetic_intensity, attainable, balance_point, bound, fp32_lanes_per_sm, peak_fp32_flops,
 };
+use crate::series::{Series, names};
 
 /// The roofline section for the kernels of `sections`, or `None` when no kernel ran or the
 /// device's FP32 lanes are not in the model's table.
@@ -28,6 +29,13 @@ pub fn section(lab: &Lab, sections: &[Section]) -> Option<Section> {
     if rows.is_empty() {
         return None;
     }
+    // The chart's points: kernels that compute, at their intensity and measured TFLOP/s.
+    let points = sections
+        .iter()
+        .flat_map(|s| &s.kernels)
+        .filter(|k| k.work.flop > 0.0)
+        .map(|k| (arithmetic_intensity(k.work.flop, k.work.bytes), k.rate.value(), k.kernel.to_string()));
+    let series = vec![Series::labelled(names::ROOFLINE, "arithmetic intensity (FLOP/byte)", "TFLOP/s", points)];
     let header = ["kernel", "FLOP/byte", "bound", "roof", "achieved", "% of roof"];
     Some(Section {
         name: "roofline",
@@ -45,6 +53,7 @@ pub fn section(lab: &Lab, sections: &[Section]) -> Option<Section> {
             ),
             "Bytes are the global-memory requests the lesson's model counts; above 100% of the roof, L1/L2 served part of them.".into(),
         ],
+        series,
         ..Section::default()
     })
 }

@@ -5,9 +5,10 @@ use cust::device::Device;
 use cust::sys::CUdevice_attribute as A;
 
 use crate::refuse;
+use serde::{Deserialize, Serialize};
 
 /// One device's figures, all as the driver reports them.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceInfo {
     /// Marketing name, e.g. "NVIDIA H200".
     pub name: String,

@@ -6,9 +6,10 @@ use cust::function::{BlockSize, Function, FunctionAttribute};
 
 use super::{Gpu, describe};
 use crate::refuse;
+use serde::{Deserialize, Serialize};
 
 /// What the driver says about one compiled kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelAttrs {
     /// Registers per thread after the driver's JIT (`CU_FUNC_ATTRIBUTE_NUM_REGS`).
     pub regs: u32,
@@ -21,7 +22,7 @@ pub struct KernelAttrs {
 }
 
 /// The driver's occupancy answer for one launch shape.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct DriverOccupancy {
     /// Resident blocks per SM.
     pub active_blocks: u32,

@@ -8,13 +8,14 @@ use cust::module::Module;
 use super::device::DeviceInfo;
 use super::{Gpu, describe};
 use crate::refuse;
+use serde::{Deserialize, Serialize};
 
 /// Threads per warp on every CUDA device so far (CUDA C++ Programming Guide, "SIMT
 /// Architecture").
 pub const WARP_SIZE: u32 = 32;
 
 /// Grid and block dimensions (x, y) and dynamic shared bytes of one launch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaunchShape {
     /// Blocks along x and y.
     pub grid: (u32, u32),

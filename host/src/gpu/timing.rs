@@ -5,9 +5,10 @@ use anyhow::Result;
 use cust::event::{Event, EventFlags};
 
 use super::{Gpu, describe};
+use serde::{Deserialize, Serialize};
 
 /// Times of repeated runs of one piece of device work, milliseconds.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Timing {
     /// Median over the timed runs, ms.
     pub median_ms: f64,

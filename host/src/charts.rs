@@ -1,0 +1,562 @@
+//! The report's charts, drawn with plotters to SVG and PNG: the coalescing and bank sweeps
+//! against their models, the occupancy calculator's three graphs, the roofline, and bar charts
+//! (bandwidth kernels against memcpy, the SGEMM ladder against its references).
+//!
+//! Each chart is a plain data struct (built from a run's [`Section`]s, so tests can compare its
+//! points with the input) that implements [`Chart`]; [`save`] renders it with both backends.
+//! Text uses the DejaVu Sans font compiled into the binary (plotters' `ab_glyph` feature), so
+//! no system font or fontconfig is needed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use anyhow::{Result, anyhow};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::demos::{KernelRow, Rate, Section};
+use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
+use crate::series::{Point, Series, names};
+
+/// What drawing on backend `DB` may fail with.
+pub type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+
+/// A chart that can draw itself on any plotters backend.
+pub trait Chart {
+    /// File name without extension, e.g. `"coalescing"`.
+    fn stem(&self) -> String;
+    /// Width and height in pixels.
+    fn size(&self) -> (u32, u32) {
+        (900, 520)
+    }
+    /// Draws the whole chart on `root`.
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB>;
+}
+
+const FONT: &str = "sans-serif";
+/// Colours: measured data, first model, second model, marked point.
+const MEASURED: RGBColor = RGBColor(0x1f, 0x5f, 0xbf);
+const MODEL_A: RGBColor = RGBColor(0xd9, 0x5f, 0x02);
+const MODEL_B: RGBColor = RGBColor(0x1b, 0x9e, 0x77);
+const MARK: RGBColor = RGBColor(0xd0, 0x10, 0x10);
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The bytes are a valid TTF shipped by the `dejavu` crate; failure would be a build bug.
+        plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
+            .unwrap_or_else(|_| panic!("DejaVu Sans from the dejavu crate is not a valid font"));
+    });
+}
+
+/// Writes `DIR/<stem>.svg` and `DIR/<stem>.png` and returns their paths.
+///
+/// # Errors
+/// A file that cannot be written, or a drawing error.
+pub fn save(chart: &impl Chart, dir: &Path) -> Result<[PathBuf; 2]> {
+    register_font();
+    let stem = chart.stem();
+    let (svg, png) = (dir.join(format!("{stem}.svg")), dir.join(format!("{stem}.png")));
+    let size = chart.size();
+    let fail = |path: &Path, e: String| anyhow!("drawing {}: {e}", path.display());
+    {
+        let root = SVGBackend::new(&svg, size).into_drawing_area();
+        chart.draw(&root).and_then(|()| root.present()).map_err(|e| fail(&svg, e.to_string()))?;
+    }
+    {
+        let root = BitMapBackend::new(&png, size).into_drawing_area();
+        chart.draw(&root).and_then(|()| root.present()).map_err(|e| fail(&png, e.to_string()))?;
+    }
+    Ok([svg, png])
+}
+
+/// A section of `sections` by demo name.
+fn section<'a>(sections: &'a [Section], name: &str) -> Option<&'a Section> {
+    sections.iter().find(|s| s.name == name)
+}
+
+/// A series of a section by name.
+fn series<'a>(section: &'a Section, name: &str) -> Option<&'a Series> {
+    section.series.iter().find(|s| s.name == name)
+}
+
+/// A power-of-two range covering `values` (all positive), for log axes.
+fn log_range(values: impl IntoIterator<Item = f64>) -> std::ops::Range<f64> {
+    let (lo, hi) =
+        values.into_iter().filter(|v| *v > 0.0).fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if lo > hi {
+        return 0.5..2.0;
+    }
+    2f64.powf(lo.log2().floor() - 0.25)..2f64.powf(hi.log2().ceil() + 0.25)
+}
+
+fn log_label(v: f64) -> String {
+    if v >= 1.0 { format!("{v:.0}") } else { format!("{v:.3}") }
+}
+
+/// A measured sweep against one or two models, x as labelled categories (the sweep's points in
+/// order), y on a log axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepChart {
+    /// File stem.
+    pub stem: &'static str,
+    /// Title line.
+    pub title: String,
+    /// The measured series (drawn with markers) followed by the models (lines).
+    pub series: Vec<Series>,
+}
+
+impl SweepChart {
+    /// The coalescing sweep: measured useful bandwidth / stride 1 against the sector and
+    /// segment models; `None` when the run has no coalescing section with series.
+    pub fn coalescing(sections: &[Section]) -> Option<Self> {
+        let s = section(sections, "coalescing")?;
+        let series = [names::MEASURED, names::SECTOR_MODEL, names::SEGMENT_MODEL]
+            .iter()
+            .map(|n| series(s, n).cloned())
+            .collect::<Option<Vec<_>>>()?;
+        Some(SweepChart { stem: "coalescing", title: "Strided reads: useful bandwidth against stride".into(), series })
+    }
+
+    /// The bank probe: time / stride 1 against the bank model's serialization factor.
+    pub fn banks(sections: &[Section]) -> Option<Self> {
+        let s = section(sections, "banks")?;
+        let series =
+            [names::MEASURED, names::BANK_MODEL].iter().map(|n| series(s, n).cloned()).collect::<Option<Vec<_>>>()?;
+        Some(SweepChart { stem: "banks", title: "Shared-memory bank probe: slowdown against stride".into(), series })
+    }
+
+    /// The category label of point `i` (its label, else its x).
+    fn category(&self, i: usize) -> String {
+        let p: &Point = &self.series[0].points[i];
+        p.label.clone().unwrap_or_else(|| format!("{}", p.x))
+    }
+}
+
+impl Chart for SweepChart {
+    fn stem(&self) -> String {
+        self.stem.into()
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        root.fill(&WHITE)?;
+        let measured = &self.series[0];
+        let n = measured.points.len();
+        let y = log_range(self.series.iter().flat_map(|s| s.points.iter().map(|p| p.y)));
+        let mut chart = ChartBuilder::on(root)
+            .caption(&self.title, (FONT, 22))
+            .margin(14)
+            .x_label_area_size(46)
+            .y_label_area_size(70)
+            .build_cartesian_2d(-0.5..(n as f64 - 0.5), y.log_scale())?;
+        let label = |x: &f64| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n { self.category(i as usize) } else { String::new() }
+        };
+        chart
+            .configure_mesh()
+            .x_desc(measured.x.as_str())
+            .y_desc(measured.y.as_str())
+            .x_labels(n)
+            .x_label_formatter(&label)
+            .y_labels(8)
+            .y_label_formatter(&|v| log_label(*v))
+            .label_style((FONT, 15))
+            .axis_desc_style((FONT, 16))
+            .draw()?;
+        let colours = [MEASURED, MODEL_A, MODEL_B];
+        for (k, s) in self.series.iter().enumerate().rev() {
+            let colour = colours[k % colours.len()];
+            // Models are drawn at the measured sweep's positions (same order and length).
+            let xy: Vec<(f64, f64)> = s.points.iter().enumerate().map(|(i, p)| (i as f64, p.y)).collect();
+            let style = ShapeStyle::from(&colour).stroke_width(if k == 0 { 3 } else { 2 });
+            chart
+                .draw_series(LineSeries::new(xy.clone(), style))?
+                .label(s.name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
+            if k == 0 {
+                chart.draw_series(xy.iter().map(|&c| Circle::new(c, 5, colour.filled())))?;
+            } else {
+                chart.draw_series(xy.iter().map(|&c| Cross::new(c, 5, colour.stroke_width(2))))?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font((FONT, 15))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
+        Ok(())
+    }
+}
+
+/// The occupancy calculator's three classic graphs for one kernel: occupancy against threads
+/// per block, registers per thread and shared bytes per block, each with the kernel's current
+/// point marked. Uses the hardware-mode model for the device's compute capability.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OccupancyChart {
+    /// Kernel name (title and file stem).
+    pub kernel: String,
+    /// The architecture.
+    pub arch: ArchLimits,
+    /// The kernel's current resources.
+    pub res: KernelResources,
+    /// Model rules.
+    pub mode: Mode,
+}
+
+/// One graph of [`OccupancyChart`]: x values and occupancy (0..=1) at each.
+pub type Curve = Vec<(f64, f64)>;
+
+impl OccupancyChart {
+    /// The chart for the first kernel named `kernel` in `sections` (driver registers, static
+    /// plus dynamic shared bytes, launch threads), or `None` if it is absent or its
+    /// architecture has no table entry.
+    pub fn for_kernel(sections: &[Section], cc: (u32, u32), kernel: &str) -> Option<Self> {
+        let row: &KernelRow = sections.iter().flat_map(|s| &s.kernels).find(|k| k.kernel == kernel)?;
+        let arch = *ArchLimits::for_cc(cc.0, cc.1)?;
+        let res = KernelResources::new(row.shape.threads_per_block(), row.attrs.regs)
+            .with_static_smem(row.attrs.static_smem)
+            .with_dynamic_smem(row.shape.smem_bytes);
+        Some(OccupancyChart { kernel: kernel.into(), arch, res, mode: Mode::Hardware })
+    }
+
+    fn at(&self, res: KernelResources) -> f64 {
+        occupancy(&self.arch, &res, self.mode).map_or(0.0, |o| o.occupancy)
+    }
+
+    /// Occupancy against threads per block (multiples of 32 up to the block limit).
+    pub fn by_threads(&self) -> Curve {
+        (1..=self.arch.max_threads_per_block / 32)
+            .map(|w| (f64::from(w * 32), self.at(KernelResources { threads_per_block: w * 32, ..self.res })))
+            .collect()
+    }
+
+    /// Occupancy against registers per thread (1..=255).
+    pub fn by_registers(&self) -> Curve {
+        (1..=self.arch.max_regs_per_thread)
+            .map(|r| (f64::from(r), self.at(KernelResources { regs_per_thread: r, ..self.res })))
+            .collect()
+    }
+
+    /// Occupancy against dynamic shared bytes per block (steps of the allocation granularity,
+    /// or 256 bytes in the textbook SM, up to the opt-in limit).
+    pub fn by_shared(&self) -> Curve {
+        let step = self.arch.smem_alloc_granularity.max(256);
+        let max = self.arch.smem_per_block_optin.saturating_sub(self.res.static_smem_bytes);
+        (0..=max / step)
+            .map(|i| {
+                let d = i * step;
+                (f64::from(d), self.at(KernelResources { dynamic_smem_bytes: d, ..self.res }))
+            })
+            .collect()
+    }
+
+    /// The current point of each graph: (threads, regs, dynamic shared bytes) and occupancy.
+    pub fn current(&self) -> ([f64; 3], f64) {
+        let r = &self.res;
+        ([f64::from(r.threads_per_block), f64::from(r.regs_per_thread), f64::from(r.dynamic_smem_bytes)], self.at(*r))
+    }
+}
+
+fn occupancy_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+    x_desc: &str,
+    curve: &Curve,
+    current: (f64, f64),
+) -> DrawResult<DB> {
+    let x_max = curve.last().map_or(1.0, |p| p.0).max(current.0);
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, (FONT, 17))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(48)
+        .build_cartesian_2d(0.0..x_max * 1.02, 0.0..105.0)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc("occupancy %")
+        .x_labels(6)
+        .y_labels(6)
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 14))
+        .draw()?;
+    // Occupancy changes in steps: draw each value until the next x.
+    let mut steps = Vec::with_capacity(2 * curve.len());
+    for (i, &(x, y)) in curve.iter().enumerate() {
+        steps.push((x, 100.0 * y));
+        let next = curve.get(i + 1).map_or(x, |p| p.0);
+        steps.push((next, 100.0 * y));
+    }
+    chart.draw_series(LineSeries::new(steps, MEASURED.stroke_width(2)))?;
+    let (cx, cy) = (current.0, 100.0 * current.1);
+    let label = Text::new(format!("{cy:.0}% here"), (10, 6), (FONT, 15).into_font().color(&MARK));
+    chart.draw_series([EmptyElement::at((cx, cy)) + Circle::new((0, 0), 7, MARK.filled()) + label])?;
+    Ok(())
+}
+
+impl Chart for OccupancyChart {
+    fn stem(&self) -> String {
+        format!("occupancy_{}", self.kernel)
+    }
+
+    fn size(&self) -> (u32, u32) {
+        (1200, 430)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        root.fill(&WHITE)?;
+        let r = &self.res;
+        let title = format!(
+            "Occupancy of {} on cc {}.{} ({} threads, {} registers, {} B shared per block; {:?} rules)",
+            self.kernel,
+            self.arch.major,
+            self.arch.minor,
+            r.threads_per_block,
+            r.regs_per_thread,
+            r.smem_bytes(),
+            self.mode
+        );
+        let body = root.titled(&title, (FONT, 19))?;
+        let panels = body.split_evenly((1, 3));
+        let (x, occ) = self.current();
+        occupancy_panel(&panels[0], "against threads per block", "threads per block", &self.by_threads(), (x[0], occ))?;
+        occupancy_panel(
+            &panels[1],
+            "against registers per thread",
+            "registers per thread",
+            &self.by_registers(),
+            (x[1], occ),
+        )?;
+        occupancy_panel(
+            &panels[2],
+            "against shared memory per block",
+            "dynamic shared bytes",
+            &self.by_shared(),
+            (x[2], occ),
+        )?;
+        Ok(())
+    }
+}
+
+/// One bar: label and value.
+pub type Bar = (String, f64);
+
+/// Horizontal bars with vertical reference lines, in one unit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarChart {
+    /// File stem.
+    pub stem: &'static str,
+    /// Title line.
+    pub title: String,
+    /// Unit of the values, for the axis.
+    pub unit: &'static str,
+    /// The bars, top to bottom.
+    pub bars: Vec<Bar>,
+    /// Reference lines (e.g. memcpy, cuBLAS).
+    pub references: Vec<Bar>,
+}
+
+impl BarChart {
+    /// Every kernel that streams global memory (GB/s) against the memcpy ceiling; `None` when
+    /// no such kernel ran.
+    pub fn bandwidth(sections: &[Section], memcpy_gbs: Option<f64>) -> Option<Self> {
+        let bars: Vec<Bar> = sections
+            .iter()
+            .flat_map(|s| &s.kernels)
+            .filter_map(|k| match k.rate {
+                Rate::Gbs(g) => Some((k.kernel.to_string(), g)),
+                _ => None,
+            })
+            .collect();
+        if bars.is_empty() {
+            return None;
+        }
+        Some(BarChart {
+            stem: "bandwidth",
+            title: "Global-memory kernels (AI ~ 0, off the roofline) against the memcpy ceiling".into(),
+            unit: "GB/s (bytes read + written)",
+            bars,
+            references: memcpy_gbs.map(|g| ("memcpy D2D".to_string(), g)).into_iter().collect(),
+        })
+    }
+
+    /// The SGEMM ladder: the `sgemm` section's kernels (TFLOP/s) in order, with its
+    /// [`names::REFERENCE`] series as lines; `None` when the run has no such section.
+    pub fn sgemm_ladder(sections: &[Section]) -> Option<Self> {
+        let s = section(sections, "sgemm")?;
+        let bars: Vec<Bar> = s
+            .kernels
+            .iter()
+            .filter_map(|k| match k.rate {
+                Rate::Tflops(t) => Some((k.kernel.to_string(), t)),
+                _ => None,
+            })
+            .collect();
+        if bars.is_empty() {
+            return None;
+        }
+        let references = series(s, names::REFERENCE)
+            .map(|r| r.points.iter().map(|p| (p.label.clone().unwrap_or_default(), p.y)).collect())
+            .unwrap_or_default();
+        Some(BarChart { stem: "sgemm_ladder", title: s.title.clone(), unit: "TFLOP/s", bars, references })
+    }
+}
+
+impl Chart for BarChart {
+    fn stem(&self) -> String {
+        self.stem.into()
+    }
+
+    fn size(&self) -> (u32, u32) {
+        (900, 140 + 44 * self.bars.len() as u32)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        root.fill(&WHITE)?;
+        let n = self.bars.len() as f64;
+        let max = self.bars.iter().chain(&self.references).map(|b| b.1).fold(0.0, f64::max).max(1e-9);
+        let mut chart = ChartBuilder::on(root)
+            .caption(&self.title, (FONT, 19))
+            .margin(14)
+            .x_label_area_size(40)
+            .y_label_area_size(10)
+            .build_cartesian_2d(0.0..max * 1.12, 0.0..n)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .disable_y_axis()
+            .x_desc(self.unit)
+            .x_label_formatter(&|v| compact(*v))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
+            .draw()?;
+        for (i, (label, value)) in self.bars.iter().enumerate() {
+            // Top bar first.
+            let y = n - 1.0 - i as f64;
+            chart.draw_series([Rectangle::new([(0.0, y + 0.15), (*value, y + 0.85)], MEASURED.mix(0.75).filled())])?;
+            let text = format!("{label}: {}", compact(*value));
+            // Inside a long bar in white, after a short one in black.
+            let (x, colour) = if *value > 0.4 * max { (max * 0.01, WHITE) } else { (value + max * 0.01, BLACK) };
+            chart.draw_series([Text::new(text, (x, y + 0.68), (FONT, 15).into_font().color(&colour))])?;
+        }
+        for (label, value) in &self.references {
+            chart.draw_series(DashedLineSeries::new([(*value, 0.0), (*value, n)], 8, 5, MARK.stroke_width(2)))?;
+            let text =
+                Text::new(format!("{label} {}", compact(*value)), (-150, 4), (FONT, 14).into_font().color(&MARK));
+            chart.draw_series([EmptyElement::at((*value, n)) + text])?;
+        }
+        Ok(())
+    }
+}
+
+fn compact(v: f64) -> String {
+    if v >= 100.0 { format!("{v:.0}") } else { format!("{v:.2}") }
+}
+
+/// The roofline of the device (FP32 peak and the memcpy bandwidth, plus the clock x bus
+/// bandwidth as a dashed roof) with every kernel that reports FLOP placed at its arithmetic
+/// intensity (the [`names::ROOFLINE`] series of each section).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RooflineChart {
+    /// FP32 peak, TFLOP/s.
+    pub peak_tflops: f64,
+    /// Measured memcpy bandwidth, GB/s (the solid memory roof).
+    pub memcpy_gbs: f64,
+    /// Clock x bus bandwidth, GB/s (dashed).
+    pub theoretical_gbs: f64,
+    /// Kernels: label, arithmetic intensity (FLOP/byte), TFLOP/s.
+    pub points: Vec<(String, f64, f64)>,
+}
+
+impl RooflineChart {
+    /// `None` when no section carries roofline points.
+    pub fn new(sections: &[Section], peak_tflops: f64, memcpy_gbs: f64, theoretical_gbs: f64) -> Option<Self> {
+        let points: Vec<_> = sections
+            .iter()
+            .filter_map(|s| series(s, names::ROOFLINE))
+            .flat_map(|s| &s.points)
+            .map(|p| (p.label.clone().unwrap_or_default(), p.x, p.y))
+            .collect();
+        if points.is_empty() {
+            return None;
+        }
+        Some(RooflineChart { peak_tflops, memcpy_gbs, theoretical_gbs, points })
+    }
+
+    /// The balance point, FLOP/byte, against the memcpy roof.
+    pub fn balance(&self) -> f64 {
+        self.peak_tflops * 1e3 / self.memcpy_gbs
+    }
+}
+
+impl Chart for RooflineChart {
+    fn stem(&self) -> String {
+        "roofline".into()
+    }
+
+    fn size(&self) -> (u32, u32) {
+        (900, 600)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        root.fill(&WHITE)?;
+        let ais = self.points.iter().map(|p| p.1).chain([self.balance() * 4.0, 0.05]);
+        let x = log_range(ais);
+        let y_lo = (x.start * self.memcpy_gbs / 1e3).min(self.points.iter().map(|p| p.2).fold(f64::MAX, f64::min));
+        let y = log_range([y_lo, self.peak_tflops * 1.5]);
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                format!("Roofline: FP32 peak {:.1} TFLOP/s, memcpy {:.0} GB/s", self.peak_tflops, self.memcpy_gbs),
+                (FONT, 20),
+            )
+            .margin(14)
+            .x_label_area_size(46)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x.clone().log_scale(), y.log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc("arithmetic intensity, FLOP/byte of requested global loads")
+            .y_desc("TFLOP/s")
+            .x_label_formatter(&|v| log_label(*v))
+            .y_label_formatter(&|v| log_label(*v))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
+            .draw()?;
+        let roof = |gbs: f64| {
+            let steps = 200;
+            (0..=steps)
+                .map(move |i| {
+                    let ai = x.start * (x.end / x.start).powf(f64::from(i) / f64::from(steps));
+                    (ai, (ai * gbs / 1e3).min(self.peak_tflops))
+                })
+                .collect::<Vec<_>>()
+        };
+        chart
+            .draw_series(LineSeries::new(roof(self.memcpy_gbs), BLACK.stroke_width(3)))?
+            .label(format!("roof: min(peak, AI x memcpy); balance {:.1} FLOP/byte", self.balance()))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], BLACK.stroke_width(3)));
+        chart
+            .draw_series(DashedLineSeries::new(roof(self.theoretical_gbs), 6, 4, BLACK.stroke_width(1)))?
+            .label(format!("clock x bus {:.0} GB/s", self.theoretical_gbs))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], BLACK.stroke_width(1)));
+        for (i, (label, ai, tflops)) in self.points.iter().enumerate() {
+            // Alternate above and below, so neighbours' labels do not overlap.
+            let offset = if i % 2 == 0 { (10, -24) } else { (10, 8) };
+            let text = Text::new(format!("{label}: {tflops:.2}"), offset, (FONT, 15).into_font().color(&MEASURED));
+            chart.draw_series([EmptyElement::at((*ai, *tflops)) + Circle::new((0, 0), 7, MEASURED.filled()) + text])?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .label_font((FONT, 14))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
+        Ok(())
+    }
+}

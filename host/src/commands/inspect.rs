@@ -1,0 +1,102 @@
+//! `memlab inspect NAME`: what one kernel does to each memory level, from its code (no GPU):
+//! PTX and SASS memory instructions by level, ptxas's registers and spills, and the Rust source
+//! line of each SASS memory instruction.
+
+use anyhow::Result;
+
+use super::occupancy::parse_cc;
+use crate::inspect::{self, ACCESSES, LINES_ARCH, LINES_PTX, SassInstr};
+use crate::{ptx, ptxas, refuse, report};
+
+/// Options of `inspect`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Kernel entry point, e.g. transpose_padded.
+    pub name: String,
+    /// Compute capability to assemble the SASS for, e.g. 9.0.
+    #[arg(long, default_value = "9.0", value_parser = parse_cc)]
+    pub cc: (u32, u32),
+}
+
+/// Prints the kernel's memory profile; SASS parts are replaced by a note when ptxas or
+/// nvdisasm are missing.
+pub fn run(args: Args) -> Result<bool> {
+    let (major, minor) = args.cc;
+    let Some(p) = ptx::for_device(args.cc) else { refuse!("no embedded PTX runs on cc {major}.{minor}") };
+    let names = ptx::kernel_names(p.text);
+    let name = args.name.as_str();
+    let Some(body) = names.contains(&name).then(|| ptx::entry_body(p.text, name)).flatten() else {
+        refuse!("unknown kernel `{name}`: choose from {}", names.join(", "))
+    };
+    let sass_arch = format!("sm_{major}{minor}");
+    println!("# {name}: memory instructions (PTX {}, SASS {sass_arch})\n", p.arch);
+    println!("Static counts: each instruction once, however often it runs.\n");
+
+    // The line-table PTX has the same code as the sm_90 PTX (tests compare the SASS).
+    let line_info = p.arch == LINES_ARCH;
+    let source = if line_info { LINES_PTX } else { p.text };
+    let sass = inspect::sass(source, &sass_arch, line_info).map(|mut f| f.remove(name).unwrap_or_default());
+    let figures = ptxas::run(p.text, &sass_arch).map(|k| k.into_iter().find(|k| k.kernel == name));
+    match &figures {
+        Ok(Some(k)) => println!(
+            "ptxas -arch={sass_arch}: {} registers per thread, {} B stack frame, {} B spill stores, {} B spill loads, {} B static shared memory\n",
+            k.regs, k.stack_bytes, k.spill_stores, k.spill_loads, k.smem_bytes
+        ),
+        Ok(None) => println!("ptxas reported nothing for {name}\n"),
+        Err(e) => println!("ptxas figures not available: {e:#}\n"),
+    }
+
+    let ptx_counts = inspect::ptx_counts(body);
+    let sass_counts = sass.as_ref().ok().map(|s| inspect::sass_counts(s));
+    let rows = ACCESSES.iter().enumerate().map(|(i, a)| {
+        vec![
+            a.level.to_string(),
+            a.what.to_string(),
+            a.ptx.join(" "),
+            ptx_counts.accesses[i].to_string(),
+            a.sass.join(" "),
+            sass_counts.as_ref().map_or("n/a".into(), |c| c[i].to_string()),
+        ]
+    });
+    let header = ["level", "access", "PTX", "PTX count", "SASS", "SASS count"].map(String::from);
+    println!("{}\n", report::table(header, rows));
+    let (v2, v4) = ptx_counts.vectors;
+    println!("PTX: {v2} .v2 and {v4} .v4 vector accesses; {} generic ld/st (no state space)", ptx_counts.generic);
+
+    match &sass {
+        Ok(instrs) => print_sass(instrs, line_info),
+        Err(e) => println!("SASS not available: {e:#}"),
+    }
+    Ok(true)
+}
+
+fn print_sass(instrs: &[SassInstr], line_info: bool) {
+    let memory: Vec<&SassInstr> = instrs.iter().filter(|i| inspect::is_memory(i)).collect();
+    let wide = |w| memory.iter().filter(|i| i.width() == Some(w)).count();
+    println!(
+        "SASS: {} instructions, {} of them memory; {} 64-bit and {} 128-bit accesses\n",
+        instrs.len(),
+        memory.len(),
+        wide(64),
+        wide(128)
+    );
+    if !line_info {
+        println!("Rust source lines: only for the sm_90 PTX (use --cc 9.0 or newer).");
+        return;
+    }
+    println!("## Rust source -> SASS memory instructions\n");
+    let rows = inspect::by_source_line(instrs).into_iter().map(|s| {
+        let ops: Vec<String> = s.ops.iter().map(|(op, n)| format!("{op} x{n}")).collect();
+        let text = s.text.map_or("(source not on this machine)".into(), |t| format!("`{}`", clip(&t, 70)));
+        vec![format!("{}:{}", s.file, s.line), text, ops.join(", ")]
+    });
+    println!("{}", report::table(["source", "Rust", "SASS"].map(String::from), rows));
+}
+
+/// The first `max` characters of `text`, with an ellipsis when cut.
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}...", &text[..i]),
+        None => text.to_string(),
+    }
+}

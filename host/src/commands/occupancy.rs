@@ -1,0 +1,259 @@
+//! `memlab occupancy`: the occupancy calculator as a command, no GPU needed. Prints the
+//! blocks each SM resource allows, the limiting resource, the occupancy, and what to change to
+//! reach the next step; optionally draws the calculator's three graphs.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::charts::{self, OccupancyChart};
+use crate::model::occupancy::{
+    ARCHS, ArchLimits, KernelResources, Limit, Mode, Occupancy, UNLIMITED, occupancy, register_targets,
+    shared_memory_targets,
+};
+use crate::{cli, ptx, ptxas, refuse, report};
+
+/// The seed's generic SM, used for any textbook figure not given.
+const TEXTBOOK: (u32, u32, usize) = (65536, 2048, 48 << 10);
+
+/// Rules of the calculator, as the command line names them.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModeArg {
+    /// Textbook arithmetic: exact division, no granularity.
+    Simple,
+    /// The driver's rules (`cuda_occupancy.h`): warp and register granularity, reserved shared memory.
+    Hardware,
+}
+
+/// Options of `occupancy`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Compute capability of the SM, e.g. 9.0 (default 9.0 unless a textbook SM is given).
+    #[arg(long, value_parser = parse_cc, conflicts_with_all = ["regs_per_sm", "threads_per_sm", "smem_per_sm"])]
+    pub cc: Option<(u32, u32)>,
+    /// Textbook SM: registers per SM (default 65536; implies --mode simple).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
+    pub regs_per_sm: Option<u32>,
+    /// Textbook SM: resident threads per SM, a multiple of 32 (default 2048).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(32..=1 << 16))]
+    pub threads_per_sm: Option<u32>,
+    /// Textbook SM: shared memory per SM (B, KiB, MiB; default 48KiB).
+    #[arg(long, value_parser = cli::bytes)]
+    pub smem_per_sm: Option<usize>,
+    /// Rules: simple (textbook) or hardware (driver); default hardware for --cc, simple for a textbook SM.
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Threads per block.
+    #[arg(long)]
+    pub threads: u32,
+    /// Registers per thread (0..=255); taken from ptxas when --kernel is given.
+    #[arg(long, required_unless_present = "kernel")]
+    pub regs: Option<u32>,
+    /// Dynamic shared memory per block (B, KiB, MiB), added to the kernel's static shared memory.
+    #[arg(long, default_value = "0B", value_parser = bytes_or_zero)]
+    pub smem: usize,
+    /// A kernel of the lab: registers and static shared bytes from `ptxas -v` on its PTX.
+    #[arg(long, conflicts_with = "regs")]
+    pub kernel: Option<String>,
+    /// Also draw the three occupancy graphs (SVG and PNG) into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub chart: Option<PathBuf>,
+}
+
+/// Parses `MAJOR.MINOR`, accepting only compute capabilities the occupancy tables know.
+pub fn parse_cc(text: &str) -> Result<(u32, u32), String> {
+    let known = ARCHS.iter().map(|a| format!("{}.{}", a.major, a.minor)).collect::<Vec<_>>().join(", ");
+    let bad = || format!("`{text}` is not a known compute capability: use one of {known}");
+    let (major, minor) = text.trim().split_once('.').ok_or_else(bad)?;
+    let cc = (major.parse().map_err(|_| bad())?, minor.parse().map_err(|_| bad())?);
+    ArchLimits::for_cc(cc.0, cc.1).map(|_| cc).ok_or_else(bad)
+}
+
+/// A byte count that may be zero (`0`, `0B`).
+fn bytes_or_zero(text: &str) -> Result<usize, String> {
+    if text.trim().trim_end_matches(['B', 'b']).trim() == "0" { Ok(0) } else { cli::bytes(text) }
+}
+
+fn to_u32(what: &str, bytes: usize) -> Result<u32> {
+    match u32::try_from(bytes) {
+        Ok(b) => Ok(b),
+        Err(_) => refuse!("{what} of {bytes} bytes is too large: allowed up to {} bytes", u32::MAX),
+    }
+}
+
+/// The SM described by the options, its name for the report and the mode.
+fn sm(args: &Args) -> Result<(ArchLimits, String, Mode)> {
+    let textbook = args.regs_per_sm.is_some() || args.threads_per_sm.is_some() || args.smem_per_sm.is_some();
+    if textbook {
+        let regs = args.regs_per_sm.unwrap_or(TEXTBOOK.0);
+        let threads = args.threads_per_sm.unwrap_or(TEXTBOOK.1);
+        if !threads.is_multiple_of(32) {
+            refuse!("--threads-per-sm {threads} must be a multiple of the warp size 32");
+        }
+        let smem = to_u32("--smem-per-sm", args.smem_per_sm.unwrap_or(TEXTBOOK.2))?;
+        let arch = ArchLimits::textbook(regs, threads, smem);
+        let name = format!("textbook SM ({regs} registers, {threads} threads, {smem} B shared)");
+        let mode = if args.mode == Some(ModeArg::Hardware) { Mode::Hardware } else { Mode::Simple };
+        return Ok((arch, name, mode));
+    }
+    let (major, minor) = args.cc.unwrap_or((9, 0));
+    let Some(&arch) = ArchLimits::for_cc(major, minor) else { refuse!("no data for cc {major}.{minor}") };
+    let mode = if args.mode == Some(ModeArg::Simple) { Mode::Simple } else { Mode::Hardware };
+    Ok((arch, format!("cc {major}.{minor} ({})", arch.name), mode))
+}
+
+/// Registers and static shared bytes of a lab kernel, from ptxas on the PTX the architecture
+/// would load (a textbook SM uses the sm_90 figures).
+fn kernel_figures(kernel: &str, arch: &ArchLimits) -> Result<(u32, u32, String)> {
+    let cc = if arch.major == 0 { (9, 0) } else { (arch.major, arch.minor) };
+    let Some(p) = ptx::for_device(cc) else { refuse!("no embedded PTX runs on cc {}.{}", cc.0, cc.1) };
+    let names = ptx::kernel_names(p.text);
+    if !names.contains(&kernel) {
+        refuse!("unknown kernel `{kernel}`: choose from {}", names.join(", "));
+    }
+    let sass_arch = format!("sm_{}{}", cc.0, cc.1);
+    let figures = match ptxas::run(p.text, &sass_arch) {
+        Ok(f) => f,
+        Err(e) => refuse!("--kernel needs ptxas: {e:#}"),
+    };
+    let Some(k) = figures.into_iter().find(|k| k.kernel == kernel) else {
+        refuse!("ptxas reported nothing for `{kernel}`")
+    };
+    Ok((k.regs, k.smem_bytes, format!("ptxas -arch={sass_arch} on the {} PTX", p.arch)))
+}
+
+fn blocks(n: u32) -> String {
+    if n == UNLIMITED { "no limit".into() } else { n.to_string() }
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+/// The per-limit table: blocks allowed, what one block takes, what the SM has.
+fn limits_table(arch: &ArchLimits, res: &KernelResources, o: &Occupancy) -> String {
+    let warps = res.threads_per_block.div_ceil(arch.warp_size);
+    let limiting = o.limiting_factors();
+    let mark = |l: Limit| if limiting.contains(&l) { "<- limits" } else { "" }.to_string();
+    let cap = if arch.max_blocks_per_sm == UNLIMITED { "no cap".into() } else { arch.max_blocks_per_sm.to_string() };
+    let rows = vec![
+        vec![
+            Limit::Warps.to_string(),
+            blocks(o.blocks_by_warps),
+            format!("{warps} warps ({} threads)", res.threads_per_block),
+            format!("{} warps ({} threads)", arch.max_warps_per_sm, arch.max_threads_per_sm),
+            mark(Limit::Warps),
+        ],
+        vec![
+            Limit::Registers.to_string(),
+            blocks(o.blocks_by_regs),
+            format!("{} registers", o.regs_per_block),
+            format!("{} registers", arch.regs_per_sm),
+            mark(Limit::Registers),
+        ],
+        vec![
+            Limit::SharedMemory.to_string(),
+            blocks(o.blocks_by_smem),
+            format!("{} B", o.smem_per_block),
+            format!("{} B", arch.max_smem_per_sm),
+            mark(Limit::SharedMemory),
+        ],
+        vec![Limit::BlockCap.to_string(), blocks(o.blocks_by_block_cap), "1 block".into(), cap, mark(Limit::BlockCap)],
+    ];
+    report::table(["limit", "blocks per SM", "one block takes", "the SM has", ""].map(String::from), rows)
+}
+
+/// What to change for the next step up: registers, shared memory, block size.
+fn advice(arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode) -> Vec<String> {
+    let occ_at = |r: KernelResources| occupancy(arch, &r, mode).ok();
+    let mut out = Vec::new();
+    if let Ok(t) = register_targets(arch, res, mode) {
+        let next = (1..res.regs_per_thread.min(arch.max_regs_per_thread + 1)).rev().find_map(|r| {
+            occ_at(KernelResources { regs_per_thread: r, ..*res })
+                .filter(|n| n.active_blocks > o.active_blocks)
+                .map(|n| (r, n))
+        });
+        let mut line = format!("registers: up to {} per thread keep {} blocks", t.keep_current, o.active_blocks);
+        match next {
+            Some((r, n)) => {
+                line += &format!("; {r} or fewer give {} blocks ({})", n.active_blocks, percent(n.occupancy));
+                if t.best_blocks > n.active_blocks {
+                    line += &format!(
+                        "; {} or fewer reach the best any register count gives, {} blocks ({})",
+                        t.for_best,
+                        t.best_blocks,
+                        percent(t.best_occupancy)
+                    );
+                }
+            }
+            None => line += "; fewer registers add no block here",
+        }
+        out.push(line);
+    }
+    if let Ok(t) = shared_memory_targets(arch, res, mode) {
+        let mut line = format!(
+            "shared memory: up to {} B of dynamic shared memory per block keep {} blocks",
+            t.keep_current, o.active_blocks
+        );
+        match t
+            .next_step
+            .and_then(|(b, d)| occ_at(KernelResources { dynamic_smem_bytes: d, ..*res }).map(|n| (b, d, n)))
+        {
+            Some((b, d, n)) => line += &format!("; {d} B or less gives {b} blocks ({})", percent(n.occupancy)),
+            None => line += "; less shared memory adds no block here",
+        }
+        out.push(line);
+    }
+    let sizes: Vec<(u32, f64)> = (1..=arch.max_threads_per_block / arch.warp_size)
+        .map(|w| w * arch.warp_size)
+        .filter_map(|t| occ_at(KernelResources { threads_per_block: t, ..*res }).map(|n| (t, n.occupancy)))
+        .collect();
+    if let Some(best) = sizes.iter().map(|s| s.1).reduce(f64::max) {
+        let at: Vec<String> = sizes.iter().filter(|s| s.1 == best).map(|s| s.0.to_string()).collect();
+        let shown = if at.len() > 8 {
+            format!("{} .. {} ({} sizes)", at[0], at[at.len() - 1], at.len())
+        } else {
+            at.join(", ")
+        };
+        out.push(format!(
+            "block size: with these registers and shared bytes the best is {} at {shown} threads",
+            percent(best)
+        ));
+    }
+    out
+}
+
+/// Runs the calculator and prints its answer.
+pub fn run(args: Args) -> Result<bool> {
+    let (arch, sm_name, mode) = sm(&args)?;
+    let dynamic = to_u32("--smem", args.smem)?;
+    let (regs, static_smem, source) = match &args.kernel {
+        Some(k) => kernel_figures(k, &arch)?,
+        None => (args.regs.unwrap_or(0), 0, "given".into()),
+    };
+    let res = KernelResources::new(args.threads, regs).with_static_smem(static_smem).with_dynamic_smem(dynamic);
+    let o = match occupancy(&arch, &res, mode) {
+        Ok(o) => o,
+        Err(e) => refuse!("{e} on {sm_name}"),
+    };
+    let what = args.kernel.as_deref().map_or(String::new(), |k| format!("`{k}`: "));
+    println!(
+        "Occupancy on {sm_name}, {mode:?} rules: {what}{} threads per block, {regs} registers per thread ({source}), {} B static + {dynamic} B dynamic shared memory per block\n",
+        args.threads, static_smem
+    );
+    println!("{}\n", limits_table(&arch, &res, &o));
+    println!("resident per SM: {} blocks = {} warps = {} threads", o.active_blocks, o.active_warps, o.active_threads);
+    let limits: Vec<String> = o.limiting_factors().iter().map(Limit::to_string).collect();
+    println!("occupancy: {} (limited by {})\n", percent(o.occupancy), limits.join(" and "));
+    println!("To change it:");
+    for line in advice(&arch, &res, &o, mode) {
+        println!("- {line}");
+    }
+    if let Some(dir) = &args.chart {
+        std::fs::create_dir_all(dir)?;
+        let kernel = args.kernel.clone().unwrap_or_else(|| "given".into());
+        let [svg, png] = charts::save(&OccupancyChart { kernel, arch, res, mode }, dir)?;
+        println!("\ncharts: {} {}", svg.display(), png.display());
+    }
+    Ok(true)
+}

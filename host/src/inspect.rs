@@ -1,0 +1,275 @@
+//! What a kernel does to each memory level, read from its code with no GPU: static counts of
+//! PTX memory instructions by state space, the SASS instructions `ptxas` turned them into
+//! (disassembled by `nvdisasm`), and the Rust source line of every SASS memory instruction,
+//! from the line-table PTX build (`build.rs`, [`LINES_ARCH`]).
+//!
+//! Counts are static (instructions in the code), not executed instructions: a load inside a
+//! loop counts once. PTX `ld.local`/`st.local` are stack slots that ptxas may still promote to
+//! registers; SASS `LDL`/`STL` are what really reaches local memory (spills, stack arrays).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::ptx::{count_ops, opcodes};
+use crate::ptxas;
+
+/// The line-table PTX (same code as the sm_90 PTX, plus `.file`/`.loc`; never loaded on a GPU).
+pub const LINES_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90_lines.ptx"));
+/// Its PTX target.
+pub const LINES_ARCH: &str = "sm_90";
+
+/// One kind of memory access: its level, what it is, its PTX opcode prefixes and its SASS
+/// opcodes (without modifiers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    /// Memory level: "global", "shared", "local", "constant", "parameter", "generic", "barrier".
+    pub level: &'static str,
+    /// What the instructions do.
+    pub what: &'static str,
+    /// PTX opcode prefixes (PTX ISA, "Data Movement and Conversion Instructions").
+    pub ptx: &'static [&'static str],
+    /// SASS opcodes (CUDA Binary Utilities, "Instruction Set Reference").
+    pub sass: &'static [&'static str],
+}
+
+/// The accesses `inspect` counts, one table row each. Kernel parameters live in constant
+/// bank 0 on sm_70 and later, so PTX `ld.param` becomes SASS `LDC`/`ULDC` too.
+pub const ACCESSES: [Access; 12] = [
+    Access { level: "global", what: "loads", ptx: &["ld.global"], sass: &["LDG"] },
+    Access { level: "global", what: "stores", ptx: &["st.global"], sass: &["STG"] },
+    Access { level: "global", what: "atomics", ptx: &["atom.global", "red.global"], sass: &["ATOMG", "RED", "REDG"] },
+    Access { level: "shared", what: "loads", ptx: &["ld.shared"], sass: &["LDS", "LDSM"] },
+    Access { level: "shared", what: "stores", ptx: &["st.shared"], sass: &["STS"] },
+    Access { level: "shared", what: "atomics", ptx: &["atom.shared", "red.shared"], sass: &["ATOMS"] },
+    Access { level: "global -> shared", what: "async copies", ptx: &["cp.async"], sass: &["LDGSTS"] },
+    Access { level: "local", what: "loads (stack, spills)", ptx: &["ld.local"], sass: &["LDL"] },
+    Access { level: "local", what: "stores (stack, spills)", ptx: &["st.local"], sass: &["STL"] },
+    Access { level: "constant", what: "loads (parameters too, in SASS)", ptx: &["ld.const"], sass: &["LDC", "ULDC"] },
+    Access { level: "parameter", what: "loads", ptx: &["ld.param"], sass: &[] },
+    Access { level: "barrier", what: "block barriers", ptx: &["bar.", "barrier."], sass: &["BAR"] },
+];
+
+/// State spaces a PTX `ld`/`st` may name; one without any is a generic access.
+const STATE_SPACES: [&str; 5] = ["global", "shared", "local", "const", "param"];
+
+/// Static PTX counts of one kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PtxCounts {
+    /// Per [`ACCESSES`] row.
+    pub accesses: Vec<usize>,
+    /// Generic `ld`/`st` (no state space: the hardware resolves the address at run time).
+    pub generic: usize,
+    /// Vector loads and stores: `.v2` and `.v4`.
+    pub vectors: (usize, usize),
+}
+
+/// Counts the memory instructions of one kernel body (see [`crate::ptx::entry_body`]).
+pub fn ptx_counts(body: &str) -> PtxCounts {
+    let accesses = ACCESSES.iter().map(|a| a.ptx.iter().map(|p| count_ops(body, p)).sum()).collect();
+    let mem_ops: Vec<&str> = opcodes(body).filter(|op| op.starts_with("ld.") || op.starts_with("st.")).collect();
+    let generic = mem_ops
+        .iter()
+        .filter(|op| {
+            let space = op[3..].split(['.', ' ', '\t']).next().unwrap_or("");
+            !STATE_SPACES.contains(&space)
+        })
+        .count();
+    let width =
+        |v: &str| mem_ops.iter().filter(|op| op.split_whitespace().next().is_some_and(|o| o.contains(v))).count();
+    PtxCounts { accesses, generic, vectors: (width(".v2"), width(".v4")) }
+}
+
+/// One SASS instruction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SassInstr {
+    /// Full opcode with modifiers, e.g. `LDG.E.128`.
+    pub opcode: String,
+    /// The instruction as disassembled, predicate included.
+    pub text: String,
+    /// Source file and line, when the cubin has line information.
+    pub line: Option<(String, u32)>,
+}
+
+impl SassInstr {
+    /// The opcode without modifiers, e.g. `LDG`.
+    pub fn base(&self) -> &str {
+        self.opcode.split('.').next().unwrap_or("")
+    }
+
+    /// The access width in bits when the opcode names one (`.64`, `.128`), else `None`
+    /// (32-bit or narrower).
+    pub fn width(&self) -> Option<u32> {
+        self.opcode.split('.').skip(1).find_map(|m| m.parse().ok()).filter(|w| [64, 128].contains(w))
+    }
+}
+
+/// Parses `nvdisasm -c [-g]` output into each function's instructions.
+pub fn parse_sass(text: &str) -> BTreeMap<String, Vec<SassInstr>> {
+    let mut functions: BTreeMap<String, Vec<SassInstr>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    let mut line: Option<(String, u32)> = None;
+    for raw in text.lines() {
+        let l = raw.trim();
+        if let Some(name) = l.strip_prefix(".text.").and_then(|n| n.strip_suffix(':')) {
+            current = Some(name.to_string());
+            line = None;
+        } else if let Some(rest) = l.strip_prefix("//## File \"") {
+            // //## File "/path/file.rs", line 98
+            line = rest.split_once("\", line ").and_then(|(f, n)| Some((f.to_string(), n.trim().parse().ok()?)));
+        } else if let (Some(name), Some((_, instr))) = (&current, l.split_once("*/")) {
+            if !l.starts_with("/*") {
+                continue;
+            }
+            let instr = instr.trim().trim_end_matches(';').trim();
+            let mut tokens = instr.split_whitespace();
+            let mut opcode = tokens.next().unwrap_or("");
+            if opcode.starts_with('@') {
+                opcode = tokens.next().unwrap_or("");
+            }
+            if opcode.is_empty() {
+                continue;
+            }
+            functions.entry(name.clone()).or_default().push(SassInstr {
+                opcode: opcode.to_string(),
+                text: instr.to_string(),
+                line: line.clone(),
+            });
+        }
+    }
+    functions
+}
+
+/// Assembles `ptx` for `arch` (with `-lineinfo` when `line_info`) and disassembles the cubin
+/// with `nvdisasm -c` (`-g` adds the source lines).
+///
+/// # Errors
+/// ptxas or nvdisasm missing (`cargo xtask setup` installs both) or failing.
+pub fn sass(ptx: &str, arch: &str, line_info: bool) -> Result<BTreeMap<String, Vec<SassInstr>>> {
+    let extra: &[&str] = if line_info { &["-lineinfo"] } else { &[] };
+    ptxas::with_cubin(ptx, arch, extra, |_, cubin| {
+        let nvdisasm = ptxas::tool("nvdisasm");
+        let mut cmd = Command::new(&nvdisasm);
+        cmd.arg("-c");
+        if line_info {
+            cmd.arg("-g");
+        }
+        let out = cmd
+            .arg(cubin)
+            .output()
+            .with_context(|| format!("cannot run {} (install it with `cargo xtask setup`)", nvdisasm.display()))?;
+        if !out.status.success() {
+            bail!("nvdisasm failed: {}", String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or(""));
+        }
+        Ok(parse_sass(&String::from_utf8_lossy(&out.stdout)))
+    })
+}
+
+/// SASS counts per [`ACCESSES`] row.
+pub fn sass_counts(instrs: &[SassInstr]) -> Vec<usize> {
+    ACCESSES.iter().map(|a| instrs.iter().filter(|i| a.sass.contains(&i.base())).count()).collect()
+}
+
+/// Whether an instruction is one [`ACCESSES`] counts in SASS.
+pub fn is_memory(instr: &SassInstr) -> bool {
+    ACCESSES.iter().any(|a| a.sass.contains(&instr.base()))
+}
+
+/// A source line and the SASS memory instructions it became, in code order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceLine {
+    /// The file as shown: from `kernels-gpu/` on for the lab's sources, `core/...` for Rust's.
+    pub file: String,
+    /// Line number.
+    pub line: u32,
+    /// The line's text, when the file is on this machine.
+    pub text: Option<String>,
+    /// Opcode (with modifiers) and how often, in first-seen order.
+    pub ops: Vec<(String, usize)>,
+}
+
+/// Groups the memory instructions of `instrs` by source line, in order of first appearance.
+pub fn by_source_line(instrs: &[SassInstr]) -> Vec<SourceLine> {
+    let mut out: Vec<SourceLine> = Vec::new();
+    let mut files: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
+    for instr in instrs.iter().filter(|i| is_memory(i)) {
+        let Some((path, line)) = &instr.line else { continue };
+        let shown = short_path(path);
+        let entry = match out.iter_mut().position(|s| s.file == shown && s.line == *line) {
+            Some(i) => &mut out[i],
+            None => {
+                let lines = files.entry(path.clone()).or_insert_with(|| {
+                    std::fs::read_to_string(Path::new(path)).ok().map(|t| t.lines().map(String::from).collect())
+                });
+                let text = lines.as_ref().and_then(|l| l.get(*line as usize - 1)).map(|t| t.trim().to_string());
+                out.push(SourceLine { file: shown, line: *line, text, ops: Vec::new() });
+                out.last_mut().expect("just pushed")
+            }
+        };
+        match entry.ops.iter_mut().find(|(op, _)| *op == instr.opcode) {
+            Some((_, n)) => *n += 1,
+            None => entry.ops.push((instr.opcode.clone(), 1)),
+        }
+    }
+    out
+}
+
+/// `kernels-gpu/src/x.rs` for the lab's files, `core/...` or `core_arch/...` for Rust's.
+fn short_path(path: &str) -> String {
+    if let Some(i) = path.find("kernels-gpu/") {
+        return path[i..].to_string();
+    }
+    if let Some(i) = path.find("/stdarch/crates/") {
+        return path[i + "/stdarch/crates/".len()..].to_string();
+    }
+    if let Some(i) = path.find("/library/") {
+        return path[i + "/library/".len()..].to_string();
+    }
+    path.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BODY: &str = ".entry k(\n)\n{\n\tld.param.b64 %rd1, [k_param_0];\n\tld.global.v4.f32 {%f1,%f2,%f3,%f4}, [%rd1];\n\t@%p1 st.shared.b32 [%rd2], %r1;\n\tld.b32 %r2, [%rd3];\n\tst.local.v2.b32 [%SP], {%r1,%r2};\n\tbar.sync 0;\n}\n";
+
+    #[test]
+    fn counts_ptx_by_state_space_and_width() {
+        let c = ptx_counts(BODY);
+        let row = |level: &str, what: &str| {
+            let i = ACCESSES.iter().position(|a| a.level == level && a.what.starts_with(what)).unwrap();
+            c.accesses[i]
+        };
+        assert_eq!(row("global", "loads"), 1);
+        assert_eq!(row("shared", "stores"), 1, "predicated stores count");
+        assert_eq!(row("local", "stores"), 1);
+        assert_eq!(row("parameter", "loads"), 1);
+        assert_eq!(row("barrier", "block"), 1);
+        assert_eq!(row("global", "stores"), 0);
+        assert_eq!(c.generic, 1, "ld.b32 names no state space");
+        assert_eq!(c.vectors, (1, 1));
+    }
+
+    const SASS: &str = "\t.section\t.text.k,\"ax\",@progbits\nk:\n.text.k:\n\t//## File \"/x/kernels-gpu/src/t.rs\", line 98\n        /*0330*/              @!P4 LDG.E.128 R4, desc[UR6][R14.64] ;\n        /*0340*/                   STS [R21], R14 ;\n\t//## File \"/r/lib/rustlib/src/rust/library/core/src/x.rs\", line 57\n        /*0440*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;\n        /*0450*/                   EXIT ;\n";
+
+    #[test]
+    fn parses_sass_with_lines_and_groups_by_source() {
+        let f = parse_sass(SASS);
+        let k = &f["k"];
+        assert_eq!(k.len(), 4);
+        assert_eq!((k[0].opcode.as_str(), k[0].base(), k[0].width()), ("LDG.E.128", "LDG", Some(128)));
+        assert_eq!(k[0].line, Some(("/x/kernels-gpu/src/t.rs".into(), 98)));
+        assert_eq!(k[2].base(), "BAR");
+        let counts = sass_counts(k);
+        assert_eq!(counts.iter().sum::<usize>(), 3, "EXIT is no memory instruction");
+        let lines = by_source_line(k);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].file, "kernels-gpu/src/t.rs");
+        assert_eq!(lines[0].ops, vec![("LDG.E.128".to_string(), 1), ("STS".to_string(), 1)]);
+        assert_eq!((lines[1].file.as_str(), lines[1].line), ("core/src/x.rs", 57));
+        assert_eq!(lines[0].text, None, "the file is not on this machine");
+    }
+}

@@ -1,0 +1,180 @@
+//! A run on disk: the JSON record `run-demos --json` writes (and `report` reads back), and the
+//! report folder `--report DIR` writes: `DIR/report.md` with the charts of [`crate::charts`]
+//! as SVG and PNG next to it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::charts::{self, BarChart, Chart, OccupancyChart, RooflineChart, SweepChart};
+use crate::demos::Section;
+use crate::gpu::device::DeviceInfo;
+use crate::model::roofline::{fp32_lanes_per_sm, peak_fp32_flops};
+use crate::{refuse, report};
+
+/// Kernels whose occupancy graphs the report draws, when they ran.
+pub const OCCUPANCY_KERNELS: [&str; 2] = ["matmul_tiled_32", "transpose_padded"];
+
+/// Everything one `run-demos` measured, as written by `--json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+// Sections name kernels with `&'static str`, so they deserialize from `'static` text only.
+#[serde(bound(deserialize = "'de: 'static"))]
+pub struct RunRecord {
+    /// CUDA device ordinal.
+    pub ordinal: u32,
+    /// The device's figures.
+    pub device: DeviceInfo,
+    /// PTX target loaded, e.g. `"sm_90"`.
+    pub ptx_arch: String,
+    /// Device-to-device memcpy bandwidth, GB/s, when the memcpy demo ran.
+    pub memcpy_gbs: Option<f64>,
+    /// One section per demo, in run order.
+    pub sections: Vec<Section>,
+}
+
+impl RunRecord {
+    /// Reads a record written by `run-demos --json`.
+    ///
+    /// The result types name kernels and demos with `&'static str`, so the file's text is
+    /// leaked to live as long as the program: a record is read once per command.
+    ///
+    /// # Errors
+    /// An unreadable file or JSON that is not a run record (one line with serde's position).
+    pub fn load(path: &Path) -> Result<RunRecord> {
+        let text = fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text: &'static str = Box::leak(text.into_boxed_str());
+        match serde_json::from_str(text) {
+            Ok(record) => Ok(record),
+            Err(e) => refuse!("{} is not a memlab run record: {e}", path.display()),
+        }
+    }
+
+    /// Writes the record as pretty JSON.
+    ///
+    /// # Errors
+    /// The file cannot be written.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let text = serde_json::to_string_pretty(self)?;
+        fs::write(path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// FP32 peak, TFLOP/s, from the SM count, the FP32 lanes of the architecture and the
+    /// driver's SM clock; `None` for an architecture the roofline model has no lanes for.
+    pub fn peak_tflops(&self) -> Option<f64> {
+        let lanes = fp32_lanes_per_sm(self.device.cc.0, self.device.cc.1)?;
+        Some(peak_fp32_flops(self.device.sms, lanes, f64::from(self.device.sm_clock_khz) * 1e3) / 1e12)
+    }
+}
+
+/// One chart's place in the report: the image (SVG) and what to read in it.
+struct Figure {
+    file: PathBuf,
+    caption: String,
+}
+
+fn figure(chart: &impl Chart, dir: &Path, caption: String) -> Result<Figure> {
+    let [svg, _png] = charts::save(chart, dir)?;
+    Ok(Figure { file: svg, caption })
+}
+
+/// Writes `DIR/report.md` and its charts; returns every file written.
+///
+/// A chart whose data the run lacks (no coalescing section, no SGEMM ladder yet) is skipped
+/// with a note in the report.
+///
+/// # Errors
+/// The folder or a file cannot be written.
+pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let sections = &record.sections;
+    let mut figures = Vec::new();
+    let mut missing = Vec::new();
+    let mut add = |result: Option<Result<Figure>>, what: &str| -> Result<()> {
+        match result {
+            Some(f) => figures.push(f?),
+            None => missing.push(what.to_string()),
+        }
+        Ok(())
+    };
+    add(
+        SweepChart::coalescing(sections).map(|c| {
+            figure(&c, dir, "Useful bandwidth of `strided_read` relative to stride 1 (log scale), against the 32-byte-sector and 128-byte-segment models.".into())
+        }),
+        "coalescing sweep (run the `coalescing` demo)",
+    )?;
+    add(
+        SweepChart::banks(sections).map(|c| {
+            figure(&c, dir, "Time of `shared_bank_probe` relative to stride 1 (log scale), against the bank model's serialization factor.".into())
+        }),
+        "bank sweep (run the `banks` demo)",
+    )?;
+    for kernel in OCCUPANCY_KERNELS {
+        add(
+            OccupancyChart::for_kernel(sections, record.device.cc, kernel).map(|c| {
+                let caption = format!("The occupancy calculator's three graphs for `{kernel}` (hardware rules for cc {}.{}); the red dot is the launch measured here.", record.device.cc.0, record.device.cc.1);
+                figure(&c, dir, caption)
+            }),
+            &format!("occupancy graphs of `{kernel}` (not in this run)"),
+        )?;
+    }
+    let roofline = match (record.peak_tflops(), record.memcpy_gbs) {
+        (Some(peak), Some(memcpy)) => {
+            RooflineChart::new(sections, peak, memcpy, record.device.theoretical_bandwidth_gbs())
+        }
+        _ => None,
+    };
+    add(
+        roofline.map(|c| {
+            figure(&c, dir, "Kernels that compute, at their arithmetic intensity by requested global loads (the tiling model; caches ignored, so a kernel whose loads hit L1/L2 can sit above the DRAM roof).".into())
+        }),
+        "roofline (needs the `memcpy` and `matmul` demos)",
+    )?;
+    add(
+        BarChart::bandwidth(sections, record.memcpy_gbs).map(|c| {
+            figure(&c, dir, "Kernels that only move data (no FLOP, so no place on the roofline): bandwidth against the memcpy ceiling.".into())
+        }),
+        "bandwidth bars (run the `transpose` demo)",
+    )?;
+    add(
+        BarChart::sgemm_ladder(sections)
+            .map(|c| figure(&c, dir, "The SGEMM ladder: each step's TFLOP/s, with its references.".into())),
+        "SGEMM ladder against cuBLAS (this run has no `sgemm` section)",
+    )?;
+
+    let md = markdown(record, &figures, &missing);
+    let path = dir.join("report.md");
+    fs::write(&path, md).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut written = vec![path];
+    for f in &figures {
+        written.push(f.file.clone());
+        written.push(f.file.with_extension("png"));
+    }
+    Ok(written)
+}
+
+fn markdown(record: &RunRecord, figures: &[Figure], missing: &[String]) -> String {
+    let mut md = format!(
+        "# memlab report: {}\n\n{}\n\n## Charts\n\n",
+        record.device.name,
+        report::device(record.ordinal, &record.device, &record.ptx_arch)
+    );
+    for f in figures {
+        let name = f.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        md += &format!("![{name}]({name})\n\n{}\n\n", f.caption);
+    }
+    if !missing.is_empty() {
+        md += "Not drawn, for lack of data:\n\n";
+        for m in missing {
+            md += &format!("- {m}\n");
+        }
+        md += "\n";
+    }
+    md += "## Tables\n\n";
+    for s in &record.sections {
+        md += &report::section(s, record.memcpy_gbs);
+        md += "\n";
+    }
+    md
+}

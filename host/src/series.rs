@@ -1,0 +1,67 @@
+//! Chart data a demo attaches to its report section, typed so that the charts never re-parse
+//! the text of the tables.
+
+use serde::{Deserialize, Serialize};
+
+/// Series names the charts look for (see `charts`).
+pub mod names {
+    /// Measured points of a sweep (coalescing: useful bandwidth / stride 1; banks: time / stride 1).
+    pub const MEASURED: &str = "measured";
+    /// Coalescing: the 32-byte-sector model's bandwidth fraction.
+    pub const SECTOR_MODEL: &str = "32-byte sector model";
+    /// Coalescing: the 128-byte-segment model's bandwidth fraction.
+    pub const SEGMENT_MODEL: &str = "128-byte segment model";
+    /// Banks: the bank model's serialization factor.
+    pub const BANK_MODEL: &str = "bank model";
+    /// Roofline placement: x = arithmetic intensity (FLOP/byte), y = measured TFLOP/s, one
+    /// labelled point per kernel.
+    pub const ROOFLINE: &str = "roofline";
+    /// Reference rates drawn across a ladder chart (e.g. cuBLAS): y = TFLOP/s, label = what.
+    pub const REFERENCE: &str = "reference";
+}
+
+/// One point; `label` names it where the x value alone does not (a kernel, "broadcast").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// x, in the series' `x` unit.
+    pub x: f64,
+    /// y, in the series' `y` unit.
+    pub y: f64,
+    /// Optional name of the point.
+    pub label: Option<String>,
+}
+
+/// A named list of points with the meaning and unit of each axis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// What the points are; one of [`names`].
+    pub name: String,
+    /// Meaning and unit of x, e.g. "stride (4-byte elements)".
+    pub x: String,
+    /// Meaning and unit of y, e.g. "time / stride-1 time".
+    pub y: String,
+    /// The points, in sweep order.
+    pub points: Vec<Point>,
+}
+
+impl Series {
+    /// A series of unlabelled points.
+    pub fn new(name: &str, x: &str, y: &str, points: impl IntoIterator<Item = (f64, f64)>) -> Self {
+        Series {
+            name: name.into(),
+            x: x.into(),
+            y: y.into(),
+            points: points.into_iter().map(|(x, y)| Point { x, y, label: None }).collect(),
+        }
+    }
+
+    /// A series of labelled points.
+    pub fn labelled(name: &str, x: &str, y: &str, points: impl IntoIterator<Item = (f64, f64, String)>) -> Self {
+        Series {
+            name: name.into(),
+            x: x.into(),
+            y: y.into(),
+            points: points.into_iter().map(|(x, y, label)| Point { x, y, label: Some(label) }).collect(),
+        }
+    }
+}
