@@ -26,6 +26,8 @@ enum Command {
     RunDemos(commands::run_demos::Args),
     /// Print the device report for every visible GPU.
     Devices,
+    /// Measure the memory-hierarchy table (latency ladder, bandwidth per level, spills).
+    Hierarchy(commands::hierarchy::Args),
 }
 
 fn main() -> ExitCode {
@@ -59,5 +61,6 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     match cli.command {
         Command::RunDemos(args) => commands::run_demos::run(args),
         Command::Devices => commands::devices::run(),
+        Command::Hierarchy(args) => commands::hierarchy::run(args),
     }
 }

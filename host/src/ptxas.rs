@@ -40,6 +40,15 @@ pub fn tool(name: &str) -> PathBuf {
 /// # Errors
 /// ptxas missing (run `cargo xtask setup`) or rejecting the PTX.
 pub fn run(ptx: &str, arch: &str) -> Result<Vec<PtxasKernel>> {
+    run_with(ptx, arch, &[])
+}
+
+/// [`run`] with more ptxas options, e.g. `-maxrregcount=64` (the register cap the driver's JIT
+/// applies for `CU_JIT_MAX_REGISTERS`).
+///
+/// # Errors
+/// As for [`run`].
+pub fn run_with(ptx: &str, arch: &str, options: &[&str]) -> Result<Vec<PtxasKernel>> {
     // One folder per call: tests run ptxas from several threads of one process.
     static CALLS: AtomicUsize = AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, Ordering::Relaxed);
@@ -51,6 +60,7 @@ pub fn run(ptx: &str, arch: &str) -> Result<Vec<PtxasKernel>> {
     let out = Command::new(&ptxas)
         .arg(format!("-arch={arch}"))
         .arg("-v")
+        .args(options)
         .arg(&input)
         .arg("-o")
         .arg(dir.join("out.cubin"))

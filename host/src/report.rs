@@ -6,7 +6,8 @@ use comfy_table::{Table, presets::ASCII_MARKDOWN};
 use crate::demos::{KernelRow, Rate, Section};
 use crate::gpu::device::DeviceInfo;
 
-fn table(header: impl IntoIterator<Item = String>, rows: impl IntoIterator<Item = Vec<String>>) -> String {
+/// A Markdown table of `header` and `rows`.
+pub fn table(header: impl IntoIterator<Item = String>, rows: impl IntoIterator<Item = Vec<String>>) -> String {
     let mut t = Table::new();
     t.load_preset(ASCII_MARKDOWN).set_header(header);
     for row in rows {

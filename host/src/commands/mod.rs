@@ -2,4 +2,5 @@
 //! `main.rs`) and its `run`, which returns whether every check passed.
 
 pub mod devices;
+pub mod hierarchy;
 pub mod run_demos;

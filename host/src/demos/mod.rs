@@ -4,6 +4,7 @@
 
 pub mod banks;
 pub mod coalescing;
+pub mod hierarchy;
 pub mod matmul;
 pub mod memcpy;
 pub mod transpose;
@@ -20,7 +21,7 @@ use crate::refuse;
 use crate::verify::Check;
 
 /// Names of the demos, in the order `run-demos` runs them.
-pub const NAMES: [&str; 5] = ["memcpy", "transpose", "matmul", "coalescing", "banks"];
+pub const NAMES: [&str; 6] = ["memcpy", "transpose", "matmul", "coalescing", "banks", "hierarchy"];
 
 /// Problem sizes and repeat counts of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -145,6 +146,7 @@ pub fn run(lab: &mut Lab, name: &str) -> Result<Section> {
         "matmul" => matmul::run(lab),
         "coalescing" => coalescing::run(lab),
         "banks" => banks::run(lab),
+        "hierarchy" => hierarchy::run(lab),
         other => refuse!("unknown demo `{other}`: choose from {}", NAMES.join(", ")),
     }
 }
