@@ -85,8 +85,11 @@ impl Gpu {
                 ptx::ALL[0].arch
             );
         };
-        let mut options = vec![ModuleJitOption::DetermineTargetFromContext];
-        options.extend(max_registers.map(ModuleJitOption::MaxRegisters));
+        // The JIT targets the context's device by default (CU_JIT_TARGET_FROM_CUCONTEXT is the
+        // default). Naming that option is also wrong with cust 0.3.2: it pushes the option but
+        // no value, so every later option reads its neighbour's value (a register cap then
+        // fails with InvalidValue, seen on the H200).
+        let options: Vec<ModuleJitOption> = max_registers.map(ModuleJitOption::MaxRegisters).into_iter().collect();
         let module = match Module::from_ptx(ptx.text, &options) {
             Ok(m) => m,
             Err(e) => {

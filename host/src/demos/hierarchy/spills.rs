@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 
-use crate::demos::{KernelRow, KernelRun, Lab, Rate, download, measure, poisoned, upload};
+use crate::demos::{KernelRow, KernelRun, Lab, Rate, download, measure, poison, poisoned, upload};
 use crate::gpu::Gpu;
 use crate::gpu::launch::{Arg, LaunchShape};
 use crate::ptx::{count_ops, entry_body};
@@ -98,21 +98,23 @@ pub fn local_array_pair(lab: &Lab, iters: u32) -> Result<(Vec<KernelRow>, Vec<St
     Ok((rows, notes))
 }
 
-/// `register_pressure` under every cap in [`CAPS`]: each cap opens its own context and loads
-/// the module with `CU_JIT_MAX_REGISTERS`, so the driver's JIT, not the PTX, decides the spills.
+/// `register_pressure` under every cap in [`CAPS`]: each cap loads the module again with
+/// `CU_JIT_MAX_REGISTERS` (`Gpu::open` retains the device's primary context, the lab's own, so
+/// the buffers serve every module), and the driver's JIT, not the PTX, decides the spills.
 /// Each row's prediction is ptxas's view of the same cap.
 pub fn register_sweep(lab: &Lab, iters: u32) -> Result<Vec<KernelRow>> {
     let (blocks, threads) = full_gpu_threads(lab);
     let input_host = reference::random_f32(iters as usize * threads, 22);
+    let input = upload(&input_host)?;
+    let mut out = poisoned::<f32>(threads)?;
+    let args = [Arg::from(&input), Arg::from(&out), Arg::U32(threads as u32), Arg::U32(iters)];
+    let shape = LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: 0 };
+    let flops = 2.0 * (threads * reference::PRESSURE_ACCUMULATORS) as f64 * iters as f64;
     let mut rows = Vec::new();
     for cap in CAPS {
+        poison(&mut out)?;
         let figures = ptxas_figures(lab, "register_pressure", &[&format!("-maxrregcount={cap}")]);
         let capped = Lab { gpu: Gpu::open(lab.gpu.ordinal, Some(cap))?, sizes: lab.sizes.clone(), memcpy_gbs: None };
-        // Buffers belong to the capped context: declared after it, they are freed before it.
-        let input = upload(&input_host)?;
-        let out = poisoned::<f32>(threads)?;
-        let args = [Arg::from(&input), Arg::from(&out), Arg::U32(threads as u32), Arg::U32(iters)];
-        let shape = LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: 0 };
         let prediction = format!("cap {cap}: {}", ptxas_phrase(&figures));
         let lesson = "128 live accumulators under a register cap";
         let run = KernelRun { kernel: "register_pressure", lesson, prediction, shape, args: &args };
@@ -120,7 +122,6 @@ pub fn register_sweep(lab: &Lab, iters: u32) -> Result<Vec<KernelRow>> {
             let want = |g| reference::register_pressure(&input_host, threads, iters as usize, g);
             Ok((sampled(&download(&out)?, threads, want), "sampled threads"))
         };
-        let flops = 2.0 * (threads * reference::PRESSURE_ACCUMULATORS) as f64 * iters as f64;
         rows.push(measure(&capped, run, check, |t| Rate::Tflops(t.tflops(flops)))?);
     }
     Ok(rows)
