@@ -31,6 +31,10 @@
 //! - The chain of small working sets is cached after the warm-up walk; chains over twice the L2
 //!   are walked only partly before timing (2 x L2 / 128 links), so their timed loads find
 //!   lines not yet cached, as a cyclic walk over more than the cache always does.
+//! - One thread runs on one SM and sees the L2 as that SM does: the capacity the L2-only ladder
+//!   implies can fall short of the driver's L2 size (on the H200, measured: hits up to 24 MiB
+//!   of the 60 MiB reported, slower hits up to 48 MiB). The L2 is split in two partitions
+//!   (NVIDIA's A100 and H100 whitepapers); how one SM's lines fill them is not documented.
 //! - Large working sets span many pages: beyond the TLBs' reach a load also pays a page-table
 //!   walk, so the DRAM plateau rises with size and is not DRAM latency alone.
 //! - The latency of a level includes the load's issue and the dependent address use (a few
