@@ -126,6 +126,21 @@ impl SweepChart {
         Some(SweepChart { stem: "banks", title: "Shared-memory bank probe: slowdown against stride".into(), series })
     }
 
+    /// The hierarchy's latency ladder: cycles per dependent load against the working set, with
+    /// default caching and L2-only loads.
+    pub fn ladder(sections: &[Section]) -> Option<Self> {
+        let s = section(sections, "hierarchy")?;
+        let series = [names::LADDER_DEFAULT, names::LADDER_L2]
+            .iter()
+            .map(|n| series(s, n).cloned())
+            .collect::<Option<Vec<_>>>()?;
+        Some(SweepChart {
+            stem: "latency_ladder",
+            title: "Latency ladder: one thread chasing dependent loads".into(),
+            series,
+        })
+    }
+
     /// The category label of point `i` (its label, else its x).
     fn category(&self, i: usize) -> String {
         let p: &Point = &self.series[0].points[i];

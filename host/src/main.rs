@@ -35,6 +35,8 @@ enum Command {
     Inspect(commands::inspect::Args),
     /// Write the Markdown report with charts from a run recorded by `run-demos --json`.
     Report(commands::report::Args),
+    /// Measure the memory-hierarchy table (latency ladder, bandwidth per level, spills).
+    Hierarchy(commands::hierarchy::Args),
 }
 
 fn main() -> ExitCode {
@@ -85,5 +87,6 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Occupancy(args) => commands::occupancy::run(args),
         Command::Inspect(args) => commands::inspect::run(args),
         Command::Report(args) => commands::report::run(args),
+        Command::Hierarchy(args) => commands::hierarchy::run(args),
     }
 }

@@ -40,7 +40,17 @@ pub fn tool(name: &str) -> PathBuf {
 /// # Errors
 /// ptxas missing (run `cargo xtask setup`) or rejecting the PTX.
 pub fn run(ptx: &str, arch: &str) -> Result<Vec<PtxasKernel>> {
-    with_cubin(ptx, arch, &["-v"], |log, _| Ok(parse(log)))
+    run_with(ptx, arch, &[])
+}
+
+/// [`run`] with more ptxas options, e.g. `-maxrregcount=64` (the register cap the driver's JIT
+/// applies for `CU_JIT_MAX_REGISTERS`).
+///
+/// # Errors
+/// As for [`run`].
+pub fn run_with(ptx: &str, arch: &str, options: &[&str]) -> Result<Vec<PtxasKernel>> {
+    let extra: Vec<&str> = ["-v"].into_iter().chain(options.iter().copied()).collect();
+    with_cubin(ptx, arch, &extra, |log, _| Ok(parse(log)))
 }
 
 /// Assembles `ptx` for `arch` with `ptxas` and the `extra` flags (e.g. `-lineinfo`), then

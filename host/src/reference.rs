@@ -74,6 +74,58 @@ pub fn bank_probe_sum(lane: usize, stride: usize, iters: usize) -> u32 {
     (0..iters).fold(0u32, |s, k| s.wrapping_add(bank_probe_word(bank_probe_address(lane, stride, k) as u32)))
 }
 
+/// kernels-gpu `PRESSURE_ACCUMULATORS`: live floats per thread in `register_pressure`.
+pub const PRESSURE_ACCUMULATORS: usize = 128;
+
+/// What `register_pressure` writes for thread `g` of `threads`: 128 accumulators start at 0,
+/// each read `x = input[g + i * threads]` (`i` in `0..iters`) updates every one as
+/// `a[j] = fma(a[j], x, j)` in f32 (one rounding, as `fma.rn.f32`), and the result is their sum
+/// in index order. The kernel's register cap never changes it: the result must match exactly.
+pub fn register_pressure(input: &[f32], threads: usize, iters: usize, g: usize) -> f32 {
+    let mut acc = [0.0f32; PRESSURE_ACCUMULATORS];
+    for i in 0..iters {
+        let x = input[g + i * threads];
+        for (j, a) in acc.iter_mut().enumerate() {
+            *a = a.mul_add(x, j as f32);
+        }
+    }
+    acc.iter().fold(0.0f32, |s, a| s + a)
+}
+
+/// kernels-gpu `LOCAL_ARRAY_WORDS`: the per-thread array of the spill pair.
+pub const LOCAL_ARRAY_WORDS: usize = 16;
+
+/// What both kernels of the spill pair (`local_array_constant_index`, and
+/// `local_array_runtime_index` with shift 1) write for thread `g` of `threads`: the array
+/// `a[j] = input[j * threads + g]`, `x = input[16 * threads + g]`, `iters` rounds of
+/// `a[j] = fma(a[(j + 1) % 16], x, j)` for `j = 0..16` in order, then the sum in index order.
+pub fn local_array(input: &[f32], threads: usize, iters: usize, g: usize) -> f32 {
+    let mut a: [f32; LOCAL_ARRAY_WORDS] = std::array::from_fn(|j| input[j * threads + g]);
+    let x = input[LOCAL_ARRAY_WORDS * threads + g];
+    for _ in 0..iters {
+        for j in 0..LOCAL_ARRAY_WORDS {
+            a[j] = a[(j + 1) % LOCAL_ARRAY_WORDS].mul_add(x, j as f32);
+        }
+    }
+    a.iter().fold(0.0f32, |s, v| s + v)
+}
+
+/// What `read_cg` writes for each of `threads` threads reading `words` (16-byte vectors
+/// `g, g + threads, ...`) `passes` times: the wrapping sum of its words, times `passes`.
+pub fn read_sums(words: &[u32], threads: usize, passes: u32) -> Vec<u32> {
+    let mut sums = vec![0u32; threads];
+    for (v, vector) in words.chunks_exact(4).enumerate() {
+        let s = &mut sums[v % threads];
+        *s = vector.iter().fold(*s, |acc, &w| acc.wrapping_add(w));
+    }
+    sums.iter().map(|s| s.wrapping_mul(passes)).collect()
+}
+
+/// `register_chain`'s result: `steps` dependent `x = fma(x, a, b)` in f32.
+pub fn fma_chain(x: f32, a: f32, b: f32, steps: u32) -> f32 {
+    (0..steps).fold(x, |x, _| x.mul_add(a, b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +200,65 @@ mod tests {
             }
         }
         assert_eq!(bank_probe_sum(3, 1, 8), (0..8).fold(0u32, |s, u| s.wrapping_add(bank_probe_word(3 + 32 * u))));
+    }
+    #[test]
+    fn register_pressure_matches_a_hand_computed_thread() {
+        // One thread, two reads x = 0.5 then 2: a[j] = (0 * 0.5 + j) * 2 + j = 3j; sum 3 * 8128.
+        let input = [0.5f32, 2.0];
+        assert_eq!(register_pressure(&input, 1, 2, 0), 3.0 * 8128.0);
+        // Thread 1 of 2 reads input[1], input[3].
+        let input = [9.0f32, 0.5, 9.0, 2.0];
+        assert_eq!(register_pressure(&input, 2, 2, 1), 3.0 * 8128.0);
+        assert_eq!(register_pressure(&input, 2, 0, 1), 0.0);
+    }
+
+    #[test]
+    fn register_pressure_rounds_once_per_update() {
+        // Two reads of x = 0.9926 (bits 0x3f7e1b09): the products need more than 24 bits, and
+        // the sums of fused and of unfused updates differ in the last bit. The reference must
+        // keep the fused one, what `fma.rn.f32` computes.
+        let x = f32::from_bits(0x3f7e_1b09);
+        let fused = register_pressure(&[x, x], 1, 2, 0);
+        let mut acc = [0.0f32; PRESSURE_ACCUMULATORS];
+        for _ in 0..2 {
+            for (j, a) in acc.iter_mut().enumerate() {
+                *a = *a * x + j as f32;
+            }
+        }
+        let unfused = acc.iter().fold(0.0f32, |s, a| s + a);
+        assert_ne!(fused.to_bits(), unfused.to_bits());
+    }
+
+    #[test]
+    fn local_array_follows_the_neighbour_update_order() {
+        // x = 0: a[j] = j after one round, whatever the input.
+        let threads = 2;
+        let mut input: Vec<f32> = (0..17 * threads).map(|i| i as f32).collect();
+        input[16 * threads + 1] = 0.0;
+        assert_eq!(local_array(&input, threads, 1, 1), 120.0);
+        // x = 1, one round: a[j] = a[j + 1] + j for j < 15 (old values), a[15] = new a[0] + 15.
+        let a: Vec<f32> = (0..16).map(|j| j as f32).collect();
+        let mut input = a.clone();
+        input.push(1.0);
+        let mut want: Vec<f32> = (0..15).map(|j| a[j + 1] + j as f32).collect();
+        want.push(want[0] + 15.0);
+        assert_eq!(local_array(&input, 1, 1, 0), want.iter().sum::<f32>());
+    }
+
+    #[test]
+    fn read_sums_deal_vectors_round_robin() {
+        let words: Vec<u32> = (0..24).collect();
+        // 6 vectors over 4 threads: thread 0 gets vectors 0 and 4, thread 3 only vector 3.
+        let sums = read_sums(&words, 4, 3);
+        assert_eq!(sums[0], 3 * (1 + 2 + 3 + 16 + 17 + 18 + 19));
+        assert_eq!(sums[3], 3 * (12 + 13 + 14 + 15));
+        assert_eq!(read_sums(&[u32::MAX; 8], 1, 1)[0], u32::MAX.wrapping_mul(8));
+    }
+
+    #[test]
+    fn fma_chain_converges_to_its_fixed_point() {
+        assert_eq!(fma_chain(0.0, 0.5, 1.0, 0), 0.0);
+        assert_eq!(fma_chain(0.0, 0.5, 1.0, 2), 1.5);
+        assert_eq!(fma_chain(0.0, 0.5, 1.0, 200), 2.0);
     }
 }

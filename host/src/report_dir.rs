@@ -110,6 +110,12 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
         }),
         "bank sweep (run the `banks` demo)",
     )?;
+    add(
+        SweepChart::ladder(sections).map(|c| {
+            figure(&c, dir, "Cycles per dependent load against the chain's working set (log scale): the plateaus are L1, L2 and HBM.".into())
+        }),
+        "latency ladder (run the `hierarchy` demo)",
+    )?;
     for kernel in OCCUPANCY_KERNELS {
         add(
             OccupancyChart::for_kernel(sections, record.device.cc, kernel).map(|c| {

@@ -16,6 +16,10 @@ pub mod names {
     /// Roofline placement: x = arithmetic intensity (FLOP/byte), y = measured TFLOP/s, one
     /// labelled point per kernel.
     pub const ROOFLINE: &str = "roofline";
+    /// Hierarchy: cycles per dependent load against working-set bytes, plain `ld.global`.
+    pub const LADDER_DEFAULT: &str = "ld.global (L1 and L2)";
+    /// Hierarchy: the same with `ld.global.cg` (L2 only).
+    pub const LADDER_L2: &str = "ld.global.cg (L2 only)";
     /// Reference rates drawn across a ladder chart (e.g. cuBLAS): y = TFLOP/s, label = what.
     pub const REFERENCE: &str = "reference";
 }

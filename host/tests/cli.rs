@@ -41,6 +41,15 @@ fn no_gpu_is_one_line_exit_2_and_no_result() {
     }
 }
 
+/// `memlab ARGS` exits 2 with one line on stderr containing `needle`, and prints no result.
+fn assert_refused(args: &[&str], needle: &str) {
+    let o = memlab(args);
+    assert_eq!(o.status.code(), Some(2), "{args:?}");
+    assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{args:?}: {}", stderr(&o));
+    assert!(o.stdout.is_empty());
+}
+
 #[test]
 fn bad_sizes_are_refused_before_touching_the_gpu() {
     for (args, needle) in [
@@ -62,11 +71,7 @@ fn bad_sizes_are_refused_before_touching_the_gpu() {
         (&["race-lesson", "--runs", "0"][..], "0 is not in 1..=1000"),
         (&["no-such-command"][..], "unrecognized subcommand 'no-such-command' [commands: run-demos, devices, "),
     ] {
-        let o = memlab(args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}");
-        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
-        assert_eq!(stderr(&o).lines().count(), 1, "{args:?}: {}", stderr(&o));
-        assert!(o.stdout.is_empty());
+        assert_refused(args, needle);
     }
 }
 
@@ -75,4 +80,19 @@ fn bank_iters_must_be_a_multiple_of_the_unroll() {
     let o = memlab(&["run-demos", "--bank-iters", "12"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(stderr(&o).trim(), "error: --bank-iters 12 must be a multiple of 8 (the probe's unroll)");
+}
+
+#[test]
+fn hierarchy_refuses_bad_sizes_before_touching_the_gpu() {
+    for (args, needle) in [
+        (
+            &["hierarchy", "--ladder-max", "3000"][..],
+            "error: --ladder-max 3000 must be a power of two of at least 4096",
+        ),
+        (&["hierarchy", "--ladder-max", "2KiB"][..], "error: --ladder-max 2048 must be a power of two"),
+        (&["hierarchy", "--dram-bytes", "100"][..], "error: --dram-bytes 100 must be a multiple of 16"),
+        (&["hierarchy", "--steps", "8"][..], "8 is not in 64..=4194304"),
+    ] {
+        assert_refused(args, needle);
+    }
 }

@@ -181,8 +181,8 @@ fn bad_input_is_one_line_with_the_allowed_range() {
             &["occupancy", "--cc", "9.0", "--regs-per-sm", "1", "--threads", "32", "--regs", "1"][..],
             "cannot be used with",
         ),
-        (&["occupancy", "--kernel", "nosuch", "--threads", "128"][..], "unknown kernel `nosuch`: choose from copy,"),
-        (&["inspect", "nosuch"][..], "unknown kernel `nosuch`: choose from copy,"),
+        (&["occupancy", "--kernel", "nosuch", "--threads", "128"][..], "unknown kernel `nosuch`: choose from "),
+        (&["inspect", "nosuch"][..], "unknown kernel `nosuch`: choose from "),
         (&["report", "/nonexistent/run.json", "--out", "/tmp/x"][..], "cannot read /nonexistent/run.json"),
     ] {
         let line = refused(args);

@@ -114,7 +114,13 @@ fn ptxas_reports_no_spills_and_no_stack_for_any_kernel() {
         let report = ptxas::run(p.text, p.arch).expect("ptxas (install it with `cargo xtask setup`)");
         assert_eq!(report.len(), ptx::kernel_names(p.text).len(), "{}: {report:?}", p.arch);
         for k in &report {
-            assert_eq!((k.spill_stores, k.spill_loads, k.stack_bytes), (0, 0, 0), "{}: {k:?}", p.arch);
+            // The hierarchy lesson's local-memory kernels keep an array on the stack on purpose.
+            let stack = if ["chase_local", "local_array_runtime_index"].contains(&k.kernel.as_str()) {
+                0
+            } else {
+                k.stack_bytes
+            };
+            assert_eq!((k.spill_stores, k.spill_loads, stack), (0, 0, 0), "{}: {k:?}", p.arch);
             // register_pressure keeps 128 floats live on purpose; the rest are small kernels.
             let most = if k.kernel == "register_pressure" { 255 } else { 64 };
             assert!(k.regs > 0 && k.regs <= most, "{}: {k:?}", p.arch);

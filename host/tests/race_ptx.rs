@@ -27,14 +27,18 @@ fn the_broken_kernel_lacks_exactly_the_second_barrier() {
 #[test]
 fn no_demo_launches_the_broken_kernel() {
     assert!(!memlab::demos::NAMES.contains(&"race"));
-    let demos = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/demos");
+    let mut pending = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/demos")];
     let mut read = 0;
-    for entry in std::fs::read_dir(&demos).unwrap() {
-        let path = entry.unwrap().path();
-        if path.file_name().unwrap() != "race.rs" {
-            let source = std::fs::read_to_string(&path).unwrap();
-            assert!(!source.contains("missing_barrier"), "{} launches the broken kernel", path.display());
-            read += 1;
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.file_name().unwrap() != "race.rs" {
+                let source = std::fs::read_to_string(&path).unwrap();
+                assert!(!source.contains("missing_barrier"), "{} launches the broken kernel", path.display());
+                read += 1;
+            }
         }
     }
     assert!(read >= memlab::demos::NAMES.len(), "every demo module was read");

@@ -9,10 +9,18 @@
 //! - No kernel can panic: indexing goes through raw pointers the host guarantees in bounds, and
 //!   the panic handler traps should core's code ever reach one.
 #![no_std]
-#![feature(abi_ptx, stdarch_nvptx, core_intrinsics, gpu_intrinsics, gpu_launch_sized_workgroup_mem)]
+#![feature(
+    abi_ptx,
+    stdarch_nvptx,
+    core_intrinsics,
+    gpu_intrinsics,
+    gpu_launch_sized_workgroup_mem,
+    asm_experimental_arch
+)]
 #![allow(internal_features)]
 
 pub mod device;
+pub mod hierarchy;
 pub mod matmul;
 pub mod probes;
 pub mod race;

@@ -2,6 +2,7 @@
 //! `main.rs`) and its `run`, which returns whether every check passed.
 
 pub mod devices;
+pub mod hierarchy;
 pub mod inspect;
 pub mod occupancy;
 pub mod race;

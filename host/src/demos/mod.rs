@@ -4,6 +4,7 @@
 
 pub mod banks;
 pub mod coalescing;
+pub mod hierarchy;
 pub mod matmul;
 pub mod memcpy;
 pub mod occupancy;
@@ -25,7 +26,7 @@ use crate::verify::Check;
 use serde::{Deserialize, Serialize};
 
 /// Names of the demos, in the order `run-demos` runs them.
-pub const NAMES: [&str; 6] = ["memcpy", "transpose", "matmul", "coalescing", "banks", "occupancy"];
+pub const NAMES: [&str; 7] = ["memcpy", "transpose", "matmul", "coalescing", "banks", "occupancy", "hierarchy"];
 
 /// Problem sizes and repeat counts of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -157,6 +158,7 @@ pub fn run(lab: &mut Lab, name: &str) -> Result<Section> {
         "coalescing" => coalescing::run(lab),
         "banks" => banks::run(lab),
         "occupancy" => occupancy::run(lab),
+        "hierarchy" => hierarchy::run(lab),
         other => refuse!("unknown demo `{other}`: choose from {}", NAMES.join(", ")),
     }
 }
@@ -267,8 +269,12 @@ pub enum Level {
     /// Global memory (DRAM through L2).
     #[default]
     Global,
+    /// Global memory whose working set stays in L2.
+    L2,
     /// On-chip shared memory.
     Shared,
+    /// Registers and local memory (per-thread arrays, spills).
+    Registers,
 }
 
 impl Work {
@@ -282,7 +288,7 @@ impl Work {
     pub fn rate(&self, timing: &Timing) -> Rate {
         match self.level {
             _ if self.flop > 0.0 => Rate::Tflops(timing.tflops(self.flop)),
-            Level::Global => Rate::Gbs(timing.gbs(self.bytes)),
+            Level::Global | Level::L2 | Level::Registers => Rate::Gbs(timing.gbs(self.bytes)),
             Level::Shared => Rate::SharedGbs(timing.gbs(self.bytes)),
         }
     }

@@ -23,7 +23,9 @@ pub fn section(lab: &Lab, sections: &[Section]) -> Option<Section> {
         .flat_map(|s| &s.kernels)
         .map(|k| match k.work.level {
             Level::Global => row(k, peak, bw),
+            Level::L2 => vec![k.kernel.to_string(), "-".into(), "L2-resident: above this DRAM roofline".into()],
             Level::Shared => vec![k.kernel.to_string(), "-".into(), "shared memory: on-chip, off this roofline".into()],
+            Level::Registers => vec![k.kernel.to_string(), "-".into(), "registers/local: off this roofline".into()],
         })
         .collect();
     if rows.is_empty() {

@@ -1,0 +1,58 @@
+//! `memlab hierarchy`: the memory-hierarchy table measured on one GPU beside the seed's figures,
+//! with the latency ladder as a table and a chart (see `demos::hierarchy` for the methods).
+
+use anyhow::Result;
+
+use crate::demos::hierarchy::{self, LADDER_MIN, Options};
+use crate::demos::{Lab, Sizes};
+use crate::gpu::Gpu;
+use crate::{cli, refuse, report};
+
+/// Options of `hierarchy`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: u32,
+    /// Largest working set of the latency ladder, a power of two from 4KiB (default: the
+    /// smallest power of two at least 4 x the device's L2).
+    #[arg(long, value_parser = cli::bytes)]
+    pub ladder_max: Option<usize>,
+    /// Timed dependent loads per latency probe.
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(64..=1 << 22))]
+    pub steps: u32,
+    /// Bytes of each host <-> device copy (B, KiB, MiB, GiB).
+    #[arg(long, default_value = "256MiB", value_parser = cli::bytes)]
+    pub transfer_bytes: usize,
+    /// Bytes of the DRAM read (B, KiB, MiB, GiB; a multiple of 16).
+    #[arg(long, default_value = "1GiB", value_parser = cli::bytes)]
+    pub dram_bytes: usize,
+}
+
+/// Measures and prints the table; returns whether every check passed.
+pub fn run(args: Args) -> Result<bool> {
+    if let Some(max) = args.ladder_max
+        && (!max.is_power_of_two() || max < LADDER_MIN)
+    {
+        refuse!("--ladder-max {max} must be a power of two of at least {LADDER_MIN} bytes (4KiB)");
+    }
+    if !args.dram_bytes.is_multiple_of(16) || args.dram_bytes > 16 * (u32::MAX as usize) {
+        refuse!("--dram-bytes {} must be a multiple of 16 bytes and at most 64 GiB", args.dram_bytes);
+    }
+    if args.transfer_bytes < 4 {
+        refuse!("--transfer-bytes {} must be at least 4 bytes", args.transfer_bytes);
+    }
+    let gpu = Gpu::open(args.device, None)?;
+    println!("# memlab hierarchy on {}\n\n{}\n", gpu.info.name, report::device(args.device, &gpu.info, gpu.ptx.arch));
+    let sizes = Sizes { strided_bytes: args.dram_bytes, ..Sizes::default() };
+    let mut lab = Lab { gpu, sizes, memcpy_gbs: None };
+    let opts = Options { ladder_max: args.ladder_max, steps: args.steps, transfer_bytes: args.transfer_bytes };
+    let measured = hierarchy::measure_all(&mut lab, &opts)?;
+    let section = measured.section();
+    println!("{}", report::section(&section, lab.memcpy_gbs));
+    let (header, rows) = measured.ladder_table();
+    println!("## The latency ladder\n\n{}\n", report::table(header, rows));
+    let passed = section.passed();
+    println!("{}", if passed { "All results verified." } else { "SOME RESULTS ARE WRONG: see the checks." });
+    Ok(passed)
+}

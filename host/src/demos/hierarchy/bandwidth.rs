@@ -1,0 +1,109 @@
+//! Bandwidth per level: L2 and DRAM reads (`read_cg` over a buffer that fits L2, read many
+//! times, and over one much larger than L2, read once) and host <-> device copies over the bus
+//! from pageable and from pinned (page-locked) host memory.
+
+use std::ffi::c_void;
+
+use anyhow::Result;
+use cust::memory::{DeviceBuffer, LockedBuffer};
+use cust::sys::{CUresult, cudaError_enum::CUDA_SUCCESS};
+
+use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poisoned, upload};
+use crate::gpu::describe;
+use crate::gpu::launch::{Arg, LaunchShape};
+use crate::gpu::timing::{Repeats, Timing, time};
+use crate::verify::{self, Check};
+use crate::{reference, refuse};
+
+/// Threads per block of `read_cg`.
+const BLOCK: u32 = 256;
+
+/// `read_cg` over `bytes` (a multiple of 16) read `passes` times by a full GPU of threads;
+/// the rate counts every byte read (`bytes * passes`).
+pub fn read(
+    lab: &Lab,
+    bytes: usize,
+    passes: u32,
+    level: Level,
+    lesson: &'static str,
+    prediction: String,
+) -> Result<KernelRow> {
+    let info = &lab.gpu.info;
+    let blocks = info.sms * (info.max_threads_per_sm / BLOCK);
+    let threads = (blocks * BLOCK) as usize;
+    ensure_free(lesson, bytes + 4 * threads)?;
+    let words: Vec<u32> = (0..bytes / 4).map(reference::strided_word).collect();
+    let input = upload(&words)?;
+    let out = poisoned::<u32>(threads)?;
+    let shape = LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: 0 };
+    let args = [Arg::from(&input), Arg::U32((bytes / 16) as u32), Arg::U32(passes), Arg::from(&out)];
+    let work = Work { flop: 0.0, bytes: bytes as f64 * passes as f64, level };
+    let run = KernelRun { kernel: "read_cg", lesson, prediction, shape, args: &args, work };
+    let check = || {
+        let want = reference::read_sums(&words, threads, passes);
+        Ok((verify::exact_u32(&download(&out)?, |g| want[g]), "checksums"))
+    };
+    measure(lab, run, check)
+}
+
+/// One host <-> device copy, timed.
+#[derive(Debug, Clone)]
+pub struct Transfer {
+    /// "host to device" or "device to host".
+    pub direction: &'static str,
+    /// "pageable" or "pinned".
+    pub memory: &'static str,
+    /// Event timing of the copy.
+    pub timing: Timing,
+    /// GB/s (1e9) of bytes copied, from the median.
+    pub gbs: f64,
+    /// The data arrived intact.
+    pub check: Check,
+}
+
+fn driver(what: &str, r: CUresult) -> Result<()> {
+    if r != CUDA_SUCCESS {
+        refuse!("{what} failed: {r:?}");
+    }
+    Ok(())
+}
+
+/// Copies `bytes` host -> device and device -> host, from a pageable `Vec` and from a pinned
+/// `LockedBuffer` (`cuMemHostAlloc`), each timed with events around `cuMemcpy*Async` on the
+/// lab's stream (a pageable copy is staged through a driver buffer, so it returns late).
+pub fn transfers(lab: &Lab, bytes: usize, repeats: Repeats) -> Result<Vec<Transfer>> {
+    let words: Vec<u32> = (0..bytes / 4).map(reference::strided_word).collect();
+    let (n, bytes) = (words.len(), 4 * words.len());
+    ensure_free("the transfer test", bytes)?;
+    let pinned_alloc = |e| anyhow::anyhow!("pinned host alloc of {bytes} bytes: {}", describe(e));
+    let device: DeviceBuffer<u32> = poisoned(n)?;
+    let pinned = LockedBuffer::from_slice(&words).map_err(pinned_alloc)?;
+    let mut back = vec![0u32; n];
+    let mut back_pinned = LockedBuffer::new(&0u32, n).map_err(pinned_alloc)?;
+    let (stream, dev) = (lab.gpu.stream.as_inner(), device.as_device_ptr().as_raw());
+    let hosts =
+        [("pageable", words.as_ptr(), back.as_mut_ptr()), ("pinned", pinned.as_ptr(), back_pinned.as_mut_ptr())];
+    let mut out = Vec::new();
+    for (memory, src, dst) in hosts {
+        // SAFETY: `src` and `dst` hold `bytes` bytes each and outlive the synchronised copies.
+        let h2d = || {
+            driver("cuMemcpyHtoDAsync", unsafe {
+                cust::sys::cuMemcpyHtoDAsync_v2(dev, src as *const c_void, bytes, stream)
+            })
+        };
+        let d2h = || {
+            driver("cuMemcpyDtoHAsync", unsafe {
+                cust::sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, dev, bytes, stream)
+            })
+        };
+        let timing = time(&lab.gpu, repeats, h2d)?;
+        let check = verify::exact_u32(&download(&device)?, |i| words[i]);
+        out.push(Transfer { direction: "host to device", memory, gbs: timing.gbs(bytes as f64), timing, check });
+        let timing = time(&lab.gpu, repeats, d2h)?;
+        // SAFETY: the copies into `dst` are complete (timing synchronises) and nothing else writes it.
+        let got = unsafe { std::slice::from_raw_parts(dst, n) };
+        let check = verify::exact_u32(got, |i| words[i]);
+        out.push(Transfer { direction: "device to host", memory, gbs: timing.gbs(bytes as f64), timing, check });
+    }
+    Ok(out)
+}

@@ -1,0 +1,186 @@
+//! Latency probes on the GPU: the global-memory ladder (default caching and L2 only), shared,
+//! local and constant memory, and a register FMA chain. Each launch is one thread (one warp for
+//! constant memory) that times its own dependent loads with the SM clock; each result is
+//! checked by walking the same chain on the CPU.
+
+use std::ffi::CStr;
+
+use anyhow::Result;
+use cust::memory::{CopyDestination, DeviceBuffer};
+
+use super::chain::{self, LINE_BYTES};
+use crate::demos::{Lab, download, upload};
+use crate::gpu::describe;
+use crate::gpu::launch::{Arg, LaunchShape, launch};
+use crate::reference;
+use crate::refuse;
+use crate::verify::{self, Check};
+
+/// Words of `chase_local`'s per-thread chain (kernels-gpu `LOCAL_CHAIN_WORDS`).
+pub const LOCAL_CHAIN_WORDS: usize = 32;
+/// Words of the constant-memory chain (kernels-gpu `CONST_CHAIN_WORDS`).
+pub const CONST_CHAIN_WORDS: usize = 256;
+
+/// One probe's timed loads, per load.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Latency {
+    /// SM clock cycles per load (`%clock64`).
+    pub cycles: f64,
+    /// Nanoseconds per load (`%globaltimer`).
+    pub ns: f64,
+}
+
+impl Latency {
+    /// The SM clock during the probe, GHz: cycles over nanoseconds.
+    pub fn clock_ghz(&self) -> f64 {
+        self.cycles / self.ns
+    }
+}
+
+/// The record every probe kernel writes: `[cycles, ns, end]`, plus per-lane ends for the
+/// constant-memory probe.
+struct Record {
+    latency: Latency,
+    words: Vec<u64>,
+}
+
+/// Launches a probe kernel once on one block and reads back its record of `out_words` words.
+fn probe(lab: &Lab, kernel: &str, block: u32, smem_bytes: u32, args: &[Arg], steps: u32) -> Result<Record> {
+    let gpu = &lab.gpu;
+    let out = upload(&[u64::MAX; 3 + 32])?;
+    let mut all = args.to_vec();
+    all.push(Arg::from(&out));
+    launch(gpu, kernel, &LaunchShape { grid: (1, 1), block: (block, 1), smem_bytes }, &all)?;
+    if let Err(e) = gpu.stream.synchronize() {
+        refuse!("probe `{kernel}` failed: {}", describe(e));
+    }
+    let words = download(&out)?;
+    let per = |total: u64| total as f64 / steps as f64;
+    Ok(Record { latency: Latency { cycles: per(words[0]), ns: per(words[1]) }, words })
+}
+
+/// One working-set size of the ladder: the chase with default caching and with L2 only.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LadderPoint {
+    /// Bytes spanned by the chain (slots x 128).
+    pub bytes: usize,
+    /// `chase_global`: plain `ld.global`, cached in L1 and L2.
+    pub default: Latency,
+    /// `chase_global_cg`: `ld.global.cg`, cached in L2 only.
+    pub l2_only: Latency,
+}
+
+/// The chain's slot that a global probe's last address names (`u32::MAX` when it is not one).
+fn slot_of(address: u64, base: u64) -> u32 {
+    let offset = address.wrapping_sub(base);
+    if !offset.is_multiple_of(LINE_BYTES as u64) {
+        return u32::MAX;
+    }
+    u32::try_from(offset / LINE_BYTES as u64).unwrap_or(u32::MAX)
+}
+
+/// Measures the ladder over `sizes` (bytes, multiples of 128), `steps` timed loads each, after
+/// a warm-up walk of the whole chain or of `warm_cap` links, whichever is fewer. Returns the
+/// points and one check of every chain's end.
+pub fn ladder(lab: &Lab, sizes: &[usize], steps: u32, warm_cap: usize) -> Result<(Vec<LadderPoint>, Check)> {
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    crate::demos::ensure_free("the latency ladder", largest)?;
+    // SAFETY: every word the probes read is written by the copy of the size's image first.
+    let buffer = unsafe { DeviceBuffer::<u64>::uninitialized(largest / 8) }
+        .map_err(|e| anyhow::anyhow!("alloc: {}", describe(e)))?;
+    let base = buffer.as_device_ptr().as_raw();
+    let (mut points, mut got, mut want) = (Vec::new(), Vec::new(), Vec::new());
+    for &bytes in sizes {
+        let slots = bytes / LINE_BYTES;
+        let next = chain::random_cycle(slots, bytes as u64);
+        let image = chain::global_image(&next, base);
+        buffer.index(..image.len()).copy_from(&image).map_err(|e| anyhow::anyhow!("upload: {}", describe(e)))?;
+        let warm = slots.min(warm_cap) as u32;
+        let mut run = |kernel| -> Result<Latency> {
+            let args = [Arg::Ptr(base), Arg::U32(warm), Arg::U32(steps)];
+            let record = probe(lab, kernel, 1, 0, &args, steps)?;
+            got.push(slot_of(record.words[2], base));
+            want.push(chain::walk(&next, 0, warm as u64 + steps as u64));
+            Ok(record.latency)
+        };
+        let default = run("chase_global")?;
+        let l2_only = run("chase_global_cg")?;
+        points.push(LadderPoint { bytes, default, l2_only });
+    }
+    Ok((points, verify::exact_u32(&got, |i| want[i])))
+}
+
+/// Shared-memory latency over a chain of `bytes` (a multiple of 128) in dynamic shared memory.
+pub fn shared(lab: &Lab, bytes: usize, steps: u32) -> Result<(Latency, Check)> {
+    let next = chain::random_cycle(bytes / LINE_BYTES, 3);
+    let image = upload(&chain::shared_image(&next))?;
+    let warm = next.len() as u32;
+    let args = [Arg::from(&image), Arg::U32((bytes / 4) as u32), Arg::U32(warm), Arg::U32(steps)];
+    let record = probe(lab, "chase_shared", 256, bytes as u32, &args, steps)?;
+    let end = chain::walk(&next, 0, warm as u64 + steps as u64) as u64 * LINE_BYTES as u64;
+    Ok((record.latency, verify::exact_u32(&[record.words[2] as u32], |_| end as u32)))
+}
+
+/// Local-memory latency: a 32-word chain in one thread's local memory.
+pub fn local(lab: &Lab, steps: u32) -> Result<(Latency, Check)> {
+    let next = chain::random_cycle(LOCAL_CHAIN_WORDS, 5);
+    let chain = upload(&next)?;
+    let warm = next.len() as u32;
+    let record = probe(lab, "chase_local", 1, 0, &[Arg::from(&chain), Arg::U32(warm), Arg::U32(steps)], steps)?;
+    let end = chain::walk(&next, 0, warm as u64 + steps as u64);
+    Ok((record.latency, verify::exact_u32(&[record.words[2] as u32], |_| end)))
+}
+
+/// The constant-memory chain's symbol in the module (kernels-gpu `hierarchy.rs`).
+const CONST_CHAIN: &CStr = c"memlab_const_chain";
+
+/// Constant-memory latency per warp-wide load: broadcast (every lane on one address) and
+/// serialized (32 lanes on 32 addresses). Returns `(broadcast, serialized, check)`.
+pub fn constant(lab: &Lab, steps: u32) -> Result<(Latency, Latency, Check)> {
+    let next = chain::stepping_cycle(CONST_CHAIN_WORDS, 32);
+    let offsets: [u32; CONST_CHAIN_WORDS] = std::array::from_fn(|w| 4 * next[w]);
+    let mut symbol = lab
+        .gpu
+        .module
+        .get_global::<[u32; CONST_CHAIN_WORDS]>(CONST_CHAIN)
+        .map_err(|e| anyhow::anyhow!("constant chain symbol: {}", describe(e)))?;
+    symbol.copy_from(&offsets).map_err(|e| anyhow::anyhow!("constant chain upload: {}", describe(e)))?;
+    let warm = CONST_CHAIN_WORDS as u32;
+    let (mut got, mut want) = (Vec::new(), Vec::new());
+    let mut run = |lane_stride: u32| -> Result<Latency> {
+        let record =
+            probe(lab, "const_chase", 32, 0, &[Arg::U32(lane_stride), Arg::U32(warm), Arg::U32(steps)], steps)?;
+        for lane in 0..32u32 {
+            got.push(record.words[3 + lane as usize] as u32);
+            want.push(4 * chain::walk(&next, lane * lane_stride, warm as u64 + steps as u64));
+        }
+        Ok(record.latency)
+    };
+    let broadcast = run(0)?;
+    let serialized = run(1)?;
+    Ok((broadcast, serialized, verify::exact_u32(&got, |i| want[i])))
+}
+
+/// Register latency: `steps` dependent FMAs in one thread.
+pub fn register(lab: &Lab, steps: u32) -> Result<(Latency, Check)> {
+    let (x, a, b) = (0.25f32, 0.5f32, 1.0f32);
+    let args = [Arg::U32(x.to_bits()), Arg::U32(a.to_bits()), Arg::U32(b.to_bits()), Arg::U32(steps)];
+    let record = probe(lab, "register_chain", 1, 0, &args, steps)?;
+    let want = reference::fma_chain(x, a, b, steps).to_bits();
+    Ok((record.latency, verify::exact_u32(&[record.words[2] as u32], |_| want)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_of_names_only_line_starts_inside_the_chain() {
+        let base = 0x7000_0000u64;
+        assert_eq!(slot_of(base, base), 0);
+        assert_eq!(slot_of(base + 5 * 128, base), 5);
+        assert_eq!(slot_of(base + 8, base), u32::MAX);
+        assert_eq!(slot_of(base - 128, base), u32::MAX);
+        assert_eq!(slot_of(u64::MAX, base), u32::MAX);
+    }
+}

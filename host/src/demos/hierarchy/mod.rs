@@ -1,0 +1,472 @@
+//! The memory-hierarchy table, measured on the GPU in front of the user and printed beside the
+//! seed's rough figures (registers ~1 cycle, shared/L1 ~20-30, L2 ~200, HBM ~400-800 cycles;
+//! ~20, ~10, ~4, 1-3 TB/s).
+//!
+//! # Methods
+//! - **Latency ladder.** One thread follows a chain of dependent 8-byte loads (`chase_global`,
+//!   plain `ld.global`, cached in L1 and L2; `chase_global_cg`, `ld.global.cg`, L2 only). The
+//!   host lays the chain out as a random single cycle over slots 128 bytes (one cache line)
+//!   apart ([`chain`]), so each load waits for the previous one, no two consecutive loads share
+//!   a line, and the order defeats any prefetcher. Working sets run from 4 KiB to at least four
+//!   times the L2 the driver reports ([`ladder::sizes`]); the chain is walked once untimed, then
+//!   4096 loads are timed by the SM's `%clock64` (cycles) and the GPU's `%globaltimer` (ns).
+//!   [`ladder::plateaus`] finds the runs of sizes at one latency; where a run ends, the level's
+//!   capacity lies between its last size and the next one.
+//! - **Other levels.** Shared memory: the same chase with `ld.shared` over 16 KiB. Local memory:
+//!   a 32-word chain in a per-thread array, `ld.local`. Constant memory: one warp follows a
+//!   chain in a `.const` array with `ld.const`, all lanes on one address (broadcast) or on 32
+//!   different ones. Registers: a chain of dependent FMAs.
+//! - **Bandwidth.** Shared memory: `shared_bank_probe` at stride 1 on every SM (the banks
+//!   demo). L2: `read_cg` (16-byte `ld.global.cg` loads) over a quarter of the L2, 256 passes.
+//!   DRAM: `read_cg` over the strided-read buffer (1 GiB) once, the device-to-device memcpy,
+//!   and the theoretical figure from memory clock x bus width. The bus: 256 MiB host <-> device,
+//!   pageable against pinned memory.
+//! - **Spills.** `local_array_constant_index` against `local_array_runtime_index` (PTX
+//!   `ld.local`/`st.local`, `ptxas -v`, the driver's local bytes, time), and
+//!   `register_pressure` under JIT register caps 255 .. 32.
+//!
+//! # Limits
+//! - Cycles are SM clock cycles: the clock during the chase is reported (cycles / ns) next to
+//!   the driver's peak; a GPU boosting or throttling changes ns, not cycles.
+//! - The chain of small working sets is cached after the warm-up walk; chains over twice the L2
+//!   are walked only partly before timing (2 x L2 / 128 links), so their timed loads find
+//!   lines not yet cached, as a cyclic walk over more than the cache always does.
+//! - One thread runs on one SM and sees the L2 as that SM does: the capacity the L2-only ladder
+//!   implies can fall short of the driver's L2 size (on the H200, measured: hits up to 24 MiB
+//!   of the 60 MiB reported, slower hits up to 48 MiB). The L2 is split in two partitions
+//!   (NVIDIA's A100 and H100 whitepapers); how one SM's lines fill them is not documented.
+//! - Large working sets span many pages: beyond the TLBs' reach a load also pays a page-table
+//!   walk, so the DRAM plateau rises with size and is not DRAM latency alone.
+//! - The latency of a level includes the load's issue and the dependent address use (a few
+//!   cycles); one clock read is not overlapped, which is noise over 4096 loads.
+//! - `%globaltimer` ticks coarser than 1 ns on some GPUs; over windows of tens of microseconds
+//!   that is below a percent.
+//! - The constant probe reads 32-bit offsets with `ld.const` (the constant cache); the seed's
+//!   "~1 cycle" is a constant *operand* of an arithmetic instruction, which costs no load at all.
+
+pub mod bandwidth;
+pub mod chain;
+pub mod ladder;
+pub mod latency;
+pub mod spills;
+
+use anyhow::Result;
+
+use super::{KernelRow, Lab, Level, Section};
+use crate::series::{Series, names};
+use crate::verify::Check;
+use bandwidth::Transfer;
+use ladder::{Plateau, bytes};
+use latency::{LadderPoint, Latency};
+
+/// What the hierarchy demo measures and how much.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Largest working set of the ladder, bytes (a power of two); `None`: the smallest power of
+    /// two at least four times the device's L2.
+    pub ladder_max: Option<usize>,
+    /// Timed loads per latency probe.
+    pub steps: u32,
+    /// Bytes of each host <-> device copy.
+    pub transfer_bytes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { ladder_max: None, steps: 4096, transfer_bytes: 256 << 20 }
+    }
+}
+
+/// Smallest working set of the ladder.
+pub const LADDER_MIN: usize = 4 << 10;
+/// Relative spread of a ladder plateau (see [`ladder::plateaus`]).
+pub const PLATEAU_TOLERANCE: f64 = 0.2;
+/// Bytes of the shared-memory chain.
+const SHARED_CHAIN_BYTES: usize = 16 << 10;
+/// Dependent FMAs timed by the register probe.
+const FMA_STEPS: u32 = 1 << 20;
+/// Passes of `read_cg` over the L2-sized buffer.
+const L2_PASSES: u32 = 256;
+/// Rounds of the spill pair.
+const LOCAL_ARRAY_ITERS: u32 = 256;
+/// Reads per thread of the register-pressure sweep.
+const PRESSURE_ITERS: u32 = 64;
+
+/// The seed's figures (second seed's table), per level: latency, bandwidth.
+pub const SEED: [(&str, &str, &str); 6] = [
+    ("registers", "~1 cycle", "~20 TB/s"),
+    ("shared memory / L1", "~20-30 cycles", "~10 TB/s"),
+    ("L2", "~200 cycles", "~4 TB/s"),
+    ("global memory (HBM)", "~400-800 cycles", "1-3 TB/s"),
+    ("constant memory", "~1 cycle on a hit", "-"),
+    ("local memory", "~400-800 cycles", "-"),
+];
+
+/// Everything the demo measured.
+pub struct Measured {
+    /// The latency ladder, ascending sizes.
+    pub ladder: Vec<LadderPoint>,
+    /// Plateaus of the default-caching ladder.
+    pub default_plateaus: Vec<Plateau>,
+    /// Plateaus of the L2-only ladder.
+    pub l2_plateaus: Vec<Plateau>,
+    /// Register FMA chain.
+    pub register: Latency,
+    /// Shared-memory chase.
+    pub shared: Latency,
+    /// Local-memory chase.
+    pub local: Latency,
+    /// Constant memory, broadcast and 32 addresses.
+    pub constant: (Latency, Latency),
+    /// `read_cg` over a quarter of L2, 256 passes.
+    pub l2_read: KernelRow,
+    /// `read_cg` over the DRAM buffer, once.
+    pub dram_read: KernelRow,
+    /// `shared_bank_probe` at stride 1.
+    pub shared_read: KernelRow,
+    /// Device-to-device memcpy, GB/s (read + write).
+    pub memcpy_gbs: f64,
+    /// Host <-> device copies.
+    pub transfers: Vec<Transfer>,
+    /// The spill pair's rows and notes.
+    pub spill_pair: (Vec<KernelRow>, Vec<String>),
+    /// The register sweep's rows.
+    pub sweep: Vec<KernelRow>,
+    /// Checks of the probes (chain ends, FMA result, transfers).
+    pub checks: Vec<(&'static str, Check)>,
+    /// The device's L2, bytes.
+    pub l2_bytes: usize,
+    /// The driver's peak SM clock, GHz.
+    pub peak_clock_ghz: f64,
+    /// The DRAM figure from memory clock x bus width, GB/s.
+    pub theoretical_gbs: f64,
+}
+
+/// Runs the demo with the default options (the `run-demos` entry).
+pub fn run(lab: &mut Lab) -> Result<Section> {
+    Ok(measure_all(lab, &Options::default())?.section())
+}
+
+/// The ladder's largest working set for a device with `l2_bytes` of L2.
+pub fn default_ladder_max(l2_bytes: usize) -> usize {
+    (4 * l2_bytes.max(LADDER_MIN)).next_power_of_two()
+}
+
+/// Measures every row of the table.
+pub fn measure_all(lab: &mut Lab, opts: &Options) -> Result<Measured> {
+    let l2_bytes = lab.gpu.info.l2_bytes as usize;
+    let max = opts.ladder_max.unwrap_or_else(|| default_ladder_max(l2_bytes));
+    let steps = opts.steps;
+    let (ladder, ladder_check) =
+        latency::ladder(lab, &ladder::sizes(LADDER_MIN, max), steps, 2 * l2_bytes / chain::LINE_BYTES)?;
+    let series =
+        |pick: fn(&LadderPoint) -> f64| -> Vec<(usize, f64)> { ladder.iter().map(|p| (p.bytes, pick(p))).collect() };
+    let default_plateaus = ladder::plateaus(&series(|p| p.default.cycles), PLATEAU_TOLERANCE, 2);
+    let l2_plateaus = ladder::plateaus(&series(|p| p.l2_only.cycles), PLATEAU_TOLERANCE, 2);
+    let (register, register_check) = latency::register(lab, FMA_STEPS)?;
+    let (shared, shared_check) = latency::shared(lab, SHARED_CHAIN_BYTES, steps)?;
+    let (local, local_check) = latency::local(lab, steps)?;
+    let (broadcast, serialized, constant_check) = latency::constant(lab, steps)?;
+
+    let l2_ws = (l2_bytes / 4) / 16 * 16;
+    let l2_read = bandwidth::read(
+        lab,
+        l2_ws,
+        L2_PASSES,
+        Level::L2,
+        "a quarter of L2, read 256 times",
+        format!("{} x {L2_PASSES} passes, L2 hits", bytes(l2_ws)),
+    )?;
+    let dram_bytes = lab.sizes.strided_bytes / 16 * 16;
+    let dram_read = bandwidth::read(
+        lab,
+        dram_bytes,
+        1,
+        Level::Global,
+        "a buffer far larger than L2, read once",
+        format!("{}, every byte from DRAM", bytes(dram_bytes)),
+    )?;
+    let shared_read = super::banks::run(lab)?.kernels.remove(0);
+    let memcpy_gbs = match lab.memcpy_gbs {
+        Some(g) => g,
+        None => {
+            super::memcpy::run(lab)?;
+            lab.memcpy_gbs.unwrap_or(f64::NAN)
+        }
+    };
+    let repeats = crate::gpu::timing::Repeats { warmup: 1, runs: 5 };
+    let transfers = bandwidth::transfers(lab, opts.transfer_bytes, repeats)?;
+
+    let spill_pair = spills::local_array_pair(lab, LOCAL_ARRAY_ITERS)?;
+    let sweep = spills::register_sweep(lab, PRESSURE_ITERS)?;
+
+    let mut checks = vec![
+        ("ladder chain ends", ladder_check),
+        ("FMA chain result", register_check),
+        ("shared chain end", shared_check),
+        ("local chain end", local_check),
+        ("constant chain ends (32 lanes x 2)", constant_check),
+    ];
+    checks.extend(transfers.iter().map(|t| ("transfer data", t.check.clone())));
+    let info = &lab.gpu.info;
+    Ok(Measured {
+        ladder,
+        default_plateaus,
+        l2_plateaus,
+        register,
+        shared,
+        local,
+        constant: (broadcast, serialized),
+        l2_read,
+        dram_read,
+        shared_read,
+        memcpy_gbs,
+        transfers,
+        spill_pair,
+        sweep,
+        checks,
+        l2_bytes,
+        peak_clock_ghz: info.sm_clock_khz as f64 / 1e6,
+        theoretical_gbs: info.theoretical_bandwidth_gbs(),
+    })
+}
+
+/// `36 cycles (18.2 ns)`.
+fn latency_text(l: &Latency) -> String {
+    format!("{:.0} cycles ({:.1} ns)", l.cycles, l.ns)
+}
+
+/// The plateau holding the ladder's smallest (`first`) or largest size, else that point alone.
+fn end_latency(points: &[(usize, f64)], plateaus: &[Plateau], first: bool) -> (f64, String) {
+    let (size, lone) = if first { points[0] } else { points[points.len() - 1] };
+    match plateaus.iter().find(|p| p.first_bytes <= size && size <= p.last_bytes) {
+        Some(p) => (p.latency, format!("plateau {} .. {}", bytes(p.first_bytes), bytes(p.last_bytes))),
+        None => (lone, format!("at {}", bytes(size))),
+    }
+}
+
+/// The plateaus as one phrase each: sizes, latency, implied capacity.
+fn plateau_notes(name: &str, plateaus: &[Plateau]) -> Vec<String> {
+    plateaus
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let capacity = match p.next_bytes {
+                Some(next) => format!("holds at least {} and less than {}", bytes(p.last_bytes), bytes(next)),
+                None => "the last level measured".into(),
+            };
+            format!(
+                "{name} plateau {}: {} .. {} ({} sizes) at {:.0} cycles: {capacity}",
+                i + 1,
+                bytes(p.first_bytes),
+                bytes(p.last_bytes),
+                p.points,
+                p.latency
+            )
+        })
+        .collect()
+}
+
+impl Measured {
+    fn series(&self, pick: fn(&LadderPoint) -> &Latency) -> Vec<(usize, f64)> {
+        self.ladder.iter().map(|p| (p.bytes, pick(p).cycles)).collect()
+    }
+
+    /// Cycles over ns of the whole ladder: the SM clock while the chases ran, GHz.
+    pub fn measured_clock_ghz(&self) -> f64 {
+        let cycles: f64 = self.ladder.iter().map(|p| p.default.cycles + p.l2_only.cycles).sum();
+        let ns: f64 = self.ladder.iter().map(|p| p.default.ns + p.l2_only.ns).sum();
+        cycles / ns
+    }
+
+    /// The measured table beside the seed's: one row per level, then the bus.
+    pub fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let header =
+            ["level", "seed latency", "measured latency", "seed bandwidth", "measured bandwidth", "measured by"];
+        let (l1, l1_where) = end_latency(&self.series(|p| &p.default), &self.default_plateaus, true);
+        let (l2, l2_where) = end_latency(&self.series(|p| &p.l2_only), &self.l2_plateaus, true);
+        let (dram, dram_where) = end_latency(&self.series(|p| &p.default), &self.default_plateaus, false);
+        let ns = |cycles: f64| cycles / self.measured_clock_ghz();
+        let at = |cycles: f64| format!("{cycles:.0} cycles ({:.0} ns)", ns(cycles));
+        let gbs = |row: &KernelRow| format!("{:.0} GB/s", row.rate.value());
+        let (broadcast, serialized) = &self.constant;
+        let seed = |i: usize| (SEED[i].0.to_string(), SEED[i].1.to_string(), SEED[i].2.to_string());
+        let mut rows = Vec::new();
+        let mut push = |(level, seed_lat, seed_bw): (String, String, String), lat: String, bw: String, by: String| {
+            rows.push(vec![level, seed_lat, lat, seed_bw, bw, by]);
+        };
+        push(
+            seed(0),
+            format!("{} per dependent FMA", latency_text(&self.register)),
+            "-".into(),
+            "register_chain".into(),
+        );
+        push(
+            ("shared memory".into(), SEED[1].1.into(), SEED[1].2.into()),
+            latency_text(&self.shared),
+            format!("{} (all SMs)", gbs(&self.shared_read)),
+            "chase_shared; shared_bank_probe stride 1".into(),
+        );
+        push(
+            ("L1 (global loads)".into(), SEED[1].1.into(), SEED[1].2.into()),
+            at(l1),
+            "-".into(),
+            format!("chase_global, {l1_where}"),
+        );
+        push(
+            seed(2),
+            at(l2),
+            format!("{} ({} in L2)", gbs(&self.l2_read), bytes(self.l2_bytes / 4)),
+            format!("chase_global_cg, {l2_where}; read_cg"),
+        );
+        push(
+            seed(3),
+            at(dram),
+            format!(
+                "read {}, memcpy {:.0} GB/s, clock x bus {:.0} GB/s",
+                gbs(&self.dram_read),
+                self.memcpy_gbs,
+                self.theoretical_gbs
+            ),
+            format!("chase_global, {dram_where}; read_cg; cuMemcpyDtoD"),
+        );
+        push(
+            seed(4),
+            format!("broadcast {}; 32 addresses {}", latency_text(broadcast), latency_text(serialized)),
+            "-".into(),
+            "const_chase, one warp".into(),
+        );
+        push(seed(5), format!("{} (L1 hit)", latency_text(&self.local)), "-".into(), "chase_local".into());
+        for t in &self.transfers {
+            push(
+                (format!("bus, {} ({})", t.direction, t.memory), "-".into(), "-".into()),
+                "-".into(),
+                format!("{:.1} GB/s", t.gbs),
+                "cuMemcpy*Async, 256 MiB".into(),
+            );
+        }
+        (header.map(String::from).to_vec(), rows)
+    }
+
+    /// The ladder as a table: size, cycles and ns with default caching and with L2 only.
+    pub fn ladder_table(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let header = ["working set", "default cycles", "default ns", "L2-only cycles", "L2-only ns"];
+        let rows = self
+            .ladder
+            .iter()
+            .map(|p| {
+                vec![
+                    bytes(p.bytes),
+                    format!("{:.1}", p.default.cycles),
+                    format!("{:.1}", p.default.ns),
+                    format!("{:.1}", p.l2_only.cycles),
+                    format!("{:.1}", p.l2_only.ns),
+                ]
+            })
+            .collect();
+        (header.map(String::from).to_vec(), rows)
+    }
+
+    /// The notes: plateaus and capacities, constant memory, clock, spills, the ladder chart.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = plateau_notes("default-caching ladder", &self.default_plateaus);
+        notes.extend(plateau_notes("L2-only ladder", &self.l2_plateaus));
+        notes.push(format!(
+            "the driver reports {} of L2; the CUDA C++ Programming Guide gives cc 9.0 a 256 KB unified L1/shared data cache per SM",
+            bytes(self.l2_bytes)
+        ));
+        let (broadcast, serialized) = &self.constant;
+        notes.push(format!(
+            "constant memory: 32 lanes on 32 addresses take {:.1}x a broadcast",
+            serialized.cycles / broadcast.cycles
+        ));
+        notes.push(format!(
+            "SM clock during the chases {:.2} GHz (cycles / globaltimer ns); the driver's peak {:.2} GHz",
+            self.measured_clock_ghz(),
+            self.peak_clock_ghz
+        ));
+        notes.extend(self.spill_pair.1.iter().cloned());
+        for row in &self.sweep {
+            notes.push(format!(
+                "register_pressure {}: driver {} regs, {} B local, {} blocks/SM ({:.0}% occupancy), {:.3} ms",
+                row.prediction,
+                row.attrs.regs,
+                row.attrs.local_bytes,
+                row.occupancy.active_blocks,
+                100.0 * row.occupancy.occupancy,
+                row.timing.median_ms
+            ));
+        }
+        for (what, check) in &self.checks {
+            notes.push(format!("check, {what}: {}", check.summary("exact")));
+        }
+        notes.push("latency ladder, cycles per load (`#` default caching, `o` L2 only):".into());
+        let sizes: Vec<usize> = self.ladder.iter().map(|p| p.bytes).collect();
+        let default: Vec<f64> = self.ladder.iter().map(|p| p.default.cycles).collect();
+        let l2: Vec<f64> = self.ladder.iter().map(|p| p.l2_only.cycles).collect();
+        notes.extend(ladder::chart(&sizes, &default, &l2, 50).into_iter().map(|l| format!("`{l}`")));
+        notes
+    }
+
+    /// The latency ladder as chart series: one labelled point per working set, cycles per load.
+    fn ladder_series(&self) -> Vec<Series> {
+        let (x, y) = ("working set", "cycles per dependent load");
+        let points = |pick: fn(&LadderPoint) -> f64| {
+            self.ladder.iter().map(move |p| (p.bytes as f64, pick(p), ladder::bytes(p.bytes))).collect::<Vec<_>>()
+        };
+        vec![
+            Series::labelled(names::LADDER_DEFAULT, x, y, points(|p| p.default.cycles)),
+            Series::labelled(names::LADDER_L2, x, y, points(|p| p.l2_only.cycles)),
+        ]
+    }
+
+    /// The demo's report section.
+    pub fn section(&self) -> Section {
+        let mut kernels = vec![self.shared_read.clone(), self.l2_read.clone(), self.dram_read.clone()];
+        kernels.extend(self.spill_pair.0.iter().cloned());
+        kernels.extend(self.sweep.iter().cloned());
+        Section {
+            name: "hierarchy",
+            title: "The memory hierarchy, measured: latency ladder, bandwidth per level, spills".into(),
+            lesson: "Each level down the hierarchy is bigger and slower: dependent loads show the latency of the level that holds the working set, many threads show its bandwidth, and an array indexed at run time leaves the registers for local memory.".into(),
+            kernels,
+            sweep: Some(self.table()),
+            checks: self.checks.iter().map(|(_, c)| c.clone()).collect(),
+            notes: self.notes(),
+            series: self.ladder_series(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ladder_reaches_four_times_l2() {
+        assert_eq!(default_ladder_max(50 << 20), 256 << 20);
+        assert_eq!(default_ladder_max(64 << 20), 256 << 20);
+        assert_eq!(default_ladder_max(6 << 20), 32 << 20);
+        assert_eq!(default_ladder_max(0), 16 << 10);
+    }
+
+    #[test]
+    fn end_latency_prefers_the_plateau_holding_the_end() {
+        let points = [(4096, 30.0), (8192, 31.0), (16384, 300.0), (32768, 600.0)];
+        let p = ladder::plateaus(&points, 0.2, 2);
+        let (first, how) = end_latency(&points, &p, true);
+        assert_eq!((first, how.as_str()), (30.5, "plateau 4 KiB .. 8 KiB"));
+        let (last, how) = end_latency(&points, &p, false);
+        assert_eq!((last, how.as_str()), (600.0, "at 32 KiB"));
+    }
+
+    #[test]
+    fn plateau_notes_state_capacity_bounds() {
+        let p = Plateau { first_bytes: 4096, last_bytes: 196608, next_bytes: Some(262144), latency: 33.4, points: 12 };
+        let notes = plateau_notes("x", &[p]);
+        assert_eq!(
+            notes,
+            ["x plateau 1: 4 KiB .. 192 KiB (12 sizes) at 33 cycles: holds at least 192 KiB and less than 256 KiB"]
+        );
+    }
+}
