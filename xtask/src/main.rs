@@ -5,7 +5,8 @@
 //!   `ptxas`/`nvdisasm`/`cuobjdump` from PyPI for the CPU tests. The kernels' nightly toolchain
 //!   is installed by `host/build.rs` itself.
 //! - `test`: setup, then formatting, clippy and every test of the workspace.
-//! - `run-demos [ARGS]`: setup, build the `memlab` binary, run its `run-demos` on the GPU.
+//! - `run-demos [ARGS]` and every other `memlab` command (`occupancy`, `inspect`, `report`,
+//!   `hierarchy`, `race-lesson`, `devices`): setup, build the `memlab` binary, run it.
 //! - `bundle DIR`: build the binary and copy it to `DIR`, to run on a GPU machine without cargo.
 //! - `sanitize-script DIR`: write `DIR/sanitize.sh`, the compute-sanitizer matrix (see
 //!   `sanitize.rs`) to run next to a bundled `memlab` on a GPU machine.
@@ -28,11 +29,13 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("setup") => setup().map(|_| ()),
         Some("test") => test(),
-        Some("run-demos") => run_demos(&args[1..]),
         Some("bundle") => bundle(args.get(1).map(PathBuf::from)),
         Some("sanitize-script") => sanitize::write(args.get(1).map(PathBuf::from)),
+        Some(command) if !command.starts_with('-') => memlab(&args),
         _ => {
-            eprintln!("usage: cargo xtask <setup | test | run-demos [ARGS] | bundle DIR | sanitize-script DIR>");
+            eprintln!(
+                "usage: cargo xtask <setup | test | bundle DIR | sanitize-script DIR | MEMLAB-COMMAND [ARGS]> (memlab commands: run-demos, devices, occupancy, inspect, report, hierarchy, race-lesson)"
+            );
             return ExitCode::from(2);
         }
     };
@@ -165,14 +168,18 @@ fn build_release(tools: &Tools) -> Result<PathBuf> {
     Ok(root().join("target/release/memlab"))
 }
 
-fn run_demos(args: &[String]) -> Result<()> {
+/// Builds the `memlab` binary and runs it with `args` (`run-demos ...`, `occupancy ...`), exiting
+/// with its exit code. The binary is run directly, not through `cargo run`, so a machine's own
+/// driver library is the one loaded; on a machine without one, the library `setup` fetched lets
+/// it start, and the commands that need no GPU (occupancy, inspect, report) work.
+fn memlab(args: &[String]) -> Result<()> {
     let tools = setup()?;
     let bin = build_release(&tools)?;
+    let mut cmd = Command::new(&bin);
     if system_libcuda().is_none() {
-        bail!("no NVIDIA driver library (libcuda.so.1) on this machine: run-demos needs an NVIDIA GPU and its driver");
+        cmd.env("LD_LIBRARY_PATH", tools.cuda_link.join("lib64"));
     }
-    // Run the binary directly, not through `cargo run`, so the driver's own libcuda is used.
-    let status = Command::new(&bin).arg("run-demos").args(args).status()?;
+    let status = cmd.args(args).status()?;
     std::process::exit(status.code().unwrap_or(2));
 }
 
