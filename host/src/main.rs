@@ -26,6 +26,8 @@ enum Command {
     RunDemos(commands::run_demos::Args),
     /// Print the device report for every visible GPU.
     Devices,
+    /// Time every Rust kernel against its CUDA C++ twin (bench/twins.cu) and print the ratios.
+    Bench(commands::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -59,5 +61,6 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     match cli.command {
         Command::RunDemos(args) => commands::run_demos::run(args),
         Command::Devices => commands::devices::run(),
+        Command::Bench(args) => commands::bench::run(args),
     }
 }

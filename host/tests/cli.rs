@@ -31,7 +31,7 @@ fn help_lists_the_commands() {
 
 #[test]
 fn no_gpu_is_one_line_exit_2_and_no_result() {
-    for args in [&["devices"][..], &["run-demos"][..]] {
+    for args in [&["devices"][..], &["run-demos"][..], &["bench"][..]] {
         let o = memlab(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         let err = stderr(&o);
@@ -52,6 +52,9 @@ fn bad_sizes_are_refused_before_touching_the_gpu() {
         (&["run-demos", "--strided-bytes", "0MiB"][..], "at least 1 byte"),
         (&["run-demos", "--only", "nosuch"][..], "nosuch"),
         (&["run-demos", "--runs", "0"][..], "0"),
+        (&["run-demos", "--sgemm", "4096x0x4096"][..], "out of range: allowed 1..=4294967295"),
+        (&["bench", "--twins", "t.cubin", "--rounds", "0"][..], "0"),
+        (&["bench", "--twins", "t.cubin", "--sgemm", "64x64"][..], "expected 3 sizes"),
     ] {
         let o = memlab(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");

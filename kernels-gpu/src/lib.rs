@@ -15,6 +15,7 @@
 pub mod device;
 pub mod matmul;
 pub mod probes;
+pub mod sgemm;
 pub mod transpose;
 
 #[panic_handler]

@@ -6,6 +6,8 @@
 //!   is installed by `host/build.rs` itself.
 //! - `test`: setup, then formatting, clippy and every test of the workspace.
 //! - `run-demos [ARGS]`: setup, build the `memlab` binary, run its `run-demos` on the GPU.
+//! - `bench [ARGS]`: build the CUDA C++ twins (`bench/twins.cu`) with the machine's nvcc for its
+//!   GPU, build the binary, run `memlab bench` (JSON in `target/bench.json`).
 //! - `bundle DIR`: build the binary and copy it to `DIR`, to run on a GPU machine without cargo.
 
 use std::env;
@@ -26,8 +28,9 @@ fn main() -> ExitCode {
         Some("test") => test(),
         Some("run-demos") => run_demos(&args[1..]),
         Some("bundle") => bundle(args.get(1).map(PathBuf::from)),
+        Some("bench") => bench(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <setup | test | run-demos [ARGS] | bundle DIR>");
+            eprintln!("usage: cargo xtask <setup | test | run-demos [ARGS] | bench [ARGS] | bundle DIR>");
             return ExitCode::from(2);
         }
     };
@@ -168,6 +171,38 @@ fn run_demos(args: &[String]) -> Result<()> {
     }
     // Run the binary directly, not through `cargo run`, so the driver's own libcuda is used.
     let status = Command::new(&bin).arg("run-demos").args(args).status()?;
+    std::process::exit(status.code().unwrap_or(2));
+}
+
+/// nvcc: `$NVCC`, else the `PATH`'s, else the CUDA toolkit's default location.
+fn nvcc() -> Option<PathBuf> {
+    let on_path = |name: &str| env::split_paths(&env::var_os("PATH")?).map(|d| d.join(name)).find(|p| p.is_file());
+    env::var_os("NVCC")
+        .map(PathBuf::from)
+        .or_else(|| on_path("nvcc"))
+        .or_else(|| Some(PathBuf::from("/usr/local/cuda/bin/nvcc")).filter(|p| p.is_file()))
+}
+
+fn bench(args: &[String]) -> Result<()> {
+    let tools = setup()?;
+    let nvcc = nvcc().context(
+        "bench needs nvcc (CUDA toolkit) to build the CUDA C++ twins: none in $NVCC, on PATH or at /usr/local/cuda/bin",
+    )?;
+    if system_libcuda().is_none() {
+        bail!("no NVIDIA driver library (libcuda.so.1) on this machine: bench needs an NVIDIA GPU and its driver");
+    }
+    let cubin = root().join("bench/build/twins.cubin");
+    fs::create_dir_all(cubin.parent().unwrap())?;
+    // -arch=native: SASS for the GPU of this machine, as the Rust PTX is JIT-compiled for it.
+    run(Command::new(&nvcc)
+        .args(["-O3", "-arch=native", "-cubin", "-o"])
+        .arg(&cubin)
+        .arg(root().join("bench/twins.cu")))
+    .context("nvcc of bench/twins.cu")?;
+    let bin = build_release(&tools)?;
+    let json = root().join("target/bench.json");
+    let status =
+        Command::new(&bin).arg("bench").arg("--twins").arg(&cubin).arg("--json").arg(&json).args(args).status()?;
     std::process::exit(status.code().unwrap_or(2));
 }
 

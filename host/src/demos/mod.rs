@@ -6,6 +6,7 @@ pub mod banks;
 pub mod coalescing;
 pub mod matmul;
 pub mod memcpy;
+pub mod sgemm;
 pub mod transpose;
 
 use anyhow::Result;
@@ -20,7 +21,7 @@ use crate::refuse;
 use crate::verify::Check;
 
 /// Names of the demos, in the order `run-demos` runs them.
-pub const NAMES: [&str; 5] = ["memcpy", "transpose", "matmul", "coalescing", "banks"];
+pub const NAMES: [&str; 6] = ["memcpy", "transpose", "matmul", "sgemm", "coalescing", "banks"];
 
 /// Problem sizes and repeat counts of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +32,8 @@ pub struct Sizes {
     pub matmul: (usize, usize, usize),
     /// Matmul shape for the naive kernel (slow at large sizes).
     pub matmul_naive: (usize, usize, usize),
+    /// SGEMM ladder shapes `(m, n, k)`, each timed next to cuBLAS.
+    pub sgemm: Vec<(usize, usize, usize)>,
     /// Bytes spanned by the strided-read buffer.
     pub strided_bytes: usize,
     /// Shared-memory loads per thread in the bank probe (a multiple of 8).
@@ -45,6 +48,7 @@ impl Default for Sizes {
             transpose: (8192, 8192),
             matmul: (4096, 4096, 4096),
             matmul_naive: (4096, 4096, 4096),
+            sgemm: vec![(4096, 4096, 4096), (8192, 8192, 8192)],
             strided_bytes: 1 << 30,
             bank_iters: 16384,
             repeats: Repeats { warmup: 3, runs: 20 },
@@ -143,6 +147,7 @@ pub fn run(lab: &mut Lab, name: &str) -> Result<Section> {
         "memcpy" => memcpy::run(lab),
         "transpose" => transpose::run(lab),
         "matmul" => matmul::run(lab),
+        "sgemm" => sgemm::run(lab),
         "coalescing" => coalescing::run(lab),
         "banks" => banks::run(lab),
         other => refuse!("unknown demo `{other}`: choose from {}", NAMES.join(", ")),
