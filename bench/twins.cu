@@ -57,12 +57,12 @@ KERNEL void transpose_padded(const float* in, float* out, unsigned rows, unsigne
 }
 
 KERNEL void transpose_vectorized(const float* in, float* out, unsigned rows, unsigned cols) {
-    extern __shared__ float tile[];  // 32 x 33; block 8 x 16, 2 float4 per thread
-    unsigned tx = threadIdx.x, ty = threadIdx.y, r0 = blockIdx.y * 32, c0 = blockIdx.x * 32;
-    bool vec = rows % 4 == 0 && cols % 4 == 0 && r0 + 32 <= rows && c0 + 32 <= cols;
-    float4 v[2];
+    extern __shared__ float tile[];  // 64 x 65; block 16 x 16, 4 float4 per thread
+    unsigned tx = threadIdx.x, ty = threadIdx.y, r0 = blockIdx.y * 64, c0 = blockIdx.x * 64;
+    bool vec = rows % 4 == 0 && cols % 4 == 0 && r0 + 64 <= rows && c0 + 64 <= cols;
+    float4 v[4];
 #pragma unroll
-    for (unsigned i = 0; i < 2; i++) {
+    for (unsigned i = 0; i < 4; i++) {
         unsigned r = r0 + ty + 16 * i, c = c0 + 4 * tx;
         if (vec) {
             v[i] = *reinterpret_cast<const float4*>(in + r * cols + c);
@@ -73,8 +73,8 @@ KERNEL void transpose_vectorized(const float* in, float* out, unsigned rows, uns
         }
     }
 #pragma unroll
-    for (unsigned i = 0; i < 2; i++) {
-        float* base = tile + (ty + 16 * i) * 33 + 4 * tx;
+    for (unsigned i = 0; i < 4; i++) {
+        float* base = tile + (ty + 16 * i) * 65 + 4 * tx;
         base[0] = v[i].x;
         base[1] = v[i].y;
         base[2] = v[i].z;
@@ -82,13 +82,13 @@ KERNEL void transpose_vectorized(const float* in, float* out, unsigned rows, uns
     }
     __syncthreads();
 #pragma unroll
-    for (unsigned i = 0; i < 2; i++) {
+    for (unsigned i = 0; i < 4; i++) {
         unsigned r = c0 + ty + 16 * i, c = r0 + 4 * tx;
         float4 w;
-        w.x = tile[(4 * tx + 0) * 33 + ty + 16 * i];
-        w.y = tile[(4 * tx + 1) * 33 + ty + 16 * i];
-        w.z = tile[(4 * tx + 2) * 33 + ty + 16 * i];
-        w.w = tile[(4 * tx + 3) * 33 + ty + 16 * i];
+        w.x = tile[(4 * tx + 0) * 65 + ty + 16 * i];
+        w.y = tile[(4 * tx + 1) * 65 + ty + 16 * i];
+        w.z = tile[(4 * tx + 2) * 65 + ty + 16 * i];
+        w.w = tile[(4 * tx + 3) * 65 + ty + 16 * i];
         if (vec) {
             *reinterpret_cast<float4*>(out + r * rows + c) = w;
         } else {

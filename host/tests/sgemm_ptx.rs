@@ -48,8 +48,8 @@ fn vector_rungs_and_the_vectorized_transpose_use_128_bit_accesses() {
             assert_eq!(count_ops(body(p, kernel), "ld.global.v4"), 0, "{}/{kernel} is the scalar rung", p.arch);
         }
         let t = body(p, "transpose_vectorized");
-        assert_eq!(count_ops(t, "ld.global.v4"), 2, "{}", p.arch);
-        assert_eq!(count_ops(t, "st.global.v4"), 2, "{}", p.arch);
+        assert_eq!(count_ops(t, "ld.global.v4"), 4, "{}", p.arch);
+        assert_eq!(count_ops(t, "st.global.v4"), 4, "{}", p.arch);
     }
 }
 

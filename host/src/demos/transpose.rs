@@ -67,10 +67,10 @@ pub const KERNELS: [Kernel; 5] = [
     },
     Kernel {
         name: "transpose_vectorized",
-        tile: TILE,
-        block: (8, 16),
-        smem: (TILE * (TILE + 1) * 4) as u32,
-        lesson: "32x33 shared tile, 128-bit global loads and stores: 2 float4 per thread",
+        tile: 64,
+        block: (16, 16),
+        smem: 64 * 65 * 4,
+        lesson: "64x65 shared tile, 128-bit loads and stores: 16 floats per thread in flight",
     },
 ];
 
@@ -82,9 +82,9 @@ fn prediction(kernel: &Kernel, rows: usize) -> String {
     let mut text = format!("stores {:.1}% sector-efficient", 100.0 * stores);
     if kernel.smem > 0 {
         let pitch = kernel.smem as u64 / 4 / kernel.tile as u64;
-        // Lane (tx, ty) of an 8 x 16 block reads row 4 tx, column ty; of a 32 x 8 block row tx.
-        let request = if kernel.block.0 == 8 {
-            WarpRequest::from_words(&(0..32u64).map(|l| 4 * (l % 8) * pitch + l / 8).collect::<Vec<_>>())
+        // Lane (tx, ty) of a 16 x 16 block reads row 4 tx, column ty; of a 32 x 8 block row tx.
+        let request = if kernel.block.0 == 16 {
+            WarpRequest::from_words(&(0..32u64).map(|l| 4 * (l % 16) * pitch + l / 16).collect::<Vec<_>>())
         } else {
             WarpRequest::column_of_tile(pitch)
         };
