@@ -400,24 +400,27 @@ impl BarChart {
         })
     }
 
-    /// The SGEMM ladder: the `sgemm` section's kernels (TFLOP/s) in order, with its
-    /// [`names::REFERENCE`] series as lines; `None` when the run has no such section.
+    /// The SGEMM ladder: the `sgemm` section's kernels (TFLOP/s) in order, at the first size the
+    /// run measured (a rung's first row), with the first [`names::REFERENCE`] point (cuBLAS at
+    /// that size) as a line; `None` when the run has no such section.
     pub fn sgemm_ladder(sections: &[Section]) -> Option<Self> {
         let s = section(sections, "sgemm")?;
-        let bars: Vec<Bar> = s
-            .kernels
-            .iter()
-            .filter_map(|k| match k.rate {
-                Rate::Tflops(t) => Some((k.kernel.to_string(), t)),
-                _ => None,
-            })
-            .collect();
+        let mut bars: Vec<Bar> = Vec::new();
+        for k in &s.kernels {
+            if let Rate::Tflops(t) = k.rate
+                && !bars.iter().any(|(name, _)| name == k.kernel)
+            {
+                bars.push((k.kernel.to_string(), t));
+            }
+        }
         if bars.is_empty() {
             return None;
         }
         let references = series(s, names::REFERENCE)
-            .map(|r| r.points.iter().map(|p| (p.label.clone().unwrap_or_default(), p.y)).collect())
-            .unwrap_or_default();
+            .and_then(|r| r.points.first())
+            .map(|p| (p.label.clone().unwrap_or_default(), p.y))
+            .into_iter()
+            .collect();
         Some(BarChart { stem: "sgemm_ladder", title: s.title.clone(), unit: "TFLOP/s", bars, references })
     }
 }

@@ -37,6 +37,8 @@ enum Command {
     Report(commands::report::Args),
     /// Measure the memory-hierarchy table (latency ladder, bandwidth per level, spills).
     Hierarchy(commands::hierarchy::Args),
+    /// Time every Rust kernel against its CUDA C++ twin (bench/twins.cu) and print the ratios.
+    Bench(commands::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -88,5 +90,6 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Inspect(args) => commands::inspect::run(args),
         Command::Report(args) => commands::report::run(args),
         Command::Hierarchy(args) => commands::hierarchy::run(args),
+        Command::Bench(args) => commands::bench::run(args),
     }
 }

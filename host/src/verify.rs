@@ -82,6 +82,12 @@ pub fn exact_u32(got: &[u32], want: impl Fn(usize) -> u32) -> Check {
     Check::from_pairs(digest(got.iter().copied()), got.iter().enumerate().map(|(i, &g)| (i, g, want(i))))
 }
 
+/// Checks that every value is finite (no NaN, no infinity): for outputs with no reference of
+/// their own, such as a twin's first run that later runs are compared with bit for bit.
+pub fn finite_f32(got: &[f32]) -> Check {
+    Check::from_pairs(digest_f32(got), got.iter().enumerate().map(|(i, v)| (i, v.is_finite(), true)))
+}
+
 /// Exact comparison of one value (a count, a checksum); the digest is the value's hash.
 pub fn exact_one<T: PartialEq + std::fmt::Display>(got: T, want: T) -> Check {
     let digest = digest(got.to_string().bytes().map(u32::from));
@@ -145,6 +151,8 @@ mod tests {
         assert!(!exact_f32(&[1.0], &[1.0, 2.0]).passed());
         assert!(exact_u32(&[0, 2, 4], |i| 2 * i as u32).passed());
         assert!(exact_one(7u64, 7).passed());
+        assert!(finite_f32(&[1.0, -0.0]).passed());
+        assert_eq!(finite_f32(&[1.0, f32::NAN, f32::INFINITY]).mismatches, 2);
         assert_eq!(exact_one(6u64, 7).first_bad, Some((0, "6".into(), "7".into())));
         assert!(!Check::new(0).passed());
     }

@@ -31,7 +31,7 @@ fn help_lists_the_commands() {
 
 #[test]
 fn no_gpu_is_one_line_exit_2_and_no_result() {
-    for args in [&["devices"][..], &["run-demos"][..], &["race-lesson"][..]] {
+    for args in [&["devices"][..], &["run-demos"][..], &["race-lesson"][..], &["bench"][..]] {
         let o = memlab(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         let err = stderr(&o);
@@ -70,6 +70,9 @@ fn bad_sizes_are_refused_before_touching_the_gpu() {
         (&["race-lesson", "--matmul", "0x64x64"][..], "out of range: allowed 1..=4294967295"),
         (&["race-lesson", "--runs", "0"][..], "0 is not in 1..=1000"),
         (&["no-such-command"][..], "unrecognized subcommand 'no-such-command' [commands: run-demos, devices, "),
+        (&["run-demos", "--sgemm", "4096x0x4096"][..], "out of range: allowed 1..=4294967295"),
+        (&["bench", "--twins", "t.cubin", "--rounds", "0"][..], "0"),
+        (&["bench", "--twins", "t.cubin", "--sgemm", "64x64"][..], "expected 3 sizes"),
     ] {
         assert_refused(args, needle);
     }

@@ -121,8 +121,9 @@ fn ptxas_reports_no_spills_and_no_stack_for_any_kernel() {
                 k.stack_bytes
             };
             assert_eq!((k.spill_stores, k.spill_loads, stack), (0, 0, 0), "{}: {k:?}", p.arch);
-            // register_pressure keeps 128 floats live on purpose; the rest are small kernels.
-            let most = if k.kernel == "register_pressure" { 255 } else { 64 };
+            // register_pressure keeps 128 floats live on purpose, the SGEMM rungs 8 or 64
+            // accumulators (tests/sgemm_ptx.rs); the rest are small kernels.
+            let most = if k.kernel == "register_pressure" || k.kernel.starts_with("sgemm_") { 255 } else { 64 };
             assert!(k.regs > 0 && k.regs <= most, "{}: {k:?}", p.arch);
             // Shared memory is dynamic only: the launch, not the kernel, sizes it.
             assert_eq!(k.smem_bytes, 0, "{}: {k:?}", p.arch);

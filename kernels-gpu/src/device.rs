@@ -91,3 +91,28 @@ pub unsafe fn load<T: Copy>(p: *const T) -> T {
     GLOBAL_LOADS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
     unsafe { *p }
 }
+
+/// `float4`: 16 bytes, 16-byte aligned, so loads and stores through it are single 128-bit
+/// accesses (`ld.v4.f32`/`st.v4.f32`; CUDA C++ Programming Guide, "Device Memory Accesses":
+/// 16-byte words need 16-byte alignment).
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+pub struct F4(pub [f32; 4]);
+
+/// Four floats from `p` with one 128-bit load.
+///
+/// # Safety
+/// `p` is 16-byte aligned and points to 4 readable floats.
+#[inline(always)]
+pub unsafe fn load4(p: *const f32) -> [f32; 4] {
+    unsafe { (*p.cast::<F4>()).0 }
+}
+
+/// Stores four floats at `p` with one 128-bit store.
+///
+/// # Safety
+/// `p` is 16-byte aligned and points to 4 writable floats.
+#[inline(always)]
+pub unsafe fn store4(p: *mut f32, v: [f32; 4]) {
+    unsafe { *p.cast::<F4>() = F4(v) }
+}

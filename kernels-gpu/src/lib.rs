@@ -24,6 +24,7 @@ pub mod hierarchy;
 pub mod matmul;
 pub mod probes;
 pub mod race;
+pub mod sgemm;
 pub mod transpose;
 
 #[panic_handler]

@@ -7,6 +7,8 @@
 //! - `test`: setup, then formatting, clippy and every test of the workspace.
 //! - `run-demos [ARGS]` and every other `memlab` command (`occupancy`, `inspect`, `report`,
 //!   `hierarchy`, `race-lesson`, `devices`): setup, build the `memlab` binary, run it.
+//! - `bench [ARGS]`: build the CUDA C++ twins (`bench/twins.cu`) with the machine's nvcc for its
+//!   GPU, build the binary, run `memlab bench` (JSON in `target/bench.json`).
 //! - `bundle DIR`: build the binary and copy it to `DIR`, to run on a GPU machine without cargo.
 //! - `sanitize-script DIR`: write `DIR/sanitize.sh`, the compute-sanitizer matrix (see
 //!   `sanitize.rs`) to run next to a bundled `memlab` on a GPU machine.
@@ -31,10 +33,11 @@ fn main() -> ExitCode {
         Some("test") => test(),
         Some("bundle") => bundle(args.get(1).map(PathBuf::from)),
         Some("sanitize-script") => sanitize::write(args.get(1).map(PathBuf::from)),
+        Some("bench") => bench(&args[1..]),
         Some(command) if !command.starts_with('-') => memlab(&args),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | test | bundle DIR | sanitize-script DIR | MEMLAB-COMMAND [ARGS]> (memlab commands: run-demos, devices, occupancy, inspect, report, hierarchy, race-lesson)"
+                "usage: cargo xtask <setup | test | bundle DIR | sanitize-script DIR | bench [ARGS] | MEMLAB-COMMAND [ARGS]> (memlab commands: run-demos, devices, occupancy, inspect, report, hierarchy, race-lesson)"
             );
             return ExitCode::from(2);
         }
@@ -180,6 +183,38 @@ fn memlab(args: &[String]) -> Result<()> {
         cmd.env("LD_LIBRARY_PATH", tools.cuda_link.join("lib64"));
     }
     let status = cmd.args(args).status()?;
+    std::process::exit(status.code().unwrap_or(2));
+}
+
+/// nvcc: `$NVCC`, else the `PATH`'s, else the CUDA toolkit's default location.
+fn nvcc() -> Option<PathBuf> {
+    let on_path = |name: &str| env::split_paths(&env::var_os("PATH")?).map(|d| d.join(name)).find(|p| p.is_file());
+    env::var_os("NVCC")
+        .map(PathBuf::from)
+        .or_else(|| on_path("nvcc"))
+        .or_else(|| Some(PathBuf::from("/usr/local/cuda/bin/nvcc")).filter(|p| p.is_file()))
+}
+
+fn bench(args: &[String]) -> Result<()> {
+    let tools = setup()?;
+    let nvcc = nvcc().context(
+        "bench needs nvcc (CUDA toolkit) to build the CUDA C++ twins: none in $NVCC, on PATH or at /usr/local/cuda/bin",
+    )?;
+    if system_libcuda().is_none() {
+        bail!("no NVIDIA driver library (libcuda.so.1) on this machine: bench needs an NVIDIA GPU and its driver");
+    }
+    let cubin = root().join("bench/build/twins.cubin");
+    fs::create_dir_all(cubin.parent().unwrap())?;
+    // -arch=native: SASS for the GPU of this machine, as the Rust PTX is JIT-compiled for it.
+    run(Command::new(&nvcc)
+        .args(["-O3", "-arch=native", "-cubin", "-o"])
+        .arg(&cubin)
+        .arg(root().join("bench/twins.cu")))
+    .context("nvcc of bench/twins.cu")?;
+    let bin = build_release(&tools)?;
+    let json = root().join("target/bench.json");
+    let status =
+        Command::new(&bin).arg("bench").arg("--twins").arg(&cubin).arg("--json").arg(&json).args(args).status()?;
     std::process::exit(status.code().unwrap_or(2));
 }
 

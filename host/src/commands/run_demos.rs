@@ -25,6 +25,9 @@ pub struct Args {
     /// Tiled matmul shape, MxNxK.
     #[arg(long, default_value = "4096x4096x4096", value_parser = cli::dims::<3>)]
     pub matmul: [usize; 3],
+    /// SGEMM ladder shapes, MxNxK each.
+    #[arg(long, num_args = 1.., default_values = ["4096x4096x4096", "8192x8192x8192"], value_parser = cli::dims::<3>)]
+    pub sgemm: Vec<[usize; 3]>,
     /// Naive matmul shape, MxNxK (default: the tiled shape).
     #[arg(long, value_parser = cli::dims::<3>)]
     pub matmul_naive: Option<[usize; 3]>,
@@ -64,6 +67,7 @@ pub fn run(args: Args) -> Result<bool> {
     let sizes = Sizes {
         transpose: (args.transpose[0], args.transpose[1]),
         matmul: (m, n, k),
+        sgemm: args.sgemm.iter().map(|&[m, n, k]| (m, n, k)).collect(),
         matmul_naive: args.matmul_naive.map_or((m, n, k), |[m, n, k]| (m, n, k)),
         strided_bytes: args.strided_bytes,
         bank_iters: args.bank_iters as usize,

@@ -10,6 +10,7 @@ pub mod memcpy;
 pub mod occupancy;
 pub mod race;
 pub mod roofline;
+pub mod sgemm;
 pub mod transpose;
 
 use anyhow::Result;
@@ -26,7 +27,8 @@ use crate::verify::Check;
 use serde::{Deserialize, Serialize};
 
 /// Names of the demos, in the order `run-demos` runs them.
-pub const NAMES: [&str; 7] = ["memcpy", "transpose", "matmul", "coalescing", "banks", "occupancy", "hierarchy"];
+pub const NAMES: [&str; 8] =
+    ["memcpy", "transpose", "matmul", "sgemm", "coalescing", "banks", "occupancy", "hierarchy"];
 
 /// Problem sizes and repeat counts of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +39,8 @@ pub struct Sizes {
     pub matmul: (usize, usize, usize),
     /// Matmul shape for the naive kernel (slow at large sizes).
     pub matmul_naive: (usize, usize, usize),
+    /// SGEMM ladder shapes `(m, n, k)`, each timed next to cuBLAS.
+    pub sgemm: Vec<(usize, usize, usize)>,
     /// Bytes spanned by the strided-read buffer.
     pub strided_bytes: usize,
     /// Shared-memory loads per thread in the bank probe (a multiple of 8).
@@ -51,6 +55,7 @@ impl Default for Sizes {
             transpose: (8192, 8192),
             matmul: (4096, 4096, 4096),
             matmul_naive: (4096, 4096, 4096),
+            sgemm: vec![(4096, 4096, 4096), (8192, 8192, 8192)],
             strided_bytes: 1 << 30,
             bank_iters: 16384,
             repeats: Repeats { warmup: 3, runs: 20 },
@@ -155,6 +160,7 @@ pub fn run(lab: &mut Lab, name: &str) -> Result<Section> {
         "memcpy" => memcpy::run(lab),
         "transpose" => transpose::run(lab),
         "matmul" => matmul::run(lab),
+        "sgemm" => sgemm::run(lab),
         "coalescing" => coalescing::run(lab),
         "banks" => banks::run(lab),
         "occupancy" => occupancy::run(lab),

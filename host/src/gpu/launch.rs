@@ -3,9 +3,11 @@
 use std::ffi::c_void;
 
 use anyhow::Result;
+use cust::function::Function;
 use cust::module::Module;
 
 use super::device::DeviceInfo;
+use super::kernel::function;
 use super::{Gpu, describe};
 use crate::refuse;
 use serde::{Deserialize, Serialize};
@@ -113,16 +115,25 @@ impl From<u32> for Arg {
 /// # Errors
 /// A refusal for a shape the device cannot run or a launch the driver rejects.
 pub fn launch(gpu: &Gpu, name: &str, shape: &LaunchShape, args: &[Arg]) -> Result<()> {
-    launch_in(gpu, &gpu.module, name, shape, args)
+    launch_function(gpu, &function(gpu, name)?, name, shape, args)
 }
 
 /// [`launch`] for a kernel of another module loaded in the same context.
 pub fn launch_in(gpu: &Gpu, module: &Module, name: &str, shape: &LaunchShape, args: &[Arg]) -> Result<()> {
-    shape.check(&gpu.info)?;
     let f = match module.get_function(name) {
         Ok(f) => f,
         Err(e) => refuse!("kernel `{name}` is not in the module: {}", describe(e)),
     };
+    launch_function(gpu, &f, name, shape, args)
+}
+
+/// [`launch`] for a function of any module loaded in the lab's context (e.g. the CUDA C++
+/// twins of `memlab bench`); `name` is for error messages.
+///
+/// # Errors
+/// As for [`launch`].
+pub fn launch_function(gpu: &Gpu, f: &Function<'_>, name: &str, shape: &LaunchShape, args: &[Arg]) -> Result<()> {
+    shape.check(&gpu.info)?;
     // cuLaunchKernel takes a pointer to each parameter's value; `values` outlives the call.
     let mut values: Vec<[u8; 8]> = args
         .iter()
@@ -134,7 +145,7 @@ pub fn launch_in(gpu: &Gpu, module: &Module, name: &str, shape: &LaunchShape, ar
     let ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr() as *mut c_void).collect();
     // SAFETY: the argument count and types match the kernel's signature (each demo passes the
     // parameters its kernel's doc comment lists), buffers are live until the stream syncs.
-    let r = unsafe { gpu.stream.launch(&f, shape.grid, shape.block, shape.smem_bytes, &ptrs) };
+    let r = unsafe { gpu.stream.launch(f, shape.grid, shape.block, shape.smem_bytes, &ptrs) };
     if let Err(e) = r {
         refuse!(
             "launching `{name}` with grid {:?}, block {:?}, {} B shared failed: {}",

@@ -2,6 +2,7 @@
 //! kernel attributes, occupancy, launches, event timing.
 
 pub mod context;
+pub mod cublas;
 pub mod device;
 pub mod kernel;
 pub mod launch;

@@ -1,0 +1,370 @@
+// CUDA C++ twins of the lab's Rust kernels (kernels-gpu/src): same names, same parameters, same
+// algorithm, tile and launch shape, written the way a CUDA C++ programmer would (int-free
+// unsigned index math, no __restrict__: the Rust kernels take raw pointers that may alias).
+// `memlab bench --twins twins.cubin` loads this file's cubin next to the Rust PTX and times each
+// pair alternately. Build: nvcc -O3 -arch=sm_90 -cubin -o twins.cubin twins.cu
+
+#define DEV __device__ __forceinline__
+#define KERNEL extern "C" __global__
+
+// ---------------------------------------------------------------- transpose.rs
+// Block 32 x 8, one 32 x 32 tile per block, 4 elements per thread (rows ty, ty+8, ty+16, ty+24).
+
+KERNEL void copy(const float* in, float* out, unsigned rows, unsigned cols) {
+    unsigned x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+    float v[4];
+#pragma unroll
+    for (unsigned j = 0; j < 4; j++)
+        if (x < cols && y + 8 * j < rows) v[j] = in[(size_t)(y + 8 * j) * cols + x];
+#pragma unroll
+    for (unsigned j = 0; j < 4; j++)
+        if (x < cols && y + 8 * j < rows) out[(size_t)(y + 8 * j) * cols + x] = v[j];
+}
+
+KERNEL void transpose_naive(const float* in, float* out, unsigned rows, unsigned cols) {
+    unsigned x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+    float v[4];
+#pragma unroll
+    for (unsigned j = 0; j < 4; j++)
+        if (x < cols && y + 8 * j < rows) v[j] = in[(size_t)(y + 8 * j) * cols + x];
+#pragma unroll
+    for (unsigned j = 0; j < 4; j++)
+        if (x < cols && y + 8 * j < rows) out[(size_t)x * rows + y + 8 * j] = v[j];
+}
+
+template <unsigned PITCH>
+DEV void transpose_via_tile(const float* in, float* out, unsigned rows, unsigned cols) {
+    extern __shared__ float tile[];
+    unsigned tx = threadIdx.x, ty = threadIdx.y;
+    unsigned x = blockIdx.x * 32 + tx, y = blockIdx.y * 32 + ty;
+#pragma unroll
+    for (unsigned j = 0; j < 32; j += 8)
+        if (x < cols && y + j < rows) tile[(ty + j) * PITCH + tx] = in[(size_t)(y + j) * cols + x];
+    __syncthreads();
+    x = blockIdx.y * 32 + tx;
+    y = blockIdx.x * 32 + ty;
+#pragma unroll
+    for (unsigned j = 0; j < 32; j += 8)
+        if (x < rows && y + j < cols) out[(size_t)(y + j) * rows + x] = tile[tx * PITCH + ty + j];
+}
+
+KERNEL void transpose_tiled(const float* in, float* out, unsigned rows, unsigned cols) {
+    transpose_via_tile<32>(in, out, rows, cols);
+}
+
+KERNEL void transpose_padded(const float* in, float* out, unsigned rows, unsigned cols) {
+    transpose_via_tile<33>(in, out, rows, cols);
+}
+
+KERNEL void transpose_vectorized(const float* in, float* out, unsigned rows, unsigned cols) {
+    extern __shared__ float tile[];  // 64 x 65; block 16 x 16, 4 float4 per thread
+    unsigned tx = threadIdx.x, ty = threadIdx.y, r0 = blockIdx.y * 64, c0 = blockIdx.x * 64;
+    bool vec = rows % 4 == 0 && cols % 4 == 0 && r0 + 64 <= rows && c0 + 64 <= cols;
+    float4 v[4];
+#pragma unroll
+    for (unsigned i = 0; i < 4; i++) {
+        unsigned r = r0 + ty + 16 * i, c = c0 + 4 * tx;
+        if (vec) {
+            v[i] = *reinterpret_cast<const float4*>(in + r * cols + c);
+        } else {
+            float* w = &v[i].x;
+#pragma unroll
+            for (unsigned q = 0; q < 4; q++) w[q] = r < rows && c + q < cols ? in[r * cols + c + q] : 0.0f;
+        }
+    }
+#pragma unroll
+    for (unsigned i = 0; i < 4; i++) {
+        float* base = tile + (ty + 16 * i) * 65 + 4 * tx;
+        base[0] = v[i].x;
+        base[1] = v[i].y;
+        base[2] = v[i].z;
+        base[3] = v[i].w;
+    }
+    __syncthreads();
+#pragma unroll
+    for (unsigned i = 0; i < 4; i++) {
+        unsigned r = c0 + ty + 16 * i, c = r0 + 4 * tx;
+        float4 w;
+        w.x = tile[(4 * tx + 0) * 65 + ty + 16 * i];
+        w.y = tile[(4 * tx + 1) * 65 + ty + 16 * i];
+        w.z = tile[(4 * tx + 2) * 65 + ty + 16 * i];
+        w.w = tile[(4 * tx + 3) * 65 + ty + 16 * i];
+        if (vec) {
+            *reinterpret_cast<float4*>(out + r * rows + c) = w;
+        } else {
+            const float* ws = &w.x;
+#pragma unroll
+            for (unsigned q = 0; q < 4; q++)
+                if (r < cols && c + q < rows) out[r * rows + c + q] = ws[q];
+        }
+    }
+}
+
+// ---------------------------------------------------------------- matmul.rs
+
+KERNEL void matmul_naive(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    unsigned row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+    if (row >= m || col >= n) return;
+    float acc = 0.0f;
+    for (unsigned i = 0; i < k; i++) acc = fmaf(a[row * k + i], b[i * n + col], acc);
+    c[row * n + col] = acc;
+}
+
+template <unsigned T>
+DEV void matmul_tiled(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    extern __shared__ float smem[];
+    float* tile_a = smem;
+    float* tile_b = smem + T * T;
+    unsigned tx = threadIdx.x, ty = threadIdx.y;
+    unsigned row = blockIdx.y * T + ty, col = blockIdx.x * T + tx;
+    float acc = 0.0f;
+    for (unsigned k0 = 0; k0 < k; k0 += T) {
+        tile_a[ty * T + tx] = row < m && k0 + tx < k ? a[row * k + k0 + tx] : 0.0f;
+        tile_b[ty * T + tx] = k0 + ty < k && col < n ? b[(k0 + ty) * n + col] : 0.0f;
+        __syncthreads();
+#pragma unroll
+        for (unsigned i = 0; i < T; i++) acc = fmaf(tile_a[ty * T + i], tile_b[i * T + tx], acc);
+        __syncthreads();
+    }
+    if (row < m && col < n) c[row * n + col] = acc;
+}
+
+KERNEL void matmul_tiled_16(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    matmul_tiled<16>(a, b, c, m, n, k);
+}
+
+KERNEL void matmul_tiled_32(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    matmul_tiled<32>(a, b, c, m, n, k);
+}
+
+// ---------------------------------------------------------------- probes.rs
+
+KERNEL void strided_read(const unsigned* in, unsigned* partial, unsigned threads, unsigned stride) {
+    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= threads) return;
+    unsigned sum = 0;
+#pragma unroll
+    for (unsigned r = 0; r < 8; r++) sum += in[(size_t)(g + r * threads) * stride];
+    partial[g] = sum;
+}
+
+KERNEL void shared_bank_probe(unsigned* out, unsigned stride, unsigned iters) {
+    extern __shared__ unsigned words[];
+    for (unsigned w = threadIdx.x; w < 4096; w += blockDim.x) words[w] = w * 0x9E3779B9u;
+    __syncthreads();
+    const unsigned* lane_words = words + (threadIdx.x % 32) * stride;
+    unsigned sum = 0, offset = 0;
+    for (unsigned s = 0; s < iters / 8; s++) {
+        const unsigned* step = lane_words + offset;
+#pragma unroll
+        for (unsigned u = 0; u < 8; u++) sum += step[u * 32];
+        offset = (offset + 8 * 32) & 2047;
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+
+KERNEL void register_pressure(const float* in, float* out, unsigned threads, unsigned iters) {
+    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= threads) return;
+    float acc[128];
+#pragma unroll
+    for (int j = 0; j < 128; j++) acc[j] = 0.0f;
+    for (unsigned i = 0; i < iters; i++) {
+        float x = in[g + (size_t)i * threads];
+#pragma unroll
+        for (int j = 0; j < 128; j++) acc[j] = fmaf(acc[j], x, (float)j);
+    }
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 128; j++) sum += acc[j];
+    out[g] = sum;
+}
+
+// ---------------------------------------------------------------- sgemm/scalar.rs
+
+DEV float a_or_zero(const float* a, unsigned m, unsigned k, unsigned r, unsigned c) {
+    return r < m && c < k ? a[r * k + c] : 0.0f;
+}
+
+template <unsigned BM, unsigned BN, unsigned BK, unsigned TM, unsigned TN, unsigned THREADS>
+DEV void register_blocked(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    extern __shared__ float smem[];
+    float* a_tile = smem;
+    float* b_tile = smem + BM * BK;
+    unsigned t = threadIdx.x, row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    unsigned thread_row = t / (BN / TN) * TM, thread_col = t % (BN / TN) * TN;
+    float acc[TM][TN] = {};
+    for (unsigned k0 = 0; k0 < k; k0 += BK) {
+#pragma unroll
+        for (unsigned q = 0; q < BM * BK / THREADS; q++) {
+            unsigned e = t + q * THREADS;
+            a_tile[e] = a_or_zero(a, m, k, row0 + e / BK, k0 + e % BK);
+        }
+#pragma unroll
+        for (unsigned q = 0; q < BK * BN / THREADS; q++) {
+            unsigned e = t + q * THREADS;
+            b_tile[e] = a_or_zero(b, k, n, k0 + e / BN, col0 + e % BN);
+        }
+        __syncthreads();
+#pragma unroll
+        for (unsigned d = 0; d < BK; d++) {
+            float bv[TN];
+#pragma unroll
+            for (unsigned j = 0; j < TN; j++) bv[j] = b_tile[d * BN + thread_col + j];
+#pragma unroll
+            for (unsigned i = 0; i < TM; i++) {
+                float av = a_tile[(thread_row + i) * BK + d];
+#pragma unroll
+                for (unsigned j = 0; j < TN; j++) acc[i][j] = fmaf(av, bv[j], acc[i][j]);
+            }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (unsigned i = 0; i < TM; i++)
+#pragma unroll
+        for (unsigned j = 0; j < TN; j++) {
+            unsigned r = row0 + thread_row + i, cc = col0 + thread_col + j;
+            if (r < m && cc < n) c[r * n + cc] = acc[i][j];
+        }
+}
+
+KERNEL void sgemm_2_register_1d(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    register_blocked<64, 64, 8, 8, 1, 512>(a, b, c, m, n, k);
+}
+
+KERNEL void sgemm_3_register_2d(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    register_blocked<128, 128, 8, 8, 8, 256>(a, b, c, m, n, k);
+}
+
+// ---------------------------------------------------------------- sgemm/vector.rs
+
+enum Layout { Contiguous, Split, Warp };
+
+struct Place { unsigned rows[2], cols[2]; };
+
+template <Layout L>
+DEV Place place(unsigned t) {
+    Place p;
+    if (L == Contiguous) {
+        unsigned r = 8 * (t / 16), c = 8 * (t % 16);
+        p = {{r, r + 4}, {c, c + 4}};
+    } else if (L == Split) {
+        unsigned r = 4 * (t / 16), c = 4 * (t % 16);
+        p = {{r, r + 64}, {c, c + 64}};
+    } else {
+        unsigned w = t / 32, l = t % 32;
+        unsigned r = 32 * (w / 2) + 4 * (l / 8), c = 64 * (w % 2) + 4 * (l % 8);
+        p = {{r, r + 16}, {c, c + 32}};
+    }
+    return p;
+}
+
+struct Staged { float4 a, b; };
+
+DEV Staged fetch(const float* a, const float* b, unsigned m, unsigned n, unsigned k, unsigned row0, unsigned col0,
+                 bool vec, unsigned t, unsigned k0) {
+    unsigned ar = row0 + t / 2, ac = k0 + 4 * (t % 2), br = k0 + t / 32, bc = col0 + 4 * (t % 32);
+    Staged s;
+    if (vec && k0 + 8 <= k) {
+        s.a = *reinterpret_cast<const float4*>(a + ar * k + ac);
+        s.b = *reinterpret_cast<const float4*>(b + br * n + bc);
+    } else {
+        s.a = make_float4(a_or_zero(a, m, k, ar, ac), a_or_zero(a, m, k, ar, ac + 1), a_or_zero(a, m, k, ar, ac + 2),
+                          a_or_zero(a, m, k, ar, ac + 3));
+        s.b = make_float4(a_or_zero(b, k, n, br, bc), a_or_zero(b, k, n, br, bc + 1), a_or_zero(b, k, n, br, bc + 2),
+                          a_or_zero(b, k, n, br, bc + 3));
+    }
+    return s;
+}
+
+template <unsigned A_PITCH>
+DEV void put(float* stage, unsigned t, Staged s) {
+    float* as = stage;
+    float* bs = stage + 8 * A_PITCH;
+    unsigned ar = t / 2, ac = 4 * (t % 2);
+    as[(ac + 0) * A_PITCH + ar] = s.a.x;
+    as[(ac + 1) * A_PITCH + ar] = s.a.y;
+    as[(ac + 2) * A_PITCH + ar] = s.a.z;
+    as[(ac + 3) * A_PITCH + ar] = s.a.w;
+    *reinterpret_cast<float4*>(bs + (t / 32) * 128 + 4 * (t % 32)) = s.b;
+}
+
+template <unsigned A_PITCH>
+DEV void multiply(const float* stage, Place p, float (&acc)[8][8]) {
+    const float* as = stage;
+    const float* bs = stage + 8 * A_PITCH;
+#pragma unroll
+    for (unsigned d = 0; d < 8; d++) {
+        float4 a0 = *reinterpret_cast<const float4*>(as + d * A_PITCH + p.rows[0]);
+        float4 a1 = *reinterpret_cast<const float4*>(as + d * A_PITCH + p.rows[1]);
+        float4 b0 = *reinterpret_cast<const float4*>(bs + d * 128 + p.cols[0]);
+        float4 b1 = *reinterpret_cast<const float4*>(bs + d * 128 + p.cols[1]);
+        float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+        float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+#pragma unroll
+            for (int j = 0; j < 8; j++) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+    }
+}
+
+template <unsigned A_PITCH, unsigned STAGES, Layout L>
+DEV void tiled_128(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    extern __shared__ __align__(16) float smem[];
+    constexpr unsigned FLOATS = 8 * (A_PITCH + 128);
+    unsigned t = threadIdx.x, row0 = blockIdx.y * 128, col0 = blockIdx.x * 128;
+    bool vec = k % 4 == 0 && n % 4 == 0 && row0 + 128 <= m && col0 + 128 <= n;
+    Place p = place<L>(t);
+    float acc[8][8] = {};
+    unsigned steps = (k + 7) / 8;
+    if (STAGES == 1) {
+        for (unsigned s = 0; s < steps; s++) {
+            put<A_PITCH>(smem, t, fetch(a, b, m, n, k, row0, col0, vec, t, s * 8));
+            __syncthreads();
+            multiply<A_PITCH>(smem, p, acc);
+            __syncthreads();
+        }
+    } else {
+        put<A_PITCH>(smem, t, fetch(a, b, m, n, k, row0, col0, vec, t, 0));
+        __syncthreads();
+        for (unsigned s = 0; s < steps; s++) {
+            Staged next;
+            bool more = s + 1 < steps;
+            if (more) next = fetch(a, b, m, n, k, row0, col0, vec, t, (s + 1) * 8);
+            multiply<A_PITCH>(smem + (s % 2) * FLOATS, p, acc);
+            if (more) put<A_PITCH>(smem + ((s + 1) % 2) * FLOATS, t, next);
+            __syncthreads();
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        unsigned row = row0 + p.rows[i / 4] + i % 4;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            unsigned col = col0 + p.cols[h];
+            if (vec) {
+                *reinterpret_cast<float4*>(c + row * n + col) =
+                    make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]);
+            } else {
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    if (row < m && col + q < n) c[row * n + col + q] = acc[i][4 * h + q];
+            }
+        }
+    }
+}
+
+KERNEL void sgemm_4_vectorized(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    tiled_128<128, 1, Contiguous>(a, b, c, m, n, k);
+}
+
+KERNEL void sgemm_5_conflict_free(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    tiled_128<132, 1, Split>(a, b, c, m, n, k);
+}
+
+KERNEL void sgemm_6_double_buffered(const float* a, const float* b, float* c, unsigned m, unsigned n,
+                                        unsigned k) {
+    tiled_128<132, 2, Warp>(a, b, c, m, n, k);
+}
+

@@ -1,0 +1,166 @@
+//! cuBLAS SGEMM as the yardstick of the SGEMM ladder, loaded at run time (`dlopen` through
+//! `libloading`), so the binary still needs only the driver: where no `libcublas.so*` is found,
+//! the callers skip the comparison with a note.
+//!
+//! Search order: `$MEMLAB_CUBLAS` (a file), then every folder of `$LD_LIBRARY_PATH`, the CUDA
+//! toolkit's and the system's library folders, and the `nvidia/cublas/lib`, `nvidia/cu13/lib`
+//! and `nvidia/cu12/lib` folders of every Python `sys.path` entry (where PyPI's cuBLAS wheels,
+//! and so PyTorch, keep it).
+
+use std::ffi::{c_int, c_void};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::Result;
+use cust::memory::DeviceBuffer;
+
+use super::Gpu;
+use crate::refuse;
+
+/// `cublasOperation_t::CUBLAS_OP_N`.
+const OP_N: c_int = 0;
+/// `cublasMath_t::CUBLAS_DEFAULT_MATH`: FP32 math, no TF32 tensor cores (cuBLAS documentation,
+/// `cublasSetMathMode`).
+const DEFAULT_MATH: c_int = 0;
+
+type Handle = *mut c_void;
+type Create = unsafe extern "C" fn(*mut Handle) -> c_int;
+type Destroy = unsafe extern "C" fn(Handle) -> c_int;
+type SetStream = unsafe extern "C" fn(Handle, *mut c_void) -> c_int;
+type SetMathMode = unsafe extern "C" fn(Handle, c_int) -> c_int;
+#[allow(clippy::type_complexity)]
+type Sgemm = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    *const f32,
+    *const f32,
+    c_int,
+    *const f32,
+    c_int,
+    *const f32,
+    *mut f32,
+    c_int,
+) -> c_int;
+
+/// A cuBLAS handle bound to the lab's stream.
+pub struct Cublas {
+    /// The library file that was loaded.
+    pub path: PathBuf,
+    handle: Handle,
+    sgemm: Sgemm,
+    destroy: Destroy,
+    // Dropped after the handle (see Drop).
+    _lib: libloading::Library,
+}
+
+/// Candidate folders for `libcublas.so*`, in search order.
+fn search_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var("LD_LIBRARY_PATH")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    dirs.extend(["/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"].map(PathBuf::from));
+    let python = Command::new("python3").args(["-c", "import sys; print('\\n'.join(sys.path))"]).output();
+    if let Ok(out) = python {
+        let text = String::from_utf8_lossy(&out.stdout);
+        for entry in text.lines().filter(|l| !l.is_empty()) {
+            dirs.extend(["nvidia/cublas/lib", "nvidia/cu13/lib", "nvidia/cu12/lib"].map(|d| Path::new(entry).join(d)));
+        }
+    }
+    dirs
+}
+
+/// The first `libcublas.so*` (not `libcublasLt`) found, highest version first within a folder.
+pub fn find() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("MEMLAB_CUBLAS").map(PathBuf::from).filter(|p| p.is_file()) {
+        return Some(p);
+    }
+    search_dirs().into_iter().find_map(|dir| {
+        let mut libs: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("libcublas.so")))
+            .collect();
+        libs.sort();
+        libs.pop()
+    })
+}
+
+fn status(what: &str, code: c_int) -> Result<()> {
+    if code != 0 {
+        refuse!("cuBLAS {what} failed with status {code}");
+    }
+    Ok(())
+}
+
+impl Cublas {
+    /// Loads cuBLAS and creates a handle on the lab's stream with the default (FP32, no TF32)
+    /// math mode; `Ok(None)` when no library is found.
+    ///
+    /// # Errors
+    /// A library that is found but cannot be loaded or initialised.
+    pub fn open(gpu: &Gpu) -> Result<Option<Cublas>> {
+        let Some(path) = find() else { return Ok(None) };
+        // SAFETY: loading cuBLAS runs its initialisers, which have no preconditions.
+        let lib = match unsafe { libloading::Library::new(&path) } {
+            Ok(lib) => lib,
+            Err(e) => refuse!("cannot load {}: {e}", path.display()),
+        };
+        // SAFETY: the symbol types are cuBLAS's v2 API signatures (cublas_api.h).
+        unsafe {
+            let sym = |name: &str| -> Result<*mut c_void> {
+                match lib.get::<*mut c_void>(name.as_bytes()) {
+                    Ok(s) => Ok(*s),
+                    Err(e) => refuse!("{} lacks {name}: {e}", path.display()),
+                }
+            };
+            let create: Create = std::mem::transmute(sym("cublasCreate_v2")?);
+            let destroy: Destroy = std::mem::transmute(sym("cublasDestroy_v2")?);
+            let set_stream: SetStream = std::mem::transmute(sym("cublasSetStream_v2")?);
+            let set_math: SetMathMode = std::mem::transmute(sym("cublasSetMathMode")?);
+            let sgemm: Sgemm = std::mem::transmute(sym("cublasSgemm_v2")?);
+            let mut handle: Handle = std::ptr::null_mut();
+            status("cublasCreate", create(&mut handle))?;
+            let cublas = Cublas { path: path.clone(), handle, sgemm, destroy, _lib: lib };
+            status("cublasSetStream", set_stream(handle, gpu.stream.as_inner() as *mut c_void))?;
+            status("cublasSetMathMode(CUBLAS_DEFAULT_MATH)", set_math(handle, DEFAULT_MATH))?;
+            Ok(Some(cublas))
+        }
+    }
+
+    /// Enqueues row-major `C = A * B` (`A` is `m x k`, `B` is `k x n`): cuBLAS is column-major,
+    /// so it computes `C^T = B^T A^T`, which has the same bytes as row-major `C`.
+    ///
+    /// # Errors
+    /// A cuBLAS error status, or sizes above `i32::MAX`.
+    pub fn sgemm(
+        &self,
+        a: &DeviceBuffer<f32>,
+        b: &DeviceBuffer<f32>,
+        c: &DeviceBuffer<f32>,
+        (m, n, k): (usize, usize, usize),
+    ) -> Result<()> {
+        let dim = |v: usize| c_int::try_from(v).map_err(|_| anyhow::anyhow!("cuBLAS: dimension {v} above i32::MAX"));
+        let (m, n, k) = (dim(m)?, dim(n)?, dim(k)?);
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let ptr = |buf: &DeviceBuffer<f32>| buf.as_device_ptr().as_raw() as *mut f32;
+        // SAFETY: the buffers hold m k, k n, m n floats and outlive the stream's work (callers
+        // synchronise before dropping them); alpha and beta are read before the call returns.
+        let code =
+            unsafe { (self.sgemm)(self.handle, OP_N, OP_N, n, m, k, &alpha, ptr(b), n, ptr(a), k, &beta, ptr(c), n) };
+        status("cublasSgemm", code)
+    }
+}
+
+impl Drop for Cublas {
+    fn drop(&mut self) {
+        // SAFETY: the handle was created by cublasCreate_v2 and is destroyed once.
+        unsafe { (self.destroy)(self.handle) };
+    }
+}

@@ -1,0 +1,72 @@
+//! An SGEMM ladder: `C = A * B` in `f32`, each rung one kernel named after what it adds to the
+//! rung below, after siboehm's "How to Optimize a CUDA Matmul Kernel for cuBLAS-like
+//! Performance". Rung 1 is `matmul_tiled_32` (block tiling in shared memory, in `matmul`).
+//!
+//! | rung | kernel | adds |
+//! |---|---|---|
+//! | 2 | [`sgemm_2_register_1d`] | 8 results per thread down a column: one shared load of `B` feeds 8 FMAs |
+//! | 3 | [`sgemm_3_register_2d`] | an 8 x 8 block of results per thread: 16 shared loads feed 64 FMAs |
+//! | 4 | [`sgemm_4_vectorized`] | 128-bit global and shared loads; `A` stored transposed in shared memory |
+//! | 5 | [`sgemm_5_conflict_free`] | a thread layout whose 128-bit shared loads are conflict-free, a padded `A` tile |
+//! | 6 | [`sgemm_6_double_buffered`] | two shared stages: the next tile's global loads overlap this tile's FMAs; warp tiling |
+//!
+//! Shapes: `A` is `m x k`, `B` is `k x n`, `C` is `m x n`, row-major, densely packed, and each
+//! has fewer than `2^32` elements (indices are 32-bit, as in CUDA C++ with `int`). Any
+//! `m, n, k >= 1` works: tiles that reach past an edge load zeros and skip out-of-range stores.
+
+/// Repeats `$body` with `$i` bound to each literal index of `0..4` or `0..8`: straight-line code
+/// instead of a loop, because LLVM does not always unroll nested loops over an accumulator array
+/// fully, and a single loop index left over sends the whole array to local memory.
+macro_rules! unroll {
+    ($i:ident in 0..4 => $body:block) => {
+        unroll!(@ $i [0 1 2 3] $body)
+    };
+    ($i:ident in 0..8 => $body:block) => {
+        unroll!(@ $i [0 1 2 3 4 5 6 7] $body)
+    };
+    (@ $i:ident [$($n:literal)*] $body:block) => {
+        $({
+            let $i: usize = $n;
+            $body
+        })*
+    };
+}
+
+mod scalar;
+mod vector;
+
+pub use scalar::{sgemm_2_register_1d, sgemm_3_register_2d};
+pub use vector::{sgemm_4_vectorized, sgemm_5_conflict_free, sgemm_6_double_buffered};
+
+/// The operands of one product, as every rung receives them.
+#[derive(Clone, Copy)]
+struct Gemm {
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+}
+
+impl Gemm {
+    /// `A[row][col]`, or 0.0 outside the `m x k` matrix.
+    #[inline(always)]
+    unsafe fn a_or_zero(&self, row: u32, col: u32) -> f32 {
+        if row < self.m && col < self.k { unsafe { *self.a.add((row * self.k + col) as usize) } } else { 0.0 }
+    }
+
+    /// `B[row][col]`, or 0.0 outside the `k x n` matrix.
+    #[inline(always)]
+    unsafe fn b_or_zero(&self, row: u32, col: u32) -> f32 {
+        if row < self.k && col < self.n { unsafe { *self.b.add((row * self.n + col) as usize) } } else { 0.0 }
+    }
+
+    /// Stores `C[row][col] = v` when `(row, col)` is inside the `m x n` matrix.
+    #[inline(always)]
+    unsafe fn store_c(&self, row: u32, col: u32, v: f32) {
+        if row < self.m && col < self.n {
+            unsafe { *self.c.add((row * self.n + col) as usize) = v };
+        }
+    }
+}

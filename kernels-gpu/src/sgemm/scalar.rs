@@ -1,0 +1,122 @@
+//! Rungs 2 and 3: register blocking with scalar loads. A block computes a `BM x BN` tile of `C`;
+//! per step it stages a `BM x BK` tile of `A` and a `BK x BN` tile of `B` in shared memory and
+//! every thread accumulates a `TM x TN` block of results in registers.
+
+use super::Gemm;
+use crate::device::{block_idx_x, block_idx_y, dynamic_shared, fma, sync_threads, thread_idx_x};
+
+/// The body of rungs 2 and 3: `THREADS = BM * BN / (TM * TN)` threads, one-dimensional.
+///
+/// Shared memory: `A` tile row-major `BM x BK` (`As[r * BK + d]`), then `B` tile row-major
+/// `BK x BN`: `(BM + BN) * BK * 4` bytes. Thread `t` owns rows `(t / (BN / TN)) * TM + i` and
+/// columns `(t % (BN / TN)) * TN + j` of the block's tile.
+///
+/// # Safety
+/// Buffers as in the module doc; block of `THREADS` threads, the shared bytes above.
+#[inline(always)]
+unsafe fn register_blocked<
+    const BM: u32,
+    const BN: u32,
+    const BK: u32,
+    const TM: usize,
+    const TN: usize,
+    const THREADS: u32,
+>(
+    g: Gemm,
+) {
+    let a_tile = dynamic_shared::<f32>();
+    let b_tile = unsafe { a_tile.add((BM * BK) as usize) };
+    let t = thread_idx_x();
+    let (row0, col0) = (block_idx_y() * BM, block_idx_x() * BN);
+    let thread_row = (t / (BN / TN as u32)) * TM as u32;
+    let thread_col = (t % (BN / TN as u32)) * TN as u32;
+    let mut acc = [[0.0f32; TN]; TM];
+    let mut k0 = 0;
+    while k0 < g.k {
+        // Consecutive threads load consecutive elements of a tile row: coalesced.
+        for q in 0..BM * BK / THREADS {
+            let e = t + q * THREADS;
+            unsafe { *a_tile.add(e as usize) = g.a_or_zero(row0 + e / BK, k0 + e % BK) };
+        }
+        for q in 0..BK * BN / THREADS {
+            let e = t + q * THREADS;
+            unsafe { *b_tile.add(e as usize) = g.b_or_zero(k0 + e / BN, col0 + e % BN) };
+        }
+        unsafe { sync_threads() };
+        // BK, TM, TN <= 8: the branches on them fold away.
+        unroll!(d in 0..8 => {
+            if d < BK as usize {
+                let d = d as u32;
+                let mut b = [0.0f32; TN];
+                unroll!(j in 0..8 => {
+                    if j < TN {
+                        b[j] = unsafe { *b_tile.add((d * BN + thread_col) as usize + j) };
+                    }
+                });
+                unroll!(i in 0..8 => {
+                    if i < TM {
+                        let a = unsafe { *a_tile.add(((thread_row + i as u32) * BK + d) as usize) };
+                        unroll!(j in 0..8 => {
+                            if j < TN {
+                                acc[i][j] = fma(a, b[j], acc[i][j]);
+                            }
+                        });
+                    }
+                });
+            }
+        });
+        // The next step overwrites the tiles.
+        unsafe { sync_threads() };
+        k0 += BK;
+    }
+    unroll!(i in 0..8 => {
+        unroll!(j in 0..8 => {
+            if i < TM && j < TN {
+                unsafe { g.store_c(row0 + thread_row + i as u32, col0 + thread_col + j as u32, acc[i][j]) };
+            }
+        });
+    });
+}
+
+/// Rung 2, 1D register blocking: each thread computes 8 results down one column of a `64 x 64`
+/// tile, so every `B` value read from shared memory feeds 8 FMAs (rung 1 reads 2 shared floats
+/// per FMA; this reads 1.125).
+///
+/// - Launch: block `512 x 1` threads, grid `(ceil(n / 64), ceil(m / 64))`.
+/// - Shared memory: `(64 + 64) * 8 * 4 = 4096` bytes of dynamic shared memory.
+/// - Memory level: shared tiles (`64 x 8` of `A`, `8 x 64` of `B`), 8 accumulators in registers.
+///
+/// # Safety
+/// Buffers as in the module doc.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn sgemm_2_register_1d(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    unsafe { register_blocked::<64, 64, 8, 8, 1, 512>(Gemm { a, b, c, m, n, k }) }
+}
+
+/// Rung 3, 2D register blocking: each thread computes an `8 x 8` block of a `128 x 128` tile
+/// from 8 `A` and 8 `B` values per step: 16 shared loads feed 64 FMAs.
+///
+/// - Launch: block `256 x 1` threads, grid `(ceil(n / 128), ceil(m / 128))`.
+/// - Shared memory: `(128 + 128) * 8 * 4 = 8192` bytes of dynamic shared memory.
+/// - Memory level: shared tiles (`128 x 8`, `8 x 128`), 64 accumulators in registers.
+///
+/// # Safety
+/// Buffers as in the module doc.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn sgemm_3_register_2d(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    unsafe { register_blocked::<128, 128, 8, 8, 8, 256>(Gemm { a, b, c, m, n, k }) }
+}

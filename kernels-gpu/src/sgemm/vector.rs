@@ -1,0 +1,301 @@
+//! Rungs 4 to 6: `128 x 128` tiles of `C`, 256 threads, `8 x 8` results per thread, `BK = 8`,
+//! with 128-bit loads. They differ in the thread layout, the pitch of the `A` tile and the number
+//! of shared-memory stages; everything else is this file's shared body.
+//!
+//! Per step a block stages the `128 x 8` tile of `A` transposed (`As[d * pitch + r]`, so a
+//! thread's 4 consecutive rows are one 128-bit shared load) and the `8 x 128` tile of `B` as it
+//! is (`Bs[d * 128 + c]`). Thread `t` loads the 4 floats of `A` at row `t / 2`, columns
+//! `4 (t % 2) ..` and of `B` at row `t / 32`, columns `4 (t % 32) ..`: one 128-bit global load
+//! each when the tile lies inside the matrices and `k`, `n` are multiples of 4 (rows 16-byte
+//! aligned), else four guarded scalar loads.
+
+use super::Gemm;
+use crate::device::{block_idx_x, block_idx_y, dynamic_shared, fma, load4, store4, sync_threads, thread_idx_x};
+
+/// Tile of `C` per block: `TILE x TILE`.
+const TILE: u32 = 128;
+/// Depth of one step (columns of `A`, rows of `B` staged at once).
+const BK: u32 = 8;
+
+/// Where a thread's `8 x 8` results sit in the block's tile: two groups of 4 rows starting at
+/// `rows[0]`, `rows[1]` and two groups of 4 columns starting at `cols[0]`, `cols[1]`.
+#[derive(Clone, Copy)]
+struct Place {
+    rows: [u32; 2],
+    cols: [u32; 2],
+}
+
+/// How the 256 threads cover the tile.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// Thread `t` owns rows `8 (t / 16) ..+8`, columns `8 (t % 16) ..+8`. The 16 lanes of a
+    /// warp that differ in `t % 16` read `B` at a 32-byte stride: each 128-bit shared load spans
+    /// 512 bytes, 4 wavefronts where 256 bytes need 2.
+    Contiguous,
+    /// Rows `4 (t / 16)` and `+ 64`, columns `4 (t % 16)` and `+ 64`: the 16 lanes read 256
+    /// contiguous bytes of `B`, 2 wavefronts, no conflict.
+    Split,
+    /// Warp tiling: warp `w` owns the `32 x 64` sub-tile at rows `32 (w / 2)`, columns
+    /// `64 (w % 2)`; lane `l` owns rows `4 (l / 8)` and `+ 16`, columns `4 (l % 8)` and `+ 32`
+    /// inside it. Per load a warp reads 64 contiguous bytes of `A` and 128 of `B`: one wavefront
+    /// each, and the warp's operands stay in a smaller footprint.
+    Warp,
+}
+
+impl Layout {
+    #[inline(always)]
+    fn place(self, t: u32) -> Place {
+        match self {
+            Layout::Contiguous => {
+                let (r, c) = (8 * (t / 16), 8 * (t % 16));
+                Place { rows: [r, r + 4], cols: [c, c + 4] }
+            }
+            Layout::Split => {
+                let (r, c) = (4 * (t / 16), 4 * (t % 16));
+                Place { rows: [r, r + 64], cols: [c, c + 64] }
+            }
+            Layout::Warp => {
+                let (w, l) = (t / 32, t % 32);
+                let (r, c) = (32 * (w / 2) + 4 * (l / 8), 64 * (w % 2) + 4 * (l % 8));
+                Place { rows: [r, r + 16], cols: [c, c + 32] }
+            }
+        }
+    }
+}
+
+/// The 4 floats of `A` and of `B` one thread moves into shared memory per step.
+#[derive(Clone, Copy)]
+struct Staged {
+    a: [f32; 4],
+    b: [f32; 4],
+}
+
+/// One block's view of the product: operands, its tile origin, and whether its tiles may use
+/// 128-bit global accesses.
+#[derive(Clone, Copy)]
+struct Block {
+    g: Gemm,
+    row0: u32,
+    col0: u32,
+    /// The block's `C` tile lies inside `C` and rows of `A`, `B`, `C` are 16-byte aligned.
+    vector: bool,
+}
+
+impl Block {
+    #[inline(always)]
+    fn new(g: Gemm) -> Block {
+        let (row0, col0) = (block_idx_y() * TILE, block_idx_x() * TILE);
+        let vector = g.k % 4 == 0 && g.n % 4 == 0 && row0 + TILE <= g.m && col0 + TILE <= g.n;
+        Block { g, row0, col0, vector }
+    }
+
+    /// Thread `t`'s global loads for the step at depth `k0`.
+    #[inline(always)]
+    unsafe fn fetch(&self, t: u32, k0: u32) -> Staged {
+        let g = &self.g;
+        let (ar, ac) = (self.row0 + t / 2, k0 + 4 * (t % 2));
+        let (br, bc) = (k0 + t / 32, self.col0 + 4 * (t % 32));
+        if self.vector && k0 + BK <= g.k {
+            unsafe {
+                Staged { a: load4(g.a.add((ar * g.k + ac) as usize)), b: load4(g.b.add((br * g.n + bc) as usize)) }
+            }
+        } else {
+            let mut s = Staged { a: [0.0; 4], b: [0.0; 4] };
+            unroll!(q in 0..4 => {
+                unsafe {
+                    s.a[q] = g.a_or_zero(ar, ac + q as u32);
+                    s.b[q] = g.b_or_zero(br, bc + q as u32);
+                }
+            });
+            s
+        }
+    }
+
+    /// Stores the thread's `8 x 8` results: 128-bit stores inside the matrix, guarded scalar
+    /// stores on an edge tile.
+    #[inline(always)]
+    unsafe fn store(&self, place: Place, acc: &[[f32; 8]; 8]) {
+        unroll!(i in 0..8 => {
+            let row = self.row0 + place.rows[i / 4] + (i % 4) as u32;
+            unroll!(half in 0..4 => {
+                if half < 2 {
+                    let col = self.col0 + place.cols[half];
+                    let v = [acc[i][4 * half], acc[i][4 * half + 1], acc[i][4 * half + 2], acc[i][4 * half + 3]];
+                    if self.vector {
+                        unsafe { store4(self.g.c.add((row * self.g.n + col) as usize), v) };
+                    } else {
+                        unroll!(q in 0..4 => {
+                            unsafe { self.g.store_c(row, col + q as u32, v[q]) };
+                        });
+                    }
+                }
+            });
+        });
+    }
+}
+
+/// One shared-memory stage: the transposed `A` tile (`BK` rows of `A_PITCH` floats) followed by
+/// the `B` tile (`BK` rows of `TILE` floats).
+#[derive(Clone, Copy)]
+struct Stage<const A_PITCH: u32> {
+    a: *mut f32,
+    b: *mut f32,
+}
+
+impl<const A_PITCH: u32> Stage<A_PITCH> {
+    /// Floats in one stage.
+    const FLOATS: u32 = BK * (A_PITCH + TILE);
+
+    /// Stage `i` of the block's dynamic shared memory.
+    #[inline(always)]
+    fn nth(i: u32) -> Self {
+        let a = unsafe { dynamic_shared::<f32>().add((i * Self::FLOATS) as usize) };
+        Stage { a, b: unsafe { a.add((BK * A_PITCH) as usize) } }
+    }
+
+    /// Writes thread `t`'s staged floats: `A` transposed (4 scalar stores), `B` as one 128-bit
+    /// store.
+    #[inline(always)]
+    unsafe fn put(&self, t: u32, s: Staged) {
+        let (ar, ac) = (t / 2, 4 * (t % 2));
+        unroll!(q in 0..4 => {
+            unsafe { *self.a.add(((ac + q as u32) * A_PITCH + ar) as usize) = s.a[q] };
+        });
+        unsafe { store4(self.b.add(((t / 32) * TILE + 4 * (t % 32)) as usize), s.b) };
+    }
+
+    /// `acc += A_tile * B_tile` for the thread's `8 x 8` results: per depth `d`, two 128-bit
+    /// loads of `A`, two of `B`, 64 FMAs.
+    #[inline(always)]
+    unsafe fn multiply(&self, place: Place, acc: &mut [[f32; 8]; 8]) {
+        unroll!(d in 0..8 => {
+            let d = d as u32;
+            let (a_row, b_row) = unsafe { (self.a.add((d * A_PITCH) as usize), self.b.add((d * TILE) as usize)) };
+            let (a0, a1) = unsafe { (load4(a_row.add(place.rows[0] as usize)), load4(a_row.add(place.rows[1] as usize))) };
+            let (b0, b1) = unsafe { (load4(b_row.add(place.cols[0] as usize)), load4(b_row.add(place.cols[1] as usize))) };
+            let (a, b) = (concat(a0, a1), concat(b0, b1));
+            unroll!(i in 0..8 => {
+                unroll!(j in 0..8 => {
+                    acc[i][j] = fma(a[i], b[j], acc[i][j]);
+                });
+            });
+        });
+    }
+}
+
+#[inline(always)]
+fn concat(x: [f32; 4], y: [f32; 4]) -> [f32; 8] {
+    [x[0], x[1], x[2], x[3], y[0], y[1], y[2], y[3]]
+}
+
+/// The body of rungs 4 to 6.
+///
+/// With one stage, each step loads, waits at a barrier, multiplies and waits again. With two,
+/// the loads of step `s + 1` are issued before the FMAs of step `s` and land in the other stage
+/// after them, so global latency hides behind arithmetic and one barrier per step suffices.
+///
+/// # Safety
+/// Buffers as in the module doc; block of 256 threads, `STAGES * 8 * (A_PITCH + 128) * 4`
+/// dynamic shared bytes.
+#[inline(always)]
+unsafe fn tiled_128<const A_PITCH: u32, const STAGES: u32>(g: Gemm, layout: Layout) {
+    let t = thread_idx_x();
+    let block = Block::new(g);
+    let place = layout.place(t);
+    let mut acc = [[0.0f32; 8]; 8];
+    let steps = g.k.div_ceil(BK);
+    if STAGES == 1 {
+        let stage = Stage::<A_PITCH>::nth(0);
+        for s in 0..steps {
+            unsafe {
+                stage.put(t, block.fetch(t, s * BK));
+                sync_threads();
+                stage.multiply(place, &mut acc);
+                // The next step overwrites the stage.
+                sync_threads();
+            }
+        }
+    } else {
+        unsafe {
+            Stage::<A_PITCH>::nth(0).put(t, block.fetch(t, 0));
+            sync_threads();
+        }
+        for s in 0..steps {
+            let next = if s + 1 < steps { Some(unsafe { block.fetch(t, (s + 1) * BK) }) } else { None };
+            unsafe { Stage::<A_PITCH>::nth(s % 2).multiply(place, &mut acc) };
+            if let Some(next) = next {
+                // Stage (s + 1) % 2 was last read in step s - 1, before the previous barrier.
+                unsafe { Stage::<A_PITCH>::nth((s + 1) % 2).put(t, next) };
+            }
+            unsafe { sync_threads() };
+        }
+    }
+    unsafe { block.store(place, &acc) };
+}
+
+/// Rung 4: rung 3's `128 x 128` tile and `8 x 8` results per thread, with 128-bit loads: one
+/// `ld.global.v4` each for `A` and `B` per step, and `A` stored transposed so that a thread's
+/// 8 `A` values are two `ld.shared.v4`, like its 8 `B` values.
+///
+/// - Launch: block `256 x 1` threads, grid `(ceil(n / 128), ceil(m / 128))`.
+/// - Shared memory: `8 * (128 + 128) * 4 = 8192` bytes of dynamic shared memory.
+/// - Memory level: shared tiles, 64 accumulators in registers; its `B` loads are 2-way
+///   conflicted (see `Layout::Contiguous`).
+///
+/// # Safety
+/// Buffers as in the module doc.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn sgemm_4_vectorized(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    unsafe { tiled_128::<128, 1>(Gemm { a, b, c, m, n, k }, Layout::Contiguous) }
+}
+
+/// Rung 5: rung 4 with a conflict-free shared layout. Each thread's results are 4 x 4 groups 64
+/// rows and 64 columns apart, so the lanes of a warp read contiguous `B`; the `A` tile's pitch
+/// is 132 floats, so the two threads that store one row of `A` transposed (columns `d` and
+/// `d + 4`) hit banks 16 apart instead of the same bank.
+///
+/// - Launch: block `256 x 1` threads, grid `(ceil(n / 128), ceil(m / 128))`.
+/// - Shared memory: `8 * (132 + 128) * 4 = 8320` bytes of dynamic shared memory.
+/// - Memory level: shared tiles (conflict-free), 64 accumulators in registers.
+///
+/// # Safety
+/// Buffers as in the module doc.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn sgemm_5_conflict_free(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    unsafe { tiled_128::<132, 1>(Gemm { a, b, c, m, n, k }, Layout::Split) }
+}
+
+/// Rung 6: two shared-memory stages (double buffering through registers: the next step's
+/// global loads are in flight during this step's 512 FMAs) and warp tiling (`Layout::Warp`).
+///
+/// - Launch: block `256 x 1` threads, grid `(ceil(n / 128), ceil(m / 128))`.
+/// - Shared memory: `2 * 8 * (132 + 128) * 4 = 16640` bytes of dynamic shared memory.
+/// - Memory level: two shared stages, 64 accumulators and 8 staged floats in registers.
+///
+/// # Safety
+/// Buffers as in the module doc.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn sgemm_6_double_buffered(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    unsafe { tiled_128::<132, 2>(Gemm { a, b, c, m, n, k }, Layout::Warp) }
+}
