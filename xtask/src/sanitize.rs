@@ -14,21 +14,37 @@ use anyhow::{Context, Result};
 /// compute-sanitizer's tools, each run with `--error-exitcode 9` so any report fails the run.
 const TOOLS: [&str; 4] = ["memcheck", "racecheck", "synccheck", "initcheck"];
 
-/// Size presets: name and `run-demos` options. Every matmul dimension is a multiple of neither
-/// 16 nor 32 (except where it is 1), every transpose has partial tiles (or is a single element).
-const PRESETS: [(&str, &str); 4] = [
-    ("1x1", "--transpose 1x1 --matmul 1x1x1 --strided-bytes 2KiB --bank-iters 8"),
-    ("31x33", "--transpose 31x33 --matmul 31x33x47 --strided-bytes 4100 --bank-iters 8"),
-    ("33x4097", "--transpose 33x4097 --matmul 33x4097x65 --strided-bytes 1MiB --bank-iters 16"),
-    ("1000x1000", "--transpose 1000x1000 --matmul 1000x1000x1000 --strided-bytes 4000004 --bank-iters 64"),
+/// Size presets: name and `memlab` arguments. Every matmul and SGEMM dimension is a multiple of
+/// neither 16 nor 32 (except where it is 1), every transpose has partial tiles (or is a single
+/// element). One run (no warm-up) of every demo that launches kernels at the given sizes; the
+/// hierarchy demo, whose sizes follow the device, runs as its own command with small options.
+const PRESETS: [(&str, &str); 5] = [
+    (
+        "1x1",
+        "run-demos --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 1x1 --matmul 1x1x1 --sgemm 1x1x1 --strided-bytes 2KiB --bank-iters 8",
+    ),
+    (
+        "31x33",
+        "run-demos --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 31x33 --matmul 31x33x47 --sgemm 31x33x47 --strided-bytes 4100 --bank-iters 8",
+    ),
+    (
+        "33x4097",
+        "run-demos --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 33x4097 --matmul 33x4097x65 --sgemm 33x4097x65 --strided-bytes 1MiB --bank-iters 16",
+    ),
+    (
+        "1000x1000",
+        "run-demos --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 1000x1000 --matmul 1000x1000x1000 --sgemm 1000x1000x1000 --strided-bytes 4000004 --bank-iters 64",
+    ),
+    ("hierarchy", "hierarchy --ladder-max 64KiB --steps 64 --transfer-bytes 64KiB --dram-bytes 1MiB"),
 ];
 
-/// The default sizes (8192x8192, 4096^3, 1 GiB, 16384 loads), under memcheck only: the other
-/// tools take far longer there; with `DEFAULT_SIZES=all` every tool runs them.
-const DEFAULT_PRESET: (&str, &str) = ("default", "");
-
-/// Options every run shares: one timed run, no warm-up (the sanitizer checks every launch).
-const COMMON: &str = "--runs 1 --warmup 0";
+/// The default sizes (8192x8192, 4096^3, 1 GiB, 16384 loads; SGEMM at 4096^3 only), under
+/// memcheck only: the other tools take far longer there; with `DEFAULT_SIZES=all` every tool
+/// runs them.
+const DEFAULT_PRESET: (&str, &str) = (
+    "default",
+    "run-demos --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --sgemm 4096x4096x4096",
+);
 
 /// The script's text.
 fn script() -> String {
@@ -78,7 +94,7 @@ run() {{
   fi
   log="$logs/$tool-$preset.log"
   start=$(date +%s)
-  timeout "$per_run" "$san" --tool "$tool" --error-exitcode 9 "$memlab" run-demos {common} "$@" >"$log" 2>&1
+  timeout "$per_run" "$san" --tool "$tool" --error-exitcode 9 "$memlab" "$@" >"$log" 2>&1
   code=$?
   summary=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$log" | tail -n 1 | sed 's/^=* *//')
   verdict=$(grep -E '^(All results verified|SOME RESULTS ARE WRONG)' "$log" | head -n 1)
@@ -89,7 +105,6 @@ run() {{
 {runs}exit $failed
 "#,
         tools = TOOLS.join(", "),
-        common = COMMON,
     )
 }
 
@@ -118,7 +133,7 @@ mod tests {
                 assert!(text.contains(&format!("run {tool} {preset} {sizes}\n")), "{tool} {preset}");
             }
         }
-        assert!(text.contains("run memcheck default \n"));
+        assert!(text.contains(&format!("run memcheck default {}\n", DEFAULT_PRESET.1)));
         assert!(!text.contains("race-lesson"), "the broken kernel stays out of the matrix");
         let dir = std::env::temp_dir().join(format!("memlab-sanitize-{}", std::process::id()));
         write(Some(dir.clone())).unwrap();
@@ -131,9 +146,12 @@ mod tests {
     fn presets_avoid_tile_multiples() {
         for (_, sizes) in PRESETS {
             let words: Vec<&str> = sizes.split_whitespace().collect();
-            let matmul = words[words.iter().position(|w| *w == "--matmul").unwrap() + 1];
-            for d in matmul.split('x').map(|d| d.parse::<u32>().unwrap()) {
-                assert!(d == 1 || (d % 16 != 0 && d % 32 != 0), "{matmul}");
+            for option in ["--matmul", "--sgemm"] {
+                let Some(at) = words.iter().position(|w| *w == option) else { continue };
+                let shape = words[at + 1];
+                for d in shape.split('x').map(|d| d.parse::<u32>().unwrap()) {
+                    assert!(d == 1 || (d % 16 != 0 && d % 32 != 0), "{shape}");
+                }
             }
         }
     }
