@@ -14,7 +14,7 @@ use anyhow::{Result, anyhow};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::demos::{KernelRow, Rate, Section};
+use crate::demos::{KernelRow, Level, Rate, Section};
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
 use crate::series::{Point, Series, names};
 
@@ -82,8 +82,10 @@ fn series<'a>(section: &'a Section, name: &str) -> Option<&'a Series> {
 
 /// A power-of-two range covering `values` (all positive), for log axes.
 fn log_range(values: impl IntoIterator<Item = f64>) -> std::ops::Range<f64> {
-    let (lo, hi) =
-        values.into_iter().filter(|v| *v > 0.0).fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (lo, hi) = values
+        .into_iter()
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
     if lo > hi {
         return 0.5..2.0;
     }
@@ -164,9 +166,12 @@ impl Chart for SweepChart {
             .x_label_area_size(46)
             .y_label_area_size(70)
             .build_cartesian_2d(-0.5..(n as f64 - 0.5), y.log_scale())?;
+        // At most about 12 category labels, so long sweeps (the latency ladder) stay legible.
+        let every = n.div_ceil(12).max(1);
         let label = |x: &f64| {
             let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n { self.category(i as usize) } else { String::new() }
+            let shown = (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n && (i as usize).is_multiple_of(every);
+            if shown { self.category(i as usize) } else { String::new() }
         };
         chart
             .configure_mesh()
@@ -383,6 +388,8 @@ impl BarChart {
         let bars: Vec<Bar> = sections
             .iter()
             .flat_map(|s| &s.kernels)
+            // DRAM-bound kernels only: an L2-resident read would stand above the DRAM ceiling.
+            .filter(|k| k.work.level == Level::Global)
             .filter_map(|k| match k.rate {
                 Rate::Gbs(g) => Some((k.kernel.to_string(), g)),
                 _ => None,
@@ -498,8 +505,16 @@ impl RooflineChart {
             .iter()
             .filter_map(|s| series(s, names::ROOFLINE))
             .flat_map(|s| &s.points)
+            // A point off a log axis (no bytes: infinite intensity) has no place on the chart.
+            .filter(|p| p.x.is_finite() && p.y.is_finite() && p.x > 0.0 && p.y > 0.0)
             .map(|p| (p.label.clone().unwrap_or_default(), p.x, p.y))
-            .collect();
+            .fold(Vec::new(), |mut kept: Vec<(String, f64, f64)>, p| {
+                // Each kernel once: its first point (the first size it ran at).
+                if !kept.iter().any(|k| k.0 == p.0) {
+                    kept.push(p);
+                }
+                kept
+            });
         if points.is_empty() {
             return None;
         }
@@ -562,11 +577,31 @@ impl Chart for RooflineChart {
             .draw_series(DashedLineSeries::new(roof(self.theoretical_gbs), 6, 4, BLACK.stroke_width(1)))?
             .label(format!("clock x bus {:.0} GB/s", self.theoretical_gbs))
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], BLACK.stroke_width(1)));
-        for (i, (label, ai, tflops)) in self.points.iter().enumerate() {
-            // Alternate above and below, so neighbours' labels do not overlap.
-            let offset = if i % 2 == 0 { (10, -24) } else { (10, 8) };
-            let text = Text::new(format!("{label}: {tflops:.2}"), offset, (FONT, 15).into_font().color(&MEASURED));
-            chart.draw_series([EmptyElement::at((*ai, *tflops)) + Circle::new((0, 0), 7, MEASURED.filled()) + text])?;
+        // Kernels at (almost) the same intensity, such as the SGEMM rungs, share one label
+        // column next to the highest of them, one line each; lone points alternate above and
+        // below so that neighbours' labels do not overlap.
+        let mut groups: Vec<Vec<&(String, f64, f64)>> = Vec::new();
+        for p in &self.points {
+            match groups.iter_mut().find(|g| (g[0].1 / p.1).ln().abs() < 0.02) {
+                Some(g) => g.push(p),
+                None => groups.push(vec![p]),
+            }
+        }
+        for (i, group) in groups.iter_mut().enumerate() {
+            group.sort_by(|a, b| b.2.total_cmp(&a.2));
+            for (_, ai, tflops) in group.iter() {
+                chart.draw_series([EmptyElement::at((*ai, *tflops)) + Circle::new((0, 0), 7, MEASURED.filled())])?;
+            }
+            let (_, ai, top) = group[0];
+            let first = if group.len() > 1 || i % 2 == 0 { -24 } else { 8 };
+            // A column's labels go to the left of its points (the right edge would cut them).
+            let width = group.iter().map(|(label, _, _)| label.len() + 7).max().unwrap_or(0) as i32 * 8;
+            let x = if group.len() > 1 { -width - 12 } else { 10 };
+            for (j, (label, _, tflops)) in group.iter().enumerate() {
+                let offset = (x, first + 17 * j as i32);
+                let text = Text::new(format!("{label}: {tflops:.2}"), offset, (FONT, 15).into_font().color(&MEASURED));
+                chart.draw_series([EmptyElement::at((*ai, *top)) + text])?;
+            }
         }
         chart
             .configure_series_labels()

@@ -31,12 +31,15 @@ pub fn section(lab: &Lab, sections: &[Section]) -> Option<Section> {
     if rows.is_empty() {
         return None;
     }
-    // The chart's points: kernels that compute, at their intensity and measured TFLOP/s.
-    let points = sections
-        .iter()
-        .flat_map(|s| &s.kernels)
-        .filter(|k| k.work.flop > 0.0)
-        .map(|k| (arithmetic_intensity(k.work.flop, k.work.bytes), k.rate.value(), k.kernel.to_string()));
+    // The chart's points: kernels that compute, at their intensity and measured TFLOP/s, each
+    // kernel once (its first size).
+    let mut points: Vec<(f64, f64, String)> = Vec::new();
+    for k in sections.iter().flat_map(|s| &s.kernels) {
+        let placed = k.work.flop > 0.0 && k.work.bytes > 0.0 && k.work.level == Level::Global;
+        if placed && !points.iter().any(|p| p.2 == k.kernel) {
+            points.push((arithmetic_intensity(k.work.flop, k.work.bytes), k.rate.value(), k.kernel.to_string()));
+        }
+    }
     let series = vec![Series::labelled(names::ROOFLINE, "arithmetic intensity (FLOP/byte)", "TFLOP/s", points)];
     let header = ["kernel", "FLOP/byte", "bound", "roof", "achieved", "% of roof"];
     Some(Section {
