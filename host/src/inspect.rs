@@ -203,7 +203,8 @@ pub fn by_source_line(instrs: &[SassInstr]) -> Vec<SourceLine> {
                 let lines = files.entry(path.clone()).or_insert_with(|| {
                     std::fs::read_to_string(Path::new(path)).ok().map(|t| t.lines().map(String::from).collect())
                 });
-                let text = lines.as_ref().and_then(|l| l.get(*line as usize - 1)).map(|t| t.trim().to_string());
+                let text =
+                    lines.as_ref().and_then(|l| l.get((*line as usize).checked_sub(1)?)).map(|t| t.trim().to_string());
                 out.push(SourceLine { file: shown, line: *line, text, ops: Vec::new() });
                 out.last_mut().expect("just pushed")
             }

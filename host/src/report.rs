@@ -24,7 +24,10 @@ fn kib(bytes: u32) -> String {
 pub fn device(ordinal: u32, info: &DeviceInfo, ptx_arch: &str) -> String {
     let rows = [
         ("device", format!("{ordinal}: {}", info.name)),
-        ("compute capability", format!("{}.{} (PTX loaded: {ptx_arch})", info.cc.0, info.cc.1)),
+        (
+            "compute capability",
+            format!("{}.{} (PTX loaded: {ptx_arch}, built by rustc {})", info.cc.0, info.cc.1, crate::ptx::NIGHTLY),
+        ),
         ("SMs", info.sms.to_string()),
         ("registers per SM / per block", format!("{} / {}", info.regs_per_sm, info.regs_per_block)),
         (

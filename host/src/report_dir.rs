@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 use crate::charts::{self, BarChart, Chart, OccupancyChart, RooflineChart, SweepChart};
 use crate::demos::Section;
 use crate::gpu::device::DeviceInfo;
-use crate::model::roofline::{fp32_lanes_per_sm, peak_fp32_flops};
 use crate::{refuse, report};
 
 /// Kernels whose occupancy graphs the report draws, when they ran.
@@ -63,8 +62,7 @@ impl RunRecord {
     /// FP32 peak, TFLOP/s, from the SM count, the FP32 lanes of the architecture and the
     /// driver's SM clock; `None` for an architecture the roofline model has no lanes for.
     pub fn peak_tflops(&self) -> Option<f64> {
-        let lanes = fp32_lanes_per_sm(self.device.cc.0, self.device.cc.1)?;
-        Some(peak_fp32_flops(self.device.sms, lanes, f64::from(self.device.sm_clock_khz) * 1e3) / 1e12)
+        crate::demos::roofline::peak_fp32(&self.device).map(|p| p / 1e12)
     }
 }
 

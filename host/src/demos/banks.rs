@@ -23,8 +23,7 @@ fn bank_factor(stride: usize) -> u32 {
 /// Runs the stride sweep with every SM full of probe blocks.
 pub fn run(lab: &mut Lab) -> Result<Section> {
     let info = &lab.gpu.info;
-    let blocks = info.sms * (info.max_threads_per_sm / BLOCK);
-    let threads = (blocks * BLOCK) as usize;
+    let (blocks, threads) = super::full_gpu(info, BLOCK);
     let iters = lab.sizes.bank_iters;
     ensure_free("the bank probe", 4 * threads)?;
     let mut out = poisoned::<u32>(threads)?;

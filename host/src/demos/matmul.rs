@@ -3,8 +3,8 @@
 use anyhow::Result;
 
 use super::{
-    KernelRow, KernelRun, Lab, Level, Section, Work, download, ensure_free, f32_bytes, measure, poison, poisoned,
-    upload,
+    KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, download, ensure_free, f32_bytes, measure,
+    poison, poisoned, upload,
 };
 use cust::memory::CopyDestination;
 
@@ -123,6 +123,7 @@ fn global_loads((m, n, k): (usize, usize, usize), kernel: &Kernel) -> u64 {
 }
 
 fn run_case(lab: &Lab, (m, n, k): (usize, usize, usize), kernels: &[Kernel]) -> Result<Vec<KernelRow>> {
+    check_u32_elements("the matmul demo", &[m * k, k * n, m * n])?;
     ensure_free("the matmul demo", f32_bytes(&[m * k, k * n, m * n]))?;
     let a_host = reference::random_f32(m * k, 1);
     let b_host = reference::random_f32(k * n, 2);

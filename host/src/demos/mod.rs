@@ -204,6 +204,25 @@ fn gib(bytes: usize) -> f64 {
     bytes as f64 / (1u64 << 30) as f64
 }
 
+/// Refuses matrices the 32-bit-indexed kernels cannot address: every count (elements of one
+/// matrix) must fit in a `u32`.
+pub fn check_u32_elements(what: &str, counts: &[usize]) -> Result<()> {
+    if let Some(&n) = counts.iter().find(|&&n| n > u32::MAX as usize) {
+        refuse!(
+            "{what}: a matrix of {n} elements is too large, the kernels index in 32 bits (at most {} elements)",
+            u32::MAX
+        );
+    }
+    Ok(())
+}
+
+/// Blocks and threads that fill every SM with blocks of `block` threads
+/// (`SMs x max threads per SM / block` blocks).
+pub fn full_gpu(info: &crate::gpu::device::DeviceInfo, block: u32) -> (u32, usize) {
+    let blocks = info.sms * (info.max_threads_per_sm / block);
+    (blocks, blocks as usize * block as usize)
+}
+
 /// Copies `data` to a new device buffer.
 pub fn upload<T: DeviceCopy>(data: &[T]) -> Result<DeviceBuffer<T>> {
     DeviceBuffer::from_slice(data).map_err(|e| anyhow::anyhow!("upload: {}", crate::gpu::describe(e)))

@@ -3,17 +3,25 @@
 //! measured in the same run.
 
 use super::{KernelRow, Lab, Level, Section};
+use crate::gpu::device::DeviceInfo;
 use crate::model::roofline::{
     Bound, arithmetic_intensity, attainable, balance_point, bound, fp32_lanes_per_sm, peak_fp32_flops,
 };
 use crate::series::{Series, names};
+
+/// The device's FP32 peak, FLOP/s: `SMs x FP32 lanes x 2 x the driver's SM clock`; `None` for
+/// an architecture the roofline model has no lanes for.
+pub fn peak_fp32(info: &DeviceInfo) -> Option<f64> {
+    let lanes = fp32_lanes_per_sm(info.cc.0, info.cc.1)?;
+    Some(peak_fp32_flops(info.sms, lanes, info.sm_clock_khz as f64 * 1e3))
+}
 
 /// The roofline section for the kernels of `sections`, or `None` when no kernel ran or the
 /// device's FP32 lanes are not in the model's table.
 pub fn section(lab: &Lab, sections: &[Section]) -> Option<Section> {
     let info = &lab.gpu.info;
     let lanes = fp32_lanes_per_sm(info.cc.0, info.cc.1)?;
-    let peak = peak_fp32_flops(info.sms, lanes, info.sm_clock_khz as f64 * 1e3);
+    let peak = peak_fp32(info)?;
     let (bw, bw_source) = match lab.memcpy_gbs {
         Some(g) => (g * 1e9, "memcpy measured in this run"),
         None => (info.theoretical_bandwidth_gbs() * 1e9, "theoretical (memcpy not run)"),
@@ -23,9 +31,9 @@ pub fn section(lab: &Lab, sections: &[Section]) -> Option<Section> {
         .flat_map(|s| &s.kernels)
         .map(|k| match k.work.level {
             Level::Global => row(k, peak, bw),
-            Level::L2 => vec![k.kernel.to_string(), "-".into(), "L2-resident: above this DRAM roofline".into()],
-            Level::Shared => vec![k.kernel.to_string(), "-".into(), "shared memory: on-chip, off this roofline".into()],
-            Level::Registers => vec![k.kernel.to_string(), "-".into(), "registers/local: off this roofline".into()],
+            Level::L2 => off_roofline(k, "L2-resident: above this DRAM roofline"),
+            Level::Shared => off_roofline(k, "shared memory: on-chip, off this roofline"),
+            Level::Registers => off_roofline(k, "registers/local: off this roofline"),
         })
         .collect();
     if rows.is_empty() {
@@ -61,6 +69,11 @@ pub fn section(lab: &Lab, sections: &[Section]) -> Option<Section> {
         series,
         ..Section::default()
     })
+}
+
+/// The row of a kernel whose traffic is not DRAM: every column but the reason empty.
+fn off_roofline(k: &KernelRow, why: &str) -> Vec<String> {
+    vec![k.kernel.to_string(), "-".into(), why.into(), "-".into(), "-".into(), "-".into()]
 }
 
 /// One kernel's place on the roofline. Kernels without arithmetic are measured against the

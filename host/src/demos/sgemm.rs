@@ -6,12 +6,12 @@ use anyhow::Result;
 use cust::memory::DeviceBuffer;
 
 use super::{
-    KernelRow, KernelRun, Lab, Level, Section, Work, download, ensure_free, measure, poison, poisoned, upload,
+    KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, download, ensure_free, f32_bytes, measure,
+    poison, poisoned, upload,
 };
 use crate::gpu::cublas::Cublas;
 use crate::gpu::launch::{Arg, LaunchShape, launch};
 use crate::gpu::timing::{Timing, time};
-use crate::model::roofline::{fp32_lanes_per_sm, peak_fp32_flops};
 use crate::model::tiling::{MatmulShape, tiled_global_loads};
 use crate::series::{Series, names};
 use crate::verify::{self, Check};
@@ -112,7 +112,8 @@ impl Operands {
     /// # Errors
     /// Not enough device memory, or an upload failure.
     pub fn new((m, n, k): (usize, usize, usize)) -> Result<Operands> {
-        ensure_free("the sgemm operands", 4 * (m * k + k * n + m * n))?;
+        check_u32_elements("the sgemm operands", &[m * k, k * n, m * n])?;
+        ensure_free("the sgemm operands", f32_bytes(&[m * k, k * n, m * n]))?;
         let (a_host, b_host) = (reference::random_f32(m * k, 21), reference::random_f32(k * n, 22));
         Ok(Operands { a: upload(&a_host)?, b: upload(&b_host)?, c: poisoned(m * n)?, a_host, b_host, size: (m, n, k) })
     }
@@ -182,8 +183,7 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
             checks.push(ops.check()?.0);
         }
     }
-    let peak = fp32_lanes_per_sm(lab.gpu.info.cc.0, lab.gpu.info.cc.1)
-        .map(|lanes| peak_fp32_flops(lab.gpu.info.sms, lanes, lab.gpu.info.sm_clock_khz as f64 * 1e3) / 1e12);
+    let peak = super::roofline::peak_fp32(&lab.gpu.info).map(|p| p / 1e12);
     let mut kernels: Vec<KernelRow> = Vec::new();
     let mut table: Vec<Vec<String>> = RUNGS.iter().map(|r| vec![r.kernel.to_string()]).collect();
     table.push(vec!["cuBLAS SGEMM (FP32)".into()]);

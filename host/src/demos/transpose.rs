@@ -2,13 +2,16 @@
 
 use anyhow::Result;
 
-use super::{KernelRun, Lab, Section, Work, download, ensure_free, f32_bytes, measure, poison, poisoned, upload};
+use super::{
+    KernelRun, Lab, Section, Work, check_u32_elements, download, ensure_free, f32_bytes, measure, poison, poisoned,
+    upload,
+};
 use crate::gpu::launch::{Arg, LaunchShape};
 use crate::model::banks::WarpRequest;
 use crate::model::coalescing::WarpAccess;
 use crate::{reference, verify};
 
-/// Tile edge and thread rows per block of every transpose kernel (kernels-gpu `transpose`).
+/// Tile edge of the 32x32 transpose kernels (kernels-gpu `transpose`).
 pub const TILE: usize = 32;
 /// Threads per block: `32 x 8`.
 pub const BLOCK: (u32, u32) = (32, 8);
@@ -97,6 +100,7 @@ fn prediction(kernel: &Kernel, rows: usize) -> String {
 pub fn run(lab: &mut Lab) -> Result<Section> {
     let (rows, cols) = lab.sizes.transpose;
     let n = rows * cols;
+    check_u32_elements("the transpose demo", &[n])?;
     ensure_free("the transpose demo", f32_bytes(&[n, n]))?;
     let input_host = reference::random_f32(n, 7);
     let transposed = reference::transpose(&input_host, rows, cols);

@@ -86,7 +86,9 @@ impl Gpu {
             );
         };
         let module = load_module(ptx, max_registers)?;
-        let stream = match Stream::new(StreamFlags::NON_BLOCKING, None) {
+        // A blocking stream: it is ordered with the legacy default stream, where cust's
+        // synchronous copies and memsets (upload, download, poison) run.
+        let stream = match Stream::new(StreamFlags::DEFAULT, None) {
             Ok(s) => s,
             Err(e) => refuse!("cannot create a stream: {}", describe(e)),
         };

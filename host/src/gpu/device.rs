@@ -120,8 +120,8 @@ impl DeviceInfo {
             max_grid: (i32::MAX as u32, 65535),
             l2_bytes: 60 << 20,
             sm_clock_khz: 1_980_000,
-            mem_clock_khz: 2_619_000,
-            bus_width_bits: 6144,
+            mem_clock_khz: 3_201_000,
+            bus_width_bits: 6016,
             total_mem_bytes: 0,
         }
     }
@@ -134,8 +134,8 @@ mod tests {
     #[test]
     fn theoretical_bandwidth_is_double_data_rate_times_bus_bytes() {
         let info = DeviceInfo::h200();
-        // 2 * 2.619e9 * 768 bytes = 4022.8 GB/s.
-        assert!((info.theoretical_bandwidth_gbs() - 4022.784).abs() < 1e-6);
+        // 2 * 3.201e9 * 752 bytes = 4814.3 GB/s, as the H200's driver figures give.
+        assert!((info.theoretical_bandwidth_gbs() - 4814.304).abs() < 1e-6);
         assert_eq!(info.max_warps_per_sm(), 64);
     }
 }

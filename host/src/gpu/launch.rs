@@ -30,7 +30,7 @@ pub struct LaunchShape {
 impl LaunchShape {
     /// Threads in one block.
     pub fn threads_per_block(&self) -> u32 {
-        self.block.0 * self.block.1
+        self.block.0.saturating_mul(self.block.1)
     }
 
     /// The shape covering a `rows x cols` domain with `tile_rows x tile_cols` elements per block.

@@ -28,15 +28,21 @@ pub fn read(
     lesson: &'static str,
     prediction: String,
 ) -> Result<KernelRow> {
-    let info = &lab.gpu.info;
-    let blocks = info.sms * (info.max_threads_per_sm / BLOCK);
-    let threads = (blocks * BLOCK) as usize;
-    ensure_free(lesson, bytes + 4 * threads)?;
+    let (blocks, threads) = crate::demos::full_gpu(&lab.gpu.info, BLOCK);
+    // read_cg counts 16-byte vectors in a u32 and steps its index by the thread count.
+    let vectors = bytes / 16;
+    if vectors > u32::MAX as usize - threads {
+        refuse!(
+            "{lesson}: {bytes} bytes is too large for read_cg (at most {} bytes)",
+            16 * (u32::MAX as usize - threads)
+        );
+    }
+    ensure_free(lesson, bytes.saturating_add(4 * threads))?;
     let words: Vec<u32> = (0..bytes / 4).map(reference::strided_word).collect();
     let input = upload(&words)?;
     let out = poisoned::<u32>(threads)?;
     let shape = LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: 0 };
-    let args = [Arg::from(&input), Arg::U32((bytes / 16) as u32), Arg::U32(passes), Arg::from(&out)];
+    let args = [Arg::from(&input), Arg::U32(vectors as u32), Arg::U32(passes), Arg::from(&out)];
     let work = Work { flop: 0.0, bytes: bytes as f64 * passes as f64, level };
     let run = KernelRun { kernel: "read_cg", lesson, prediction, shape, args: &args, work };
     let check = || {
@@ -53,6 +59,8 @@ pub struct Transfer {
     pub direction: &'static str,
     /// "pageable" or "pinned".
     pub memory: &'static str,
+    /// Bytes copied.
+    pub bytes: usize,
     /// Event timing of the copy.
     pub timing: Timing,
     /// GB/s (1e9) of bytes copied, from the median.
@@ -98,12 +106,12 @@ pub fn transfers(lab: &Lab, bytes: usize, repeats: Repeats) -> Result<Vec<Transf
         };
         let timing = time(&lab.gpu, repeats, h2d)?;
         let check = verify::exact_u32(&download(&device)?, |i| words[i]);
-        out.push(Transfer { direction: "host to device", memory, gbs: timing.gbs(bytes as f64), timing, check });
+        out.push(Transfer { direction: "host to device", memory, bytes, gbs: timing.gbs(bytes as f64), timing, check });
         let timing = time(&lab.gpu, repeats, d2h)?;
         // SAFETY: the copies into `dst` are complete (timing synchronises) and nothing else writes it.
         let got = unsafe { std::slice::from_raw_parts(dst, n) };
         let check = verify::exact_u32(got, |i| words[i]);
-        out.push(Transfer { direction: "device to host", memory, gbs: timing.gbs(bytes as f64), timing, check });
+        out.push(Transfer { direction: "device to host", memory, bytes, gbs: timing.gbs(bytes as f64), timing, check });
     }
     Ok(out)
 }

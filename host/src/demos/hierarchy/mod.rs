@@ -136,6 +136,8 @@ pub struct Measured {
     pub checks: Vec<(&'static str, Check)>,
     /// The device's L2, bytes.
     pub l2_bytes: usize,
+    /// The device's compute capability.
+    pub cc: (u32, u32),
     /// The driver's peak SM clock, GHz.
     pub peak_clock_ghz: f64,
     /// The DRAM figure from memory clock x bus width, GB/s.
@@ -226,6 +228,7 @@ pub fn measure_all(lab: &mut Lab, opts: &Options) -> Result<Measured> {
         sweep,
         checks,
         l2_bytes,
+        cc: lab.gpu.info.cc,
         peak_clock_ghz: info.sm_clock_khz as f64 / 1e6,
         theoretical_gbs: info.theoretical_bandwidth_gbs(),
     })
@@ -342,7 +345,7 @@ impl Measured {
                 (format!("bus, {} ({})", t.direction, t.memory), "-".into(), "-".into()),
                 "-".into(),
                 format!("{:.1} GB/s", t.gbs),
-                "cuMemcpy*Async, 256 MiB".into(),
+                format!("cuMemcpy*Async, {}", bytes(t.bytes)),
             );
         }
         (header.map(String::from).to_vec(), rows)
@@ -371,10 +374,12 @@ impl Measured {
     pub fn notes(&self) -> Vec<String> {
         let mut notes = plateau_notes("default-caching ladder", &self.default_plateaus);
         notes.extend(plateau_notes("L2-only ladder", &self.l2_plateaus));
-        notes.push(format!(
-            "the driver reports {} of L2; the CUDA C++ Programming Guide gives cc 9.0 a 256 KB unified L1/shared data cache per SM",
-            bytes(self.l2_bytes)
-        ));
+        notes.push(format!("the driver reports {} of L2", bytes(self.l2_bytes)));
+        if self.cc == (9, 0) {
+            notes.push(
+                "the CUDA C++ Programming Guide gives cc 9.0 a 256 KB unified L1/shared data cache per SM".into(),
+            );
+        }
         let (broadcast, serialized) = &self.constant;
         notes.push(format!(
             "constant memory: 32 lanes on 32 addresses take {:.1}x a broadcast",

@@ -23,17 +23,12 @@ pub const CAPS: [u32; 7] = [255, 168, 128, 96, 64, 48, 32];
 
 /// Threads of a full GPU: every SM at its thread limit.
 fn full_gpu_threads(lab: &Lab) -> (u32, usize) {
-    let info = &lab.gpu.info;
-    let blocks = info.sms * (info.max_threads_per_sm / BLOCK);
-    (blocks, (blocks * BLOCK) as usize)
+    crate::demos::full_gpu(&lab.gpu.info, BLOCK)
 }
 
 /// Compares `got[g]` with `want(g)` bit for bit at `SAMPLES` threads spread over `threads`.
 fn sampled(got: &[f32], threads: usize, want: impl Fn(usize) -> f32) -> Check {
-    let step = threads.div_ceil(SAMPLES).max(1);
-    let picked: Vec<usize> = (0..threads).step_by(step).collect();
-    let bits: Vec<u32> = picked.iter().map(|&g| got[g].to_bits()).collect();
-    verify::exact_u32(&bits, |i| want(picked[i]).to_bits())
+    verify::sampled_f32(&got[..threads], SAMPLES, want)
 }
 
 /// What `ptxas -v` says about `kernel` in the loaded PTX with `options`, or why it cannot say.
@@ -60,7 +55,7 @@ pub fn local_array_pair(lab: &Lab, iters: u32) -> Result<(Vec<KernelRow>, Vec<St
     let words = reference::LOCAL_ARRAY_WORDS;
     let input_host = reference::random_f32((words + 1) * threads, 21);
     let input = upload(&input_host)?;
-    let out = poisoned::<f32>(threads)?;
+    let mut out = poisoned::<f32>(threads)?;
     let shape = LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: 0 };
     let base = [Arg::from(&input), Arg::from(&out), Arg::U32(threads as u32), Arg::U32(iters)];
     let runtime = [&base[..], &[Arg::U32(1)]].concat();
@@ -70,6 +65,9 @@ pub fn local_array_pair(lab: &Lab, iters: u32) -> Result<(Vec<KernelRow>, Vec<St
     ];
     let (mut rows, mut notes) = (Vec::new(), Vec::new());
     for (kernel, lesson, args) in pair {
+        // Both kernels compute the same values: a kernel that wrote nothing must not pass on
+        // the other's output.
+        poison(&mut out)?;
         let body = entry_body(lab.gpu.ptx.text, kernel).unwrap_or_default();
         let (loads, stores) = (count_ops(body, "ld.local"), count_ops(body, "st.local"));
         let figures = ptxas_figures(lab, kernel, &[]);
