@@ -116,6 +116,23 @@ pub fn matmul_tolerance(k: usize, abs_sum: f64) -> f64 {
     k as f64 * f32::EPSILON as f64 * abs_sum + f64::from(f32::MIN_POSITIVE)
 }
 
+/// Elements [`matmul_auto`] samples when the full check would cost more than
+/// [`FULL_CHECK_MACS`] multiply-adds.
+pub const SAMPLES: usize = 4096;
+/// Largest `m * n * k` [`matmul_auto`] checks element by element.
+pub const FULL_CHECK_MACS: usize = 1 << 28;
+
+/// [`matmul`] with the lab's one rule for how much to check: every element up to
+/// [`FULL_CHECK_MACS`] multiply-adds of reference work, else [`SAMPLES`] random dot products
+/// (seed 5). Returns the check and what it compared.
+pub fn matmul_auto(a: &[f32], b: &[f32], c: &[f32], (m, n, k): (usize, usize, usize)) -> (Check, &'static str) {
+    if m.saturating_mul(n).saturating_mul(k) <= FULL_CHECK_MACS {
+        (matmul(a, b, c, (m, n, k), usize::MAX, 5), "every element")
+    } else {
+        (matmul(a, b, c, (m, n, k), SAMPLES, 5), "sampled dot products")
+    }
+}
+
 /// Checks `C = A * B` (row-major, `m x n` from `m x k` and `k x n`) against the f64 reference:
 /// every element when `m * n <= samples`, otherwise `samples` elements drawn with `seed`, each a
 /// full dot product. NaN never passes.

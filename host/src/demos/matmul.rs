@@ -15,11 +15,6 @@ use crate::model::tiling::{MatmulShape, naive_global_loads, tiled_global_loads};
 use crate::verify::Check;
 use crate::{ptx, reference, verify};
 
-/// Elements checked at random when the full check would cost more than [`FULL_CHECK_MACS`].
-pub const SAMPLES: usize = 4096;
-/// Largest `m * n * k` checked element by element.
-pub const FULL_CHECK_MACS: usize = 1 << 28;
-
 /// One matmul kernel: name, tile edge (block is `tile x tile`), whether it stages tiles in
 /// shared memory, lesson.
 #[derive(Clone, Copy)]
@@ -129,7 +124,6 @@ fn run_case(lab: &Lab, (m, n, k): (usize, usize, usize), kernels: &[Kernel]) -> 
     let b_host = reference::random_f32(k * n, 2);
     let (a, b) = (upload(&a_host)?, upload(&b_host)?);
     let mut c = poisoned::<f32>(m * n)?;
-    let samples = if m * n * k <= FULL_CHECK_MACS { usize::MAX } else { SAMPLES };
     let flop = 2.0 * (m * n * k) as f64;
     let mut rows = Vec::new();
     for kernel in kernels {
@@ -144,10 +138,7 @@ fn run_case(lab: &Lab, (m, n, k): (usize, usize, usize), kernels: &[Kernel]) -> 
         let bytes = 4.0 * (global_loads((m, n, k), kernel) + (m * n) as u64) as f64;
         let work = Work { flop, bytes, level: Level::Global };
         let run = KernelRun { kernel: kernel.name, lesson: kernel.lesson, prediction, shape, args: &args, work };
-        let check = || {
-            let kind = if samples == usize::MAX { "every element" } else { "sampled dot products" };
-            Ok((verify::matmul(&a_host, &b_host, &download(&c)?, (m, n, k), samples, 5), kind))
-        };
+        let check = || Ok(verify::matmul_auto(&a_host, &b_host, &download(&c)?, (m, n, k)));
         rows.push(measure(lab, run, check)?);
     }
     Ok(rows)

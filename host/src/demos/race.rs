@@ -4,7 +4,6 @@
 
 use anyhow::Result;
 
-use super::matmul::{FULL_CHECK_MACS, SAMPLES};
 use super::{Section, download, ensure_free, f32_bytes, poison, poisoned, upload};
 use crate::gpu::Gpu;
 use crate::gpu::launch::{Arg, LaunchShape, launch};
@@ -68,8 +67,7 @@ pub fn run(gpu: &Gpu, (m, n, k): (usize, usize, usize), runs: usize) -> Result<O
         [Arg::from(&a), Arg::from(&b), Arg::from(&c), Arg::U32(m as u32), Arg::U32(n as u32), Arg::U32(k as u32)];
     launch_and_wait(gpu, CORRECT, &shape, &args)?;
     let want = download(&c)?;
-    let samples = if m * n * k <= FULL_CHECK_MACS { usize::MAX } else { SAMPLES };
-    let reference = verify::matmul(&a_host, &b_host, &want, (m, n, k), samples, 5);
+    let (reference, _) = verify::matmul_auto(&a_host, &b_host, &want, (m, n, k));
     let mut checks = Vec::with_capacity(runs);
     for _ in 0..runs {
         poison(&mut c)?;

@@ -131,16 +131,13 @@ impl Operands {
         ]
     }
 
-    /// Checks `C` against the f64 reference: every element up to 2^20 of them, else 4096 sampled
-    /// dot products. Returns the check and what it compared.
+    /// Checks `C` against the f64 reference ([`verify::matmul_auto`]'s rule). Returns the check
+    /// and what it compared.
     ///
     /// # Errors
     /// A failed download.
     pub fn check(&self) -> Result<(Check, &'static str)> {
-        let (m, n, _) = self.size;
-        let (samples, kind) =
-            if m * n <= 1 << 20 { (usize::MAX, "every element") } else { (4096, "sampled dot products") };
-        Ok((verify::matmul(&self.a_host, &self.b_host, &download(&self.c)?, self.size, samples, 5), kind))
+        Ok(verify::matmul_auto(&self.a_host, &self.b_host, &download(&self.c)?, self.size))
     }
 
     /// `2 m n k`.
