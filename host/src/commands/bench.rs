@@ -20,7 +20,7 @@ use crate::gpu::launch::{Arg, LaunchShape, launch, launch_function};
 use crate::gpu::timing::{Repeats, Timing, time};
 use crate::gpu::{Gpu, describe, kernel};
 use crate::verify::{self, Check};
-use crate::{cli, reference, refuse, report};
+use crate::{reference, refuse, report};
 
 /// Options of `bench`.
 #[derive(clap::Args, Debug)]
@@ -38,15 +38,9 @@ pub struct Args {
     /// Alternating rounds per kernel (medians are reported).
     #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: u32,
-    /// Copy and transpose matrix, ROWSxCOLS.
-    #[arg(long, default_value = "8192x8192", value_parser = cli::dims::<2>)]
-    pub transpose: [usize; 2],
-    /// Naive and tiled matmul shape, MxNxK.
-    #[arg(long, default_value = "4096x4096x4096", value_parser = cli::dims::<3>)]
-    pub matmul: [usize; 3],
-    /// SGEMM ladder shapes, MxNxK each.
-    #[arg(long, num_args = 1.., default_values = ["4096x4096x4096", "8192x8192x8192"], value_parser = cli::dims::<3>)]
-    pub sgemm: Vec<[usize; 3]>,
+    /// Problem shapes.
+    #[command(flatten)]
+    pub shapes: super::Shapes,
 }
 
 /// The ceiling a rate is read against.
@@ -202,16 +196,8 @@ pub fn run(args: Args) -> Result<bool> {
         ),
     };
     println!("# memlab bench on {}\n\n{}\n", gpu.info.name, report::device(args.device, &gpu.info, gpu.ptx.arch));
-    let [rows, cols] = args.transpose;
-    let [m, n, k] = args.matmul;
-    let sizes = Sizes {
-        transpose: (rows, cols),
-        matmul: (m, n, k),
-        matmul_naive: (m, n, k),
-        sgemm: args.sgemm.iter().map(|&[m, n, k]| (m, n, k)).collect(),
-        repeats: Repeats { warmup: 3, runs: args.rounds as usize },
-        ..Sizes::default()
-    };
+    let sizes =
+        args.shapes.apply(Sizes { repeats: Repeats { warmup: 3, runs: args.rounds as usize }, ..Sizes::default() });
     let mut bench =
         Bench { lab: Lab { gpu, sizes, memcpy_gbs: None }, twins, rounds: args.rounds as usize, rows: Vec::new() };
     demos::memcpy::run(&mut bench.lab)?;

@@ -19,15 +19,9 @@ pub struct Args {
     /// Demos to run (default: all, in the listed order).
     #[arg(long, num_args = 1.., value_parser = clap::builder::PossibleValuesParser::new(demos::NAMES))]
     pub only: Vec<String>,
-    /// Transpose and copy matrix, ROWSxCOLS.
-    #[arg(long, default_value = "8192x8192", value_parser = cli::dims::<2>)]
-    pub transpose: [usize; 2],
-    /// Tiled matmul shape, MxNxK.
-    #[arg(long, default_value = "4096x4096x4096", value_parser = cli::dims::<3>)]
-    pub matmul: [usize; 3],
-    /// SGEMM ladder shapes, MxNxK each.
-    #[arg(long, num_args = 1.., default_values = ["4096x4096x4096", "8192x8192x8192"], value_parser = cli::dims::<3>)]
-    pub sgemm: Vec<[usize; 3]>,
+    /// Problem shapes.
+    #[command(flatten)]
+    pub shapes: super::Shapes,
     /// Naive matmul shape, MxNxK (default: the tiled shape).
     #[arg(long, value_parser = cli::dims::<3>)]
     pub matmul_naive: Option<[usize; 3]>,
@@ -63,16 +57,15 @@ pub fn run(args: Args) -> Result<bool> {
     if !args.bank_iters.is_multiple_of(8) {
         refuse!("--bank-iters {} must be a multiple of 8 (the probe's unroll)", args.bank_iters);
     }
-    let [m, n, k] = args.matmul;
-    let sizes = Sizes {
-        transpose: (args.transpose[0], args.transpose[1]),
-        matmul: (m, n, k),
-        sgemm: args.sgemm.iter().map(|&[m, n, k]| (m, n, k)).collect(),
-        matmul_naive: args.matmul_naive.map_or((m, n, k), |[m, n, k]| (m, n, k)),
+    let mut sizes = args.shapes.apply(Sizes {
         strided_bytes: args.strided_bytes,
         bank_iters: args.bank_iters as usize,
         repeats: Repeats { warmup: args.warmup as usize, runs: args.runs as usize },
-    };
+        ..Sizes::default()
+    });
+    if let Some([m, n, k]) = args.matmul_naive {
+        sizes.matmul_naive = (m, n, k);
+    }
     let names: Vec<&str> =
         if args.only.is_empty() { demos::NAMES.to_vec() } else { args.only.iter().map(String::as_str).collect() };
     let gpu = Gpu::open(args.device, None)?;
