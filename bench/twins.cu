@@ -290,8 +290,13 @@ DEV void put(float* stage, unsigned t, Staged s) {
     *reinterpret_cast<float4*>(bs + (t / 32) * 128 + 4 * (t % 32)) = s.b;
 }
 
-template <unsigned A_PITCH>
-DEV void multiply(const float* stage, Place p, float (&acc)[8][8]) {
+struct Nothing {
+    DEV void operator()(unsigned) const {}
+};
+
+// between(d) runs after the FMAs of depth d.
+template <unsigned A_PITCH, typename Between = Nothing>
+DEV void multiply(const float* stage, Place p, float (&acc)[8][8], Between between = Nothing()) {
     const float* as = stage;
     const float* bs = stage + 8 * A_PITCH;
 #pragma unroll
@@ -306,6 +311,28 @@ DEV void multiply(const float* stage, Place p, float (&acc)[8][8]) {
         for (int i = 0; i < 8; i++)
 #pragma unroll
             for (int j = 0; j < 8; j++) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+        between(d);
+    }
+}
+
+// The thread's 8 x 8 results: float4 stores inside the matrix, guarded scalars on an edge tile.
+DEV void store_results(float* c, unsigned m, unsigned n, unsigned row0, unsigned col0, bool vec, Place p,
+                       const float (&acc)[8][8]) {
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        unsigned row = row0 + p.rows[i / 4] + i % 4;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            unsigned col = col0 + p.cols[h];
+            if (vec) {
+                *reinterpret_cast<float4*>(c + row * n + col) =
+                    make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]);
+            } else {
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    if (row < m && col + q < n) c[row * n + col + q] = acc[i][4 * h + q];
+            }
+        }
     }
 }
 
@@ -337,22 +364,7 @@ DEV void tiled_128(const float* a, const float* b, float* c, unsigned m, unsigne
             __syncthreads();
         }
     }
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        unsigned row = row0 + p.rows[i / 4] + i % 4;
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            unsigned col = col0 + p.cols[h];
-            if (vec) {
-                *reinterpret_cast<float4*>(c + row * n + col) =
-                    make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]);
-            } else {
-#pragma unroll
-                for (int q = 0; q < 4; q++)
-                    if (row < m && col + q < n) c[row * n + col + q] = acc[i][4 * h + q];
-            }
-        }
-    }
+    store_results(c, m, n, row0, col0, vec, p, acc);
 }
 
 KERNEL void sgemm_4_vectorized(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
@@ -367,4 +379,97 @@ KERNEL void sgemm_6_double_buffered(const float* a, const float* b, float* c, un
                                         unsigned k) {
     tiled_128<132, 2, Warp>(a, b, c, m, n, k);
 }
+
+// ---------------------------------------------------------------- sgemm/async_copy.rs
+// Rung 6's stages, layout and FMAs; the tiles arrive by cp.async (sm_80+) in a 3-stage
+// pipeline, the interior copies spread among the FMAs. nvcc needs __launch_bounds__ to keep two
+// blocks per SM (143 registers without it); rustc's PTX fits in 122 without a hint.
+
+#if __CUDA_ARCH__ >= 800
+template <unsigned BYTES>
+DEV void cp_async(float* dst, const float* src, unsigned src_bytes) {
+    unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    if (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(src_bytes) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(d), "l"(src), "r"(src_bytes) : "memory");
+}
+
+// Float q of the 4 at (row, col ..): its address and 4 bytes, or the base and 0 bytes outside.
+DEV const float* source(const float* base, unsigned rows, unsigned cols, unsigned row, unsigned col, unsigned q,
+                        unsigned& bytes) {
+    bool in = row < rows && col + q < cols;
+    bytes = in ? 4 : 0;
+    return in ? base + row * cols + col + q : base;
+}
+
+// Pieces 0-3: a float of A to its transposed place; piece 4: 16 bytes of B. Interior tiles only.
+DEV void copy_interior(float* stage, const float* a, const float* b, unsigned n, unsigned k, unsigned row0,
+                       unsigned col0, unsigned t, unsigned k0, unsigned piece) {
+    if (piece < 4)
+        cp_async<4>(stage + (4 * (t % 2) + piece) * 132 + t / 2, a + (row0 + t / 2) * k + k0 + 4 * (t % 2) + piece, 4);
+    else
+        cp_async<16>(stage + 8 * 132 + (t / 32) * 128 + 4 * (t % 32), b + (k0 + t / 32) * n + col0 + 4 * (t % 32), 16);
+}
+
+DEV void copy_checked(float* stage, const float* a, const float* b, unsigned m, unsigned n, unsigned k, unsigned row0,
+                      unsigned col0, unsigned t, unsigned k0) {
+    float* bs = stage + 8 * 132 + (t / 32) * 128 + 4 * (t % 32);
+    unsigned ar = row0 + t / 2, ac = k0 + 4 * (t % 2), br = k0 + t / 32, bc = col0 + 4 * (t % 32), bytes;
+#pragma unroll
+    for (unsigned q = 0; q < 4; q++) {
+        const float* src = source(a, m, k, ar, ac, q, bytes);
+        cp_async<4>(stage + (4 * (t % 2) + q) * 132 + t / 2, src, bytes);
+    }
+    if (n % 4 == 0) {
+        const float* src = source(b, k, n, br, bc, 0, bytes);
+        cp_async<16>(bs, src, 4 * bytes);
+    } else {
+#pragma unroll
+        for (unsigned q = 0; q < 4; q++) {
+            const float* src = source(b, k, n, br, bc, q, bytes);
+            cp_async<4>(bs + q, src, bytes);
+        }
+    }
+}
+
+KERNEL void __launch_bounds__(256, 2)
+    sgemm_7_async_copy(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    extern __shared__ __align__(16) float smem[];
+    constexpr unsigned STAGES = 3, FLOATS = 8 * (132 + 128);
+    unsigned t = threadIdx.x, row0 = blockIdx.y * 128, col0 = blockIdx.x * 128;
+    bool vec = k % 4 == 0 && n % 4 == 0 && row0 + 128 <= m && col0 + 128 <= n;
+    Place p = place<Warp>(t);
+    float acc[8][8] = {};
+    unsigned steps = (k + 7) / 8;
+#pragma unroll
+    for (unsigned s = 0; s < STAGES - 1; s++) {
+        if (s < steps) {
+            if (vec && (s + 1) * 8 <= k) {
+                for (unsigned piece = 0; piece < 5; piece++)
+                    copy_interior(smem + s * FLOATS, a, b, n, k, row0, col0, t, s * 8, piece);
+            } else {
+                copy_checked(smem + s * FLOATS, a, b, m, n, k, row0, col0, t, s * 8);
+            }
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+    unsigned read = 0, fill = STAGES - 1;
+    for (unsigned s = 0; s < steps; s++) {
+        asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 2) : "memory");
+        __syncthreads();
+        unsigned next = s + STAGES - 1;
+        float* to = smem + fill * FLOATS;
+        bool interior = next < steps && vec && (next + 1) * 8 <= k;
+        if (next < steps && !interior) copy_checked(to, a, b, m, n, k, row0, col0, t, next * 8);
+        multiply<132>(smem + read * FLOATS, p, acc, [=](unsigned d) {
+            if (interior && d < 5) copy_interior(to, a, b, n, k, row0, col0, t, next * 8, d);
+        });
+        asm volatile("cp.async.commit_group;" ::: "memory");
+        fill = read;
+        read = read + 1 == STAGES ? 0 : read + 1;
+    }
+    store_results(c, m, n, row0, col0, vec, p, acc);
+}
+#endif
 

@@ -82,3 +82,73 @@ fn ptxas_fits_two_blocks_per_sm_without_spills() {
         assert!(k.regs <= 128, "{kernel}: {} registers", k.regs);
     }
 }
+
+#[test]
+fn the_async_copy_rung_copies_global_to_shared_without_registers_on_cc_80_ptx_only() {
+    let kernel = "sgemm_7_async_copy";
+    for p in &ptx::ALL {
+        let Some(b) = entry_body(p.text, kernel) else {
+            assert!(p.cc < (8, 0), "{} PTX lacks {kernel}", p.arch);
+            continue;
+        };
+        assert!(p.cc >= (8, 0), "{}: cp.async needs cc 8.0", p.arch);
+        // Each copy site (the two unrolled prologue steps and the loop) has an interior path,
+        // 4 floats of A to their transposed places and 16 bytes of B, and a checked one, which
+        // adds 4 single floats of B for rows that are not 16-byte aligned.
+        assert_eq!(count_ops(b, "cp.async.cg.shared.global"), 3 * 2, "{}", p.arch);
+        assert_eq!(count_ops(b, "cp.async.ca.shared.global"), 3 * (4 + 8), "{}", p.arch);
+        assert_eq!(count_ops(b, "cp.async.commit_group"), 3, "{}", p.arch);
+        assert_eq!(count_ops(b, "cp.async.wait_group 1"), 1, "{}: 3 stages, one group left in flight", p.arch);
+        assert_eq!(count_ops(b, "bar.sync"), 1, "{}: one barrier per step", p.arch);
+        // The loop's interior copies go out among the FMAs, not in one burst: at least 5 of the
+        // gaps between two FMAs hold a copy.
+        assert!(gaps_between_fmas_with_copies(b) >= 5, "{}", p.arch);
+        // No operand passes through registers on its way to shared memory.
+        assert_eq!(count_ops(b, "ld.global"), 0, "{}", p.arch);
+        assert_eq!(count_ops(b, "fma.rn.f32"), 512, "{}", p.arch);
+        assert_eq!(count_ops(b, "st.global.v4"), 16, "{}", p.arch);
+        assert!(!b.contains(".local"), "{}: accumulators in local memory", p.arch);
+    }
+    let report = ptxas::run(ptx::for_device((9, 0)).unwrap().text, "sm_90").expect("ptxas (run `cargo xtask setup`)");
+    let k = report.iter().find(|k| k.kernel == kernel).expect("ptxas lists the rung");
+    assert_eq!((k.stack_bytes, k.spill_stores, k.spill_loads), (0, 0, 0), "{k:?}");
+    // 256 threads x 128 registers: two blocks per SM, as for rung 6.
+    assert!(k.regs <= 128, "{kernel}: {} registers", k.regs);
+}
+
+/// The stretches between two FMAs (with no FMA inside) that hold at least one `cp.async`.
+fn gaps_between_fmas_with_copies(body: &str) -> usize {
+    let (mut gaps, mut after_fma, mut copy_in_gap) = (0, false, false);
+    for op in ptx::opcodes(body) {
+        if op.starts_with("fma.rn.f32") {
+            gaps += usize::from(after_fma && copy_in_gap);
+            (after_fma, copy_in_gap) = (true, false);
+        } else if op.starts_with("cp.async.c") {
+            copy_in_gap = true;
+        }
+    }
+    gaps
+}
+
+#[test]
+fn the_ladder_offers_each_rung_only_where_its_ptx_has_it() {
+    use memlab::demos::sgemm::{RUNGS, available};
+    for p in &ptx::ALL {
+        let (rungs, note) = available(p);
+        let names: Vec<&str> = ptx::kernel_names(p.text);
+        for rung in &RUNGS {
+            let offered = rungs.iter().any(|r| r.kernel == rung.kernel);
+            assert_eq!(offered, names.contains(&rung.kernel), "{}/{}", p.arch, rung.kernel);
+        }
+        match p.cc {
+            (7, 5) => {
+                assert_eq!(rungs.len(), RUNGS.len() - 1);
+                assert_eq!(
+                    note.as_deref(),
+                    Some("skipped sgemm_7_async_copy (PTX for cc 8.0 and later): this device runs the sm_75 PTX")
+                );
+            }
+            _ => assert_eq!((rungs.len(), note), (RUNGS.len(), None), "{}", p.arch),
+        }
+    }
+}

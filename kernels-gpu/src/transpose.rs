@@ -8,7 +8,8 @@
 //! `rows, cols >= 1` works (guarded accesses).
 
 use crate::device::{
-    block_idx_x, block_idx_y, dynamic_shared, load4, store4, sync_threads, thread_idx_x, thread_idx_y,
+    block_idx_x, block_idx_y, dynamic_shared, load_shared_in_order, load4, store4, sync_threads, thread_idx_x,
+    thread_idx_y,
 };
 
 /// Tile edge, in elements.
@@ -103,20 +104,30 @@ pub unsafe extern "ptx-kernel" fn transpose_naive(input: *const f32, output: *mu
 /// # Safety
 /// As for the kernels: buffers of `rows * cols` floats, `TILE * PITCH * 4` dynamic shared bytes.
 #[inline(always)]
-unsafe fn transpose_via_tile<const PITCH: usize>(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
+unsafe fn transpose_via_tile<const PITCH: u32>(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
+    const TILE: u32 = self::TILE as u32;
+    const STEP: usize = BLOCK_ROWS;
     let tile = dynamic_shared::<f32>();
-    let (rows, cols) = (rows as usize, cols as usize);
-    let (tx, ty) = (thread_idx_x() as usize, thread_idx_y() as usize);
-    let (x, y) = tile_origin(block_idx_x(), block_idx_y());
-    for_tile_rows(x, y, rows, cols, |x, y, j| unsafe {
-        *tile.add((ty + j) * PITCH + tx) = *input.add(y * cols + x);
-    });
+    let (tx, ty) = (thread_idx_x(), thread_idx_y());
+    // 32-bit indices, as in the CUDA C++ twin: `y + j` stays below `32 * ceil(rows / 32)`.
+    let (x, y) = (block_idx_x() * TILE + tx, block_idx_y() * TILE + ty);
+    for j in (0..TILE).step_by(STEP) {
+        if x < cols && y + j < rows {
+            unsafe {
+                *tile.add(((ty + j) * PITCH + tx) as usize) = *input.add((y + j) as usize * cols as usize + x as usize)
+            };
+        }
+    }
     unsafe { sync_threads() };
     // The output tile sits at the mirrored block; its matrix is cols x rows.
-    let (x, y) = tile_origin(block_idx_y(), block_idx_x());
-    for_tile_rows(x, y, cols, rows, |x, y, j| unsafe {
-        *output.add(y * rows + x) = *tile.add(tx * PITCH + ty + j);
-    });
+    let (x, y) = (block_idx_y() * TILE + tx, block_idx_x() * TILE + ty);
+    for j in (0..TILE).step_by(STEP) {
+        if x < rows && y + j < cols {
+            // Each conflicted tile read stays paired with its store (see `load_shared_in_order`).
+            let v = unsafe { load_shared_in_order(tile.add((tx * PITCH + ty + j) as usize)) };
+            unsafe { *output.add((y + j) as usize * rows as usize + x as usize) = v };
+        }
+    }
 }
 
 /// Transpose through a `32 x 32` shared tile: coalesced global traffic, but the column read of

@@ -13,7 +13,7 @@ use anyhow::Result;
 use cust::function::{Function, FunctionAttribute};
 use cust::module::Module;
 
-use crate::demos::sgemm::{NO_CUBLAS, Operands, RUNGS, Rung, time_cublas};
+use crate::demos::sgemm::{NO_CUBLAS, Operands, Rung, available, time_cublas};
 use crate::demos::{self, Lab, Rate, Sizes, download, poison, poisoned, upload};
 use crate::gpu::cublas::Cublas;
 use crate::gpu::launch::{Arg, LaunchShape, launch, launch_function};
@@ -252,14 +252,15 @@ fn transposes(bench: &mut Bench, ceiling: Ceiling) -> Result<()> {
 /// The matmuls below the SGEMM ladder (whose rung 1 is `matmul_tiled_32`), with the launch
 /// shapes of the `matmul` demo.
 const MATMULS: [Rung; 2] = [
-    Rung { kernel: "matmul_naive", block: (16, 16), tile: 16, smem: 0, lesson: "" },
-    Rung { kernel: "matmul_tiled_16", block: (16, 16), tile: 16, smem: 2048, lesson: "" },
+    Rung { kernel: "matmul_naive", block: (16, 16), tile: 16, smem: 0, lesson: "", min_cc: (7, 5) },
+    Rung { kernel: "matmul_tiled_16", block: (16, 16), tile: 16, smem: 2048, lesson: "", min_cc: (7, 5) },
 ];
 
 /// The matmuls and the SGEMM ladder, TFLOP/s against cuBLAS at the same size.
 fn matmuls(bench: &mut Bench, cublas: Option<&Cublas>, cublas_tflops: &mut Vec<(String, Option<f64>)>) -> Result<()> {
     let mut cases = vec![(bench.lab.sizes.matmul, MATMULS.to_vec())];
-    cases.extend(bench.lab.sizes.sgemm.iter().map(|&size| (size, RUNGS.to_vec())));
+    let rungs = available(bench.lab.gpu.ptx).0;
+    cases.extend(bench.lab.sizes.sgemm.iter().map(|&size| (size, rungs.clone())));
     for (size, kernels) in cases {
         let (m, n, k) = size;
         let label = format!("{m}x{n}x{k}");

@@ -13,6 +13,7 @@ use crate::gpu::cublas::Cublas;
 use crate::gpu::launch::{Arg, LaunchShape, launch};
 use crate::gpu::timing::{Timing, time};
 use crate::model::tiling::{MatmulShape, tiled_global_loads};
+use crate::ptx::Ptx;
 use crate::series::{Series, names};
 use crate::verify::{self, Check};
 use crate::{reference, refuse};
@@ -31,6 +32,8 @@ pub struct Rung {
     pub smem: u32,
     /// What the rung adds.
     pub lesson: &'static str,
+    /// The lowest PTX target that has the kernel (`cp.async` needs cc 8.0).
+    pub min_cc: (u32, u32),
 }
 
 impl Rung {
@@ -38,16 +41,33 @@ impl Rung {
     pub fn shape(&self, m: usize, n: usize) -> LaunchShape {
         LaunchShape::covering(m, n, (self.tile, self.tile), self.block, self.smem)
     }
+
+    /// Whether the PTX the device loaded has this rung.
+    pub fn in_ptx(&self, ptx: &Ptx) -> bool {
+        ptx.cc >= self.min_cc
+    }
+}
+
+/// The rungs the loaded PTX has, and a note naming those it lacks (empty when none).
+pub fn available(ptx: &Ptx) -> (Vec<Rung>, Option<String>) {
+    let (have, lack): (Vec<Rung>, Vec<Rung>) = RUNGS.iter().partition(|r| r.in_ptx(ptx));
+    let note = (!lack.is_empty()).then(|| {
+        let names: Vec<String> =
+            lack.iter().map(|r| format!("{} (PTX for cc {}.{} and later)", r.kernel, r.min_cc.0, r.min_cc.1)).collect();
+        format!("skipped {}: this device runs the {} PTX", names.join(", "), ptx.arch)
+    });
+    (have, note)
 }
 
 /// The ladder, bottom first. Rung 1 is the tiled matmul of the `matmul` demo.
-pub const RUNGS: [Rung; 6] = [
+pub const RUNGS: [Rung; 7] = [
     Rung {
         kernel: "matmul_tiled_32",
         block: (32, 32),
         tile: 32,
         smem: 8192,
         lesson: "1: block tiling in shared memory, one result per thread",
+        min_cc: (7, 5),
     },
     Rung {
         kernel: "sgemm_2_register_1d",
@@ -55,6 +75,7 @@ pub const RUNGS: [Rung; 6] = [
         tile: 64,
         smem: 4096,
         lesson: "2: 8 results per thread down a column (1D register blocking)",
+        min_cc: (7, 5),
     },
     Rung {
         kernel: "sgemm_3_register_2d",
@@ -62,6 +83,7 @@ pub const RUNGS: [Rung; 6] = [
         tile: 128,
         smem: 8192,
         lesson: "3: 8x8 results per thread (2D register blocking)",
+        min_cc: (7, 5),
     },
     Rung {
         kernel: "sgemm_4_vectorized",
@@ -69,6 +91,7 @@ pub const RUNGS: [Rung; 6] = [
         tile: 128,
         smem: 8192,
         lesson: "4: 128-bit global and shared loads, A transposed in shared memory",
+        min_cc: (7, 5),
     },
     Rung {
         kernel: "sgemm_5_conflict_free",
@@ -76,6 +99,7 @@ pub const RUNGS: [Rung; 6] = [
         tile: 128,
         smem: 8320,
         lesson: "5: conflict-free shared layout (split 4x4 groups, padded A tile)",
+        min_cc: (7, 5),
     },
     Rung {
         kernel: "sgemm_6_double_buffered",
@@ -83,6 +107,15 @@ pub const RUNGS: [Rung; 6] = [
         tile: 128,
         smem: 16640,
         lesson: "6: two shared stages (next loads overlap FMAs), warp tiling",
+        min_cc: (7, 5),
+    },
+    Rung {
+        kernel: "sgemm_7_async_copy",
+        block: (256, 1),
+        tile: 128,
+        smem: 24960,
+        lesson: "7: cp.async global-to-shared copies, 3-stage pipeline (cc 8.0+)",
+        min_cc: (8, 0),
     },
 ];
 
@@ -170,10 +203,11 @@ pub const NO_CUBLAS: &str = "cuBLAS not found: skipped (set MEMLAB_CUBLAS=/path/
 /// (checked, timed, next to cuBLAS).
 pub fn run(lab: &mut Lab) -> Result<Section> {
     let cublas = Cublas::open(&lab.gpu)?;
+    let (rungs, skipped) = available(lab.gpu.ptx);
     let mut checks = Vec::new();
     for size in ODD_SIZES {
         let mut ops = Operands::new(size)?;
-        for rung in &RUNGS {
+        for rung in &rungs {
             poison(&mut ops.c)?;
             let (m, n, _) = size;
             launch(&lab.gpu, rung.kernel, &rung.shape(m, n), &ops.args())?;
@@ -182,7 +216,7 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
     }
     let peak = super::roofline::peak_fp32(&lab.gpu.info).map(|p| p / 1e12);
     let mut kernels: Vec<KernelRow> = Vec::new();
-    let mut table: Vec<Vec<String>> = RUNGS.iter().map(|r| vec![r.kernel.to_string()]).collect();
+    let mut table: Vec<Vec<String>> = rungs.iter().map(|r| vec![r.kernel.to_string()]).collect();
     table.push(vec!["cuBLAS SGEMM (FP32)".into()]);
     let mut header = vec!["kernel".to_string()];
     // cuBLAS's rate per size, drawn across the ladder chart.
@@ -192,7 +226,7 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         header.extend([format!("TFLOP/s {m}x{n}x{k}"), "% of cuBLAS".into()]);
         let mut ops = Operands::new(size)?;
         let cublas_tflops = time_cublas(lab, cublas.as_ref(), &mut ops)?.map(|t| t.tflops(ops.flop()));
-        for (rung, row) in RUNGS.iter().zip(&mut table) {
+        for (rung, row) in rungs.iter().zip(&mut table) {
             poison(&mut ops.c)?;
             let loads = tiled_global_loads(MatmulShape::new(m as u64, n as u64, k as u64), rung.tile as u64);
             let prediction = format!("{m}x{n}x{k}: {loads:.3e} global loads");
@@ -225,6 +259,7 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         "every rung also checked element by element on {}",
         ODD_SIZES.map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
     )];
+    notes.extend(skipped);
     notes.push(match &cublas {
         Some(c) => format!("cuBLAS from {}, CUBLAS_DEFAULT_MATH (no TF32)", c.path.display()),
         None => NO_CUBLAS.into(),

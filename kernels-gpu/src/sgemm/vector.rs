@@ -13,21 +13,21 @@ use super::Gemm;
 use crate::device::{block_idx_x, block_idx_y, dynamic_shared, fma, load4, store4, sync_threads, thread_idx_x};
 
 /// Tile of `C` per block: `TILE x TILE`.
-const TILE: u32 = 128;
+pub(super) const TILE: u32 = 128;
 /// Depth of one step (columns of `A`, rows of `B` staged at once).
-const BK: u32 = 8;
+pub(super) const BK: u32 = 8;
 
 /// Where a thread's `8 x 8` results sit in the block's tile: two groups of 4 rows starting at
 /// `rows[0]`, `rows[1]` and two groups of 4 columns starting at `cols[0]`, `cols[1]`.
 #[derive(Clone, Copy)]
-struct Place {
+pub(super) struct Place {
     rows: [u32; 2],
     cols: [u32; 2],
 }
 
 /// How the 256 threads cover the tile.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Layout {
+pub(super) enum Layout {
     /// Thread `t` owns rows `8 (t / 16) ..+8`, columns `8 (t % 16) ..+8`. The 16 lanes of a
     /// warp that differ in `t % 16` read `B` at a 32-byte stride: each 128-bit shared load spans
     /// 512 bytes, 4 wavefronts where 256 bytes need 2.
@@ -44,7 +44,7 @@ enum Layout {
 
 impl Layout {
     #[inline(always)]
-    fn place(self, t: u32) -> Place {
+    pub(super) fn place(self, t: u32) -> Place {
         match self {
             Layout::Contiguous => {
                 let (r, c) = (8 * (t / 16), 8 * (t % 16));
@@ -73,17 +73,17 @@ struct Staged {
 /// One block's view of the product: operands, its tile origin, and whether its tiles may use
 /// 128-bit global accesses.
 #[derive(Clone, Copy)]
-struct Block {
-    g: Gemm,
-    row0: u32,
-    col0: u32,
+pub(super) struct Block {
+    pub(super) g: Gemm,
+    pub(super) row0: u32,
+    pub(super) col0: u32,
     /// The block's `C` tile lies inside `C` and rows of `A`, `B`, `C` are 16-byte aligned.
-    vector: bool,
+    pub(super) vector: bool,
 }
 
 impl Block {
     #[inline(always)]
-    fn new(g: Gemm) -> Block {
+    pub(super) fn new(g: Gemm) -> Block {
         let (row0, col0) = (block_idx_y() * TILE, block_idx_x() * TILE);
         let vector = g.k % 4 == 0 && g.n % 4 == 0 && row0 + TILE <= g.m && col0 + TILE <= g.n;
         Block { g, row0, col0, vector }
@@ -114,7 +114,7 @@ impl Block {
     /// Stores the thread's `8 x 8` results: 128-bit stores inside the matrix, guarded scalar
     /// stores on an edge tile.
     #[inline(always)]
-    unsafe fn store(&self, place: Place, acc: &[[f32; 8]; 8]) {
+    pub(super) unsafe fn store(&self, place: Place, acc: &[[f32; 8]; 8]) {
         unroll!(i in 0..8 => {
             let row = self.row0 + place.rows[i / 4] + (i % 4) as u32;
             unroll!(half in 0..4 => {
@@ -137,9 +137,9 @@ impl Block {
 /// One shared-memory stage: the transposed `A` tile (`BK` rows of `A_PITCH` floats) followed by
 /// the `B` tile (`BK` rows of `TILE` floats).
 #[derive(Clone, Copy)]
-struct Stage<const A_PITCH: u32> {
-    a: *mut f32,
-    b: *mut f32,
+pub(super) struct Stage<const A_PITCH: u32> {
+    pub(super) a: *mut f32,
+    pub(super) b: *mut f32,
 }
 
 impl<const A_PITCH: u32> Stage<A_PITCH> {
@@ -148,7 +148,7 @@ impl<const A_PITCH: u32> Stage<A_PITCH> {
 
     /// Stage `i` of the block's dynamic shared memory.
     #[inline(always)]
-    fn nth(i: u32) -> Self {
+    pub(super) fn nth(i: u32) -> Self {
         let a = unsafe { dynamic_shared::<f32>().add((i * Self::FLOATS) as usize) };
         Stage { a, b: unsafe { a.add((BK * A_PITCH) as usize) } }
     }
@@ -167,7 +167,14 @@ impl<const A_PITCH: u32> Stage<A_PITCH> {
     /// `acc += A_tile * B_tile` for the thread's `8 x 8` results: per depth `d`, two 128-bit
     /// loads of `A`, two of `B`, 64 FMAs.
     #[inline(always)]
-    unsafe fn multiply(&self, place: Place, acc: &mut [[f32; 8]; 8]) {
+    pub(super) unsafe fn multiply(&self, place: Place, acc: &mut [[f32; 8]; 8]) {
+        unsafe { self.multiply_between(place, acc, |_| {}) }
+    }
+
+    /// [`Stage::multiply`], calling `between(d)` after the FMAs of each depth `d`: work spread
+    /// among the FMAs instead of issued in one burst.
+    #[inline(always)]
+    pub(super) unsafe fn multiply_between(&self, place: Place, acc: &mut [[f32; 8]; 8], mut between: impl FnMut(u32)) {
         unroll!(d in 0..8 => {
             let d = d as u32;
             let (a_row, b_row) = unsafe { (self.a.add((d * A_PITCH) as usize), self.b.add((d * TILE) as usize)) };
@@ -179,6 +186,7 @@ impl<const A_PITCH: u32> Stage<A_PITCH> {
                     acc[i][j] = fma(a[i], b[j], acc[i][j]);
                 });
             });
+            between(d);
         });
     }
 }
