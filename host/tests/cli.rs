@@ -80,9 +80,12 @@ fn bad_sizes_are_refused_before_touching_the_gpu() {
 
 #[test]
 fn bank_iters_must_be_a_multiple_of_the_unroll() {
-    let o = memlab(&["run-demos", "--bank-iters", "12"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert_eq!(stderr(&o).trim(), "error: --bank-iters 12 must be a multiple of 8 (the probe's unroll)");
+    for command in ["run-demos", "hierarchy"] {
+        let o = memlab(&[command, "--bank-iters", "12"]);
+        assert_eq!(o.status.code(), Some(2), "{command}");
+        assert_eq!(stderr(&o).trim(), "error: --bank-iters 12 must be a multiple of 8 (the probe's unroll)");
+        assert!(o.stdout.is_empty(), "{command}");
+    }
 }
 
 #[test]

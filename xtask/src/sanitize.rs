@@ -35,7 +35,7 @@ const PRESETS: [(&str, &str); 5] = [
         "1000x1000",
         "run-demos --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 1000x1000 --matmul 1000x1000x1000 --sgemm 1000x1000x1000 --strided-bytes 4000004 --bank-iters 64",
     ),
-    ("hierarchy", "hierarchy --ladder-max 64KiB --steps 64 --transfer-bytes 64KiB --dram-bytes 1MiB"),
+    ("hierarchy", "hierarchy --ladder-max 64KiB --steps 64 --transfer-bytes 64KiB --dram-bytes 1MiB --bank-iters 8"),
 ];
 
 /// The default sizes (8192x8192, 4096^3, 1 GiB, 16384 loads; SGEMM at 4096^3 only), one run

@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use crate::demos::hierarchy::{self, LADDER_MIN, Options};
-use crate::demos::{Lab, Sizes};
+use crate::demos::{Lab, Sizes, banks};
 use crate::gpu::Gpu;
 use crate::{cli, refuse, report};
 
@@ -27,6 +27,9 @@ pub struct Args {
     /// Bytes of the DRAM read (B, KiB, MiB, GiB; a multiple of 16).
     #[arg(long, default_value = "1GiB", value_parser = cli::bytes)]
     pub dram_bytes: usize,
+    /// Shared-memory loads per thread in the shared-bandwidth probe (a multiple of 8).
+    #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
+    pub bank_iters: u32,
 }
 
 /// Measures and prints the table; returns whether every check passed.
@@ -42,9 +45,10 @@ pub fn run(args: Args) -> Result<bool> {
     if args.transfer_bytes < 4 {
         refuse!("--transfer-bytes {} must be at least 4 bytes", args.transfer_bytes);
     }
+    let bank_iters = banks::check_iters(args.bank_iters)?;
     let gpu = Gpu::open(args.device, None)?;
     println!("# memlab hierarchy on {}\n\n{}\n", gpu.info.name, report::device(args.device, &gpu.info, gpu.ptx.arch));
-    let sizes = Sizes { strided_bytes: args.dram_bytes, ..Sizes::default() };
+    let sizes = Sizes { strided_bytes: args.dram_bytes, bank_iters, ..Sizes::default() };
     let mut lab = Lab { gpu, sizes, memcpy_gbs: None };
     let opts = Options { ladder_max: args.ladder_max, steps: args.steps, transfer_bytes: args.transfer_bytes };
     let measured = hierarchy::measure_all(&mut lab, &opts)?;

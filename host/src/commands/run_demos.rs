@@ -8,7 +8,7 @@ use crate::demos::{self, Lab, Sizes, coalescing};
 use crate::gpu::Gpu;
 use crate::gpu::timing::Repeats;
 use crate::report_dir::{self, RunRecord};
-use crate::{cli, progress, refuse, report};
+use crate::{cli, progress, report};
 
 /// Options of `run-demos`.
 #[derive(clap::Args, Debug)]
@@ -54,12 +54,9 @@ fn strided_bytes(text: &str) -> Result<usize, String> {
 /// the device has no memory for, a shape it cannot launch) prints nothing as a result; returns
 /// whether every check passed.
 pub fn run(args: Args) -> Result<bool> {
-    if !args.bank_iters.is_multiple_of(8) {
-        refuse!("--bank-iters {} must be a multiple of 8 (the probe's unroll)", args.bank_iters);
-    }
     let mut sizes = args.shapes.apply(Sizes {
         strided_bytes: args.strided_bytes,
-        bank_iters: args.bank_iters as usize,
+        bank_iters: demos::banks::check_iters(args.bank_iters)?,
         repeats: Repeats { warmup: args.warmup as usize, runs: args.runs as usize },
         ..Sizes::default()
     });

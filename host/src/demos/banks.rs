@@ -15,6 +15,17 @@ pub const STRIDES: [usize; 8] = [1, 2, 4, 8, 16, 32, 33, 0];
 /// Threads per block of the probe.
 pub const BLOCK: u32 = 256;
 
+/// `--bank-iters`: the probe's loads per thread, a multiple of its unroll (8).
+///
+/// # Errors
+/// A refusal naming the rule.
+pub fn check_iters(iters: u32) -> Result<usize> {
+    if !iters.is_multiple_of(8) {
+        crate::refuse!("--bank-iters {iters} must be a multiple of 8 (the probe's unroll)");
+    }
+    Ok(iters as usize)
+}
+
 /// The bank model's serialization factor for lane `t` reading word `t * stride`.
 fn bank_factor(stride: usize) -> u32 {
     WarpRequest::strided(stride as u64).analyze().serialization
