@@ -106,12 +106,12 @@ pub unsafe extern "ptx-kernel" fn transpose_naive(input: *const f32, output: *mu
 #[inline(always)]
 unsafe fn transpose_via_tile<const PITCH: u32>(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
     const TILE: u32 = self::TILE as u32;
-    const STEP: usize = BLOCK_ROWS;
     let tile = dynamic_shared::<f32>();
     let (tx, ty) = (thread_idx_x(), thread_idx_y());
-    // 32-bit indices, as in the CUDA C++ twin: `y + j` stays below `32 * ceil(rows / 32)`.
+    // 32-bit tile indices and 64-bit global offsets, as in the CUDA C++ twin: `y + j` stays
+    // below `32 * ceil(rows / 32)`.
     let (x, y) = (block_idx_x() * TILE + tx, block_idx_y() * TILE + ty);
-    for j in (0..TILE).step_by(STEP) {
+    for j in (0..TILE).step_by(BLOCK_ROWS) {
         if x < cols && y + j < rows {
             unsafe {
                 *tile.add(((ty + j) * PITCH + tx) as usize) = *input.add((y + j) as usize * cols as usize + x as usize)
@@ -121,7 +121,7 @@ unsafe fn transpose_via_tile<const PITCH: u32>(input: *const f32, output: *mut f
     unsafe { sync_threads() };
     // The output tile sits at the mirrored block; its matrix is cols x rows.
     let (x, y) = (block_idx_y() * TILE + tx, block_idx_x() * TILE + ty);
-    for j in (0..TILE).step_by(STEP) {
+    for j in (0..TILE).step_by(BLOCK_ROWS) {
         if x < rows && y + j < cols {
             // Each conflicted tile read stays paired with its store (see `load_shared_in_order`).
             let v = unsafe { load_shared_in_order(tile.add((tx * PITCH + ty + j) as usize)) };

@@ -51,17 +51,17 @@ const DEFAULT_PRESETS: [(&str, &str); 4] = [
 /// One run: tool, preset name, `memlab` arguments.
 type Run = (&'static str, &'static str, &'static str);
 
-/// The runs, slowest first: those always made, and the default sizes under every tool but
-/// memcheck (`DEFAULT_SIZES=all`, listed before the others).
+/// The runs in the script's order: the awkward sizes, smallest first (so that a `DEADLINE_S`
+/// cuts the slow runs, not the edge cases), then the default sizes under memcheck; and the
+/// default sizes under the other tools (`DEFAULT_SIZES=all`, last).
 fn runs() -> (Vec<Run>, Vec<Run>) {
+    let presets = PRESETS.iter().flat_map(|&(preset, sizes)| TOOLS.iter().map(move |&tool| (tool, preset, sizes)));
     let memcheck_default = DEFAULT_PRESETS.iter().map(|&(preset, sizes)| ("memcheck", preset, sizes));
-    let presets =
-        PRESETS.iter().rev().flat_map(|&(preset, sizes)| TOOLS.iter().map(move |&tool| (tool, preset, sizes)));
     let slow = DEFAULT_PRESETS
         .iter()
         .flat_map(|&(preset, sizes)| TOOLS[1..].iter().map(move |&tool| (tool, preset, sizes)))
         .collect();
-    (memcheck_default.chain(presets).collect(), slow)
+    (presets.chain(memcheck_default).collect(), slow)
 }
 
 /// The script's text.
@@ -80,9 +80,9 @@ fn script() -> String {
 # Environment: SANITIZER (default: compute-sanitizer on PATH, else /usr/local/cuda/bin/),
 #   LOGS (folder for the full logs, default ./sanitize-logs), DEADLINE_S (skip runs that would
 #   start later than this many seconds after the first, default 3600), PER_RUN_S (stop one run
-#   after this many seconds, exit 124, default 900), JOBS (runs at once, default 1; rows come
-#   in the order runs finish), DEFAULT_SIZES=all (run the default sizes under every tool, not
-#   only memcheck).
+#   after this many seconds, exit 124, default 900), JOBS (runs at once through `xargs -P`,
+#   GNU or BSD, default 1; rows come in the order runs finish), DEFAULT_SIZES=all (run the
+#   default sizes under every tool, not only memcheck).
 # Exit status: 0 when every run finished with no report and every result verified, 1 otherwise.
 set -u
 # One run: TOOL PRESET MEMLAB-ARGS...; prints its row, exits 1 unless it passed.
@@ -118,14 +118,13 @@ export SANITIZE_MEMLAB SANITIZE_TOOL SANITIZE_LOGS SANITIZE_DEADLINE SANITIZE_PE
 mkdir -p "$SANITIZE_LOGS"
 echo "| tool | sizes | exit | s | sanitizer summary | demos |"
 echo "|---|---|---|---|---|---|"
-# The slowest first, so that with JOBS above 1 the quick ones fill in around them.
 runs() {{
+  cat <<'RUNS'
+{runs}RUNS
   if [ "${{DEFAULT_SIZES:-}}" = all ]; then
     cat <<'RUNS'
 {slow}RUNS
   fi
-  cat <<'RUNS'
-{runs}RUNS
 }}
 # xargs exits non-zero when any run did.
 runs | xargs -P "${{JOBS:-1}}" -L 1 sh "$0" --one || exit 1
@@ -180,8 +179,8 @@ mod tests {
     /// Runs the script with stand-ins for compute-sanitizer and memlab; the sanitizer stand-in
     /// reports an error for `FAIL_TOOL` at `FAIL_PRESET`'s sizes. Returns the exit status and
     /// the table rows.
-    fn run_with_stubs(jobs: u32, fail: Option<(&str, &str)>) -> (i32, Vec<String>) {
-        let dir = std::env::temp_dir().join(format!("memlab-sanitize-run-{}-{jobs}", std::process::id()));
+    fn run_with_stubs(jobs: u32, fail: Option<(&str, &str)>, env: &[(&str, &str)]) -> (i32, Vec<String>) {
+        let dir = std::env::temp_dir().join(format!("memlab-sanitize-run-{}-{jobs}-{}", std::process::id(), env.len()));
         fs::create_dir_all(&dir).unwrap();
         write(Some(dir.clone())).unwrap();
         let stub = |name: &str, body: &str| {
@@ -197,7 +196,7 @@ mod tests {
         let sanitizer = stub(
             "fake-sanitizer",
             &format!(
-                "tool=$2; memlab=$5; shift 5; \"$memlab\" \"$@\"\nif [ \"$tool\" = '{fail_tool}' ] && [ \"$*\" = '{fail_sizes}' ]; then \
+                "tool=$2; memlab=$5; shift 5; sleep ${{STUB_SLEEP:-0}}; \"$memlab\" \"$@\"\nif [ \"$tool\" = '{fail_tool}' ] && [ \"$*\" = '{fail_sizes}' ]; then \
                  echo '========= ERROR SUMMARY: 1 error'; exit 9; fi\necho '========= ERROR SUMMARY: 0 errors'"
             ),
         );
@@ -206,6 +205,10 @@ mod tests {
             .env("SANITIZER", sanitizer)
             .env("LOGS", dir.join("logs"))
             .env("JOBS", jobs.to_string())
+            .env_remove("DEFAULT_SIZES")
+            .env_remove("DEADLINE_S")
+            .env_remove("PER_RUN_S")
+            .envs(env.iter().copied())
             .output()
             .unwrap();
         fs::remove_dir_all(&dir).unwrap();
@@ -215,16 +218,31 @@ mod tests {
 
     #[test]
     fn the_script_prints_a_row_per_run_in_parallel_and_fails_on_any_report() {
-        let (code, rows) = run_with_stubs(4, None);
+        let (code, rows) = run_with_stubs(4, None, &[]);
         assert_eq!(code, 0, "{rows:?}");
         assert_eq!(rows.len(), TOOLS.len() * PRESETS.len() + DEFAULT_PRESETS.len());
         let exit = |row: &String| row.split('|').nth(3).unwrap().trim().to_string();
         assert!(rows.iter().all(|r| exit(r) == "0" && r.ends_with("0 errors | All results verified. |")), "{rows:?}");
-        let (code, rows) = run_with_stubs(4, Some(("racecheck", "31x33")));
+        let (code, rows) = run_with_stubs(4, Some(("racecheck", "31x33")), &[]);
         assert_eq!(code, 1);
         let failed: Vec<&String> = rows.iter().filter(|r| exit(r) != "0").collect();
         assert_eq!(failed.len(), 1, "{rows:?}");
         assert!(failed[0].starts_with("| racecheck | 31x33 | 9 |") && failed[0].contains("1 error"), "{failed:?}");
+    }
+
+    #[test]
+    fn a_deadline_skips_the_slow_runs_not_the_edge_cases() {
+        // One run at a time, 2 s each, none started 3 s after the first: the smallest sizes
+        // run, the default sizes (listed last) are skipped.
+        let (code, rows) = run_with_stubs(1, None, &[("STUB_SLEEP", "2"), ("DEADLINE_S", "3")]);
+        assert_eq!(code, 1);
+        assert_eq!(rows.len(), TOOLS.len() * PRESETS.len() + DEFAULT_PRESETS.len());
+        assert!(rows[0].starts_with("| memcheck | 1x1 | 0 |"), "{rows:?}");
+        let last = rows.last().unwrap();
+        assert!(
+            last.starts_with("| memcheck | default-probes | skipped |") && last.contains("DEADLINE_S=3"),
+            "{rows:?}"
+        );
     }
 
     #[test]

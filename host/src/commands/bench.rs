@@ -259,7 +259,10 @@ const MATMULS: [Rung; 2] = [
 /// The matmuls and the SGEMM ladder, TFLOP/s against cuBLAS at the same size.
 fn matmuls(bench: &mut Bench, cublas: Option<&Cublas>, cublas_tflops: &mut Vec<(String, Option<f64>)>) -> Result<()> {
     let mut cases = vec![(bench.lab.sizes.matmul, MATMULS.to_vec())];
-    let rungs = available(bench.lab.gpu.ptx).0;
+    let (rungs, skipped) = available(bench.lab.gpu.ptx);
+    if let Some(note) = skipped {
+        println!("{note}\n");
+    }
     cases.extend(bench.lab.sizes.sgemm.iter().map(|&size| (size, rungs.clone())));
     for (size, kernels) in cases {
         let (m, n, k) = size;

@@ -114,7 +114,7 @@ pub const RUNGS: [Rung; 7] = [
         block: (256, 1),
         tile: 128,
         smem: 24960,
-        lesson: "7: cp.async global-to-shared copies, 3-stage pipeline (cc 8.0+)",
+        lesson: "7: cp.async global-to-shared copies, 3-stage pipeline (sm_80+ PTX)",
         min_cc: (8, 0),
     },
 ];

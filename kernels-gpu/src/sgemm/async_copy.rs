@@ -22,16 +22,25 @@ const A_PITCH: u32 = 132;
 /// Where float `q` of the 4 at `(row, col ..)` of a `rows x cols` matrix at `base` comes from,
 /// and how many bytes the copy reads: 4, or 0 outside the matrix (the source is then `base`,
 /// never read but still a valid address).
+///
+/// # Safety
+/// `base` holds the `rows x cols` matrix.
 #[inline(always)]
-fn source(base: *const f32, rows: u32, cols: u32, row: u32, col: u32, q: u32) -> (*const f32, u32) {
+unsafe fn source(base: *const f32, rows: u32, cols: u32, row: u32, col: u32, q: u32) -> (*const f32, u32) {
     if row < rows && col + q < cols { (unsafe { base.add((row * cols + col + q) as usize) }, 4) } else { (base, 0) }
 }
 
+/// Whether the step at depth `k0` of `block` lies inside both matrices with 16-byte aligned
+/// rows ([`Block::vector`] and `k0 + BK <= k`), where copies need no bounds checks.
+#[inline(always)]
+fn interior(block: &Block, k0: u32) -> bool {
+    block.vector && k0 + BK <= block.g.k
+}
+
 impl Stage<A_PITCH> {
-    /// Starts piece `piece` (`0..5`) of thread `t`'s copies for the step at depth `k0` of a
-    /// block inside both matrices with 16-byte aligned rows ([`Block::vector`] and
-    /// `k0 + BK <= k`): pieces 0 to 3 are the 4 floats of `A`, each to its transposed place;
-    /// piece 4 is the 16 bytes of `B`. No bounds to check.
+    /// Starts piece `piece` (`0..5`) of thread `t`'s copies for an [`interior`] step at depth
+    /// `k0`: pieces 0 to 3 are the 4 floats of `A`, each to its transposed place; piece 4 is
+    /// the 16 bytes of `B`. No bounds to check.
     ///
     /// # Safety
     /// As above; buffers as in the module doc of `sgemm`; the stage is not being read.
@@ -60,17 +69,17 @@ impl Stage<A_PITCH> {
         let b_dst = unsafe { self.b.add(((t / 32) * TILE + 4 * (t % 32)) as usize) };
         unroll!(q in 0..4 => {
             let q = q as u32;
-            let (src, bytes) = source(g.a, g.m, g.k, ar, ac, q);
+            let (src, bytes) = unsafe { source(g.a, g.m, g.k, ar, ac, q) };
             unsafe { cp_async::<4>(self.a.add(((4 * (t % 2) + q) * A_PITCH + t / 2) as usize), src, bytes) };
         });
         if g.n % 4 == 0 {
             // A 16-byte aligned chunk lies wholly inside or wholly outside the row.
-            let (src, bytes) = source(g.b, g.k, g.n, br, bc, 0);
+            let (src, bytes) = unsafe { source(g.b, g.k, g.n, br, bc, 0) };
             unsafe { cp_async::<16>(b_dst, src, 4 * bytes) };
         } else {
             unroll!(q in 0..4 => {
                 let q = q as u32;
-                let (src, bytes) = source(g.b, g.k, g.n, br, bc, q);
+                let (src, bytes) = unsafe { source(g.b, g.k, g.n, br, bc, q) };
                 unsafe { cp_async::<4>(b_dst.add(q as usize), src, bytes) };
             });
         }
@@ -82,7 +91,7 @@ impl Stage<A_PITCH> {
     /// As for [`Stage::copy_checked`].
     #[inline(always)]
     unsafe fn copy_async(&self, block: &Block, t: u32, k0: u32) {
-        if block.vector && k0 + BK <= block.g.k {
+        if interior(block, k0) {
             for piece in 0..5 {
                 unsafe { self.copy_interior(block, t, k0, piece) };
             }
