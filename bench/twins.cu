@@ -10,7 +10,9 @@
 // ---------------------------------------------------------------- transpose.rs
 // Block 32 x 8, one 32 x 32 tile per block, 4 elements per thread (rows ty, ty+8, ty+16, ty+24).
 
-KERNEL void copy(const float* in, float* out, unsigned rows, unsigned cols) {
+// The body of copy and transpose_naive: 4 coalesced loads, then 4 stores to out[dest(x, y)].
+template <bool TRANSPOSE>
+DEV void move_via_registers(const float* in, float* out, unsigned rows, unsigned cols) {
     unsigned x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
     float v[4];
 #pragma unroll
@@ -18,18 +20,16 @@ KERNEL void copy(const float* in, float* out, unsigned rows, unsigned cols) {
         if (x < cols && y + 8 * j < rows) v[j] = in[(size_t)(y + 8 * j) * cols + x];
 #pragma unroll
     for (unsigned j = 0; j < 4; j++)
-        if (x < cols && y + 8 * j < rows) out[(size_t)(y + 8 * j) * cols + x] = v[j];
+        if (x < cols && y + 8 * j < rows)
+            out[TRANSPOSE ? (size_t)x * rows + y + 8 * j : (size_t)(y + 8 * j) * cols + x] = v[j];
+}
+
+KERNEL void copy(const float* in, float* out, unsigned rows, unsigned cols) {
+    move_via_registers<false>(in, out, rows, cols);
 }
 
 KERNEL void transpose_naive(const float* in, float* out, unsigned rows, unsigned cols) {
-    unsigned x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
-    float v[4];
-#pragma unroll
-    for (unsigned j = 0; j < 4; j++)
-        if (x < cols && y + 8 * j < rows) v[j] = in[(size_t)(y + 8 * j) * cols + x];
-#pragma unroll
-    for (unsigned j = 0; j < 4; j++)
-        if (x < cols && y + 8 * j < rows) out[(size_t)x * rows + y + 8 * j] = v[j];
+    move_via_registers<true>(in, out, rows, cols);
 }
 
 template <unsigned PITCH>
