@@ -252,8 +252,8 @@ fn transposes(bench: &mut Bench, ceiling: Ceiling) -> Result<()> {
 /// The matmuls below the SGEMM ladder (whose rung 1 is `matmul_tiled_32`), with the launch
 /// shapes of the `matmul` demo.
 const MATMULS: [Rung; 2] = [
-    Rung { kernel: "matmul_naive", block: (16, 16), tile: 16, smem: 0, lesson: "", min_cc: (7, 5) },
-    Rung { kernel: "matmul_tiled_16", block: (16, 16), tile: 16, smem: 2048, lesson: "", min_cc: (7, 5) },
+    Rung { kernel: "matmul_naive", block: (16, 16), tile: 16, smem: 0, lesson: "" },
+    Rung { kernel: "matmul_tiled_16", block: (16, 16), tile: 16, smem: 2048, lesson: "" },
 ];
 
 /// The matmuls and the SGEMM ladder, TFLOP/s against cuBLAS at the same size.

@@ -32,8 +32,6 @@ pub struct Rung {
     pub smem: u32,
     /// What the rung adds.
     pub lesson: &'static str,
-    /// The lowest PTX target that has the kernel (`cp.async` needs cc 8.0).
-    pub min_cc: (u32, u32),
 }
 
 impl Rung {
@@ -41,20 +39,16 @@ impl Rung {
     pub fn shape(&self, m: usize, n: usize) -> LaunchShape {
         LaunchShape::covering(m, n, (self.tile, self.tile), self.block, self.smem)
     }
-
-    /// Whether the PTX the device loaded has this rung.
-    pub fn in_ptx(&self, ptx: &Ptx) -> bool {
-        ptx.cc >= self.min_cc
-    }
 }
 
-/// The rungs the loaded PTX has, and a note naming those it lacks (empty when none).
+/// The rungs the loaded PTX has (a rung compiled only for newer targets, like rung 7's
+/// `cp.async`, is missing from older PTX), and a note naming those it lacks (`None` when none).
 pub fn available(ptx: &Ptx) -> (Vec<Rung>, Option<String>) {
-    let (have, lack): (Vec<Rung>, Vec<Rung>) = RUNGS.iter().partition(|r| r.in_ptx(ptx));
+    let names = crate::ptx::kernel_names(ptx.text);
+    let (have, lack): (Vec<Rung>, Vec<Rung>) = RUNGS.iter().partition(|r| names.contains(&r.kernel));
     let note = (!lack.is_empty()).then(|| {
-        let names: Vec<String> =
-            lack.iter().map(|r| format!("{} (PTX for cc {}.{} and later)", r.kernel, r.min_cc.0, r.min_cc.1)).collect();
-        format!("skipped {}: this device runs the {} PTX", names.join(", "), ptx.arch)
+        let lack: Vec<&str> = lack.iter().map(|r| r.kernel).collect();
+        format!("skipped {}: not compiled into the {} PTX this device runs", lack.join(", "), ptx.arch)
     });
     (have, note)
 }
@@ -67,7 +61,6 @@ pub const RUNGS: [Rung; 7] = [
         tile: 32,
         smem: 8192,
         lesson: "1: block tiling in shared memory, one result per thread",
-        min_cc: (7, 5),
     },
     Rung {
         kernel: "sgemm_2_register_1d",
@@ -75,7 +68,6 @@ pub const RUNGS: [Rung; 7] = [
         tile: 64,
         smem: 4096,
         lesson: "2: 8 results per thread down a column (1D register blocking)",
-        min_cc: (7, 5),
     },
     Rung {
         kernel: "sgemm_3_register_2d",
@@ -83,7 +75,6 @@ pub const RUNGS: [Rung; 7] = [
         tile: 128,
         smem: 8192,
         lesson: "3: 8x8 results per thread (2D register blocking)",
-        min_cc: (7, 5),
     },
     Rung {
         kernel: "sgemm_4_vectorized",
@@ -91,7 +82,6 @@ pub const RUNGS: [Rung; 7] = [
         tile: 128,
         smem: 8192,
         lesson: "4: 128-bit global and shared loads, A transposed in shared memory",
-        min_cc: (7, 5),
     },
     Rung {
         kernel: "sgemm_5_conflict_free",
@@ -99,7 +89,6 @@ pub const RUNGS: [Rung; 7] = [
         tile: 128,
         smem: 8320,
         lesson: "5: conflict-free shared layout (split 4x4 groups, padded A tile)",
-        min_cc: (7, 5),
     },
     Rung {
         kernel: "sgemm_6_double_buffered",
@@ -107,7 +96,6 @@ pub const RUNGS: [Rung; 7] = [
         tile: 128,
         smem: 16640,
         lesson: "6: two shared stages (next loads overlap FMAs), warp tiling",
-        min_cc: (7, 5),
     },
     Rung {
         kernel: "sgemm_7_async_copy",
@@ -115,7 +103,6 @@ pub const RUNGS: [Rung; 7] = [
         tile: 128,
         smem: 24960,
         lesson: "7: cp.async global-to-shared copies, 3-stage pipeline (sm_80+ PTX)",
-        min_cc: (8, 0),
     },
 ];
 
