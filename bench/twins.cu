@@ -262,6 +262,14 @@ DEV Place place(unsigned t) {
 
 struct Staged { float4 a, b; };
 
+// Thread t's 4 floats of A for depth k0 (row t / 2, columns 4 (t % 2) ..), zeros outside.
+DEV float4 fetch_a(const float* a, unsigned m, unsigned k, unsigned row0, bool vec, unsigned t, unsigned k0) {
+    unsigned ar = row0 + t / 2, ac = k0 + 4 * (t % 2);
+    if (vec && k0 + 8 <= k) return *reinterpret_cast<const float4*>(a + ar * k + ac);
+    return make_float4(a_or_zero(a, m, k, ar, ac), a_or_zero(a, m, k, ar, ac + 1), a_or_zero(a, m, k, ar, ac + 2),
+                       a_or_zero(a, m, k, ar, ac + 3));
+}
+
 DEV Staged fetch(const float* a, const float* b, unsigned m, unsigned n, unsigned k, unsigned row0, unsigned col0,
                  bool vec, unsigned t, unsigned k0) {
     unsigned ar = row0 + t / 2, ac = k0 + 4 * (t % 2), br = k0 + t / 32, bc = col0 + 4 * (t % 32);
@@ -278,25 +286,30 @@ DEV Staged fetch(const float* a, const float* b, unsigned m, unsigned n, unsigne
     return s;
 }
 
+// Thread t's 4 floats of A to their transposed places.
 template <unsigned A_PITCH>
-DEV void put(float* stage, unsigned t, Staged s) {
-    float* as = stage;
-    float* bs = stage + 8 * A_PITCH;
+DEV void put_a(float* stage, unsigned t, float4 a) {
     unsigned ar = t / 2, ac = 4 * (t % 2);
-    as[(ac + 0) * A_PITCH + ar] = s.a.x;
-    as[(ac + 1) * A_PITCH + ar] = s.a.y;
-    as[(ac + 2) * A_PITCH + ar] = s.a.z;
-    as[(ac + 3) * A_PITCH + ar] = s.a.w;
-    *reinterpret_cast<float4*>(bs + (t / 32) * 128 + 4 * (t % 32)) = s.b;
+    stage[(ac + 0) * A_PITCH + ar] = a.x;
+    stage[(ac + 1) * A_PITCH + ar] = a.y;
+    stage[(ac + 2) * A_PITCH + ar] = a.z;
+    stage[(ac + 3) * A_PITCH + ar] = a.w;
 }
 
-struct Nothing {
-    DEV void operator()(unsigned) const {}
-};
+// Where thread t's 4 floats of B go (row t / 32, columns 4 (t % 32) ..).
+template <unsigned A_PITCH>
+DEV float* b_slot(float* stage, unsigned t) {
+    return stage + 8 * A_PITCH + (t / 32) * 128 + 4 * (t % 32);
+}
 
-// between(d) runs after the FMAs of depth d.
-template <unsigned A_PITCH, typename Between = Nothing>
-DEV void multiply(const float* stage, Place p, float (&acc)[8][8], Between between = Nothing()) {
+template <unsigned A_PITCH>
+DEV void put(float* stage, unsigned t, Staged s) {
+    put_a<A_PITCH>(stage, t, s.a);
+    *reinterpret_cast<float4*>(b_slot<A_PITCH>(stage, t)) = s.b;
+}
+
+template <unsigned A_PITCH>
+DEV void multiply(const float* stage, Place p, float (&acc)[8][8]) {
     const float* as = stage;
     const float* bs = stage + 8 * A_PITCH;
 #pragma unroll
@@ -311,7 +324,6 @@ DEV void multiply(const float* stage, Place p, float (&acc)[8][8], Between betwe
         for (int i = 0; i < 8; i++)
 #pragma unroll
             for (int j = 0; j < 8; j++) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
-        between(d);
     }
 }
 
@@ -381,9 +393,8 @@ KERNEL void sgemm_6_double_buffered(const float* a, const float* b, float* c, un
 }
 
 // ---------------------------------------------------------------- sgemm/async_copy.rs
-// Rung 6's stages, layout and FMAs; the tiles arrive by cp.async (sm_80+) in a 3-stage
-// pipeline, the interior copies spread among the FMAs. nvcc needs __launch_bounds__ to keep two
-// blocks per SM (143 registers without it); rustc's PTX fits in 122 without a hint.
+// Rung 6 with B's tile copied by cp.async (sm_80+), A's through registers (transposed), two
+// stages. nvcc needs __launch_bounds__ to keep two blocks per SM.
 
 #if __CUDA_ARCH__ >= 800
 template <unsigned BYTES>
@@ -403,25 +414,14 @@ DEV const float* source(const float* base, unsigned rows, unsigned cols, unsigne
     return in ? base + row * cols + col + q : base;
 }
 
-// Pieces 0-3: a float of A to its transposed place; piece 4: 16 bytes of B. Interior tiles only.
-DEV void copy_interior(float* stage, const float* a, const float* b, unsigned n, unsigned k, unsigned row0,
-                       unsigned col0, unsigned t, unsigned k0, unsigned piece) {
-    if (piece < 4)
-        cp_async<4>(stage + (4 * (t % 2) + piece) * 132 + t / 2, a + (row0 + t / 2) * k + k0 + 4 * (t % 2) + piece, 4);
-    else
-        cp_async<16>(stage + 8 * 132 + (t / 32) * 128 + 4 * (t % 32), b + (k0 + t / 32) * n + col0 + 4 * (t % 32), 16);
-}
-
-DEV void copy_checked(float* stage, const float* a, const float* b, unsigned m, unsigned n, unsigned k, unsigned row0,
-                      unsigned col0, unsigned t, unsigned k0) {
-    float* bs = stage + 8 * 132 + (t / 32) * 128 + 4 * (t % 32);
-    unsigned ar = row0 + t / 2, ac = k0 + 4 * (t % 2), br = k0 + t / 32, bc = col0 + 4 * (t % 32), bytes;
-#pragma unroll
-    for (unsigned q = 0; q < 4; q++) {
-        const float* src = source(a, m, k, ar, ac, q, bytes);
-        cp_async<4>(stage + (4 * (t % 2) + q) * 132 + t / 2, src, bytes);
-    }
-    if (n % 4 == 0) {
+// Thread t's 4 floats of B for depth k0: one 16-byte copy, four 4-byte ones when n % 4 != 0.
+DEV void copy_b(float* stage, const float* b, unsigned n, unsigned k, unsigned col0, bool vec, unsigned t,
+                unsigned k0) {
+    float* bs = b_slot<132>(stage, t);
+    unsigned br = k0 + t / 32, bc = col0 + 4 * (t % 32), bytes;
+    if (vec && k0 + 8 <= k) {
+        cp_async<16>(bs, b + br * n + bc, 16);
+    } else if (n % 4 == 0) {
         const float* src = source(b, k, n, br, bc, 0, bytes);
         cp_async<16>(bs, src, 4 * bytes);
     } else {
@@ -436,7 +436,7 @@ DEV void copy_checked(float* stage, const float* a, const float* b, unsigned m, 
 KERNEL void __launch_bounds__(256, 2)
     sgemm_7_async_copy(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
     extern __shared__ __align__(16) float smem[];
-    constexpr unsigned STAGES = 3, FLOATS = 8 * (132 + 128);
+    constexpr unsigned STAGES = 2, FLOATS = 8 * (132 + 128);
     unsigned t = threadIdx.x, row0 = blockIdx.y * 128, col0 = blockIdx.x * 128;
     bool vec = k % 4 == 0 && n % 4 == 0 && row0 + 128 <= m && col0 + 128 <= n;
     Place p = place<Warp>(t);
@@ -445,12 +445,8 @@ KERNEL void __launch_bounds__(256, 2)
 #pragma unroll
     for (unsigned s = 0; s < STAGES - 1; s++) {
         if (s < steps) {
-            if (vec && (s + 1) * 8 <= k) {
-                for (unsigned piece = 0; piece < 5; piece++)
-                    copy_interior(smem + s * FLOATS, a, b, n, k, row0, col0, t, s * 8, piece);
-            } else {
-                copy_checked(smem + s * FLOATS, a, b, m, n, k, row0, col0, t, s * 8);
-            }
+            copy_b(smem + s * FLOATS, b, n, k, col0, vec, t, s * 8);
+            put_a<132>(smem + s * FLOATS, t, fetch_a(a, m, k, row0, vec, t, s * 8));
         }
         asm volatile("cp.async.commit_group;" ::: "memory");
     }
@@ -460,11 +456,13 @@ KERNEL void __launch_bounds__(256, 2)
         __syncthreads();
         unsigned next = s + STAGES - 1;
         float* to = smem + fill * FLOATS;
-        bool interior = next < steps && vec && (next + 1) * 8 <= k;
-        if (next < steps && !interior) copy_checked(to, a, b, m, n, k, row0, col0, t, next * 8);
-        multiply<132>(smem + read * FLOATS, p, acc, [=](unsigned d) {
-            if (interior && d < 5) copy_interior(to, a, b, n, k, row0, col0, t, next * 8, d);
-        });
+        float4 a_next;
+        if (next < steps) {
+            copy_b(to, b, n, k, col0, vec, t, next * 8);
+            a_next = fetch_a(a, m, k, row0, vec, t, next * 8);
+        }
+        multiply<132>(smem + read * FLOATS, p, acc);
+        if (next < steps) put_a<132>(to, t, a_next);
         asm volatile("cp.async.commit_group;" ::: "memory");
         fill = read;
         read = read + 1 == STAGES ? 0 : read + 1;

@@ -1,21 +1,22 @@
 //! Rung 7, for cc 8.0 and later (compiled only into PTX for `sm_80` and up): rung 6 with the
-//! tiles copied from global to shared memory by `cp.async`, without passing through registers,
-//! in a pipeline of [`STAGES`] shared stages.
+//! `B` tile copied from global to shared memory by `cp.async`, without passing through
+//! registers.
 //!
 //! The stages are rung 6's (`A` transposed with pitch 132, then `B`), and so are the thread
-//! layout and the FMAs. Thread `t` copies the 4 floats of `A` at row `t / 2`, columns
-//! `4 (t % 2) ..` one float at a time, each to its transposed place (a copy moves contiguous
-//! bytes, so transposing takes 4-byte copies), and the 4 floats of `B` at row `t / 32`, columns
-//! `4 (t % 32) ..` as one 16-byte copy (four 4-byte ones when `n` is not a multiple of 4).
-//! Floats past an edge are zero-filled by the copies themselves.
+//! layout and the FMAs. A copy moves contiguous bytes, so only `B`, stored as it lies in memory,
+//! can take one: thread `t` copies its 4 floats of `B` (row `t / 32`, columns `4 (t % 32) ..`)
+//! as one 16-byte copy (four 4-byte ones when `n` is not a multiple of 4), floats past an edge
+//! zero-filled by the copy itself. `A` still goes through registers, rung 6's 128-bit load and
+//! 4 transposing stores: copying it would take four 4-byte copies per thread per step, and
+//! measured on the H200 that costs more than it saves (see [`sgemm_7_async_copy`]).
 
 use super::Gemm;
-use super::vector::{BK, Block, Layout, Stage, TILE};
+use super::vector::{BK, Block, Layout, Stage};
 use crate::device::{cp_async, cp_async_commit, cp_async_wait, sync_threads, thread_idx_x};
 
-/// Shared-memory stages: copies for the next `STAGES - 1` steps are in flight while one step's
-/// FMAs run.
-const STAGES: u32 = 3;
+/// Shared-memory stages: the copies for step `s + 1` are in flight during step `s`'s FMAs.
+/// Measured on the H200 at 4096^3 (TFLOP/s): 2 stages 42.9, 3 stages 41.0, 4 stages 41.9.
+const STAGES: u32 = 2;
 /// Pitch of the transposed `A` tile, rung 5's conflict-free one.
 const A_PITCH: u32 = 132;
 
@@ -30,90 +31,48 @@ unsafe fn source(base: *const f32, rows: u32, cols: u32, row: u32, col: u32, q: 
     if row < rows && col + q < cols { (unsafe { base.add((row * cols + col + q) as usize) }, 4) } else { (base, 0) }
 }
 
-/// Whether the step at depth `k0` of `block` lies inside both matrices with 16-byte aligned
-/// rows ([`Block::vector`] and `k0 + BK <= k`), where copies need no bounds checks.
-#[inline(always)]
-fn interior(block: &Block, k0: u32) -> bool {
-    block.vector && k0 + BK <= block.g.k
-}
-
 impl Stage<A_PITCH> {
-    /// Starts piece `piece` (`0..5`) of thread `t`'s copies for an [`interior`] step at depth
-    /// `k0`: pieces 0 to 3 are the 4 floats of `A`, each to its transposed place; piece 4 is
-    /// the 16 bytes of `B`. No bounds to check.
-    ///
-    /// # Safety
-    /// As above; buffers as in the module doc of `sgemm`; the stage is not being read.
-    #[inline(always)]
-    unsafe fn copy_interior(&self, block: &Block, t: u32, k0: u32, piece: u32) {
-        let g = &block.g;
-        if piece < 4 {
-            let src = unsafe { g.a.add(((block.row0 + t / 2) * g.k + k0 + 4 * (t % 2) + piece) as usize) };
-            unsafe { cp_async::<4>(self.a.add(((4 * (t % 2) + piece) * A_PITCH + t / 2) as usize), src, 4) };
-        } else {
-            let src = unsafe { g.b.add(((k0 + t / 32) * g.n + block.col0 + 4 * (t % 32)) as usize) };
-            unsafe { cp_async::<16>(self.b.add(((t / 32) * TILE + 4 * (t % 32)) as usize), src, 16) };
-        }
-    }
-
-    /// Starts all of thread `t`'s copies for the step at depth `k0`, checking bounds: floats
-    /// outside a matrix become zeros.
+    /// Starts thread `t`'s copy of its 4 floats of `B` for the step at depth `k0` into
+    /// [`Stage::b_slot`]: one 16-byte copy, or four 4-byte ones when `n` is not a multiple of 4;
+    /// floats outside the matrix become zeros.
     ///
     /// # Safety
     /// Buffers as in the module doc of `sgemm`, 16-byte aligned; the stage is not being read.
     #[inline(always)]
-    unsafe fn copy_checked(&self, block: &Block, t: u32, k0: u32) {
+    unsafe fn copy_b(&self, block: &Block, t: u32, k0: u32) {
         let g = &block.g;
-        let (ar, ac) = (block.row0 + t / 2, k0 + 4 * (t % 2));
-        let (br, bc) = (k0 + t / 32, block.col0 + 4 * (t % 32));
-        let b_dst = unsafe { self.b.add(((t / 32) * TILE + 4 * (t % 32)) as usize) };
-        unroll!(q in 0..4 => {
-            let q = q as u32;
-            let (src, bytes) = unsafe { source(g.a, g.m, g.k, ar, ac, q) };
-            unsafe { cp_async::<4>(self.a.add(((4 * (t % 2) + q) * A_PITCH + t / 2) as usize), src, bytes) };
-        });
-        if g.n % 4 == 0 {
+        let (br, bc) = block.b_at(t, k0);
+        let dst = self.b_slot(t);
+        if block.interior(k0) {
+            unsafe { cp_async::<16>(dst, g.b.add((br * g.n + bc) as usize), 16) };
+        } else if g.n % 4 == 0 {
             // A 16-byte aligned chunk lies wholly inside or wholly outside the row.
             let (src, bytes) = unsafe { source(g.b, g.k, g.n, br, bc, 0) };
-            unsafe { cp_async::<16>(b_dst, src, 4 * bytes) };
+            unsafe { cp_async::<16>(dst, src, 4 * bytes) };
         } else {
             unroll!(q in 0..4 => {
                 let q = q as u32;
                 let (src, bytes) = unsafe { source(g.b, g.k, g.n, br, bc, q) };
-                unsafe { cp_async::<4>(b_dst.add(q as usize), src, bytes) };
+                unsafe { cp_async::<4>(dst.add(q as usize), src, bytes) };
             });
-        }
-    }
-
-    /// Starts all of thread `t`'s copies for the step at depth `k0`.
-    ///
-    /// # Safety
-    /// As for [`Stage::copy_checked`].
-    #[inline(always)]
-    unsafe fn copy_async(&self, block: &Block, t: u32, k0: u32) {
-        if interior(block, k0) {
-            for piece in 0..5 {
-                unsafe { self.copy_interior(block, t, k0, piece) };
-            }
-        } else {
-            unsafe { self.copy_checked(block, t, k0) };
         }
     }
 }
 
-/// Rung 7: rung 6 (tile, results per thread, warp tiling, conflict-free layout) with the tiles
-/// copied global to shared by `cp.async` in a 3-stage pipeline: no staging registers, and the
-/// copies of the next two steps in flight during each step's 512 FMAs.
+/// Rung 7: rung 6 (tile, results per thread, warp tiling, conflict-free layout, two stages)
+/// with `B`'s tile copied global to shared by `cp.async`: 4 fewer staging registers and no
+/// shared store for `B`; `A`'s tile still passes through registers to be transposed.
 ///
-/// On the H200 it is slower than rung 6 (measured: 38 against 44 TFLOP/s at 4096^3): the
-/// transposed `A` tile takes four 4-byte copies per thread per step where rung 6 has one 128-bit
-/// load, and copies share the shared loads' queue (ncu: with the copies in one burst, warps
-/// stalled on "MIO throttle" 40 times as long as in rung 6, and it ran at 32 TFLOP/s).
+/// On the H200 it is no faster than rung 6 (measured, 4096^3: 42.9 against 43.7 TFLOP/s): the
+/// kernel is bound by its FMAs and shared loads, not by the path from global memory. Copying
+/// `A` too, by four 4-byte copies per thread per step into a 3-stage pipeline, ran at 38: the
+/// copies wait in the queue the shared loads use (ncu: with the copies in one burst, warps
+/// stalled on "MIO throttle" 40 times as long as in rung 6).
 ///
 /// - Launch: block `256 x 1` threads, grid `(ceil(n / 128), ceil(m / 128))`.
-/// - Shared memory: `3 * 8 * (132 + 128) * 4 = 24960` bytes of dynamic shared memory.
-/// - Memory level: global to shared without registers (`LDGSTS` in SASS), 64 accumulators in
-///   registers. Needs cc 8.0 (PTX ISA, "cp.async").
+/// - Shared memory: `2 * 8 * (132 + 128) * 4 = 16640` bytes of dynamic shared memory.
+/// - Memory level: `B` global to shared without registers (`LDGSTS` in SASS), `A` through 4
+///   registers, 64 accumulators in registers. Needs cc 8.0 (PTX ISA, "cp.async").
 ///
 /// # Safety
 /// Buffers as in the module doc of `sgemm`, each 16-byte aligned.
@@ -135,32 +94,34 @@ pub unsafe extern "ptx-kernel" fn sgemm_7_async_copy(
     // so that the count of groups always matches the count of steps.
     for s in 0..STAGES - 1 {
         if s < steps {
-            unsafe { Stage::<A_PITCH>::nth(s).copy_async(&block, t, s * BK) };
+            let stage = Stage::<A_PITCH>::nth(s);
+            unsafe {
+                stage.copy_b(&block, t, s * BK);
+                stage.put_a(t, block.fetch_a(t, s * BK));
+            }
         }
         cp_async_commit();
     }
-    // The stage step s reads, and the one its copies for step s + STAGES - 1 fill: the one
-    // read in step s - 1.
+    // The stage step s reads, and the one filled for step s + STAGES - 1: the one read in
+    // step s - 1.
     let (mut read, mut fill) = (0, STAGES - 1);
     for s in 0..steps {
         // Groups 0..=s are done once at most STAGES - 2 newer ones are pending; after the
-        // barrier every thread's copies for step s are visible, and every thread has finished
-        // step s - 1, whose stage the next copies overwrite.
+        // barrier every thread's copies and stores for step s are visible, and every thread
+        // has finished step s - 1, whose stage is filled next.
         cp_async_wait::<{ STAGES - 2 }>();
         unsafe { sync_threads() };
         let (next, to) = (s + STAGES - 1, Stage::<A_PITCH>::nth(fill));
-        let interior = next < steps && block.vector && (next + 1) * BK <= k;
-        if next < steps && !interior {
-            unsafe { to.copy_checked(&block, t, next * BK) };
-        }
-        // Interior copies go out one per depth, among the FMAs: a burst of them would fill
-        // the queue the shared loads wait in (ncu: stalls on "MIO throttle").
-        let copy_piece = |d: u32| {
-            if interior && d < 5 {
-                unsafe { to.copy_interior(&block, t, next * BK, d) };
-            }
+        let a_next = if next < steps {
+            unsafe { to.copy_b(&block, t, next * BK) };
+            Some(unsafe { block.fetch_a(t, next * BK) })
+        } else {
+            None
         };
-        unsafe { Stage::<A_PITCH>::nth(read).multiply_between(place, &mut acc, copy_piece) };
+        unsafe { Stage::<A_PITCH>::nth(read).multiply(place, &mut acc) };
+        if let Some(a_next) = a_next {
+            unsafe { to.put_a(t, a_next) };
+        }
         cp_async_commit();
         fill = read;
         read = if read + 1 == STAGES { 0 } else { read + 1 };

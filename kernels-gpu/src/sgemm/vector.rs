@@ -89,17 +89,39 @@ impl Block {
         Block { g, row0, col0, vector }
     }
 
+    /// Whether the step at depth `k0` lies inside both matrices with 16-byte aligned rows, where
+    /// a thread's loads are single 128-bit loads with no bounds checks.
+    #[inline(always)]
+    pub(super) fn interior(&self, k0: u32) -> bool {
+        self.vector && k0 + BK <= self.g.k
+    }
+
+    /// Row and column of `A` where thread `t`'s 4 floats for the step at depth `k0` start:
+    /// row `t / 2` of the tile, columns `4 (t % 2) ..`.
+    #[inline(always)]
+    fn a_at(&self, t: u32, k0: u32) -> (u32, u32) {
+        (self.row0 + t / 2, k0 + 4 * (t % 2))
+    }
+
+    /// Row and column of `B` where thread `t`'s 4 floats for the step at depth `k0` start:
+    /// row `t / 32` of the tile, columns `4 (t % 32) ..`.
+    #[inline(always)]
+    pub(super) fn b_at(&self, t: u32, k0: u32) -> (u32, u32) {
+        (k0 + t / 32, self.col0 + 4 * (t % 32))
+    }
+
     /// Thread `t`'s global loads for the step at depth `k0`.
     #[inline(always)]
     unsafe fn fetch(&self, t: u32, k0: u32) -> Staged {
         let g = &self.g;
-        let (ar, ac) = (self.row0 + t / 2, k0 + 4 * (t % 2));
-        let (br, bc) = (k0 + t / 32, self.col0 + 4 * (t % 32));
-        if self.vector && k0 + BK <= g.k {
+        let ((ar, ac), (br, bc)) = (self.a_at(t, k0), self.b_at(t, k0));
+        if self.interior(k0) {
             unsafe {
                 Staged { a: load4(g.a.add((ar * g.k + ac) as usize)), b: load4(g.b.add((br * g.n + bc) as usize)) }
             }
         } else {
+            // The edge loads of A and B interleaved: loading A's four first costs rung 6
+            // 21 registers (ptxas, sm_90), enough to halve its occupancy.
             let mut s = Staged { a: [0.0; 4], b: [0.0; 4] };
             unroll!(q in 0..4 => {
                 unsafe {
@@ -108,6 +130,23 @@ impl Block {
                 }
             });
             s
+        }
+    }
+
+    /// Thread `t`'s 4 floats of `A` for the step at depth `k0` ([`Block::a_at`]), zeros outside
+    /// the matrix.
+    #[inline(always)]
+    pub(super) unsafe fn fetch_a(&self, t: u32, k0: u32) -> [f32; 4] {
+        let g = &self.g;
+        let (ar, ac) = self.a_at(t, k0);
+        if self.interior(k0) {
+            unsafe { load4(g.a.add((ar * g.k + ac) as usize)) }
+        } else {
+            let mut a = [0.0; 4];
+            unroll!(q in 0..4 => {
+                a[q] = unsafe { g.a_or_zero(ar, ac + q as u32) };
+            });
+            a
         }
     }
 
@@ -157,24 +196,33 @@ impl<const A_PITCH: u32> Stage<A_PITCH> {
     /// store.
     #[inline(always)]
     unsafe fn put(&self, t: u32, s: Staged) {
+        unsafe {
+            self.put_a(t, s.a);
+            store4(self.b_slot(t), s.b);
+        }
+    }
+
+    /// Writes thread `t`'s 4 floats of `A` (row `t / 2`, columns `4 (t % 2) ..` of the tile) to
+    /// their transposed places.
+    #[inline(always)]
+    pub(super) unsafe fn put_a(&self, t: u32, a: [f32; 4]) {
         let (ar, ac) = (t / 2, 4 * (t % 2));
         unroll!(q in 0..4 => {
-            unsafe { *self.a.add(((ac + q as u32) * A_PITCH + ar) as usize) = s.a[q] };
+            unsafe { *self.a.add(((ac + q as u32) * A_PITCH + ar) as usize) = a[q] };
         });
-        unsafe { store4(self.b.add(((t / 32) * TILE + 4 * (t % 32)) as usize), s.b) };
+    }
+
+    /// Where thread `t`'s 4 floats of `B` (row `t / 32`, columns `4 (t % 32) ..` of the tile)
+    /// go: 16-byte aligned.
+    #[inline(always)]
+    pub(super) fn b_slot(&self, t: u32) -> *mut f32 {
+        unsafe { self.b.add(((t / 32) * TILE + 4 * (t % 32)) as usize) }
     }
 
     /// `acc += A_tile * B_tile` for the thread's `8 x 8` results: per depth `d`, two 128-bit
     /// loads of `A`, two of `B`, 64 FMAs.
     #[inline(always)]
     pub(super) unsafe fn multiply(&self, place: Place, acc: &mut [[f32; 8]; 8]) {
-        unsafe { self.multiply_between(place, acc, |_| {}) }
-    }
-
-    /// [`Stage::multiply`], calling `between(d)` after the FMAs of each depth `d`: work spread
-    /// among the FMAs instead of issued in one burst.
-    #[inline(always)]
-    pub(super) unsafe fn multiply_between(&self, place: Place, acc: &mut [[f32; 8]; 8], mut between: impl FnMut(u32)) {
         unroll!(d in 0..8 => {
             let d = d as u32;
             let (a_row, b_row) = unsafe { (self.a.add((d * A_PITCH) as usize), self.b.add((d * TILE) as usize)) };
@@ -186,7 +234,6 @@ impl<const A_PITCH: u32> Stage<A_PITCH> {
                     acc[i][j] = fma(a[i], b[j], acc[i][j]);
                 });
             });
-            between(d);
         });
     }
 }
