@@ -23,10 +23,12 @@ struct Build {
     line_tables: bool,
 }
 
-/// A baseline every supported GPU can JIT (cc 7.5), Hopper's own (cc 9.0), the load-counting
-/// build of the tiling lesson, and Hopper's with line tables.
-const BUILDS: [Build; 4] = [
+/// A baseline every supported GPU can JIT (cc 7.5), Ampere's (cc 8.0, the first with
+/// `cp.async`), Hopper's own (cc 9.0), the load-counting build of the tiling lesson, and
+/// Hopper's with line tables.
+const BUILDS: [Build; 5] = [
     Build { name: "sm_75", arch: "sm_75", features: "", line_tables: false },
+    Build { name: "sm_80", arch: "sm_80", features: "", line_tables: false },
     Build { name: "sm_90", arch: "sm_90", features: "", line_tables: false },
     Build { name: "sm_75_counting", arch: "sm_75", features: "count-loads", line_tables: false },
     Build { name: "sm_90_lines", arch: "sm_90", features: "", line_tables: true },

@@ -13,8 +13,9 @@ pub struct Ptx {
 }
 
 /// Every embedded PTX, lowest target first.
-pub const ALL: [Ptx; 2] = [
+pub const ALL: [Ptx; 3] = [
     Ptx { arch: "sm_75", cc: (7, 5), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_75.ptx")) },
+    Ptx { arch: "sm_80", cc: (8, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_80.ptx")) },
     Ptx { arch: "sm_90", cc: (9, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90.ptx")) },
 ];
 
@@ -82,7 +83,8 @@ mod tests {
     fn picks_the_highest_target_not_above_the_device() {
         assert_eq!(for_device((9, 0)).unwrap().arch, "sm_90");
         assert_eq!(for_device((12, 0)).unwrap().arch, "sm_90");
-        assert_eq!(for_device((8, 6)).unwrap().arch, "sm_75");
+        assert_eq!(for_device((8, 9)).unwrap().arch, "sm_80");
+        assert_eq!(for_device((8, 0)).unwrap().arch, "sm_80");
         assert_eq!(for_device((7, 5)).unwrap().arch, "sm_75");
         assert_eq!(for_device((7, 0)), None);
     }
