@@ -18,7 +18,7 @@ const TOOLS: [&str; 4] = ["memcheck", "racecheck", "synccheck", "initcheck"];
 /// neither 16 nor 32 (except where it is 1), every transpose has partial tiles (or is a single
 /// element). One run (no warm-up) of every demo that launches kernels at the given sizes; the
 /// 1000x1000 sizes in one run per group of demos, because racecheck takes minutes on the matmul
-/// and SGEMM kernels there (measured on the H200: 201 s and 247 s) and `JOBS` can then run the
+/// and SGEMM kernels there (measured on the H200, run alone: 201 s and 247 s) and `JOBS` can run the
 /// groups side by side; the hierarchy demo, whose sizes follow the device, runs as its own
 /// command with small options.
 const PRESETS: [(&str, &str); 8] = [

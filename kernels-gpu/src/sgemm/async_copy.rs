@@ -60,8 +60,9 @@ impl Stage<A_PITCH> {
 }
 
 /// Rung 7: rung 6 (tile, results per thread, warp tiling, conflict-free layout, two stages)
-/// with `B`'s tile copied global to shared by `cp.async`: 4 fewer staging registers and no
-/// shared store for `B`; `A`'s tile still passes through registers to be transposed.
+/// with `B`'s tile copied global to shared by `cp.async`: no staging registers and no shared
+/// store for `B` (ptxas still allocates 127 registers, rung 6 126); `A`'s tile still passes
+/// through registers to be transposed.
 ///
 /// On the H200 it is no faster than rung 6 (measured, 4096^3: 42.9 against 43.7 TFLOP/s): the
 /// kernel is bound by its FMAs and shared loads, not by the path from global memory. Copying

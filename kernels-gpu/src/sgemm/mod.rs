@@ -9,7 +9,7 @@
 //! | 4 | [`sgemm_4_vectorized`] | 128-bit global and shared loads; `A` stored transposed in shared memory |
 //! | 5 | [`sgemm_5_conflict_free`] | a thread layout whose 128-bit shared loads are conflict-free, a padded `A` tile |
 //! | 6 | [`sgemm_6_double_buffered`] | two shared stages: the next tile's global loads overlap this tile's FMAs; warp tiling |
-//! | 7 | `sgemm_7_async_copy` | `B` copied global-to-shared by `cp.async`, no staging registers (cc 8.0 and later only) |
+//! | 7 | `sgemm_7_async_copy` | `B` copied global-to-shared by `cp.async`, not through registers (cc 8.0 and later only) |
 //!
 //! Shapes: `A` is `m x k`, `B` is `k x n`, `C` is `m x n`, row-major, densely packed, and each
 //! has fewer than `2^32` elements (indices are 32-bit, as in CUDA C++ with `int`). Any
