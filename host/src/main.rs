@@ -41,6 +41,15 @@ enum Command {
     Bench(commands::bench::Args),
 }
 
+/// Whether clap refused an argument like `-4` or `-4x4x4`: a negative value, which clap takes for
+/// an unknown option.
+fn negative_value(e: &clap::Error) -> bool {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    e.kind() == ErrorKind::UnknownArgument
+        && matches!(e.get(ContextKind::InvalidArg), Some(ContextValue::String(arg))
+            if arg.strip_prefix('-').is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit())))
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -63,6 +72,11 @@ fn main() -> ExitCode {
                 None if e.kind() == clap::error::ErrorKind::InvalidSubcommand => {
                     let names: Vec<_> = Cli::command().get_subcommands().map(|c| c.get_name().to_string()).collect();
                     format!(" [commands: {}]", names.join(", "))
+                }
+                None if negative_value(&e) => {
+                    " (negative values are refused: sizes are whole numbers 1..=4294967295, counts and --device \
+                     0 or more)"
+                        .to_string()
                 }
                 None => String::new(),
             };

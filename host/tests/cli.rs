@@ -56,7 +56,11 @@ fn bad_sizes_are_refused_before_touching_the_gpu() {
         (&["run-demos", "--transpose", "0x5"][..], "out of range: allowed 1..=4294967295"),
         (&["run-demos", "--matmul=-3x4x4"][..], "not a whole number"),
         (&["run-demos", "--matmul", "8x8x"][..], "not a whole number"),
-        (&["run-demos", "--device", "-1"][..], "unexpected argument '-1'"),
+        (
+            &["run-demos", "--device", "-1"][..],
+            "unexpected argument '-1' found (negative values are refused: sizes are whole numbers 1..=4294967295, counts and --device 0 or more)",
+        ),
+        (&["run-demos", "--matmul", "-4x4x4"][..], "negative values are refused"),
         (&["run-demos", "--matmul", "4x4"][..], "expected 3 sizes"),
         (&["run-demos", "--strided-bytes", "0MiB"][..], "at least 1 byte"),
         (&["run-demos", "--only", "nosuch"][..], "nosuch"),
@@ -76,6 +80,9 @@ fn bad_sizes_are_refused_before_touching_the_gpu() {
     ] {
         assert_refused(args, needle);
     }
+    // An unknown option is not taken for a negative value.
+    assert_refused(&["run-demos", "--bogus"], "unexpected argument '--bogus' found");
+    assert!(!stderr(&memlab(&["run-demos", "--bogus"])).contains("negative"));
 }
 
 #[test]
