@@ -270,6 +270,8 @@ DEV float4 fetch_a(const float* a, unsigned m, unsigned k, unsigned row0, bool v
                        a_or_zero(a, m, k, ar, ac + 3));
 }
 
+// A and B in one branch, as in the Rust: built from fetch_a and a B twin, rungs 4-6 compile to
+// different SASS (nvcc 13.5, sm_90), so the kernels measured would change.
 DEV Staged fetch(const float* a, const float* b, unsigned m, unsigned n, unsigned k, unsigned row0, unsigned col0,
                  bool vec, unsigned t, unsigned k0) {
     unsigned ar = row0 + t / 2, ac = k0 + 4 * (t % 2), br = k0 + t / 32, bc = col0 + 4 * (t % 32);
