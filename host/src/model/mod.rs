@@ -9,6 +9,8 @@
 //!   request of 4-byte words.
 //! - [`coalescing`]: global-memory sectors (32 B) and segments (128 B)
 //!   touched by one warp request, and the resulting efficiency.
+//! - [`dram`]: what HBM moves per L2 miss (64-byte fetches) and how the
+//!   spacing of fetches changes DRAM throughput, measured on the H200.
 //! - [`tiling`]: global element loads of naive vs shared-memory tiled
 //!   matrix multiplication.
 //! - [`roofline`]: arithmetic intensity, peak FP32 throughput and the
@@ -16,6 +18,7 @@
 
 pub mod banks;
 pub mod coalescing;
+pub mod dram;
 pub mod occupancy;
 pub mod roofline;
 pub mod tiling;
