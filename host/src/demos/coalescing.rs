@@ -2,18 +2,27 @@
 //! against the 128-byte-segment and 32-byte-sector models.
 
 use anyhow::Result;
+use cust::memory::DeviceBuffer;
+use memlab_contracts::probes::BLOCK;
 
-use super::{KernelRun, Lab, Section, Work, download, ensure_free, f32_bytes, measure, poison, poisoned, upload};
-use crate::gpu::launch::{Arg, LaunchShape};
+use super::{
+    Inputs, KernelRun, Lab, Section, Work, download, ensure_free, f32_bytes, measure, poison, poisoned, upload,
+};
+use crate::gpu::launch::LaunchShape;
 use crate::model::coalescing::{TransactionModel, bandwidth_fraction_vs_unit_stride};
 use crate::reference::{self, STRIDED_READS_PER_THREAD};
 use crate::series::{Series, names};
 use crate::verify;
 
+crate::kernels! {
+    /// `strided_read`: thread `g < threads` sums the 8 words at `(g + r * threads) * stride` of
+    /// `input` into `partial[g]`; one-dimensional blocks of 256.
+    fn strided_read(; input: &DeviceBuffer<u32>, partial: &mut DeviceBuffer<u32>, threads: u32, stride: u32)
+        => LaunchShape::linear(threads, BLOCK, 0);
+}
+
 /// Strides swept, in 4-byte elements.
 pub const STRIDES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
-/// Threads per block of the probe.
-pub const BLOCK: u32 = 256;
 
 /// Fewest bytes the sweep accepts: at the widest stride each thread still makes its
 /// [`STRIDED_READS_PER_THREAD`] loads (one thread at least).
@@ -46,7 +55,7 @@ fn segment_model(stride: usize) -> f64 {
 }
 
 /// Runs the stride sweep over a buffer of `lab.sizes.strided_bytes`.
-pub fn run(lab: &mut Lab) -> Result<Section> {
+pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let words = lab.sizes.strided_bytes / 4;
     let max_threads = words / STRIDED_READS_PER_THREAD;
     ensure_free("the strided-read demo", f32_bytes(&[words, max_threads]))?;
@@ -55,20 +64,18 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
     let mut points = Vec::new();
     for stride in STRIDES {
         let threads = words / (STRIDED_READS_PER_THREAD * stride);
-        poison(&mut partial)?;
-        let shape = LaunchShape { grid: ((threads as u32).div_ceil(BLOCK), 1), block: (BLOCK, 1), smem_bytes: 0 };
-        let args = [Arg::from(&input), Arg::from(&partial), Arg::U32(threads as u32), Arg::U32(stride as u32)];
+        let launch = kernels::strided_read(&input, &mut partial, threads as u32, stride as u32);
         let prediction =
             format!("sectors: {:.3}x, segments: {:.3}x of stride 1", sector_model(stride), segment_model(stride));
         let lesson = "lanes read 4-byte words `stride` elements apart";
         let useful = (threads * STRIDED_READS_PER_THREAD * 4) as f64;
         let run = KernelRun {
-            kernel: "strided_read",
+            launch,
             lesson,
             prediction,
-            shape,
-            args: &args,
             work: Work::global_bytes(useful),
+            size: format!("stride {stride}"),
+            reset: &|| poison(&partial),
         };
         let check = || {
             let got = download(&partial)?;
@@ -105,7 +112,7 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
                 format!("{segment:.3}"),
                 format!("{:.2}", measured / segment),
                 if sectors_closer { "sectors" } else { "segments" }.to_string(),
-                row.check.summary(row.check_kind),
+                row.check.summary(&row.check_kind),
             ]
         })
         .collect();
@@ -124,7 +131,7 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
     let mut kernels: Vec<_> = points.into_iter().map(|(_, row)| row).collect();
     let checks = kernels.drain(1..).map(|row| row.check).collect();
     Ok(Section {
-        name: "coalescing",
+        name: "coalescing".into(),
         title: format!("Global-memory coalescing: strided_read over {} MiB", lab.sizes.strided_bytes >> 20),
         lesson: "A warp's loads are served in 32-byte sectors: once lanes are 32 bytes or more apart, every 4-byte load drags in a whole sector.".into(),
         kernels,
