@@ -6,6 +6,12 @@ pub const BLOCK: u32 = 256;
 /// Loads per thread in `strided_read`: independent, so 8 are in flight per thread.
 pub const STRIDED_READS_PER_THREAD: usize = 8;
 
+/// Loads per thread in `misaligned_read`: independent, as in `strided_read`.
+pub const MISALIGNED_READS_PER_THREAD: usize = 8;
+/// The largest word offset `misaligned_read` takes: its input holds this many words past the
+/// `8 * threads` it reads at offset 0.
+pub const MISALIGNED_MAX_OFFSET: u32 = 32;
+
 /// Words of the shared-memory array in `shared_bank_probe` (16 KiB).
 pub const BANK_PROBE_WORDS: usize = 4096;
 /// The window (in words, a power of two) the bank probe's step offset wraps in; with the

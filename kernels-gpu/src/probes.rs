@@ -1,8 +1,8 @@
 //! Probes: kernels that exist to be timed, each isolating one memory effect.
 
 pub use memlab_contracts::probes::{
-    BANK_PROBE_UNROLL, BANK_PROBE_WINDOW, BANK_PROBE_WORDS, PRESSURE_ACCUMULATORS, STRIDED_READS_PER_THREAD,
-    bank_probe_word,
+    BANK_PROBE_UNROLL, BANK_PROBE_WINDOW, BANK_PROBE_WORDS, MISALIGNED_READS_PER_THREAD, PRESSURE_ACCUMULATORS,
+    STRIDED_READS_PER_THREAD, bank_probe_word,
 };
 
 use crate::device::{block_dim_x, dynamic_shared, fma, global_idx_x, lane_id, sync_threads, thread_idx_x};
@@ -152,4 +152,33 @@ pub unsafe extern "ptx-kernel" fn register_pressure(input: *const f32, out: *mut
     }
     each_accumulator!(add);
     unsafe { *out.add(g) = sum };
+}
+
+/// Global-memory alignment probe: the lanes of a warp read 32 consecutive words that start
+/// `offset` words past the warp's 128-byte boundary.
+///
+/// Thread `g < threads` reads the 4-byte words at element index `offset + g + r * threads` for
+/// `r` in `0..8` and writes their wrapping sum to `partial[g]`. With `threads` a multiple of 32,
+/// every warp request covers 128 bytes starting `4 * offset` bytes into a 128-byte line: 4
+/// 32-byte sectors when `offset` is a multiple of 8 words, 5 otherwise (CUDA C++ Best Practices
+/// Guide, "Misaligned Accesses"), so a misaligned warp moves 5/4 of the bytes it uses.
+///
+/// - Launch: one-dimensional, any block size, at least `threads` threads in all.
+/// - Shared memory: none. Memory level: global (DRAM through L2; each word is read once).
+///
+/// # Safety
+/// `offset <= 32`; `input` holds at least `8 * threads + 32` words, `partial` at least
+/// `threads`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn misaligned_read(input: *const u32, partial: *mut u32, threads: u32, offset: u32) {
+    let g = global_idx_x();
+    if g >= threads {
+        return;
+    }
+    let (g, threads, base) = (g as usize, threads as usize, unsafe { input.add(offset as usize) });
+    let mut sum = 0u32;
+    for r in 0..MISALIGNED_READS_PER_THREAD {
+        sum = sum.wrapping_add(unsafe { *base.add(g + r * threads) });
+    }
+    unsafe { *partial.add(g) = sum };
 }
