@@ -176,7 +176,7 @@ pub struct Twins {
     pub rounds: usize,
     /// One comparison per measured kernel and size, in run order.
     pub rows: RefCell<Vec<TwinRow>>,
-    /// Kernels measured that have no twin in the module.
+    /// Kernels measured that have no twin in the module, each once.
     pub missing: RefCell<Vec<String>>,
 }
 
@@ -475,7 +475,10 @@ pub fn measure(lab: &Lab, run: KernelRun<'_>, check: impl Fn() -> Result<(Check,
         }
         other => {
             if let Some((twins, Err(_))) = other {
-                twins.missing.borrow_mut().push(name.to_string());
+                let mut missing = twins.missing.borrow_mut();
+                if !missing.iter().any(|m| m == name) {
+                    missing.push(name.to_string());
+                }
             }
             timing::time(gpu, lab.sizes.repeats, || launch.enqueue(gpu))?
         }

@@ -178,6 +178,11 @@ impl Launch {
         Launch { kernel, shape, args }
     }
 
+    /// The argument values, one 8-byte slot per parameter (the value in its first bytes).
+    pub fn args(&self) -> &[[u8; 8]] {
+        &self.args
+    }
+
     /// Enqueues the kernel of the lab's module on the lab's stream (asynchronous: errors in the
     /// kernel itself show at the next synchronisation).
     ///
@@ -231,11 +236,11 @@ impl Launch {
 
 /// Declares typed launch functions, one per kernel entry, and the table of their [`Entry`]s.
 ///
-/// ```ignore
+/// ```text
 /// kernels! {
 ///     /// Doc comment of the launch function.
 ///     fn transpose_padded(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-///         => LaunchShape::covering(rows as usize, cols as usize, (32, 32), (32, 8), 4224);
+///         => tiles(rows, cols, TILE, BLOCK, smem_bytes(TILE, PADDED_PITCH));
 /// }
 /// ```
 ///
