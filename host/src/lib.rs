@@ -2,7 +2,7 @@
 //!
 //! Data flows one way: the kernels' PTX (built by `build.rs`, embedded by [`ptx`]) is loaded by
 //! [`gpu`] into a CUDA context; each demo in [`demos`] allocates, launches (typed launches, all
-//! listed in [`kernels`], with shapes from the `memlab-contracts` crate), times, verifies
+//! listed in [`kernels`](mod@kernels), with shapes from the `memlab-contracts` crate), times, verifies
 //! against [`reference`], asks the driver for its figures and puts them next to the [`model`]'s
 //! prediction; [`report`] prints the tables.
 

@@ -1,5 +1,5 @@
 //! The demos: one module per memory lesson. Each owns its kernels' typed launches (declared
-//! with [`kernels!`](crate::kernels!), re-exported by [`crate::kernels`]), allocates its
+//! with [`kernels!`](crate::kernels!), re-exported by [`crate::kernels`](mod@crate::kernels)), allocates its
 //! inputs, launches its kernels, checks every result against the CPU reference, asks the
 //! driver for the kernels' figures, times them with events and returns a [`Section`] of the
 //! report. A demo never runs another: what several need (the memcpy ceiling) is measured once
