@@ -92,3 +92,33 @@ fn latency_probes_run_one_block_and_pass_floats_as_floats() {
     );
     assert_eq!(fma.args()[4], 0x2000u64.to_ne_bytes());
 }
+
+#[test]
+fn every_rung_names_the_entry_its_launch_runs() {
+    let (a, b, mut c) = (fake::<f32>(0x1000, 1), fake::<f32>(0x2000, 1), fake::<f32>(0x3000, 1));
+    for rung in memlab::demos::sgemm::RUNGS {
+        let launch = (rung.launch)(&a, &b, &mut c, 128, 128, 8);
+        assert_eq!(launch.kernel, rung.entry.name);
+        assert_eq!(launch.shape.grid, (128u32.div_ceil(rung.tile), 128u32.div_ceil(rung.tile)), "{}", launch.kernel);
+    }
+}
+
+#[test]
+fn demos_are_registered_once_in_run_order() {
+    use memlab::demos::{DEMOS, NAMES, find};
+    assert_eq!(NAMES, ["memcpy", "transpose", "matmul", "sgemm", "coalescing", "banks", "occupancy", "hierarchy"]);
+    let mut names = NAMES.to_vec();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), DEMOS.len(), "a demo registered twice");
+    assert!(DEMOS.iter().all(|d| find(d.name).is_ok_and(|f| f.name == d.name)));
+    let err = find("race").err().unwrap().to_string();
+    assert_eq!(
+        err,
+        "unknown demo `race`: choose from memcpy, transpose, matmul, sgemm, coalescing, banks, occupancy, hierarchy"
+    );
+    // The demos that read the memcpy ceiling, and the ones bench runs (their kernels have twins).
+    let uses: Vec<&str> = DEMOS.iter().filter(|d| d.uses_memcpy).map(|d| d.name).collect();
+    assert_eq!(uses, ["memcpy", "hierarchy"]);
+    assert_eq!(DEMOS.iter().filter(|d| !d.twins).map(|d| d.name).collect::<Vec<_>>(), ["hierarchy"]);
+}
