@@ -59,6 +59,10 @@ fn main() {
     for path in ["src", "Cargo.toml", "rust-toolchain.toml"] {
         println!("cargo:rerun-if-changed={}", kernels.join(path).display());
     }
+    // The launch contracts are a path dependency of the kernels (and of the host).
+    for path in ["src", "Cargo.toml"] {
+        println!("cargo:rerun-if-changed={}", kernels.join("../contracts").join(path).display());
+    }
 
     let toolchain = pinned_toolchain(&kernels);
     ensure_toolchain(&toolchain);

@@ -415,7 +415,7 @@ impl BarChart {
         let mut bars: Vec<Bar> = Vec::new();
         for k in &s.kernels {
             if let Rate::Tflops(t) = k.rate
-                && !bars.iter().any(|(name, _)| name == k.kernel)
+                && !bars.iter().any(|(name, _)| *name == k.kernel)
             {
                 bars.push((k.kernel.to_string(), t));
             }

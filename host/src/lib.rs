@@ -1,7 +1,8 @@
 //! Host side of the memory-hierarchy lab.
 //!
 //! Data flows one way: the kernels' PTX (built by `build.rs`, embedded by [`ptx`]) is loaded by
-//! [`gpu`] into a CUDA context; each demo in [`demos`] allocates, launches, times, verifies
+//! [`gpu`] into a CUDA context; each demo in [`demos`] allocates, launches (typed launches, all
+//! listed in [`kernels`](mod@kernels), with shapes from the `memlab-contracts` crate), times, verifies
 //! against [`reference`], asks the driver for its figures and puts them next to the [`model`]'s
 //! prediction; [`report`] prints the tables.
 
@@ -12,6 +13,7 @@ pub mod demos;
 pub mod error;
 pub mod gpu;
 pub mod inspect;
+pub mod kernels;
 pub mod model;
 pub mod progress;
 pub mod ptx;

@@ -106,7 +106,7 @@ pub fn kernels(rows: &[KernelRow], memcpy_gbs: Option<f64>) -> String {
             format!("{:.3}", r.timing.min_ms),
             rate,
             share,
-            r.check.summary(r.check_kind),
+            r.check.summary(&r.check_kind),
         ]
     });
     table(header.map(String::from), body)

@@ -18,8 +18,6 @@ pub const OCCUPANCY_KERNELS: [&str; 2] = ["matmul_tiled_32", "transpose_padded"]
 
 /// Everything one `run-demos` measured, as written by `--json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-// Sections name kernels with `&'static str`, so they deserialize from `'static` text only.
-#[serde(bound(deserialize = "'de: 'static"))]
 pub struct RunRecord {
     /// CUDA device ordinal.
     pub ordinal: u32,
@@ -36,15 +34,11 @@ pub struct RunRecord {
 impl RunRecord {
     /// Reads a record written by `run-demos --json`.
     ///
-    /// The result types name kernels and demos with `&'static str`, so the file's text is
-    /// leaked to live as long as the program: a record is read once per command.
-    ///
     /// # Errors
     /// An unreadable file or JSON that is not a run record (one line with serde's position).
     pub fn load(path: &Path) -> Result<RunRecord> {
         let text = fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let text: &'static str = Box::leak(text.into_boxed_str());
-        match serde_json::from_str(text) {
+        match serde_json::from_str(&text) {
             Ok(record) => Ok(record),
             Err(e) => refuse!("{} is not a memlab run record: {e}", path.display()),
         }

@@ -104,6 +104,8 @@ fn hierarchy_refuses_bad_sizes_before_touching_the_gpu() {
         ),
         (&["hierarchy", "--ladder-max", "2KiB"][..], "error: --ladder-max 2048 must be a power of two"),
         (&["hierarchy", "--dram-bytes", "100"][..], "error: --dram-bytes 100 must be a multiple of 16"),
+        // The hierarchy's DRAM size is its own option in run-demos too, not --strided-bytes.
+        (&["run-demos", "--dram-bytes", "100"][..], "error: --dram-bytes 100 must be a multiple of 16"),
         (&["hierarchy", "--steps", "8"][..], "8 is not in 64..=4194304"),
     ] {
         assert_refused(args, needle);

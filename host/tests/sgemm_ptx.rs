@@ -124,8 +124,8 @@ fn the_ladder_offers_each_rung_only_where_its_ptx_has_it() {
         let (rungs, note) = available(p);
         let names: Vec<&str> = ptx::kernel_names(p.text);
         for rung in &RUNGS {
-            let offered = rungs.iter().any(|r| r.kernel == rung.kernel);
-            assert_eq!(offered, names.contains(&rung.kernel), "{}/{}", p.arch, rung.kernel);
+            let offered = rungs.iter().any(|r| r.entry.name == rung.entry.name);
+            assert_eq!(offered, names.contains(&rung.entry.name), "{}/{}", p.arch, rung.entry.name);
         }
         match p.cc {
             (7, 5) => {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::demos::{self, Lab, Sizes, coalescing};
+use crate::demos::{self, Lab, Sizes, coalescing, hierarchy};
 use crate::gpu::Gpu;
 use crate::gpu::timing::Repeats;
 use crate::report_dir::{self, RunRecord};
@@ -28,6 +28,9 @@ pub struct Args {
     /// Bytes spanned by the strided-read buffer (B, KiB, MiB, GiB).
     #[arg(long, default_value = "1GiB", value_parser = strided_bytes)]
     pub strided_bytes: usize,
+    /// Bytes of the hierarchy's DRAM read (B, KiB, MiB, GiB; a multiple of 16).
+    #[arg(long, default_value = "1GiB", value_parser = cli::bytes)]
+    pub dram_bytes: usize,
     /// Shared-memory loads per thread in the bank probe (a multiple of 8).
     #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
     pub bank_iters: u32,
@@ -56,6 +59,7 @@ fn strided_bytes(text: &str) -> Result<usize, String> {
 pub fn run(args: Args) -> Result<bool> {
     let mut sizes = args.shapes.apply(Sizes {
         strided_bytes: args.strided_bytes,
+        dram_bytes: hierarchy::check_dram_bytes(args.dram_bytes)?,
         bank_iters: demos::banks::check_iters(args.bank_iters)?,
         repeats: Repeats { warmup: args.warmup as usize, runs: args.runs as usize },
         ..Sizes::default()
@@ -63,25 +67,28 @@ pub fn run(args: Args) -> Result<bool> {
     if let Some([m, n, k]) = args.matmul_naive {
         sizes.matmul_naive = (m, n, k);
     }
-    let names: Vec<&str> =
+    let selected =
         if args.only.is_empty() { demos::NAMES.to_vec() } else { args.only.iter().map(String::as_str).collect() };
-    let gpu = Gpu::open(args.device, None)?;
-    let mut out =
-        format!("# memlab on {}\n\n{}\n\n", gpu.info.name, report::device(args.device, &gpu.info, gpu.ptx.arch));
-    let mut lab = Lab { gpu, sizes, memcpy_gbs: None };
-    let mut sections = Vec::new();
-    let bar = progress::bar(names.len());
-    for name in names {
-        bar.set_message(name.to_string());
-        let section = demos::run(&mut lab, name)?;
-        out += &format!("{}\n", report::section(&section, lab.memcpy_gbs));
-        bar.inc(1);
-        sections.push(section);
-    }
+    let selected = selected.into_iter().map(demos::find).collect::<Result<Vec<_>>>()?;
+    let lab = Lab::new(Gpu::open(args.device, None)?, sizes);
+    let mut out = format!(
+        "# memlab on {}\n\n{}\n\n",
+        lab.gpu.info.name,
+        report::device(args.device, &lab.gpu.info, lab.gpu.ptx.arch)
+    );
+    let bar = progress::bar(selected.len());
+    let (inputs, mut sections) = demos::run_all(&lab, &selected, |demo, done| match done {
+        false => bar.set_message(demo.name),
+        true => bar.inc(1),
+    })?;
     bar.finish_and_clear();
+    let memcpy_gbs = inputs.memcpy_gbs();
+    for section in &sections {
+        out += &format!("{}\n", report::section(section, memcpy_gbs));
+    }
     let all_passed = sections.iter().all(|s| s.passed());
-    if let Some(roofline) = demos::roofline::section(&lab, &sections) {
-        out += &format!("{}\n", report::section(&roofline, lab.memcpy_gbs));
+    if let Some(roofline) = demos::roofline::section(&lab.gpu.info, &sections, memcpy_gbs) {
+        out += &format!("{}\n", report::section(&roofline, memcpy_gbs));
         sections.push(roofline);
     }
     // The report is printed whole at the end: a refusal midway prints no partial result.
@@ -93,7 +100,7 @@ pub fn run(args: Args) -> Result<bool> {
         ordinal: args.device,
         device: lab.gpu.info.clone(),
         ptx_arch: lab.gpu.ptx.arch.to_string(),
-        memcpy_gbs: lab.memcpy_gbs,
+        memcpy_gbs,
         sections,
     };
     if let Some(path) = &args.json {

@@ -2,7 +2,7 @@
 //! against the device's FP32 peak (`SMs x FP32 lanes x 2 x clock`) and the memcpy bandwidth
 //! measured in the same run.
 
-use super::{KernelRow, Lab, Level, Section};
+use super::{KernelRow, Level, Section};
 use crate::gpu::device::DeviceInfo;
 use crate::model::roofline::{
     Bound, arithmetic_intensity, attainable, balance_point, bound, fp32_lanes_per_sm, peak_fp32_flops,
@@ -16,13 +16,13 @@ pub fn peak_fp32(info: &DeviceInfo) -> Option<f64> {
     Some(peak_fp32_flops(info.sms, lanes, info.sm_clock_khz as f64 * 1e3))
 }
 
-/// The roofline section for the kernels of `sections`, or `None` when no kernel ran or the
-/// device's FP32 lanes are not in the model's table.
-pub fn section(lab: &Lab, sections: &[Section]) -> Option<Section> {
-    let info = &lab.gpu.info;
+/// The roofline section for the kernels of `sections` on `info`'s device with the run's memcpy
+/// ceiling (GB/s), or `None` when no kernel ran or the device's FP32 lanes are not in the
+/// model's table.
+pub fn section(info: &DeviceInfo, sections: &[Section], memcpy_gbs: Option<f64>) -> Option<Section> {
     let lanes = fp32_lanes_per_sm(info.cc.0, info.cc.1)?;
     let peak = peak_fp32(info)?;
-    let (bw, bw_source) = match lab.memcpy_gbs {
+    let (bw, bw_source) = match memcpy_gbs {
         Some(g) => (g * 1e9, "memcpy measured in this run"),
         None => (info.theoretical_bandwidth_gbs() * 1e9, "theoretical (memcpy not run)"),
     };
@@ -51,7 +51,7 @@ pub fn section(lab: &Lab, sections: &[Section]) -> Option<Section> {
     let series = vec![Series::labelled(names::ROOFLINE, "arithmetic intensity (FLOP/byte)", "TFLOP/s", points)];
     let header = ["kernel", "FLOP/byte", "bound", "roof", "achieved", "% of roof"];
     Some(Section {
-        name: "roofline",
+        name: "roofline".into(),
         title: "Roofline: arithmetic intensity against the FP32 peak and the memory roof".into(),
         lesson: "A kernel below the balance point cannot beat bandwidth x intensity, however fast its arithmetic: the fix is fewer bytes per FLOP (tiling), not more FLOP/s.".into(),
         sweep: Some((header.map(String::from).to_vec(), rows)),

@@ -1,11 +1,13 @@
 //! Everything that talks to the CUDA driver (through `cust`): context and module, device and
-//! kernel attributes, occupancy, launches, event timing.
+//! kernel attributes, occupancy, launches, device memory, event timing. Raw driver calls
+//! (`cust::sys`) live here and nowhere else (`tests/layering.rs`).
 
 pub mod context;
 pub mod cublas;
 pub mod device;
 pub mod kernel;
 pub mod launch;
+pub mod memory;
 pub mod timing;
 
 pub use context::Gpu;
