@@ -10,6 +10,7 @@ pub mod cli;
 pub mod commands;
 pub mod demos;
 pub mod error;
+pub mod expr;
 pub mod gpu;
 pub mod inspect;
 pub mod model;

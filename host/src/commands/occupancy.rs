@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::charts::{self, OccupancyChart};
+use crate::model::gpus;
 use crate::model::occupancy::{
-    ARCHS, ArchLimits, KernelResources, Limit, Mode, Occupancy, UNLIMITED, occupancy, register_targets,
-    shared_memory_targets,
+    ArchLimits, KernelResources, Limit, Mode, Occupancy, UNLIMITED, max_regs_for_blocks, occupancy, register_targets,
+    shared_memory_targets, suggest_block_size,
 };
 use crate::{cli, ptx, ptxas, refuse, report};
 
@@ -28,8 +29,9 @@ pub enum ModeArg {
 /// Options of `occupancy`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Compute capability of the SM, e.g. 9.0 (default 9.0 unless a textbook SM is given).
-    #[arg(long, value_parser = parse_cc, conflicts_with_all = ["regs_per_sm", "threads_per_sm", "smem_per_sm"])]
+    /// The GPU: a compute capability (9.0), an SM target (sm_89) or a name (H200, "RTX 4090",
+    /// A100, T4, V100); default 9.0 unless a textbook SM is given. Also --gpu.
+    #[arg(long, alias = "gpu", value_parser = parse_cc, conflicts_with_all = ["regs_per_sm", "threads_per_sm", "smem_per_sm"])]
     pub cc: Option<(u32, u32)>,
     /// Textbook SM: registers per SM (default 65536; implies --mode simple).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
@@ -52,21 +54,34 @@ pub struct Args {
     /// Dynamic shared memory per block (B, KiB, MiB), added to the kernel's static shared memory.
     #[arg(long, default_value = "0B", value_parser = bytes_or_zero)]
     pub smem: usize,
+    /// Static shared memory per block (B, KiB: `__shared__` arrays); the limits apply to static
+    /// plus dynamic.
+    #[arg(long, default_value = "0B", value_parser = bytes_or_zero, conflicts_with = "kernel")]
+    pub static_smem: usize,
     /// A kernel of the lab: registers and static shared bytes from `ptxas -v` on its PTX.
     #[arg(long, conflicts_with = "regs")]
     pub kernel: Option<String>,
+    /// The kernel has opted in to more than 48 KiB of shared memory per block
+    /// (cudaFuncSetAttribute, cudaFuncAttributeMaxDynamicSharedMemorySize).
+    #[arg(long)]
+    pub opt_in: bool,
+    /// Also print the block size cudaOccupancyMaxPotentialBlockSize would pick for these
+    /// registers and shared memory.
+    #[arg(long)]
+    pub suggest: bool,
+    /// The inverse question: the most registers per thread at which N blocks of --threads stay
+    /// resident (what __launch_bounds__(threads, N) asks of the compiler).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub blocks: Option<u32>,
     /// Also draw the three occupancy graphs (SVG and PNG) into DIR.
     #[arg(long, value_name = "DIR")]
     pub chart: Option<PathBuf>,
 }
 
-/// Parses `MAJOR.MINOR`, accepting only compute capabilities the occupancy tables know.
+/// Parses a compute capability, SM target or GPU name the occupancy tables know
+/// ([`gpus::resolve`]).
 pub fn parse_cc(text: &str) -> Result<(u32, u32), String> {
-    let known = ARCHS.iter().map(|a| format!("{}.{}", a.major, a.minor)).collect::<Vec<_>>().join(", ");
-    let bad = || format!("`{text}` is not a known compute capability: use one of {known}");
-    let (major, minor) = text.trim().split_once('.').ok_or_else(bad)?;
-    let cc = (major.parse().map_err(|_| bad())?, minor.parse().map_err(|_| bad())?);
-    ArchLimits::for_cc(cc.0, cc.1).map(|_| cc).ok_or_else(bad)
+    gpus::resolve(text).map(|a| (a.major, a.minor))
 }
 
 /// A byte count that may be zero (`0`, `0B`).
@@ -223,31 +238,167 @@ fn advice(arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode) -
     out
 }
 
+/// Where the driver's rules change the textbook's answer: one line per limit that differs,
+/// with both numbers and the rule that makes the difference.
+fn hardware_notes(arch: &ArchLimits, res: &KernelResources, o: &Occupancy) -> Vec<String> {
+    let Ok(t) = occupancy(arch, res, Mode::Simple) else { return Vec::new() };
+    let mut out = Vec::new();
+    if t.active_blocks != o.active_blocks {
+        out.push(format!(
+            "textbook vs driver: the textbook arithmetic gives {} blocks ({}), the driver's rules {} ({}):",
+            t.active_blocks,
+            percent(t.occupancy),
+            o.active_blocks,
+            percent(o.occupancy)
+        ));
+    }
+    if t.blocks_by_warps != o.blocks_by_warps {
+        out.push(format!(
+            "warps: a block takes whole warps, {} for {} threads: {} blocks (textbook, by threads: {})",
+            res.threads_per_block.div_ceil(arch.warp_size),
+            res.threads_per_block,
+            blocks(o.blocks_by_warps),
+            blocks(t.blocks_by_warps)
+        ));
+    }
+    if t.blocks_by_regs != o.blocks_by_regs {
+        let per_warp = o.regs_per_block / res.threads_per_block.div_ceil(arch.warp_size).max(1);
+        out.push(format!(
+            "registers: allocated per warp, {} x 32 = {} rounded up to the {}-register unit = {per_warp}, each warp \
+             from one of {} sub-partitions of {} registers: {} blocks (textbook, {} / {}: {})",
+            res.regs_per_thread,
+            res.regs_per_thread * 32,
+            arch.reg_alloc_unit,
+            arch.warp_alloc_granularity,
+            arch.regs_per_sm / arch.warp_alloc_granularity,
+            blocks(o.blocks_by_regs),
+            arch.regs_per_sm,
+            t.regs_per_block,
+            blocks(t.blocks_by_regs)
+        ));
+    }
+    if t.blocks_by_smem != o.blocks_by_smem {
+        out.push(format!(
+            "shared memory: the driver reserves {} B per block and allocates in {} B units: {} + {} -> {} B per \
+             block, {} blocks (textbook, {} / {}: {})",
+            arch.reserved_smem_per_block,
+            arch.smem_alloc_granularity,
+            res.smem_bytes(),
+            arch.reserved_smem_per_block,
+            o.smem_per_block,
+            blocks(o.blocks_by_smem),
+            arch.max_smem_per_sm,
+            t.smem_per_block,
+            blocks(t.blocks_by_smem)
+        ));
+    }
+    out
+}
+
+/// `--suggest`: the block size the occupancy API would pick.
+fn suggestion(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> String {
+    match suggest_block_size(arch, res, mode) {
+        Some(s) => format!(
+            "suggested block size: {} threads ({} blocks per SM, {}), the size cudaOccupancyMaxPotentialBlockSize \
+             picks: the largest multiple of 32 with the most resident threads",
+            s.threads,
+            s.blocks,
+            percent(s.occupancy)
+        ),
+        None => "suggested block size: none, no block size fits these registers and shared memory".into(),
+    }
+}
+
+/// `--blocks N`: the most registers per thread at which N blocks stay resident.
+fn inverse(arch: &ArchLimits, res: &KernelResources, n: u32, mode: Mode) -> String {
+    let threads = res.threads_per_block;
+    match max_regs_for_blocks(arch, res, n, mode) {
+        Some(r) => {
+            let textbook = max_regs_for_blocks(arch, res, n, Mode::Simple)
+                .filter(|&t| t != r && mode == Mode::Hardware && arch.major != 0)
+                .map_or(String::new(), |t| format!(" (the textbook arithmetic allows {t})"));
+            format!(
+                "registers for {n} blocks of {threads} threads: at most {r} per thread{textbook}; \
+                 __launch_bounds__({threads}, {n}) or -maxrregcount={r} makes the compiler keep to it (spilling if \
+                 it must)"
+            )
+        }
+        None => {
+            let best =
+                occupancy(arch, &KernelResources { regs_per_thread: 1, ..*res }, mode).map_or(0, |o| o.active_blocks);
+            format!(
+                "registers for {n} blocks of {threads} threads: no register count reaches it, the other limits allow \
+                 at most {best} blocks"
+            )
+        }
+    }
+}
+
 /// Runs the calculator and prints its answer.
 pub fn run(args: Args) -> Result<bool> {
     let (arch, sm_name, mode) = sm(&args)?;
     let dynamic = to_u32("--smem", args.smem)?;
     let (regs, static_smem, source) = match &args.kernel {
         Some(k) => kernel_figures(k, &arch)?,
-        None => (args.regs.unwrap_or(0), 0, "given".into()),
+        None => (args.regs.unwrap_or(0), to_u32("--static-smem", args.static_smem)?, "given".into()),
     };
-    let res = KernelResources::new(args.threads, regs).with_static_smem(static_smem).with_dynamic_smem(dynamic);
+    let res = KernelResources::new(args.threads, regs)
+        .with_static_smem(static_smem)
+        .with_dynamic_smem(dynamic)
+        .with_opt_in(args.opt_in);
     let o = match occupancy(&arch, &res, mode) {
         Ok(o) => o,
         Err(e) => refuse!("{e} on {sm_name}"),
     };
     let what = args.kernel.as_deref().map_or(String::new(), |k| format!("`{k}`: "));
-    println!(
-        "Occupancy on {sm_name}, {mode:?} rules: {what}{} threads per block, {regs} registers per thread ({source}), {} B static + {dynamic} B dynamic shared memory per block\n",
-        args.threads, static_smem
+    let title = format!(
+        "Occupancy on {sm_name}, {mode:?} rules: {what}{} threads per block, {regs} registers per thread ({source}), \
+         {} B static + {dynamic} B dynamic shared memory per block{}",
+        args.threads,
+        static_smem,
+        if args.opt_in { ", opted in above 48 KiB" } else { "" }
     );
+    println!("{}\n", report::wrap(&title));
     println!("{}\n", limits_table(&arch, &res, &o));
-    println!("resident per SM: {} blocks = {} warps = {} threads", o.active_blocks, o.active_warps, o.active_threads);
-    let limits: Vec<String> = o.limiting_factors().iter().map(Limit::to_string).collect();
-    println!("occupancy: {} (limited by {})\n", percent(o.occupancy), limits.join(" and "));
+    match o.failure {
+        Some(f) => println!("{}", report::wrap(&format!("resident per SM: 0 blocks, the launch fails: {f}"))),
+        None => {
+            println!(
+                "resident per SM: {} blocks = {} warps = {} threads",
+                o.active_blocks, o.active_warps, o.active_threads
+            );
+            let limits: Vec<String> = o.limiting_factors().iter().map(Limit::to_string).collect();
+            println!("occupancy: {} (limited by {})", percent(o.occupancy), limits.join(" and "));
+        }
+    }
+    if mode == Mode::Hardware && arch.major != 0 {
+        for (i, line) in hardware_notes(&arch, &res, &o).iter().enumerate() {
+            let bullet = if i == 0 && line.starts_with("textbook") { "" } else { "- " };
+            println!("{}", report::wrap(&format!("{bullet}{line}")));
+        }
+    }
+    if args.suggest {
+        println!("{}", report::wrap(&suggestion(&arch, &res, mode)));
+    }
+    if let Some(n) = args.blocks {
+        println!("{}", report::wrap(&inverse(&arch, &res, n, mode)));
+    }
+    let rule = match mode {
+        Mode::Hardware => {
+            "rule: blocks per SM = the least of the warp, register, shared-memory and block limits, with the \
+             driver's allocation units and reserve (cudaOccMaxActiveBlocksPerMultiprocessor in NVIDIA's \
+             cuda_occupancy.h, CUDA 13.0; memlab equals it on every configuration of its differential test); \
+             limits: CUDA C++ Programming Guide, \"Technical Specifications per Compute Capability\""
+        }
+        Mode::Simple => {
+            "rule: blocks per SM = the least of each resource divided by one block's exact demand (textbook \
+             arithmetic, no allocation units or reserve)"
+        }
+    };
+    println!("{}\n", report::wrap(rule));
     println!("To change it:");
     for line in advice(&arch, &res, &o, mode) {
-        println!("- {line}");
+        println!("{}", report::wrap(&format!("- {line}")));
     }
     if let Some(dir) = &args.chart {
         std::fs::create_dir_all(dir)?;

@@ -91,7 +91,7 @@ fn prediction(kernel: &Kernel, rows: usize) -> String {
         } else {
             WarpRequest::column_of_tile(pitch)
         };
-        text += &format!(", column read {}-way", request.analyze().serialization);
+        text += &format!(", column read {}-way", request.analyze().wavefronts);
     }
     text
 }

@@ -16,6 +16,7 @@
 
 pub mod banks;
 pub mod coalescing;
+pub mod gpus;
 pub mod occupancy;
 pub mod roofline;
 pub mod tiling;
