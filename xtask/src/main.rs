@@ -2,7 +2,8 @@
 //!
 //! - `setup`: what building and testing need beyond cargo: a `libcuda.so` to link against
 //!   (the machine's driver library, or Debian's `libcuda1` where there is none) and NVIDIA's
-//!   `ptxas`/`nvdisasm`/`cuobjdump` from PyPI for the CPU tests. The kernels' nightly toolchain
+//!   `ptxas`/`nvdisasm`/`cuobjdump` and the runtime headers (`cuda_occupancy.h`) from PyPI for
+//!   the CPU tests. The kernels' nightly toolchain
 //!   is installed by `host/build.rs` itself.
 //! - `test`: setup, then formatting, clippy and every test of the workspace.
 //! - `run-demos [ARGS]` and every other `memlab` command (`occupancy`, `inspect`, `report`,
@@ -25,6 +26,10 @@ use anyhow::{Context, Result, bail};
 /// PyPI packages of NVIDIA's CUDA compiler tools (`ptxas`, `nvdisasm`, `cuobjdump`).
 const CUDA_TOOL_WHEELS: [&str; 3] =
     ["nvidia-cuda-nvcc==13.*", "nvidia-cuda-nvdisasm==13.*", "nvidia-cuda-cuobjdump==13.*"];
+
+/// PyPI package of NVIDIA's CUDA runtime headers: its `include/cuda_occupancy.h` is the
+/// occupancy calculator the model is tested against (`host/tests/cuda_occupancy_h.rs`).
+const CUDA_RUNTIME_WHEEL: &str = "nvidia-cuda-runtime==13.*";
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
@@ -61,6 +66,8 @@ struct Tools {
     cuda_link: PathBuf,
     /// Folder holding `ptxas`, `nvdisasm`, `cuobjdump`.
     cuda_bin: PathBuf,
+    /// Folder holding `cuda_occupancy.h`.
+    cuda_include: PathBuf,
 }
 
 fn setup() -> Result<Tools> {
@@ -84,12 +91,24 @@ fn setup() -> Result<Tools> {
     let cuda_bin = tools.join("nvidia/cu13/bin");
     if !cuda_bin.join("ptxas").exists() {
         eprintln!("xtask: installing NVIDIA's ptxas, nvdisasm and cuobjdump from PyPI into {}", tools.display());
-        let mut cmd = Command::new("python3");
-        cmd.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--target"])
-            .arg(&tools);
-        run(cmd.args(CUDA_TOOL_WHEELS)).context("pip install of the CUDA tool wheels (needs python3 with pip)")?;
+        run(pip_install(&tools).args(CUDA_TOOL_WHEELS))
+            .context("pip install of the CUDA tool wheels (needs python3 with pip)")?;
     }
-    Ok(Tools { cuda_link, cuda_bin })
+    let runtime = target.join("cuda-runtime");
+    let cuda_include = runtime.join("nvidia/cu13/include");
+    if !cuda_include.join("cuda_occupancy.h").exists() {
+        eprintln!("xtask: installing NVIDIA's CUDA runtime headers from PyPI into {}", runtime.display());
+        run(pip_install(&runtime).arg(CUDA_RUNTIME_WHEEL))
+            .context("pip install of the CUDA runtime wheel (needs python3 with pip)")?;
+    }
+    Ok(Tools { cuda_link, cuda_bin, cuda_include })
+}
+
+/// `pip install` of wheels (no dependencies) into `dir`.
+fn pip_install(dir: &Path) -> Command {
+    let mut cmd = Command::new("python3");
+    cmd.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--target"]).arg(dir);
+    cmd
 }
 
 /// The driver's `libcuda.so.1` as `ldconfig` knows it.
@@ -163,7 +182,8 @@ fn test() -> Result<()> {
     run(cargo()
         .args(["test", "--workspace"])
         .env("CUDA_LIBRARY_PATH", &tools.cuda_link)
-        .env("MEMLAB_CUDA_BIN", &tools.cuda_bin))
+        .env("MEMLAB_CUDA_BIN", &tools.cuda_bin)
+        .env("MEMLAB_CUDA_INCLUDE", &tools.cuda_include))
 }
 
 fn build_release(tools: &Tools) -> Result<PathBuf> {

@@ -475,6 +475,14 @@ pub enum OccupancyError {
         /// The architecture's maximum threads per block.
         max: u32,
     },
+    /// More static shared memory (`__shared__` arrays) than a kernel may declare: 48 KiB;
+    /// larger buffers must be dynamic (Programming Guide, "Shared Memory" for cc 7.x and later).
+    TooMuchStaticSharedMemory {
+        /// Static bytes asked for.
+        bytes: u32,
+        /// The static limit, bytes.
+        max: u32,
+    },
     /// More registers per thread than the architecture allows.
     TooManyRegisters {
         /// Registers per thread requested.
@@ -493,6 +501,11 @@ impl fmt::Display for OccupancyError {
             OccupancyError::TooManyThreads { threads, max } => {
                 write!(f, "threads per block {threads} exceeds the limit of {max}")
             }
+            OccupancyError::TooMuchStaticSharedMemory { bytes, max } => write!(
+                f,
+                "static shared memory {bytes} B exceeds the {max} B a kernel may declare in __shared__ arrays \
+                 (larger buffers must be dynamic shared memory)"
+            ),
             OccupancyError::TooManyRegisters { regs, max } => {
                 write!(f, "registers per thread {regs} exceeds the limit of {max}")
             }
@@ -524,6 +537,12 @@ fn validate(arch: &ArchLimits, res: &KernelResources) -> Result<(), OccupancyErr
     }
     if res.regs_per_thread > arch.max_regs_per_thread {
         return Err(OccupancyError::TooManyRegisters { regs: res.regs_per_thread, max: arch.max_regs_per_thread });
+    }
+    if res.static_smem_bytes > arch.smem_per_block_default {
+        return Err(OccupancyError::TooMuchStaticSharedMemory {
+            bytes: res.static_smem_bytes,
+            max: arch.smem_per_block_default,
+        });
     }
     Ok(())
 }
@@ -624,7 +643,8 @@ fn smem_limit(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> ResourceL
 ///
 /// # Errors
 /// Returns an [`OccupancyError`] for a block no compiler or launch could ask for: zero or more
-/// than 1024 threads, more than 255 registers per thread. A block that asks for more registers
+/// than 1024 threads, more than 255 registers per thread, more than 48 KiB of static shared
+/// memory. A block that asks for more registers
 /// or shared memory than one block may have gets 0 blocks and a [`LaunchFailure`].
 pub fn occupancy(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> Result<Occupancy, OccupancyError> {
     validate(arch, res)?;
