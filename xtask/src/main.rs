@@ -2,8 +2,8 @@
 //!
 //! - `setup`: what building and testing need beyond cargo: a `libcuda.so` to link against
 //!   (the machine's driver library, or Debian's `libcuda1` where there is none) and NVIDIA's
-//!   `ptxas`/`nvdisasm`/`cuobjdump` and the runtime headers (`cuda_occupancy.h`) from PyPI for
-//!   the CPU tests. The kernels' nightly toolchain
+//!   `ptxas`/`nvdisasm`/`cuobjdump`, CUDA 12's `ptxas` (for sm_70) and the runtime headers
+//!   (`cuda_occupancy.h`) from PyPI for the CPU tests. The kernels' nightly toolchain
 //!   is installed by `host/build.rs` itself.
 //! - `test`: setup, then formatting, clippy and every test of the workspace.
 //! - `run-demos [ARGS]` and every other `memlab` command (`occupancy`, `inspect`, `report`,
@@ -26,6 +26,10 @@ use anyhow::{Context, Result, bail};
 /// PyPI packages of NVIDIA's CUDA compiler tools (`ptxas`, `nvdisasm`, `cuobjdump`).
 const CUDA_TOOL_WHEELS: [&str; 3] =
     ["nvidia-cuda-nvcc==13.*", "nvidia-cuda-nvdisasm==13.*", "nvidia-cuda-cuobjdump==13.*"];
+
+/// CUDA 12's compiler wheel: its `ptxas` assembles for sm_70 (Volta), which CUDA 13 dropped,
+/// for the test of the lab's sm_70 baseline PTX.
+const CUDA12_PTXAS_WHEEL: &str = "nvidia-cuda-nvcc-cu12==12.9.*";
 
 /// PyPI package of NVIDIA's CUDA runtime headers: its `include/cuda_occupancy.h` is the
 /// occupancy calculator the model is tested against (`host/tests/cuda_occupancy_h.rs`).
@@ -68,6 +72,8 @@ struct Tools {
     cuda_bin: PathBuf,
     /// Folder holding `cuda_occupancy.h`.
     cuda_include: PathBuf,
+    /// Folder holding CUDA 12's `ptxas` (for sm_70).
+    cuda12_bin: PathBuf,
 }
 
 fn setup() -> Result<Tools> {
@@ -101,7 +107,13 @@ fn setup() -> Result<Tools> {
         run(pip_install(&runtime).arg(CUDA_RUNTIME_WHEEL))
             .context("pip install of the CUDA runtime wheel (needs python3 with pip)")?;
     }
-    Ok(Tools { cuda_link, cuda_bin, cuda_include })
+    let tools12 = target.join("cuda-tools-12");
+    let cuda12_bin = tools12.join("nvidia/cuda_nvcc/bin");
+    if !cuda12_bin.join("ptxas").exists() {
+        eprintln!("xtask: installing CUDA 12's ptxas (for sm_70) from PyPI into {}", tools12.display());
+        run(pip_install(&tools12).arg(CUDA12_PTXAS_WHEEL)).context("pip install of the CUDA 12 compiler wheel")?;
+    }
+    Ok(Tools { cuda_link, cuda_bin, cuda_include, cuda12_bin })
 }
 
 /// `pip install` of wheels (no dependencies) into `dir`.
@@ -183,7 +195,8 @@ fn test() -> Result<()> {
         .args(["test", "--workspace"])
         .env("CUDA_LIBRARY_PATH", &tools.cuda_link)
         .env("MEMLAB_CUDA_BIN", &tools.cuda_bin)
-        .env("MEMLAB_CUDA_INCLUDE", &tools.cuda_include))
+        .env("MEMLAB_CUDA_INCLUDE", &tools.cuda_include)
+        .env("MEMLAB_CUDA12_BIN", &tools.cuda12_bin))
 }
 
 fn build_release(tools: &Tools) -> Result<PathBuf> {
