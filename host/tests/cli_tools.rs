@@ -70,7 +70,7 @@ fn help_lists_every_command() {
 fn ex1_registers_limit_512_threads_of_40_registers_to_75_percent() {
     let out = textbook(&["--threads", "512", "--regs", "40"]);
     assert_eq!(row(&out, &["registers"])[1..4], ["3", "20480 registers", "65536 registers"]);
-    assert_eq!(row(&out, &["warps (threads per SM)"])[1], "4");
+    assert_eq!(row(&out, &["warps"])[1], "4");
     assert!(has(&out, "resident per SM: 3 blocks = 48 warps = 1536 threads"), "{out}");
     assert!(has(&out, "occupancy: 75.0% (limited by registers)"), "{out}");
     assert!(has(&out, "registers: up to 42 per thread keep 3 blocks; 32 or fewer give 4 blocks (100.0%)"), "{out}");
@@ -80,7 +80,7 @@ fn ex1_registers_limit_512_threads_of_40_registers_to_75_percent() {
 fn ex3_the_thread_cap_wins_over_spare_registers() {
     let out = textbook(&["--threads", "256", "--regs", "16"]);
     assert_eq!(row(&out, &["registers"])[1], "16");
-    assert_eq!(row(&out, &["warps (threads per SM)"])[1], "8");
+    assert_eq!(row(&out, &["warps"])[1], "8");
     assert!(has(&out, "occupancy: 100.0% (limited by warps (threads per SM))"), "{out}");
 }
 
@@ -194,6 +194,7 @@ fn bad_input_is_one_line_with_the_allowed_range() {
         ),
         (&["banks", "--index", "(t%4"][..], "`(t%4`: expected `)` at column 5"),
         (&["banks", "--lanes", "33"][..], "33 is not in 1..=32"),
+        (&["banks", "--tile", "8x8", "--access", "diagonal"][..], "`diagonal` is not a tile access: use row or column"),
         (&["banks", "--width", "8", "--offset", "4"][..], "--offset 4 is not a multiple of the 8-byte width"),
         (&["banks", "--index", "t-1"][..], "the index is -1 at t = 0: indices must be 0 or more"),
         (&["coalescing", "--elem", "17"][..], "17 is not in 1..=16"),
@@ -279,7 +280,7 @@ fn occupancy_answers_by_name_suggests_and_explains_the_driver() {
     assert!(has(&out, "cuda_occupancy.h"), "{out}");
     // --suggest and the inverse question.
     let out = ok(&["occupancy", "--gpu", "H200", "--threads", "256", "--regs", "65", "--suggest", "--blocks", "3"]);
-    assert!(has(&out, "suggested block size: 896 threads (1 blocks per SM, 43.8%)"), "{out}");
+    assert!(has(&out, "suggested block size: 896 threads (1 block per SM, 43.8%)"), "{out}");
     assert!(has(&out, "registers for 3 blocks of 256 threads: at most 80 per thread"), "{out}");
     // cc 8.6: 101120 B dynamic + 512 B static, opted in: over 99 KiB together, so no block.
     let out = ok(&[

@@ -38,7 +38,7 @@ pub struct Args {
     #[arg(long, requires = "tile", value_parser = cli::dims::<2>)]
     pub block: Option<[usize; 2]>,
     /// Thread (x, y) accesses tile[y][x] (row) or tile[x][y] (column).
-    #[arg(long, requires = "tile", value_enum, default_value = "row")]
+    #[arg(long, requires = "tile", default_value = "row", value_parser = access)]
     pub access: TileAccess,
     /// Byte offset of element 0 in shared memory (a multiple of WIDTH).
     #[arg(long, default_value_t = 0)]
@@ -56,6 +56,15 @@ pub struct Args {
     /// Print the answer as JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Parses `row` or `column`.
+fn access(text: &str) -> Result<TileAccess, String> {
+    match text {
+        "row" => Ok(TileAccess::Row),
+        "column" => Ok(TileAccess::Column),
+        _ => Err(format!("`{text}` is not a tile access: use row or column")),
+    }
 }
 
 /// How lane `t` finds its element, as the user described it.

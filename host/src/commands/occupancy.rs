@@ -153,7 +153,8 @@ fn limits_table(arch: &ArchLimits, res: &KernelResources, o: &Occupancy) -> Stri
     let cap = if arch.max_blocks_per_sm == UNLIMITED { "no cap".into() } else { arch.max_blocks_per_sm.to_string() };
     let rows = vec![
         vec![
-            Limit::Warps.to_string(),
+            // "warps" alone: the table fits 100 columns; the cells say what a warp slot holds.
+            "warps".into(),
             blocks(o.blocks_by_warps),
             format!("{warps} warps ({} threads)", res.threads_per_block),
             format!("{} warps ({} threads)", arch.max_warps_per_sm, arch.max_threads_per_sm),
@@ -175,7 +176,7 @@ fn limits_table(arch: &ArchLimits, res: &KernelResources, o: &Occupancy) -> Stri
         ],
         vec![Limit::BlockCap.to_string(), blocks(o.blocks_by_block_cap), "1 block".into(), cap, mark(Limit::BlockCap)],
     ];
-    report::table(["limit", "blocks per SM", "one block takes", "the SM has", ""].map(String::from), rows)
+    report::table(["limit", "blocks per SM", "a block takes", "SM has", ""].map(String::from), rows)
 }
 
 /// What to change for the next step up: registers, shared memory, block size.
@@ -299,10 +300,11 @@ fn hardware_notes(arch: &ArchLimits, res: &KernelResources, o: &Occupancy) -> Ve
 fn suggestion(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> String {
     match suggest_block_size(arch, res, mode) {
         Some(s) => format!(
-            "suggested block size: {} threads ({} blocks per SM, {}), the size cudaOccupancyMaxPotentialBlockSize \
+            "suggested block size: {} threads ({} block{} per SM, {}), the size cudaOccupancyMaxPotentialBlockSize \
              picks: the largest multiple of 32 with the most resident threads",
             s.threads,
             s.blocks,
+            if s.blocks == 1 { "" } else { "s" },
             percent(s.occupancy)
         ),
         None => "suggested block size: none, no block size fits these registers and shared memory".into(),
@@ -364,8 +366,11 @@ pub fn run(args: Args) -> Result<bool> {
         Some(f) => println!("{}", report::wrap(&format!("resident per SM: 0 blocks, the launch fails: {f}"))),
         None => {
             println!(
-                "resident per SM: {} blocks = {} warps = {} threads",
-                o.active_blocks, o.active_warps, o.active_threads
+                "resident per SM: {} block{} = {} warps = {} threads",
+                o.active_blocks,
+                if o.active_blocks == 1 { "" } else { "s" },
+                o.active_warps,
+                o.active_threads
             );
             let limits: Vec<String> = o.limiting_factors().iter().map(Limit::to_string).collect();
             println!("occupancy: {} (limited by {})", percent(o.occupancy), limits.join(" and "));

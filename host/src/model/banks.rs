@@ -324,7 +324,7 @@ pub struct Tile {
 }
 
 /// Which element of the tile thread `(x, y)` accesses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum TileAccess {
     /// `tile[y][x]`: a warp walks along a row.
     Row,
