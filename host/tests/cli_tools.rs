@@ -302,6 +302,22 @@ fn occupancy_answers_by_name_suggests_and_explains_the_driver() {
     // Not opted in: 300 KiB fails at 48 KiB; too many registers per block: too many resources.
     let out = ok(&["occupancy", "--threads", "128", "--regs", "32", "--smem", "300KiB"]);
     assert!(has(&out, "307200 B of static + dynamic shared memory per block exceeds the 49152 B"), "{out}");
+    let json: serde_json::Value = serde_json::from_str(&ok(&[
+        "occupancy",
+        "--cc",
+        "8.9",
+        "--threads",
+        "256",
+        "--regs",
+        "40",
+        "--smem",
+        "20KiB",
+        "--json",
+        "--suggest",
+    ]))
+    .unwrap();
+    assert_eq!((json["active_blocks"].as_u64(), json["textbook_blocks"].as_u64()), (Some(4), Some(5)));
+    assert_eq!(json["suggested_block_size"], 768);
     let out = ok(&["occupancy", "--gpu", "V100", "--threads", "1024", "--regs", "65"]);
     assert!(
         has(&out, "the launch fails: too many resources requested for launch: the block needs 73728 registers"),

@@ -76,6 +76,9 @@ pub struct Args {
     /// Also draw the three occupancy graphs (SVG and PNG) into DIR.
     #[arg(long, value_name = "DIR")]
     pub chart: Option<PathBuf>,
+    /// Print the answer as JSON instead of text.
+    #[arg(long, conflicts_with = "chart")]
+    pub json: bool,
 }
 
 /// Parses a compute capability, SM target or GPU name the occupancy tables know
@@ -239,11 +242,14 @@ fn advice(arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode) -
     out
 }
 
-/// Where the driver's rules change the textbook's answer: one line per limit that differs,
-/// with both numbers and the rule that makes the difference.
+/// Where the driver's rules change the textbook's answer: one line per limit that differs where
+/// it matters (it binds, or nearly, under either rule), with both numbers and the rule that
+/// makes the difference.
 fn hardware_notes(arch: &ArchLimits, res: &KernelResources, o: &Occupancy) -> Vec<String> {
     let Ok(t) = occupancy(arch, res, Mode::Simple) else { return Vec::new() };
     let mut out = Vec::new();
+    let most = t.active_blocks.max(o.active_blocks);
+    let differs = |a: u32, b: u32| a != b && a.min(b) <= most;
     if t.active_blocks != o.active_blocks {
         out.push(format!(
             "textbook vs driver: the textbook arithmetic gives {} blocks ({}), the driver's rules {} ({}):",
@@ -253,7 +259,7 @@ fn hardware_notes(arch: &ArchLimits, res: &KernelResources, o: &Occupancy) -> Ve
             percent(o.occupancy)
         ));
     }
-    if t.blocks_by_warps != o.blocks_by_warps {
+    if differs(t.blocks_by_warps, o.blocks_by_warps) {
         out.push(format!(
             "warps: a block takes whole warps, {} for {} threads: {} blocks (textbook, by threads: {})",
             res.threads_per_block.div_ceil(arch.warp_size),
@@ -262,7 +268,7 @@ fn hardware_notes(arch: &ArchLimits, res: &KernelResources, o: &Occupancy) -> Ve
             blocks(t.blocks_by_warps)
         ));
     }
-    if t.blocks_by_regs != o.blocks_by_regs {
+    if differs(t.blocks_by_regs, o.blocks_by_regs) {
         let per_warp = o.regs_per_block / res.threads_per_block.div_ceil(arch.warp_size).max(1);
         out.push(format!(
             "registers: allocated per warp, {} x 32 = {} rounded up to the {}-register unit = {per_warp}, each warp \
@@ -278,7 +284,7 @@ fn hardware_notes(arch: &ArchLimits, res: &KernelResources, o: &Occupancy) -> Ve
             blocks(t.blocks_by_regs)
         ));
     }
-    if t.blocks_by_smem != o.blocks_by_smem {
+    if differs(t.blocks_by_smem, o.blocks_by_smem) {
         out.push(format!(
             "shared memory: the driver reserves {} B per block and allocates in {} B units: {} + {} -> {} B per \
              block, {} blocks (textbook, {} / {}: {})",
@@ -336,6 +342,55 @@ fn inverse(arch: &ArchLimits, res: &KernelResources, n: u32, mode: Mode) -> Stri
     }
 }
 
+/// The rule `mode` applies and its source.
+fn rule(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Hardware => {
+            "blocks per SM = the least of the warp, register, shared-memory and block limits, with the driver's \
+             allocation units and reserve (cudaOccMaxActiveBlocksPerMultiprocessor in NVIDIA's cuda_occupancy.h, \
+             CUDA 13.0; memlab equals it on every configuration of its differential test); limits: CUDA C++ \
+             Programming Guide, \"Technical Specifications per Compute Capability\""
+        }
+        Mode::Simple => {
+            "blocks per SM = the least of each resource divided by one block's exact demand (textbook arithmetic, \
+             no allocation units or reserve)"
+        }
+    }
+}
+
+/// The answer as `--json` prints it.
+fn json(arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode, args: &Args) -> serde_json::Value {
+    let lim = |b: u32| if b == UNLIMITED { serde_json::Value::Null } else { b.into() };
+    let textbook = (mode == Mode::Hardware && arch.major != 0)
+        .then(|| occupancy(arch, res, Mode::Simple).ok().map(|t| t.active_blocks))
+        .flatten();
+    serde_json::json!({
+        "cc": format!("{}.{}", arch.major, arch.minor),
+        "arch": arch.name,
+        "mode": format!("{mode:?}"),
+        "threads_per_block": res.threads_per_block,
+        "regs_per_thread": res.regs_per_thread,
+        "static_smem_bytes": res.static_smem_bytes,
+        "dynamic_smem_bytes": res.dynamic_smem_bytes,
+        "opted_in": res.smem_opt_in,
+        "blocks_by_warps": lim(o.blocks_by_warps),
+        "blocks_by_regs": lim(o.blocks_by_regs),
+        "blocks_by_smem": lim(o.blocks_by_smem),
+        "blocks_by_block_cap": lim(o.blocks_by_block_cap),
+        "regs_per_block": o.regs_per_block,
+        "smem_per_block": o.smem_per_block,
+        "active_blocks": o.active_blocks,
+        "active_warps": o.active_warps,
+        "occupancy": o.occupancy,
+        "limiting": o.limiting_factors().iter().map(Limit::to_string).collect::<Vec<_>>(),
+        "launch_failure": o.failure.map(|f| f.to_string()),
+        "textbook_blocks": textbook,
+        "suggested_block_size": args.suggest.then(|| suggest_block_size(arch, res, mode).map(|s| s.threads)).flatten(),
+        "regs_for_blocks": args.blocks.map(|n| serde_json::json!({"blocks": n, "max_regs_per_thread": max_regs_for_blocks(arch, res, n, mode)})),
+        "rule": rule(mode),
+    })
+}
+
 /// Runs the calculator and prints its answer.
 pub fn run(args: Args) -> Result<bool> {
     let (arch, sm_name, mode) = sm(&args)?;
@@ -352,6 +407,10 @@ pub fn run(args: Args) -> Result<bool> {
         Ok(o) => o,
         Err(e) => refuse!("{e} on {sm_name}"),
     };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json(&arch, &res, &o, mode, &args))?);
+        return Ok(true);
+    }
     let what = args.kernel.as_deref().map_or(String::new(), |k| format!("`{k}`: "));
     let title = format!(
         "Occupancy on {sm_name}, {mode:?} rules: {what}{} threads per block, {regs} registers per thread ({source}), \
@@ -388,19 +447,7 @@ pub fn run(args: Args) -> Result<bool> {
     if let Some(n) = args.blocks {
         println!("{}", report::wrap(&inverse(&arch, &res, n, mode)));
     }
-    let rule = match mode {
-        Mode::Hardware => {
-            "rule: blocks per SM = the least of the warp, register, shared-memory and block limits, with the \
-             driver's allocation units and reserve (cudaOccMaxActiveBlocksPerMultiprocessor in NVIDIA's \
-             cuda_occupancy.h, CUDA 13.0; memlab equals it on every configuration of its differential test); \
-             limits: CUDA C++ Programming Guide, \"Technical Specifications per Compute Capability\""
-        }
-        Mode::Simple => {
-            "rule: blocks per SM = the least of each resource divided by one block's exact demand (textbook \
-             arithmetic, no allocation units or reserve)"
-        }
-    };
-    println!("{}\n", report::wrap(rule));
+    println!("{}\n", report::wrap(&format!("rule: {}", rule(mode))));
     println!("To change it:");
     for line in advice(&arch, &res, &o, mode) {
         println!("{}", report::wrap(&format!("- {line}")));
