@@ -183,8 +183,10 @@ const SMEM_CC8_PLUS: (u32, u32) = (128, KIB);
 
 /// The architectures this lab knows, as data, in the order of their compute capability.
 /// Threads, blocks and shared memory per SM and the opt-in per block come from the CUDA C++
-/// Programming Guide, "Technical Specifications per Compute Capability" (CUDA 13); block caps,
-/// granularities and carveouts from `cuda_occupancy.h` (CUDA 13.0, which covers up to cc 12.1).
+/// Programming Guide, "Compute Capabilities" (CUDA 13: tables 30-32, columns 7.5 to 12.x; cc 7.0,
+/// which CUDA 13 no longer compiles for, from the CUDA 12 guide's table); block caps,
+/// granularities and carveouts from `cuda_occupancy.h` (CUDA 13.0, which covers up to cc 12.1,
+/// Volta included), whose carveouts equal the guide's "SMEM Capacity Sizes".
 pub const ARCHS: [ArchLimits; 12] = [
     // Volta (V100): 2048 threads, 32 blocks, 96 KiB shared, all of it per block with opt-in.
     arch((7, 0), "Volta", 2048, 32, 96 * KIB, 96 * KIB, SMEM_CC7, CARVEOUTS_CC70),
