@@ -18,39 +18,37 @@ pub struct Args {
     /// Bytes per lane: 4 (float), 8 (double, float2) or 16 (float4).
     #[arg(long, default_value_t = 4)]
     pub width: u64,
-    /// Lane t accesses element t * STRIDE (elements of WIDTH bytes). The default: 1.
+    /// Lane t accesses element t * STRIDE (default 1).
     #[arg(long, conflicts_with_all = ["index", "bytes", "tile"])]
     pub stride: Option<u64>,
-    /// Lane t accesses element EXPR, e.g. `t%4`, `(t>>1)%4`, `t/16*17+t%16` (t counts threads
-    /// from 0 across all warps).
+    /// Lane t accesses element EXPR, e.g. `t%4`, `(t>>1)%4` (t spans warps).
     #[arg(long, conflicts_with_all = ["bytes", "tile"])]
     pub index: Option<String>,
-    /// Lane t accesses byte offset EXPR, e.g. `(t%4)*16` (a multiple of WIDTH).
+    /// Lane t accesses byte EXPR, e.g. `(t%4)*16` (a multiple of WIDTH).
     #[arg(long, conflicts_with = "tile")]
     pub bytes: Option<String>,
-    /// A 2-D tile of ROWSxCOLS elements read or written by one block (see --block, --access).
+    /// A 2-D tile of ROWSxCOLS elements accessed by one block (--block, --access).
     #[arg(long, value_parser = cli::dims::<2>)]
     pub tile: Option<[usize; 2]>,
-    /// Elements from one tile row to the next (default COLS; COLS + 1 is the padding fix).
+    /// Elements from one tile row to the next (default COLS; COLS+1 pads).
     #[arg(long, requires = "tile", value_parser = clap::value_parser!(u64).range(1..))]
     pub pitch: Option<u64>,
-    /// Block shape XxY for --tile (default 32x32); thread (x, y) is lane x + X*y of the block.
+    /// Block shape XxY for --tile (default 32x32); thread x + X*y of the block.
     #[arg(long, requires = "tile", value_parser = cli::dims::<2>)]
     pub block: Option<[usize; 2]>,
-    /// Thread (x, y) accesses tile[y][x] (row) or tile[x][y] (column).
+    /// Thread (x, y) at tile[y][x] (row) or tile[x][y] (column)
     #[arg(long, requires = "tile", default_value = "row", value_parser = access)]
     pub access: TileAccess,
-    /// Byte offset of element 0 in shared memory (a multiple of WIDTH).
+    /// Byte offset of element 0 (a multiple of WIDTH).
     #[arg(long, default_value_t = 0)]
     pub offset: u64,
     /// Active lanes per warp, lanes 0..N (1..=32).
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=32))]
     pub lanes: u32,
-    /// Warps of 32 threads (thread t = 32 * warp + lane); --tile takes the block's.
+    /// Warps (t = 32 * warp + lane); --tile takes the block's
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=32), conflicts_with = "tile")]
     pub warps: u32,
-    /// Size of the shared array (B, KiB): every access must lie inside it (default 227KiB, or
-    /// the tile).
+    /// Shared array (B, KiB) the accesses lie in (default 227KiB or the tile)
     #[arg(long, value_parser = cli::bytes)]
     pub array: Option<usize>,
     /// Print the answer as JSON instead of text.

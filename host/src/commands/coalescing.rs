@@ -17,25 +17,25 @@ const MAX_ACCESS: u64 = 16;
 /// Options of `coalescing`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Bytes each lane reads (1..=16; 4 = float, 8 = float2/double, 16 = float4).
+    /// Bytes each lane reads, 1..=16 (4 float, 8 double, 16 float4).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=MAX_ACCESS), conflicts_with = "fields")]
     pub elem: u64,
-    /// Lane t reads element t * STRIDE (elements, or structs with --struct). The default: 1.
+    /// Lane t reads element (or struct) t * STRIDE (default 1).
     #[arg(long, conflicts_with = "index")]
     pub stride: Option<u64>,
-    /// Lane t reads element EXPR, e.g. `t*2`, `(t%4)*8`, `t/8*9` (operators + - * / % << >> & |).
+    /// Lane t reads element (or struct) EXPR, e.g. `t*2`, `(t%4)*8`, `t/8*9`.
     #[arg(long)]
     pub index: Option<String>,
-    /// Byte address of element 0 (its misalignment to 32 and 128 bytes matters).
+    /// Byte address of element 0 (misalignment costs sectors)
     #[arg(long, default_value_t = 0)]
     pub offset: u64,
     /// Active lanes, lanes 0..N (1..=32).
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=32))]
     pub lanes: u32,
-    /// Array of structs: the struct size in bytes; each field read is one instruction.
+    /// Array of structs: the struct's bytes; each field read is one instruction.
     #[arg(long = "struct", value_name = "BYTES", requires = "fields", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub struct_bytes: Option<u64>,
-    /// The fields read, OFFSET:SIZE in bytes, comma-separated (e.g. 0:4,4:4,8:4,12:4).
+    /// Fields read, OFFSET:SIZE in bytes, comma-separated (e.g. 0:4,4:4,8:4).
     #[arg(long, requires = "struct_bytes", value_delimiter = ',', value_parser = field)]
     pub fields: Vec<(u64, u64)>,
     /// Print the answer as JSON instead of text.

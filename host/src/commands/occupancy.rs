@@ -22,15 +22,14 @@ const TEXTBOOK: (u32, u32, usize) = (65536, 2048, 48 << 10);
 pub enum ModeArg {
     /// Textbook arithmetic: exact division, no granularity.
     Simple,
-    /// The driver's rules (`cuda_occupancy.h`): warp and register granularity, reserved shared memory.
+    /// The driver's rules (`cuda_occupancy.h`): allocation units, reserve.
     Hardware,
 }
 
 /// Options of `occupancy`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The GPU: a compute capability (9.0), an SM target (sm_89) or a name (H200, "RTX 4090",
-    /// A100, T4, V100); default 9.0 unless a textbook SM is given. Also --gpu.
+    /// Also --gpu: a compute capability (9.0), SM target (sm_89) or name (H200, "RTX 4090").
     #[arg(long, alias = "gpu", value_parser = parse_cc, conflicts_with_all = ["regs_per_sm", "threads_per_sm", "smem_per_sm"])]
     pub cc: Option<(u32, u32)>,
     /// Textbook SM: registers per SM (default 65536; implies --mode simple).
@@ -42,7 +41,7 @@ pub struct Args {
     /// Textbook SM: shared memory per SM (B, KiB, MiB; default 48KiB).
     #[arg(long, value_parser = cli::bytes)]
     pub smem_per_sm: Option<usize>,
-    /// Rules: simple (textbook) or hardware (driver); default hardware for --cc, simple for a textbook SM.
+    /// Rules: simple (textbook) or hardware (driver, default for a real GPU).
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
     /// Threads per block.
@@ -54,23 +53,19 @@ pub struct Args {
     /// Dynamic shared memory per block (B, KiB, MiB), added to the kernel's static shared memory.
     #[arg(long, default_value = "0B", value_parser = bytes_or_zero)]
     pub smem: usize,
-    /// Static shared memory per block (B, KiB: `__shared__` arrays); the limits apply to static
-    /// plus dynamic.
+    /// Static shared memory per block (B, KiB: `__shared__` arrays), at most 48KiB.
     #[arg(long, default_value = "0B", value_parser = bytes_or_zero, conflicts_with = "kernel")]
     pub static_smem: usize,
     /// A kernel of the lab: registers and static shared bytes from `ptxas -v` on its PTX.
     #[arg(long, conflicts_with = "regs")]
     pub kernel: Option<String>,
-    /// The kernel has opted in to more than 48 KiB of shared memory per block
-    /// (cudaFuncSetAttribute, cudaFuncAttributeMaxDynamicSharedMemorySize).
+    /// The kernel raised cudaFuncAttributeMaxDynamicSharedMemorySize (above 48 KiB).
     #[arg(long)]
     pub opt_in: bool,
-    /// Also print the block size cudaOccupancyMaxPotentialBlockSize would pick for these
-    /// registers and shared memory.
+    /// Also print the block size cudaOccupancyMaxPotentialBlockSize would pick.
     #[arg(long)]
     pub suggest: bool,
-    /// The inverse question: the most registers per thread at which N blocks of --threads stay
-    /// resident (what __launch_bounds__(threads, N) asks of the compiler).
+    /// The most registers per thread at which N blocks stay resident (__launch_bounds__).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub blocks: Option<u32>,
     /// Also draw the three occupancy graphs (SVG and PNG) into DIR.
