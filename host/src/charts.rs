@@ -238,7 +238,8 @@ impl OccupancyChart {
         let arch = *ArchLimits::for_cc(cc.0, cc.1)?;
         let res = KernelResources::new(row.shape.threads_per_block(), row.attrs.regs)
             .with_static_smem(row.attrs.static_smem)
-            .with_dynamic_smem(row.shape.smem_bytes);
+            .with_dynamic_smem(row.shape.smem_bytes)
+            .with_opt_in(true);
         Some(OccupancyChart { kernel: kernel.into(), arch, res, mode: Mode::Hardware })
     }
 

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod commands;
 pub mod demos;
 pub mod error;
+pub mod expr;
 pub mod gpu;
 pub mod inspect;
 pub mod kernels;

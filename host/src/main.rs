@@ -30,6 +30,10 @@ enum Command {
     RaceLesson(commands::race::Args),
     /// Occupancy calculator (no GPU): per-limit table, limiting resource, what to change.
     Occupancy(commands::occupancy::Args),
+    /// Shared-memory bank model (no GPU): wavefronts and conflicts of one access pattern.
+    Banks(commands::banks::Args),
+    /// Global-memory coalescing model (no GPU): requests, sectors and DRAM bytes of a pattern.
+    Coalescing(commands::coalescing::Args),
     /// What a kernel does to each memory level: PTX and SASS memory instructions, registers,
     /// spills, Rust source lines.
     Inspect(commands::inspect::Args),
@@ -101,6 +105,8 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Devices => commands::devices::run(),
         Command::RaceLesson(args) => commands::race::run(args),
         Command::Occupancy(args) => commands::occupancy::run(args),
+        Command::Banks(args) => commands::banks::run(args),
+        Command::Coalescing(args) => commands::coalescing::run(args),
         Command::Inspect(args) => commands::inspect::run(args),
         Command::Report(args) => commands::report::run(args),
         Command::Hierarchy(args) => commands::hierarchy::run(args),

@@ -14,15 +14,15 @@ pub struct Ptx {
 
 /// Every embedded PTX, lowest target first.
 pub const ALL: [Ptx; 3] = [
-    Ptx { arch: "sm_75", cc: (7, 5), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_75.ptx")) },
+    Ptx { arch: "sm_70", cc: (7, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_70.ptx")) },
     Ptx { arch: "sm_80", cc: (8, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_80.ptx")) },
     Ptx { arch: "sm_90", cc: (9, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90.ptx")) },
 ];
 
-/// The load-counting build (feature `count-loads`, cc 7.5 so any device runs it): the matmul
+/// The load-counting build (feature `count-loads`, cc 7.0 so any device runs it): the matmul
 /// kernels also count their global loads in the `.global` variable `GLOBAL_LOADS` (u64).
 pub const COUNTING: Ptx =
-    Ptx { arch: "sm_75", cc: (7, 5), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_75_counting.ptx")) };
+    Ptx { arch: "sm_70", cc: (7, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_70_counting.ptx")) };
 
 /// The nightly toolchain the PTX was built with.
 pub const NIGHTLY: &str = env!("MEMLAB_NIGHTLY");
@@ -231,8 +231,9 @@ mod tests {
         assert_eq!(for_device((12, 0)).unwrap().arch, "sm_90");
         assert_eq!(for_device((8, 9)).unwrap().arch, "sm_80");
         assert_eq!(for_device((8, 0)).unwrap().arch, "sm_80");
-        assert_eq!(for_device((7, 5)).unwrap().arch, "sm_75");
-        assert_eq!(for_device((7, 0)), None);
+        assert_eq!(for_device((7, 5)).unwrap().arch, "sm_70");
+        assert_eq!(for_device((7, 0)).unwrap().arch, "sm_70");
+        assert_eq!(for_device((6, 1)), None);
     }
 
     const SAMPLE: &str = ".entry a(\n.param .u32 p\n)\n{\n\tld.shared.b32 %r1, [%rd1];\n\t@%p1 st.shared.b32 [%rd2], %r1;\n\tret;\n}\n.entry b(\n)\n{\n\tld.global.b32 %r1, [%rd1];\n}\n";

@@ -16,6 +16,27 @@ pub fn table(header: impl IntoIterator<Item = String>, rows: impl IntoIterator<I
     t.to_string()
 }
 
+/// Terminal width the commands' prose is wrapped to.
+pub const COLUMNS: usize = 100;
+
+/// `text` broken at spaces into lines of at most [`COLUMNS`] characters, lines after the first
+/// indented by two spaces (a word longer than a line stays whole).
+pub fn wrap(text: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.trim().is_empty() && line.len() + 1 + word.len() > COLUMNS {
+            out += line.trim_end();
+            out.push('\n');
+            line = "  ".into();
+        } else if !line.trim().is_empty() {
+            line.push(' ');
+        }
+        line += word;
+    }
+    out + line.trim_end()
+}
+
 fn kib(bytes: u32) -> String {
     format!("{:.0} KiB", bytes as f64 / 1024.0)
 }
@@ -132,6 +153,16 @@ pub fn section(s: &Section, memcpy_gbs: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrap_keeps_lines_within_the_terminal() {
+        let text = "word ".repeat(70);
+        let wrapped = wrap(&text);
+        assert!(wrapped.lines().all(|l| l.len() <= COLUMNS), "{wrapped}");
+        assert_eq!(wrapped.split_whitespace().count(), 70);
+        assert!(wrapped.lines().skip(1).all(|l| l.starts_with("  word")));
+        assert_eq!(wrap("short line"), "short line");
+    }
 
     #[test]
     fn tables_are_markdown_with_every_cell() {

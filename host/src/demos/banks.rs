@@ -38,7 +38,7 @@ pub fn check_iters(iters: u32) -> Result<usize> {
 
 /// The bank model's serialization factor for lane `t` reading word `t * stride`.
 fn bank_factor(stride: usize) -> u32 {
-    WarpRequest::strided(stride as u64).analyze().serialization
+    WarpRequest::strided(stride as u64).analyze().wavefronts
 }
 
 /// The probe at `stride` on `out` (one word per thread of a full GPU), measured.

@@ -360,7 +360,9 @@ pub fn model_blocks(cc: (u32, u32), attrs: &KernelAttrs, shape: &LaunchShape) ->
     let arch = ArchLimits::for_cc(cc.0, cc.1)?;
     let res = KernelResources::new(shape.threads_per_block(), attrs.regs)
         .with_static_smem(attrs.static_smem)
-        .with_dynamic_smem(shape.smem_bytes);
+        .with_dynamic_smem(shape.smem_bytes)
+        // `measure` opts in whenever a launch needs more than 48 KiB.
+        .with_opt_in(true);
     occupancy(arch, &res, Mode::Hardware).ok().map(|o| o.active_blocks)
 }
 

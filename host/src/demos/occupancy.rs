@@ -99,7 +99,8 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
                 let driver = occupancy_of(&f, KERNEL, threads, smem, info.max_warps_per_sm())?.active_blocks;
                 let res = KernelResources::new(threads, attrs.regs)
                     .with_static_smem(attrs.static_smem)
-                    .with_dynamic_smem(smem);
+                    .with_dynamic_smem(smem)
+                    .with_opt_in(true);
                 let hardware = model_blocks(arch, &res, Mode::Hardware);
                 configs += 1;
                 model_counts.push(hardware);

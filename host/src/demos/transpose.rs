@@ -73,7 +73,7 @@ fn prediction(launch: &Launch, rows: usize) -> String {
         } else {
             WarpRequest::column_of_tile(pitch)
         };
-        text += &format!(", column read {}-way", request.analyze().serialization);
+        text += &format!(", column read {}-way", request.analyze().wavefronts);
     }
     text
 }
