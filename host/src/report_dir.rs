@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::charts::{self, BarChart, Chart, OccupancyChart, RooflineChart, SweepChart};
 use crate::demos::Section;
 use crate::gpu::device::DeviceInfo;
+use crate::table::Layout;
 use crate::{refuse, report};
 
 /// Kernels whose occupancy graphs the report draws, when they ran.
@@ -44,8 +45,11 @@ impl RunRecord {
     pub fn load(path: &Path) -> Result<RunRecord> {
         let text = fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
         let text: &'static str = Box::leak(text.into_boxed_str());
-        match serde_json::from_str(text) {
-            Ok(record) => Ok(record),
+        match serde_json::from_str::<RunRecord>(text) {
+            Ok(mut record) => {
+                record.fill_occupancy_commands();
+                Ok(record)
+            }
             Err(e) => refuse!("{} is not a memlab run record: {e}", path.display()),
         }
     }
@@ -57,6 +61,15 @@ impl RunRecord {
     pub fn save(&self, path: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self)?;
         fs::write(path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Gives every kernel row recorded before rows carried their `memlab occupancy` command
+    /// that command, from the row's figures and the device's compute capability.
+    pub fn fill_occupancy_commands(&mut self) {
+        let cc = self.device.cc;
+        for row in self.sections.iter_mut().flat_map(|s| &mut s.kernels).filter(|r| r.occupancy_command.is_empty()) {
+            row.occupancy_command = crate::demos::occupancy_command(cc, &row.attrs, &row.shape);
+        }
     }
 
     /// FP32 peak, TFLOP/s, from the SM count, the FP32 lanes of the architecture and the
@@ -162,7 +175,7 @@ fn markdown(record: &RunRecord, figures: &[Figure], missing: &[String]) -> Strin
     let mut md = format!(
         "# memlab report: {}\n\n{}\n\n## Charts\n\n",
         record.device.name,
-        report::device(record.ordinal, &record.device, &record.ptx_arch)
+        report::device_in(Layout::Markdown, record.ordinal, &record.device, &record.ptx_arch)
     );
     for f in figures {
         let name = f.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -177,7 +190,7 @@ fn markdown(record: &RunRecord, figures: &[Figure], missing: &[String]) -> Strin
     }
     md += "## Tables\n\n";
     for s in &record.sections {
-        md += &report::section(s, record.memcpy_gbs);
+        md += &report::section_in(Layout::Markdown, s, record.memcpy_gbs);
         md += "\n";
     }
     md

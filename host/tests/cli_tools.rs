@@ -12,6 +12,9 @@ fn memlab() -> Command {
         cmd.env("LD_LIBRARY_PATH", std::path::Path::new(&dir).join("lib64"));
     }
     cmd.env("CUDA_VISIBLE_DEVICES", "");
+    // Tests read whole sentences: a wide terminal wraps none (`cpu_commands_fit_100_columns`
+    // sets its own widths).
+    cmd.env("COLUMNS", "1000");
     cmd
 }
 
@@ -130,7 +133,7 @@ fn occupancy_chart_is_drawn_for_given_numbers() {
 
 #[test]
 fn inspect_counts_memory_instructions_by_level() {
-    let out = ok(&["inspect", "transpose_padded"]);
+    let out = ok(&["inspect", "transpose_padded", "--format", "markdown"]);
     // Four rows per thread (32x8 threads, 32x32 tile): four of each access, one barrier.
     for (level, access) in [("global", "loads"), ("global", "stores"), ("shared", "loads"), ("shared", "stores")] {
         let r = row(&out, &[level, access]);
@@ -138,12 +141,67 @@ fn inspect_counts_memory_instructions_by_level() {
     }
     assert_eq!(row(&out, &["barrier", "block barriers"])[3..], ["1", "BAR", "1"]);
     assert_eq!(row(&out, &["local", "loads (stack, spills)"])[5], "0");
-    // The tile's column read comes from the inline `ld.shared` of `load_shared_in_order`, the
-    // coalesced store from the transpose's own line.
-    let read = out.lines().find(|l| l.contains("LDS x4")).expect(&out);
-    assert!(read.contains("kernels-gpu/src/device.rs") && read.contains("asm!"), "{read}");
+    // The tile's column read is the inline `ld.shared` of `load_shared_in_order` (device.rs),
+    // credited to the transpose's line that calls it; the coalesced store is the transpose's own.
+    let read = row(&out, &["transpose.rs:127"]);
+    assert_eq!((read[1].as_str(), read[3].as_str()), ("device.rs:133", "LDS x4"), "{out}");
+    assert!(read[2].contains("load_shared_in_order"), "{read:?}");
     let store = out.lines().find(|l| l.contains("STG.E x4")).expect(&out);
-    assert!(store.contains("kernels-gpu/src/transpose.rs") && store.contains("output.add"), "{store}");
+    assert!(store.starts_with("| transpose.rs:128 ") && store.contains("output.add"), "{store}");
+}
+
+#[test]
+fn inspect_credits_helper_loads_to_the_lesson_line_that_calls_them() {
+    let out = ok(&["inspect", "sgemm_6_double_buffered", "--format", "markdown"]);
+    // The 128-bit global loads of a tile step: `load4` (device.rs) called by the staging line.
+    let staged = row(&out, &["sgemm/vector.rs:120", "device.rs:108"]);
+    assert!(staged[2].contains("load4(g.a.add") && staged[3] == "LDG.E.128 x4", "{out}");
+    // The 32 128-bit shared loads of the inner product: the A and B fragment lines.
+    let shared: usize = ["sgemm/vector.rs:231", "sgemm/vector.rs:232"]
+        .iter()
+        .map(|line| row(&out, &[line, "device.rs:108"])[3].strip_prefix("LDS.128 x").unwrap().parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(shared, 32, "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("| device.rs")), "no helper line is a lesson line:\n{out}");
+}
+
+#[test]
+fn inspect_says_ptx_locals_that_ptxas_removes_are_not_spills() {
+    let out = ok(&["inspect", "transpose_vectorized"]);
+    assert_eq!(row(&out, &["local", "stores (stack, spills)"])[3..], ["8", "STL", "0"]);
+    let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("ptxas kept them all in registers, so the SASS has no LDL/STL"), "{out}");
+    assert!(flat.contains("This is not spilling"), "{out}");
+    let out = ok(&["inspect", "local_array_runtime_index"]).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(out.contains("LDL/STL in the SASS reach local memory") && out.contains("64 B stack frame"), "{out}");
+}
+
+#[test]
+fn inspect_names_the_capability_a_kernel_needs() {
+    let line = refused(&["inspect", "sgemm_7_async_copy", "--cc", "7.5"]);
+    assert!(
+        line.contains("needs cc 8.0 or newer") && line.contains("cp.async") && line.contains("sm_75 PTX"),
+        "{line}"
+    );
+}
+
+#[test]
+fn cpu_commands_fit_100_columns() {
+    for args in [
+        &["inspect", "sgemm_6_double_buffered"][..],
+        &["inspect", "transpose_vectorized", "--cc", "8.0"],
+        &["occupancy", "--cc", "9.0", "--threads", "1024", "--regs", "32", "--smem", "8192B"],
+        &["occupancy", "--kernel", "matmul_tiled_32", "--threads", "1024", "--smem", "8KiB"],
+        &["occupancy", "--threads", "512", "--regs", "40", "--regs-per-sm", "65536"],
+    ] {
+        for width in ["100", "160"] {
+            let out = memlab().env("COLUMNS", width).args(args).output().expect("run memlab");
+            assert!(out.status.success(), "{args:?}");
+            let text = String::from_utf8(out.stdout).unwrap();
+            let wide: Vec<&str> = text.lines().filter(|l| l.chars().count() > width.parse().unwrap()).collect();
+            assert!(wide.is_empty(), "{args:?} at {width}: {wide:#?}");
+        }
+    }
 }
 
 #[test]
@@ -186,6 +244,7 @@ fn bad_input_is_one_line_with_the_allowed_range() {
         ),
         (&["occupancy", "--kernel", "nosuch", "--threads", "128"][..], "unknown kernel `nosuch`: choose from "),
         (&["inspect", "nosuch"][..], "unknown kernel `nosuch`: choose from "),
+        (&["inspect", "copy", "--format", "html"][..], "invalid value 'html' for '--format <FORMAT>'"),
         (&["report", "/nonexistent/run.json", "--out", "/tmp/x"][..], "cannot read /nonexistent/run.json"),
     ] {
         let line = refused(args);

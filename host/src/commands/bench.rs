@@ -19,6 +19,7 @@ use crate::gpu::cublas::Cublas;
 use crate::gpu::launch::{Arg, LaunchShape, launch, launch_function};
 use crate::gpu::timing::{Repeats, Timing, time};
 use crate::gpu::{Gpu, describe, kernel};
+use crate::table::{self, Layout};
 use crate::verify::{self, Check};
 use crate::{reference, refuse, report};
 
@@ -207,7 +208,7 @@ pub fn run(args: Args) -> Result<bool> {
     let mut cublas_tflops = Vec::new();
     matmuls(&mut bench, cublas.as_ref(), &mut cublas_tflops)?;
     probes(&mut bench, memcpy)?;
-    let table = table(&bench.rows);
+    let table = table(Layout::current(), &bench.rows);
     println!("memcpy device-to-device: {memcpy:.0} GB/s");
     for (size, t) in &cublas_tflops {
         println!("cuBLAS SGEMM {size}: {}", t.map_or("skipped".into(), |t| format!("{t:.2} TFLOP/s")));
@@ -363,7 +364,9 @@ fn rate_text(rate: Rate) -> String {
     }
 }
 
-fn table(rows: &[Row]) -> String {
+/// The comparison table in `layout` (columns equal on every row said once above it in the
+/// terminal).
+fn table(layout: Layout, rows: &[Row]) -> String {
     let header = [
         "kernel",
         "size",
@@ -376,15 +379,13 @@ fn table(rows: &[Row]) -> String {
         "Rust share",
         "check Rust / C++",
     ];
-    let mut t = comfy_table::Table::new();
-    t.load_preset(comfy_table::presets::ASCII_MARKDOWN).set_header(header);
-    for r in rows {
+    let body = rows.iter().map(|r| {
         let share = match (r.share(), r.ceiling) {
             (Some(s), Ceiling::Memcpy(_)) => format!("{:.1}% of memcpy", 100.0 * s),
             (Some(s), _) => format!("{:.1}% of cuBLAS", 100.0 * s),
             (None, _) => "-".into(),
         };
-        t.add_row([
+        vec![
             r.kernel.to_string(),
             r.size.clone(),
             format!("{} / {}", r.regs.0, r.regs.1),
@@ -395,9 +396,9 @@ fn table(rows: &[Row]) -> String {
             rate_text(r.twin_rate),
             share,
             format!("{} / {}", r.checks.0.summary(r.check_kind), r.checks.1.summary(r.check_kind)),
-        ]);
-    }
-    t.to_string()
+        ]
+    });
+    table::render_condensed(layout, header.map(String::from).to_vec(), body.collect())
 }
 
 fn json(bench: &Bench, memcpy: f64, cublas: &[(String, Option<f64>)]) -> serde_json::Value {
@@ -439,4 +440,43 @@ fn json(bench: &Bench, memcpy: f64, cublas: &[(String, Option<f64>)]) -> serde_j
         "cublas_sgemm_tflops": cublas.iter().map(|(s, t)| serde_json::json!({ "size": s, "tflops": t })).collect::<Vec<_>>(),
         "kernels": rows,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows shaped like the H200 bench (README): the longest names, sizes and checks.
+    fn rows() -> Vec<Row> {
+        let check = Check { checked: 67108864, mismatches: 0, first_bad: None, digest: 0x46ab_4307_c888_2a11 };
+        let row = |kernel, size: &str, rate, ceiling| Row {
+            kernel,
+            size: size.into(),
+            regs: (126, 126),
+            rust: Timing { median_ms: 24.8864, min_ms: 24.8, runs: 15 },
+            twin: Timing { median_ms: 24.6273, min_ms: 24.6, runs: 15 },
+            rust_rate: rate,
+            twin_rate: rate,
+            ceiling,
+            checks: (check.clone(), check.clone()),
+            check_kind: "sampled dot products",
+        };
+        vec![
+            row("transpose_vectorized", "8192x8192", Rate::Gbs(3910.0), Ceiling::Memcpy(4022.0)),
+            row("sgemm_6_double_buffered", "8192x8192x8192", Rate::Tflops(44.18), Ceiling::Cublas(50.95)),
+            row("shared_bank_probe", "stride 32", Rate::SharedGbs(1043.0), Ceiling::None),
+        ]
+    }
+
+    #[test]
+    fn the_table_fits_the_terminal_and_markdown_keeps_every_column() {
+        for width in [100, 160] {
+            let t = table(Layout::Terminal(width), &rows());
+            assert!(table::fits(&t, width), "{width}:\n{t}");
+            assert!(t.contains("sgemm_6_double_buffered") && t.contains("44.18 TFLOP/s"), "{t}");
+        }
+        let md = table(Layout::Markdown, &rows());
+        assert_eq!(md.lines().count(), 5, "{md}");
+        assert!(md.lines().next().unwrap().contains(" check Rust / C++ "), "{md}");
+    }
 }

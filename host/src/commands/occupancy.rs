@@ -11,6 +11,7 @@ use crate::model::occupancy::{
     ARCHS, ArchLimits, KernelResources, Limit, Mode, Occupancy, UNLIMITED, occupancy, register_targets,
     shared_memory_targets,
 };
+use crate::table::{self, Layout};
 use crate::{cli, ptx, ptxas, refuse, report};
 
 /// The seed's generic SM, used for any textbook figure not given.
@@ -237,17 +238,19 @@ pub fn run(args: Args) -> Result<bool> {
         Err(e) => refuse!("{e} on {sm_name}"),
     };
     let what = args.kernel.as_deref().map_or(String::new(), |k| format!("`{k}`: "));
-    println!(
-        "Occupancy on {sm_name}, {mode:?} rules: {what}{} threads per block, {regs} registers per thread ({source}), {} B static + {dynamic} B dynamic shared memory per block\n",
+    let layout = Layout::current();
+    let title = format!(
+        "Occupancy on {sm_name}, {mode:?} rules: {what}{} threads per block, {regs} registers per thread ({source}), {} B static + {dynamic} B dynamic shared memory per block",
         args.threads, static_smem
     );
+    println!("{}\n", table::text(layout, &title));
     println!("{}\n", limits_table(&arch, &res, &o));
     println!("resident per SM: {} blocks = {} warps = {} threads", o.active_blocks, o.active_warps, o.active_threads);
     let limits: Vec<String> = o.limiting_factors().iter().map(Limit::to_string).collect();
     println!("occupancy: {} (limited by {})\n", percent(o.occupancy), limits.join(" and "));
     println!("To change it:");
     for line in advice(&arch, &res, &o, mode) {
-        println!("- {line}");
+        println!("{}", table::bullet(layout, &line));
     }
     if let Some(dir) = &args.chart {
         std::fs::create_dir_all(dir)?;
