@@ -144,19 +144,25 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
     };
     add(
         roofline.map(|c| {
-            figure(&c, dir, "Kernels that compute, at their arithmetic intensity by requested global loads (the tiling model; caches ignored, so a kernel whose loads hit L1/L2 can sit above the DRAM roof).".into())
+            figure(&c, dir, "Kernels that compute, each at its first size, at their arithmetic intensity by requested global loads (the tiling model; caches ignored, so a kernel whose loads hit L1/L2, like `matmul_naive`, sits above the DRAM roof).".into())
         }),
         "roofline (needs the `memcpy` and `matmul` demos)",
     )?;
     add(
         BarChart::bandwidth(sections, record.memcpy_gbs).map(|c| {
-            figure(&c, dir, "Kernels that only move data (no FLOP, so no place on the roofline): bandwidth against the memcpy ceiling.".into())
+            figure(&c, dir, "Kernels that only move data (no FLOP, so no place on the roofline): bandwidth against the memcpy ceiling, which a kernel that only reads (`read_cg`) can pass.".into())
         }),
         "bandwidth bars (run the `transpose` demo)",
     )?;
     add(
-        BarChart::sgemm_ladder(sections)
-            .map(|c| figure(&c, dir, "The SGEMM ladder: each step's TFLOP/s, with its references.".into())),
+        BarChart::sgemm_ladder(sections).map(|c| {
+            figure(
+                &c,
+                dir,
+                "The SGEMM ladder: each rung's TFLOP/s at every size the run measured, against cuBLAS at each size."
+                    .into(),
+            )
+        }),
         "SGEMM ladder against cuBLAS (this run has no `sgemm` section)",
     )?;
 
