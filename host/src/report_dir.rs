@@ -48,6 +48,7 @@ impl RunRecord {
         match serde_json::from_str::<RunRecord>(text) {
             Ok(mut record) => {
                 record.fill_occupancy_commands();
+                record.rebuild_roofline();
                 Ok(record)
             }
             Err(e) => refuse!("{} is not a memlab run record: {e}", path.display()),
@@ -69,6 +70,15 @@ impl RunRecord {
         let cc = self.device.cc;
         for row in self.sections.iter_mut().flat_map(|s| &mut s.kernels).filter(|r| r.occupancy_command.is_empty()) {
             row.occupancy_command = crate::demos::occupancy_command(cc, &row.attrs, &row.shape);
+        }
+    }
+
+    /// Rebuilds the roofline section (derived from the other sections' kernels) with this
+    /// version's rules, when the run has one.
+    pub fn rebuild_roofline(&mut self) {
+        let Some(i) = self.sections.iter().position(|s| s.name == "roofline") else { return };
+        if let Some(fresh) = crate::demos::roofline::build(&self.device, self.memcpy_gbs, &self.sections) {
+            self.sections[i] = fresh;
         }
     }
 

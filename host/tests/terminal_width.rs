@@ -85,3 +85,22 @@ fn every_rows_occupancy_command_parses_and_replays_its_block_count() {
         assert_eq!(o.active_blocks, row.occupancy.active_blocks, "the driver's count too: {}", row.occupancy_command);
     }
 }
+
+#[test]
+fn the_roofline_table_tells_repeated_kernels_apart_and_names_what_passes_a_roof() {
+    let record = recorded();
+    let roofline = record.sections.iter().find(|s| s.name == "roofline").expect("rebuilt on load");
+    let (_, rows) = roofline.sweep.as_ref().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    // Measured by the matmul and the sgemm demos at 4096³, and by the ladder at 8192³.
+    assert!(names.contains(&"matmul_tiled_32 4096³ (x2)") && names.contains(&"matmul_tiled_32 8192³"), "{names:?}");
+    assert!(names.contains(&"register_pressure (x7)") && names.contains(&"sgemm_7_async_copy 8192³"), "{names:?}");
+    // read_cg twice: L2-resident and from DRAM, told apart by the bound.
+    let unique: std::collections::BTreeSet<(&str, &str)> =
+        rows.iter().map(|r| (r[0].as_str(), r[2].as_str())).collect();
+    assert_eq!(unique.len(), names.len(), "no two rows alike: {names:?}");
+    let naive = rows.iter().find(|r| r[0] == "matmul_naive").unwrap();
+    assert_eq!(naive[5], "above it: L1/L2 reuse", "no percentage of a roof the kernel did not meet");
+    let read_cg = rows.iter().find(|r| r[0] == "read_cg" && r[2] == "memory").unwrap();
+    assert_eq!(read_cg[5], "above memcpy");
+}
