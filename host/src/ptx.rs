@@ -55,6 +55,9 @@ const NEWER_INSTRUCTIONS: [&str; 1] = ["cp.async"];
 /// capability it needs and the instruction that keeps it out (`cp.async` for
 /// `sgemm_7_async_copy`).
 pub fn needs_newer(ptx: &Ptx, name: &str) -> Option<String> {
+    if kernel_names(ptx.text).contains(&name) {
+        return None;
+    }
     let newer = ALL.iter().find(|p| p.cc > ptx.cc && kernel_names(p.text).contains(&name))?;
     let body = entry_body(newer.text, name).unwrap_or("");
     let uses: Vec<&str> = NEWER_INSTRUCTIONS.iter().copied().filter(|op| count_ops(body, op) > 0).collect();
