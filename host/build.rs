@@ -7,7 +7,9 @@
 //! A PTX that still calls an undefined function (`.extern .func`) fails the build.
 //!
 //! The `sm_90_lines` build (`-C debuginfo=line-tables-only`) is for `memlab inspect`, which maps
-//! SASS back to Rust source lines; it is never loaded on a GPU.
+//! SASS back to Rust source lines; it is never loaded on a GPU. It is embedded as LLVM wrote it,
+//! DWARF sections included: `memlab::line_tables` reads the inlined calls from them and writes
+//! the PTX that `ptxas -lineinfo` accepts.
 
 use std::env;
 use std::fs;
@@ -71,32 +73,9 @@ fn main() {
         if let Some(line) = ptx.lines().find(|l| l.trim_start().starts_with(".extern .func")) {
             fail(&format!("the {} PTX is not self-contained, it still declares `{}`", build.name, line.trim()));
         }
-        let ptx = if build.line_tables { assemblable_line_tables(&ptx) } else { ptx };
         fs::write(out_dir.join(format!("kernels_{}.ptx", build.name)), ptx).unwrap();
     }
     println!("cargo:rustc-env=MEMLAB_NIGHTLY={toolchain}");
-}
-
-/// Makes LLVM's line-table PTX acceptable to `ptxas -lineinfo`: ptxas rejects its DWARF
-/// sections (a label between two sections is a syntax error to it) and, without them, the
-/// `debug` flag of `.target`. The `.file`/`.loc` directives, all before the first DWARF
-/// section, carry the line table on their own.
-fn assemblable_line_tables(ptx: &str) -> String {
-    let mut out = String::with_capacity(ptx.len());
-    for line in ptx.lines() {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with(".section") && trimmed.contains(".debug_") {
-            break;
-        }
-        match trimmed.strip_prefix(".target").and_then(|t| t.trim().strip_suffix(", debug")) {
-            Some(arch) => out += &format!(".target {arch}\n"),
-            None => {
-                out += line;
-                out.push('\n');
-            }
-        }
-    }
-    out
 }
 
 /// The `channel = "..."` of `kernels-gpu/rust-toolchain.toml`.

@@ -15,6 +15,10 @@ use memlab::error::{EXIT_USAGE, EXIT_WRONG_RESULT};
     about = "All-Rust CUDA lab: how kernels use registers, shared and global memory, measured"
 )]
 struct Cli {
+    /// Tables fitted to the terminal's width (COLUMNS, or 120 when not a terminal), or full
+    /// Markdown tables.
+    #[arg(long, global = true, value_enum, default_value_t = memlab::table::Format::Terminal)]
+    format: memlab::table::Format,
     #[command(subcommand)]
     command: Command,
 }
@@ -100,6 +104,7 @@ fn main() -> ExitCode {
 
 /// Returns whether every check passed.
 fn run(cli: Cli) -> anyhow::Result<bool> {
+    memlab::table::set_format(cli.format);
     match cli.command {
         Command::RunDemos(args) => commands::run_demos::run(args),
         Command::Devices => commands::devices::run(),

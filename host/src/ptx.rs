@@ -41,7 +41,31 @@ pub fn check_kernel(ptx: &Ptx, name: &str) -> Result<(), crate::error::Refusal> 
     if names.contains(&name) {
         return Ok(());
     }
+    if let Some(why) = needs_newer(ptx, name) {
+        return Err(crate::error::Refusal(why));
+    }
     Err(crate::error::Refusal(format!("unknown kernel `{name}`: the {} PTX has {}", ptx.arch, names.join(", "))))
+}
+
+/// PTX instructions the older targets lack (`cp.async`: sm_80 and up, PTX ISA "Data Movement
+/// and Conversion Instructions: cp.async", target ISA notes).
+const NEWER_INSTRUCTIONS: [&str; 1] = ["cp.async"];
+
+/// When kernel `name` is not in `ptx` but in a newer embedded PTX: one line naming the compute
+/// capability it needs and the instruction that keeps it out (`cp.async` for
+/// `sgemm_7_async_copy`).
+pub fn needs_newer(ptx: &Ptx, name: &str) -> Option<String> {
+    if kernel_names(ptx.text).contains(&name) {
+        return None;
+    }
+    let newer = ALL.iter().find(|p| p.cc > ptx.cc && kernel_names(p.text).contains(&name))?;
+    let body = entry_body(newer.text, name).unwrap_or("");
+    let uses: Vec<&str> = NEWER_INSTRUCTIONS.iter().copied().filter(|op| count_ops(body, op) > 0).collect();
+    let uses = if uses.is_empty() { String::new() } else { format!(", it uses {}", uses.join(", ")) };
+    Some(format!(
+        "kernel `{name}` needs cc {}.{} or newer (the {} PTX and up have it{uses}): it is not in the {} PTX, which cc {}.{} loads",
+        newer.cc.0, newer.cc.1, newer.arch, ptx.arch, ptx.cc.0, ptx.cc.1
+    ))
 }
 
 /// The PTX to load on a device of compute capability `cc`: the highest target not above it
@@ -284,6 +308,18 @@ mod tests {
         // The struct's bytes without its alignment.
         let err = check_params(TRAP, "scale_words", &[slice, Param::Bytes { size: 16, align: 4 }, Param::Ptr]);
         assert!(err.unwrap_err().starts_with("`scale_words` parameter 1: the PTX declares `.param .align 16 .b8` (16 bytes, align 16), the host passes 16 bytes aligned to 4"));
+    }
+
+    #[test]
+    fn a_kernel_of_a_newer_ptx_names_the_capability_it_needs() {
+        let why = needs_newer(&ALL[0], "sgemm_7_async_copy").expect("rung 7 is in the sm_80 PTX");
+        assert_eq!(
+            why,
+            "kernel `sgemm_7_async_copy` needs cc 8.0 or newer (the sm_80 PTX and up have it, it uses cp.async): it is not in the sm_70 PTX, which cc 7.0 loads"
+        );
+        assert_eq!(check_kernel(&ALL[0], "sgemm_7_async_copy").unwrap_err().0, why);
+        assert_eq!(needs_newer(&ALL[0], "copy"), None, "in every PTX");
+        assert_eq!(needs_newer(&ALL[2], "sgemm_7_async_copy"), None);
     }
 
     #[test]

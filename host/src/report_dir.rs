@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::charts::{self, BarChart, Chart, OccupancyChart, RooflineChart, SweepChart};
 use crate::demos::Section;
 use crate::gpu::device::DeviceInfo;
+use crate::table::Layout;
 use crate::{refuse, report};
 
 /// Kernels whose occupancy graphs the report draws, when they ran.
@@ -38,8 +39,12 @@ impl RunRecord {
     /// An unreadable file or JSON that is not a run record (one line with serde's position).
     pub fn load(path: &Path) -> Result<RunRecord> {
         let text = fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        match serde_json::from_str(&text) {
-            Ok(record) => Ok(record),
+        match serde_json::from_str::<RunRecord>(&text) {
+            Ok(mut record) => {
+                record.fill_occupancy_commands();
+                record.rebuild_roofline();
+                Ok(record)
+            }
             Err(e) => refuse!("{} is not a memlab run record: {e}", path.display()),
         }
     }
@@ -51,6 +56,24 @@ impl RunRecord {
     pub fn save(&self, path: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self)?;
         fs::write(path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Gives every kernel row recorded before rows carried their `memlab occupancy` command
+    /// that command, from the row's figures and the device's compute capability.
+    pub fn fill_occupancy_commands(&mut self) {
+        let cc = self.device.cc;
+        for row in self.sections.iter_mut().flat_map(|s| &mut s.kernels).filter(|r| r.occupancy_command.is_empty()) {
+            row.occupancy_command = crate::demos::occupancy_command(cc, &row.attrs, &row.shape);
+        }
+    }
+
+    /// Rebuilds the roofline section (derived from the other sections' kernels) with this
+    /// version's rules, when the run has one.
+    pub fn rebuild_roofline(&mut self) {
+        let Some(i) = self.sections.iter().position(|s| s.name == "roofline") else { return };
+        if let Some(fresh) = crate::demos::roofline::build(&self.device, self.memcpy_gbs, &self.sections) {
+            self.sections[i] = fresh;
+        }
     }
 
     /// FP32 peak, TFLOP/s, from the SM count, the FP32 lanes of the architecture and the
@@ -125,19 +148,25 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
     };
     add(
         roofline.map(|c| {
-            figure(&c, dir, "Kernels that compute, at their arithmetic intensity by requested global loads (the tiling model; caches ignored, so a kernel whose loads hit L1/L2 can sit above the DRAM roof).".into())
+            figure(&c, dir, "Kernels that compute, each at its first size, at their arithmetic intensity by requested global loads (the tiling model; caches ignored, so a kernel whose loads hit L1/L2, like `matmul_naive`, sits above the DRAM roof).".into())
         }),
         "roofline (needs the `memcpy` and `matmul` demos)",
     )?;
     add(
         BarChart::bandwidth(sections, record.memcpy_gbs).map(|c| {
-            figure(&c, dir, "Kernels that only move data (no FLOP, so no place on the roofline): bandwidth against the memcpy ceiling.".into())
+            figure(&c, dir, "Kernels that only move data (no FLOP, so no place on the roofline): bandwidth against the memcpy ceiling, which a kernel that only reads (`read_cg`) can pass.".into())
         }),
         "bandwidth bars (run the `transpose` demo)",
     )?;
     add(
-        BarChart::sgemm_ladder(sections)
-            .map(|c| figure(&c, dir, "The SGEMM ladder: each step's TFLOP/s, with its references.".into())),
+        BarChart::sgemm_ladder(sections).map(|c| {
+            figure(
+                &c,
+                dir,
+                "The SGEMM ladder: each rung's TFLOP/s at every size the run measured, against cuBLAS at each size."
+                    .into(),
+            )
+        }),
         "SGEMM ladder against cuBLAS (this run has no `sgemm` section)",
     )?;
 
@@ -156,7 +185,7 @@ fn markdown(record: &RunRecord, figures: &[Figure], missing: &[String]) -> Strin
     let mut md = format!(
         "# memlab report: {}\n\n{}\n\n## Charts\n\n",
         record.device.name,
-        report::device(record.ordinal, &record.device, &record.ptx_arch)
+        report::device_in(Layout::Markdown, record.ordinal, &record.device, &record.ptx_arch)
     );
     for f in figures {
         let name = f.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -171,7 +200,7 @@ fn markdown(record: &RunRecord, figures: &[Figure], missing: &[String]) -> Strin
     }
     md += "## Tables\n\n";
     for s in &record.sections {
-        md += &report::section(s, record.memcpy_gbs);
+        md += &report::section_in(Layout::Markdown, s, record.memcpy_gbs);
         md += "\n";
     }
     md

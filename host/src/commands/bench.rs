@@ -20,6 +20,7 @@ use crate::demos::{self, Lab, Level, Rate, Section, Sizes, TwinRow, Twins};
 use crate::gpu::timing::Repeats;
 use crate::gpu::{Gpu, describe};
 use crate::series::names;
+use crate::table::{self, Layout};
 use crate::{refuse, report};
 
 /// Options of `bench`.
@@ -147,7 +148,7 @@ pub fn run(args: Args) -> Result<bool> {
     if !missing.is_empty() {
         println!("no CUDA C++ twin in {}: {} (timed without one)", args.twins.display(), missing.join(", "));
     }
-    println!("\n{}\n", table(&rows));
+    println!("\n{}\n", table(Layout::current(), &rows));
     println!("speed ratio = CUDA C++ median time / Rust median time (1.00: equal, above 1: Rust faster)");
     let passed = sections.iter().all(Section::passed)
         && rows.iter().all(|r| r.twin.checks.0.passed() && r.twin.checks.1.passed());
@@ -170,7 +171,9 @@ fn rate_text(rate: Rate) -> String {
     }
 }
 
-fn table(rows: &[Row]) -> String {
+/// The comparison table in `layout` (columns equal on every row said once above it in the
+/// terminal).
+fn table(layout: Layout, rows: &[Row]) -> String {
     let header = [
         "kernel",
         "size",
@@ -183,9 +186,7 @@ fn table(rows: &[Row]) -> String {
         "Rust share",
         "check Rust / C++",
     ];
-    let mut table = comfy_table::Table::new();
-    table.load_preset(comfy_table::presets::ASCII_MARKDOWN).set_header(header);
-    for r in rows {
+    let body = rows.iter().map(|r| {
         let (rust_rate, twin_rate) = r.rates();
         let t = &r.twin;
         let share = match (r.share(), r.ceiling) {
@@ -193,7 +194,7 @@ fn table(rows: &[Row]) -> String {
             (Some(s), _) => format!("{:.1}% of cuBLAS", 100.0 * s),
             (None, _) => "-".into(),
         };
-        table.add_row([
+        vec![
             t.kernel.clone(),
             t.size.clone(),
             format!("{} / {}", t.regs.0, t.regs.1),
@@ -204,9 +205,9 @@ fn table(rows: &[Row]) -> String {
             rate_text(twin_rate),
             share,
             format!("{} / {}", t.checks.0.summary(&t.check_kind), t.checks.1.summary(&t.check_kind)),
-        ]);
-    }
-    table.to_string()
+        ]
+    });
+    table::render_condensed(layout, header.map(String::from).to_vec(), body.collect())
 }
 
 fn json(lab: &Lab, rounds: usize, rows: &[Row], memcpy: Option<f64>, cublas: &[(String, f64)]) -> serde_json::Value {
@@ -248,4 +249,60 @@ fn json(lab: &Lab, rounds: usize, rows: &[Row], memcpy: Option<f64>, cublas: &[(
         "cublas_sgemm_tflops": cublas.iter().map(|(s, t)| serde_json::json!({ "size": s, "tflops": t })).collect::<Vec<_>>(),
         "kernels": rows,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::demos::Work;
+    use crate::gpu::timing::Timing;
+    use crate::verify::Check;
+
+    /// Rows shaped like the H200 bench (README): the longest names, sizes and checks.
+    fn rows() -> Vec<Row> {
+        let check = Check { checked: 67108864, mismatches: 0, first_bad: None, digest: 0x46ab_4307_c888_2a11 };
+        let row = |kernel: &str, size: &str, work: Work, ceiling| Row {
+            twin: TwinRow {
+                kernel: kernel.into(),
+                size: size.into(),
+                regs: (126, 126),
+                timing: (
+                    Timing { median_ms: 24.8864, min_ms: 24.8, runs: 15 },
+                    Timing { median_ms: 24.6273, min_ms: 24.6, runs: 15 },
+                ),
+                work,
+                checks: (check.clone(), check.clone()),
+                check_kind: "sampled dot products".into(),
+            },
+            ceiling,
+        };
+        let flop = 2.0 * 8192f64.powi(3);
+        vec![
+            row("transpose_vectorized", "8192x8192", Work::global_bytes(5.4e8), Ceiling::Memcpy(4022.0)),
+            row(
+                "sgemm_6_double_buffered",
+                "8192x8192x8192",
+                Work { flop, bytes: 8.0e8, level: Level::Global },
+                Ceiling::Cublas(50.95),
+            ),
+            row(
+                "shared_bank_probe",
+                "stride 32",
+                Work { flop: 0.0, bytes: 2.6e10, level: Level::Shared },
+                Ceiling::None,
+            ),
+        ]
+    }
+
+    #[test]
+    fn the_table_fits_the_terminal_and_markdown_keeps_every_column() {
+        for width in [100, 160] {
+            let t = table(Layout::Terminal(width), &rows());
+            assert!(table::fits(&t, width), "{width}:\n{t}");
+            assert!(t.contains("sgemm_6_double_buffered") && t.contains("44.18 TFLOP/s"), "{t}");
+        }
+        let md = table(Layout::Markdown, &rows());
+        assert_eq!(md.lines().count(), 5, "{md}");
+        assert!(md.lines().next().unwrap().contains(" check Rust / C++ "), "{md}");
+    }
 }

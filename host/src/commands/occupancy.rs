@@ -12,6 +12,7 @@ use crate::model::occupancy::{
     ArchLimits, KernelResources, Limit, Mode, Occupancy, UNLIMITED, max_regs_for_blocks, occupancy, register_targets,
     shared_memory_targets, suggest_block_size,
 };
+use crate::table::{self, Layout};
 use crate::{cli, ptx, ptxas, refuse, report};
 
 /// The seed's generic SM, used for any textbook figure not given.
@@ -407,6 +408,7 @@ pub fn run(args: Args) -> Result<bool> {
         return Ok(true);
     }
     let what = args.kernel.as_deref().map_or(String::new(), |k| format!("`{k}`: "));
+    let layout = Layout::current();
     let title = format!(
         "Occupancy on {sm_name}, {mode:?} rules: {what}{} threads per block, {regs} registers per thread ({source}), \
          {} B static + {dynamic} B dynamic shared memory per block{}",
@@ -414,7 +416,7 @@ pub fn run(args: Args) -> Result<bool> {
         static_smem,
         if args.opt_in { ", opted in above 48 KiB" } else { "" }
     );
-    println!("{}\n", report::wrap(&title));
+    println!("{}\n", table::text(layout, &title));
     println!("{}\n", limits_table(&arch, &res, &o));
     match o.failure {
         Some(f) => println!("{}", report::wrap(&format!("resident per SM: 0 blocks, the launch fails: {f}"))),
@@ -445,7 +447,7 @@ pub fn run(args: Args) -> Result<bool> {
     println!("{}\n", report::wrap(&format!("rule: {}", rule(mode))));
     println!("To change it:");
     for line in advice(&arch, &res, &o, mode) {
-        println!("{}", report::wrap(&format!("- {line}")));
+        println!("{}", table::bullet(layout, &line));
     }
     if let Some(dir) = &args.chart {
         std::fs::create_dir_all(dir)?;

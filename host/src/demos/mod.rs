@@ -217,6 +217,10 @@ pub struct KernelRow {
     /// The occupancy model's (hardware mode) resident blocks per SM for the same kernel and
     /// shape, `None` when the model has no data for this architecture.
     pub model_blocks: Option<u32>,
+    /// The `memlab occupancy` command that replays `model_blocks` (see [`occupancy_command`];
+    /// filled in when reading a run recorded before it existed).
+    #[serde(default)]
+    pub occupancy_command: String,
     /// Event timing.
     pub timing: Timing,
     /// Measured rate.
@@ -366,6 +370,21 @@ pub fn model_blocks(cc: (u32, u32), attrs: &KernelAttrs, shape: &LaunchShape) ->
     occupancy(arch, &res, Mode::Hardware).ok().map(|o| o.active_blocks)
 }
 
+/// The `memlab occupancy` command line that computes [`model_blocks`] for the same kernel
+/// figures and shape: the driver's registers, the block's threads, its static plus dynamic
+/// shared bytes (the hardware rules are the command's default for `--cc`).
+pub fn occupancy_command(cc: (u32, u32), attrs: &KernelAttrs, shape: &LaunchShape) -> String {
+    let smem = attrs.static_smem + shape.smem_bytes;
+    let smem = if smem > 0 { format!(" --smem {smem}B") } else { String::new() };
+    format!(
+        "memlab occupancy --cc {}.{} --threads {} --regs {}{smem}",
+        cc.0,
+        cc.1,
+        shape.threads_per_block(),
+        attrs.regs
+    )
+}
+
 /// What [`measure`] needs to know about one kernel launch.
 pub struct KernelRun<'a> {
     /// The typed launch: entry, shape, arguments.
@@ -493,6 +512,7 @@ pub fn measure(lab: &Lab, run: KernelRun<'_>, check: impl Fn() -> Result<(Check,
         occupancy: kernel::occupancy(gpu, name, shape.threads_per_block(), shape.smem_bytes)?,
         model_blocks: model_blocks(gpu.info.cc, &attrs, &shape),
         shape,
+        occupancy_command: occupancy_command(gpu.info.cc, &attrs, &shape),
         rate: run.work.rate(&timing),
         work: run.work,
         timing,
