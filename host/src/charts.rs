@@ -16,6 +16,7 @@ use plotters::prelude::*;
 
 use crate::demos::{KernelRow, Level, Rate, Section};
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
+use crate::output;
 use crate::series::{Point, Series, names};
 
 /// What drawing on backend `DB` may fail with.
@@ -49,7 +50,8 @@ fn register_font() {
     });
 }
 
-/// Writes `DIR/<stem>.svg` and `DIR/<stem>.png` and returns their paths.
+/// Writes `DIR/<stem>.svg` and `DIR/<stem>.png`, each whole or not at all ([`output`]), and
+/// returns their paths.
 ///
 /// # Errors
 /// A file that cannot be written, or a drawing error.
@@ -59,14 +61,14 @@ pub fn save(chart: &impl Chart, dir: &Path) -> Result<[PathBuf; 2]> {
     let (svg, png) = (dir.join(format!("{stem}.svg")), dir.join(format!("{stem}.png")));
     let size = chart.size();
     let fail = |path: &Path, e: String| anyhow!("drawing {}: {e}", path.display());
-    {
-        let root = SVGBackend::new(&svg, size).into_drawing_area();
-        chart.draw(&root).and_then(|()| root.present()).map_err(|e| fail(&svg, e.to_string()))?;
-    }
-    {
-        let root = BitMapBackend::new(&png, size).into_drawing_area();
-        chart.draw(&root).and_then(|()| root.present()).map_err(|e| fail(&png, e.to_string()))?;
-    }
+    output::atomically(&svg, |temp| {
+        let root = SVGBackend::new(temp, size).into_drawing_area();
+        chart.draw(&root).and_then(|()| root.present()).map_err(|e| fail(&svg, e.to_string()))
+    })?;
+    output::atomically(&png, |temp| {
+        let root = BitMapBackend::new(temp, size).into_drawing_area();
+        chart.draw(&root).and_then(|()| root.present()).map_err(|e| fail(&png, e.to_string()))
+    })?;
     Ok([svg, png])
 }
 
@@ -216,8 +218,8 @@ impl Chart for SweepChart {
 /// point marked. Uses the hardware-mode model for the device's compute capability.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OccupancyChart {
-    /// Kernel name (title and file stem).
-    pub kernel: String,
+    /// Kernel name (title and file stem); `None` for resources given by hand.
+    pub kernel: Option<String>,
     /// The architecture.
     pub arch: ArchLimits,
     /// The kernel's current resources.
@@ -239,7 +241,7 @@ impl OccupancyChart {
         let res = KernelResources::new(row.shape.threads_per_block(), row.attrs.regs)
             .with_static_smem(row.attrs.static_smem)
             .with_dynamic_smem(row.shape.smem_bytes);
-        Some(OccupancyChart { kernel: kernel.into(), arch, res, mode: Mode::Hardware })
+        Some(OccupancyChart { kernel: Some(kernel.into()), arch, res, mode: Mode::Hardware })
     }
 
     fn at(&self, res: KernelResources) -> f64 {
@@ -321,7 +323,7 @@ fn occupancy_panel<DB: DrawingBackend>(
 
 impl Chart for OccupancyChart {
     fn stem(&self) -> String {
-        format!("occupancy_{}", self.kernel)
+        self.kernel.as_ref().map_or("occupancy".into(), |k| format!("occupancy_{k}"))
     }
 
     fn size(&self) -> (u32, u32) {
@@ -332,8 +334,8 @@ impl Chart for OccupancyChart {
         root.fill(&WHITE)?;
         let r = &self.res;
         let title = format!(
-            "Occupancy of {} on cc {}.{} ({} threads, {} registers, {} B shared per block; {:?} rules)",
-            self.kernel,
+            "Occupancy{} on cc {}.{} ({} threads, {} registers, {} B shared per block; {:?} rules)",
+            self.kernel.as_ref().map_or(String::new(), |k| format!(" of {k}")),
             self.arch.major,
             self.arch.minor,
             r.threads_per_block,

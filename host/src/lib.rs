@@ -13,6 +13,7 @@ pub mod error;
 pub mod gpu;
 pub mod inspect;
 pub mod model;
+pub mod output;
 pub mod progress;
 pub mod ptx;
 pub mod ptxas;

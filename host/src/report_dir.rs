@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::charts::{self, BarChart, Chart, OccupancyChart, RooflineChart, SweepChart};
 use crate::demos::Section;
 use crate::gpu::device::DeviceInfo;
-use crate::{refuse, report};
+use crate::{output, refuse, report};
 
 /// Kernels whose occupancy graphs the report draws, when they ran.
 pub const OCCUPANCY_KERNELS: [&str; 2] = ["matmul_tiled_32", "transpose_padded"];
@@ -50,13 +50,13 @@ impl RunRecord {
         }
     }
 
-    /// Writes the record as pretty JSON.
+    /// Writes the record as pretty JSON, whole or not at all ([`output::write`]).
     ///
     /// # Errors
     /// The file cannot be written.
     pub fn save(&self, path: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self)?;
-        fs::write(path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
+        output::write(path, text + "\n")
     }
 
     /// FP32 peak, TFLOP/s, from the SM count, the FP32 lanes of the architecture and the
@@ -149,7 +149,7 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
 
     let md = markdown(record, &figures, &missing);
     let path = dir.join("report.md");
-    fs::write(&path, md).with_context(|| format!("cannot write {}", path.display()))?;
+    output::write(&path, md)?;
     let mut written = vec![path];
     for f in &figures {
         written.push(f.file.clone());

@@ -185,6 +185,9 @@ impl Bench {
 
 /// Runs the comparison; returns whether every result (Rust and twin) was right.
 pub fn run(args: Args) -> Result<bool> {
+    if let Some(path) = &args.json {
+        crate::output::check_file("--json", path)?;
+    }
     let gpu = Gpu::open(args.device, None)?;
     let twins = match Module::from_file(&args.twins) {
         Ok(m) => m,
@@ -220,9 +223,7 @@ pub fn run(args: Args) -> Result<bool> {
     let passed = bench.rows.iter().all(|r| r.checks.0.passed() && r.checks.1.passed());
     if let Some(path) = &args.json {
         let doc = json(&bench, memcpy, &cublas_tflops);
-        if let Err(e) = std::fs::write(path, serde_json::to_string_pretty(&doc)?) {
-            refuse!("cannot write {}: {e}", path.display());
-        }
+        crate::output::write(path, serde_json::to_string_pretty(&doc)?)?;
         println!("wrote {}", path.display());
     }
     println!("{}", if passed { "All results verified." } else { "SOME RESULTS ARE WRONG: see the check column." });

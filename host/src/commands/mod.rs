@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod devices;
+pub mod doctor;
 pub mod hierarchy;
 pub mod inspect;
 pub mod occupancy;

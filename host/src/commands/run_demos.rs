@@ -8,7 +8,7 @@ use crate::demos::{self, Lab, Sizes, coalescing};
 use crate::gpu::Gpu;
 use crate::gpu::timing::Repeats;
 use crate::report_dir::{self, RunRecord};
-use crate::{cli, progress, report};
+use crate::{cli, output, progress, report};
 
 /// Options of `run-demos`.
 #[derive(clap::Args, Debug)]
@@ -65,6 +65,13 @@ pub fn run(args: Args) -> Result<bool> {
     }
     let names: Vec<&str> =
         if args.only.is_empty() { demos::NAMES.to_vec() } else { args.only.iter().map(String::as_str).collect() };
+    // Checked before the GPU work, so a run never ends in "cannot write".
+    if let Some(path) = &args.json {
+        output::check_file("--json", path)?;
+    }
+    if let Some(dir) = &args.report {
+        output::check_dir("--report", dir)?;
+    }
     let gpu = Gpu::open(args.device, None)?;
     let mut out =
         format!("# memlab on {}\n\n{}\n\n", gpu.info.name, report::device(args.device, &gpu.info, gpu.ptx.arch));

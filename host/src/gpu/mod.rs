@@ -1,11 +1,13 @@
-//! Everything that talks to the CUDA driver (through `cust`): context and module, device and
-//! kernel attributes, occupancy, launches, event timing.
+//! Everything that talks to the CUDA driver (through `cust`): the driver library loaded at run
+//! time, context and module, device and kernel attributes, occupancy, launches, event timing.
 
 pub mod context;
 pub mod cublas;
 pub mod device;
+pub mod driver;
 pub mod kernel;
 pub mod launch;
+pub mod nvml;
 pub mod timing;
 
 pub use context::Gpu;
