@@ -83,10 +83,16 @@ fn series<'a>(section: &'a Section, name: &str) -> Option<&'a Series> {
 }
 
 /// A power-of-two range covering `values` (all positive), for log axes.
+/// Largest magnitude an axis reaches: extreme but valid values (a `y` of 1e308) are drawn at
+/// the edge, and the axis and its padding stay finite (plotters' log axis loops forever on an
+/// infinite end).
+const AXIS_LIMIT: f64 = 1e300;
+
 fn log_range(values: impl IntoIterator<Item = f64>) -> std::ops::Range<f64> {
     let (lo, hi) = values
         .into_iter()
         .filter(|v| *v > 0.0 && v.is_finite())
+        .map(|v| v.clamp(1.0 / AXIS_LIMIT, AXIS_LIMIT))
         .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
     if lo > hi {
         return 0.5..2.0;
@@ -446,7 +452,7 @@ impl Chart for BarChart {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         root.fill(&WHITE)?;
         let n = self.bars.len() as f64;
-        let max = self.bars.iter().chain(&self.references).map(|b| b.1).fold(0.0, f64::max).max(1e-9);
+        let max = self.bars.iter().chain(&self.references).map(|b| b.1).fold(0.0, f64::max).clamp(1e-9, AXIS_LIMIT);
         let mut chart = ChartBuilder::on(root)
             .caption(&self.title, (FONT, 19))
             .margin(14)

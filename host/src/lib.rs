@@ -17,6 +17,7 @@ pub mod output;
 pub mod progress;
 pub mod ptx;
 pub mod ptxas;
+pub mod record_check;
 pub mod reference;
 pub mod report;
 pub mod report_dir;

@@ -40,14 +40,19 @@ impl RunRecord {
     /// leaked to live as long as the program: a record is read once per command.
     ///
     /// # Errors
-    /// An unreadable file or JSON that is not a run record (one line with serde's position).
+    /// An unreadable file, JSON that is not a run record (one line with serde's position), or
+    /// a figure out of its physical range ([`crate::record_check`], one line naming the field).
     pub fn load(path: &Path) -> Result<RunRecord> {
         let text = fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
         let text: &'static str = Box::leak(text.into_boxed_str());
-        match serde_json::from_str(text) {
-            Ok(record) => Ok(record),
+        let record: RunRecord = match serde_json::from_str(text) {
+            Ok(record) => record,
             Err(e) => refuse!("{} is not a memlab run record: {e}", path.display()),
+        };
+        if let Err(e) = crate::record_check::check(&record) {
+            refuse!("{} is refused: {e}", path.display());
         }
+        Ok(record)
     }
 
     /// Writes the record as pretty JSON, whole or not at all ([`output::write`]).

@@ -215,7 +215,8 @@ pub fn run() -> Result<bool> {
     let nvml = Nvml::open().ok();
     let usable = match driver::library() {
         Ok(_) => {
-            let path = driver::loaded_library("libcuda.so").map_or("(path unknown)".into(), |p| p.display().to_string());
+            let path =
+                driver::loaded_library("libcuda.so").map_or("(path unknown)".into(), |p| p.display().to_string());
             println!("  {:<18} {path}", driver::LIBCUDA);
             let cuda = context::driver_version().map_or("unknown".into(), |(a, b)| format!("{a}.{b}"));
             let version =
