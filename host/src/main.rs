@@ -26,9 +26,10 @@ enum Command {
     RunDemos(commands::run_demos::Args),
     /// Print the device report for every visible GPU.
     Devices,
-    /// What this machine has for the lab: driver, GPUs and the PTX each loads, clocks, other
-    /// processes on the GPU, CUDA tools and libraries, and how to get what is missing (no GPU
-    /// needed; exit 0 when run-demos can run, 2 otherwise).
+    /// What this machine has for the lab, and how to get what is missing (no GPU needed).
+    ///
+    /// The driver, each GPU with the PTX it loads, its clocks and the other processes on it, the
+    /// CUDA tools and libraries found and where; exit 0 when run-demos can run, 2 otherwise.
     Doctor,
     /// Run the tiled matmul with one barrier removed, to see a race (not part of run-demos).
     RaceLesson(commands::race::Args),
