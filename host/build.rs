@@ -76,6 +76,15 @@ fn main() {
         fs::write(out_dir.join(format!("kernels_{}.ptx", build.name)), ptx).unwrap();
     }
     println!("cargo:rustc-env=MEMLAB_NIGHTLY={toolchain}");
+    println!("cargo:rustc-env=MEMLAB_HOST_RUSTC={}", host_rustc_version());
+}
+
+/// `rustc --version` of the compiler building this crate (cargo's `RUSTC`), for the test that
+/// checks it is the release pinned in `rust-toolchain.toml`.
+fn host_rustc_version() -> String {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(rustc).arg("--version").output().expect("cargo's RUSTC runs");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// The `channel = "..."` of `kernels-gpu/rust-toolchain.toml`.

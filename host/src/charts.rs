@@ -17,6 +17,7 @@ use plotters::prelude::*;
 
 use crate::demos::{KernelRow, Level, Rate, Section};
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
+use crate::output;
 use crate::series::{Point, Series, names};
 
 /// What drawing on backend `DB` may fail with.
@@ -50,7 +51,8 @@ fn register_font() {
     });
 }
 
-/// Writes `DIR/<stem>.svg` and `DIR/<stem>.png` and returns their paths.
+/// Writes `DIR/<stem>.svg` and `DIR/<stem>.png`, each whole or not at all ([`output`]), and
+/// returns their paths.
 ///
 /// # Errors
 /// A file that cannot be written, or a drawing error.
@@ -60,14 +62,14 @@ pub fn save(chart: &impl Chart, dir: &Path) -> Result<[PathBuf; 2]> {
     let (svg, png) = (dir.join(format!("{stem}.svg")), dir.join(format!("{stem}.png")));
     let size = chart.size();
     let fail = |path: &Path, e: String| anyhow!("drawing {}: {e}", path.display());
-    {
-        let root = SVGBackend::new(&svg, size).into_drawing_area();
-        chart.draw(&root).and_then(|()| root.present()).map_err(|e| fail(&svg, e.to_string()))?;
-    }
-    {
-        let root = BitMapBackend::new(&png, size).into_drawing_area();
-        chart.draw(&root).and_then(|()| root.present()).map_err(|e| fail(&png, e.to_string()))?;
-    }
+    output::atomically(&svg, |temp| {
+        let root = SVGBackend::new(temp, size).into_drawing_area();
+        chart.draw(&root).and_then(|()| root.present()).map_err(|e| fail(&svg, e.to_string()))
+    })?;
+    output::atomically(&png, |temp| {
+        let root = BitMapBackend::new(temp, size).into_drawing_area();
+        chart.draw(&root).and_then(|()| root.present()).map_err(|e| fail(&png, e.to_string()))
+    })?;
     Ok([svg, png])
 }
 
@@ -82,10 +84,16 @@ fn series<'a>(section: &'a Section, name: &str) -> Option<&'a Series> {
 }
 
 /// A power-of-two range covering `values` (all positive), for log axes.
+/// Largest magnitude an axis reaches: extreme but valid values (a `y` of 1e308) are drawn at
+/// the edge, and the axis and its padding stay finite (plotters' log axis loops forever on an
+/// infinite end).
+const AXIS_LIMIT: f64 = 1e300;
+
 fn log_range(values: impl IntoIterator<Item = f64>) -> std::ops::Range<f64> {
     let (lo, hi) = values
         .into_iter()
         .filter(|v| *v > 0.0 && v.is_finite())
+        .map(|v| v.clamp(1.0 / AXIS_LIMIT, AXIS_LIMIT))
         .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
     if lo > hi {
         return 0.5..2.0;
@@ -263,8 +271,8 @@ impl Chart for SweepChart {
 /// point marked. Uses the hardware-mode model for the device's compute capability.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OccupancyChart {
-    /// Kernel name (title and file stem).
-    pub kernel: String,
+    /// Kernel name (title and file stem); `None` for resources given by hand.
+    pub kernel: Option<String>,
     /// The architecture.
     pub arch: ArchLimits,
     /// The kernel's current resources.
@@ -287,7 +295,7 @@ impl OccupancyChart {
             .with_static_smem(row.attrs.static_smem)
             .with_dynamic_smem(row.shape.smem_bytes)
             .with_opt_in(true);
-        Some(OccupancyChart { kernel: kernel.into(), arch, res, mode: Mode::Hardware })
+        Some(OccupancyChart { kernel: Some(kernel.into()), arch, res, mode: Mode::Hardware })
     }
 
     fn at(&self, res: KernelResources) -> f64 {
@@ -375,7 +383,7 @@ fn occupancy_panel<DB: DrawingBackend>(
 
 impl Chart for OccupancyChart {
     fn stem(&self) -> String {
-        format!("occupancy_{}", self.kernel)
+        self.kernel.as_ref().map_or("occupancy".into(), |k| format!("occupancy_{k}"))
     }
 
     fn size(&self) -> (u32, u32) {
@@ -386,8 +394,8 @@ impl Chart for OccupancyChart {
         root.fill(&WHITE)?;
         let r = &self.res;
         let title = format!(
-            "Occupancy of {} on cc {}.{} ({} threads, {} registers, {} B shared per block; {:?} rules)",
-            self.kernel,
+            "Occupancy{} on cc {}.{} ({} threads, {} registers, {} B shared per block; {:?} rules)",
+            self.kernel.as_ref().map_or(String::new(), |k| format!(" of {k}")),
             self.arch.major,
             self.arch.minor,
             r.threads_per_block,
@@ -532,7 +540,7 @@ impl Chart for BarChart {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         root.fill(&WHITE)?;
         let n = self.bars.len() as f64;
-        let max = self.bars.iter().chain(&self.references).map(|b| b.1).fold(0.0, f64::max).max(1e-9);
+        let max = self.bars.iter().chain(&self.references).map(|b| b.1).fold(0.0, f64::max).clamp(1e-9, AXIS_LIMIT);
         let root = match &self.note {
             Some(note) => {
                 let (top, rest) = root.split_vertically(28);

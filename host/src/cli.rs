@@ -47,6 +47,13 @@ pub fn bytes(text: &str) -> Result<usize, String> {
     }
 }
 
+/// `n` and `noun`, plural unless `n` is 1: `count(1, "block")` is `"1 block"`, `count(2, "warp")`
+/// is `"2 warps"`.
+pub fn count(n: impl std::fmt::Display, noun: &str) -> String {
+    let n = n.to_string();
+    if n == "1" { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,5 +78,12 @@ mod tests {
         assert!(bytes("0MiB").unwrap_err().contains("at least 1 byte"));
         assert!(bytes("5TB").unwrap_err().contains("unknown unit"));
         assert!(bytes("lots").is_err());
+    }
+
+    #[test]
+    fn counts_are_plural_unless_one() {
+        assert_eq!(count(1, "block"), "1 block");
+        assert_eq!(count(0, "warp"), "0 warps");
+        assert_eq!(count(2u32, "warp"), "2 warps");
     }
 }

@@ -198,7 +198,7 @@ pub fn sass(ptx: &str, arch: &str, line_info: bool) -> Result<BTreeMap<String, V
         let out = cmd
             .arg(cubin)
             .output()
-            .with_context(|| format!("cannot run {} (install it with `cargo xtask setup`)", nvdisasm.display()))?;
+            .with_context(|| format!("cannot run {} ({})", nvdisasm.display(), crate::ptxas::MISSING_TOOL))?;
         if !out.status.success() {
             bail!("nvdisasm failed: {}", String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or(""));
         }

@@ -30,6 +30,11 @@ enum Command {
     RunDemos(commands::run_demos::Args),
     /// Print the device report for every visible GPU.
     Devices,
+    /// What this machine has for the lab, and how to get what is missing (no GPU needed).
+    ///
+    /// The driver, each GPU with the PTX it loads, its clocks and the other processes on it, the
+    /// CUDA tools and libraries found and where; exit 0 when run-demos can run, 2 otherwise.
+    Doctor,
     /// Run the tiled matmul with one barrier removed, to see a race (not part of run-demos).
     RaceLesson(commands::race::Args),
     /// Occupancy calculator (no GPU): per-limit table, limiting resource, what to change.
@@ -58,7 +63,28 @@ fn negative_value(e: &clap::Error) -> bool {
             if arg.strip_prefix('-').is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit())))
 }
 
+/// Ends the program quietly with exit 0 when printing fails on a closed pipe (`memlab occupancy
+/// ... | head -1`): Rust ignores SIGPIPE, so `println!` panics on EPIPE instead, and a reader that
+/// stopped reading is not an error. Every other panic keeps the default report.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        // std's message: "failed printing to stdout: Broken pipe (os error 32)".
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_broken_pipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
@@ -108,6 +134,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     match cli.command {
         Command::RunDemos(args) => commands::run_demos::run(args),
         Command::Devices => commands::devices::run(),
+        Command::Doctor => commands::doctor::run(),
         Command::RaceLesson(args) => commands::race::run(args),
         Command::Occupancy(args) => commands::occupancy::run(args),
         Command::Banks(args) => commands::banks::run(args),

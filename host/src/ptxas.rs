@@ -25,8 +25,13 @@ pub struct PtxasKernel {
     pub smem_bytes: u32,
 }
 
-/// Where the CUDA binary tools are: `$MEMLAB_CUDA_BIN`, else what `cargo xtask setup`
-/// installed under `target/cuda-tools`, else the `PATH`.
+/// How to get a missing CUDA tool, for a user of the source tree or of the bundled binary alone.
+pub const MISSING_TOOL: &str =
+    "`memlab doctor` gives the command that installs it; in the source tree, `cargo xtask setup`";
+
+/// Where the CUDA binary tools are: `$MEMLAB_CUDA_BIN` (a folder), else what `cargo xtask
+/// setup` installed under `target/cuda-tools` (in the source tree this binary was built in),
+/// else the `PATH`.
 pub fn tool(name: &str) -> PathBuf {
     if let Some(dir) = std::env::var_os("MEMLAB_CUDA_BIN") {
         return Path::new(&dir).join(name);
@@ -57,7 +62,7 @@ pub fn ptxas_for(arch: &str) -> PathBuf {
 /// Assembles `ptx` for `arch` (e.g. `"sm_90"`) with `ptxas -v` and returns each kernel's figures.
 ///
 /// # Errors
-/// ptxas missing (run `cargo xtask setup`) or rejecting the PTX.
+/// ptxas missing ([`MISSING_TOOL`]) or rejecting the PTX.
 pub fn run(ptx: &str, arch: &str) -> Result<Vec<PtxasKernel>> {
     run_with(ptx, arch, &[])
 }
@@ -94,7 +99,7 @@ pub fn with_cubin<T>(ptx: &str, arch: &str, extra: &[&str], f: impl FnOnce(&str,
         .arg("-o")
         .arg(&cubin)
         .output()
-        .with_context(|| format!("cannot run {} (install it with `cargo xtask setup`)", ptxas.display()));
+        .with_context(|| format!("cannot run {} ({})", ptxas.display(), MISSING_TOOL));
     let result = out.and_then(|out| {
         let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
         if !out.status.success() {

@@ -99,7 +99,7 @@ pub fn local_array(input: &[f32], threads: usize, iters: usize, g: usize) -> f32
 /// `g, g + threads, ...`) `passes` times: the wrapping sum of its words, times `passes`.
 pub fn read_sums(words: &[u32], threads: usize, passes: u32) -> Vec<u32> {
     let mut sums = vec![0u32; threads];
-    for (v, vector) in words.chunks_exact(4).enumerate() {
+    for (v, vector) in words.as_chunks::<4>().0.iter().enumerate() {
         let s = &mut sums[v % threads];
         *s = vector.iter().fold(*s, |acc, &w| acc.wrapping_add(w));
     }

@@ -12,7 +12,7 @@ use crate::charts::{self, BarChart, Chart, OccupancyChart, RooflineChart, SweepC
 use crate::demos::Section;
 use crate::gpu::device::DeviceInfo;
 use crate::table::Layout;
-use crate::{refuse, report};
+use crate::{output, refuse, report};
 
 /// Kernels whose occupancy graphs the report draws, when they ran.
 pub const OCCUPANCY_KERNELS: [&str; 2] = ["matmul_tiled_32", "transpose_padded"];
@@ -36,26 +36,29 @@ impl RunRecord {
     /// Reads a record written by `run-demos --json`.
     ///
     /// # Errors
-    /// An unreadable file or JSON that is not a run record (one line with serde's position).
+    /// An unreadable file, JSON that is not a run record (one line with serde's position), or
+    /// a figure out of its physical range ([`crate::record_check`], one line naming the field).
     pub fn load(path: &Path) -> Result<RunRecord> {
         let text = fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        match serde_json::from_str::<RunRecord>(&text) {
-            Ok(mut record) => {
-                record.fill_occupancy_commands();
-                record.rebuild_roofline();
-                Ok(record)
-            }
+        let mut record: RunRecord = match serde_json::from_str(&text) {
+            Ok(record) => record,
             Err(e) => refuse!("{} is not a memlab run record: {e}", path.display()),
+        };
+        if let Err(e) = crate::record_check::check(&record) {
+            refuse!("{} is refused: {e}", path.display());
         }
+        record.fill_occupancy_commands();
+        record.rebuild_roofline();
+        Ok(record)
     }
 
-    /// Writes the record as pretty JSON.
+    /// Writes the record as pretty JSON, whole or not at all ([`output::write`]).
     ///
     /// # Errors
     /// The file cannot be written.
     pub fn save(&self, path: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self)?;
-        fs::write(path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
+        output::write(path, text + "\n")
     }
 
     /// Gives every kernel row recorded before rows carried their `memlab occupancy` command
@@ -172,7 +175,7 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
 
     let md = markdown(record, &figures, &missing);
     let path = dir.join("report.md");
-    fs::write(&path, md).with_context(|| format!("cannot write {}", path.display()))?;
+    output::write(&path, md)?;
     let mut written = vec![path];
     for f in &figures {
         written.push(f.file.clone());

@@ -1,10 +1,12 @@
 //! `cargo xtask`: the project's tasks, in Rust instead of shell scripts.
 //!
 //! - `setup`: what building and testing need beyond cargo: a `libcuda.so` to link against
-//!   (the machine's driver library, or Debian's `libcuda1` where there is none) and NVIDIA's
-//!   `ptxas`/`nvdisasm`/`cuobjdump`, CUDA 12's `ptxas` (for sm_70) and the runtime headers
-//!   (`cuda_occupancy.h`) from PyPI for the CPU tests. The kernels' nightly toolchain
-//!   is installed by `host/build.rs` itself.
+//!   (cust's build requires one; the machine's driver library, or Debian's `libcuda1` where
+//!   there is none; the binary never needs it at run time, see `host/src/gpu/driver.rs`) and
+//!   NVIDIA's `ptxas`/`nvdisasm`/`cuobjdump`, CUDA 12's `ptxas` (for sm_70) and the runtime
+//!   headers (`cuda_occupancy.h`) from PyPI for the CPU tests; it prints what it found and
+//!   where. The kernels' nightly toolchain is installed by `host/build.rs` itself, the host
+//!   toolchain by `./x`.
 //! - `test`: setup, then formatting, clippy and every test of the workspace.
 //! - `run-demos [ARGS]` and every other `memlab` command (`occupancy`, `inspect`, `report`,
 //!   `hierarchy`, `race-lesson`, `devices`): setup, build the `memlab` binary, run it.
@@ -113,6 +115,12 @@ fn setup() -> Result<Tools> {
         eprintln!("xtask: installing CUDA 12's ptxas (for sm_70) from PyPI into {}", tools12.display());
         run(pip_install(&tools12).arg(CUDA12_PTXAS_WHEEL)).context("pip install of the CUDA 12 compiler wheel")?;
     }
+    let libcuda = lib64.join("libcuda.so");
+    let resolved = fs::canonicalize(&libcuda).unwrap_or_else(|_| libcuda.clone());
+    eprintln!("xtask: libcuda.so to link against: {} -> {}", libcuda.display(), resolved.display());
+    eprintln!("xtask: ptxas, nvdisasm, cuobjdump: {}", cuda_bin.display());
+    eprintln!("xtask: CUDA 12 ptxas (sm_70): {}", cuda12_bin.display());
+    eprintln!("xtask: cuda_occupancy.h: {}", cuda_include.display());
     Ok(Tools { cuda_link, cuda_bin, cuda_include, cuda12_bin })
 }
 
@@ -205,17 +213,13 @@ fn build_release(tools: &Tools) -> Result<PathBuf> {
 }
 
 /// Builds the `memlab` binary and runs it with `args` (`run-demos ...`, `occupancy ...`), exiting
-/// with its exit code. The binary is run directly, not through `cargo run`, so a machine's own
-/// driver library is the one loaded; on a machine without one, the library `setup` fetched lets
-/// it start, and the commands that need no GPU (occupancy, inspect, report) work.
+/// with its exit code. The binary is run directly, not through `cargo run`, so it sees the
+/// machine as the bundled binary would: it loads the driver's library only for GPU commands,
+/// and the library `setup` fetched to link against is never loaded.
 fn memlab(args: &[String]) -> Result<()> {
     let tools = setup()?;
     let bin = build_release(&tools)?;
-    let mut cmd = Command::new(&bin);
-    if system_libcuda().is_none() {
-        cmd.env("LD_LIBRARY_PATH", tools.cuda_link.join("lib64"));
-    }
-    let status = cmd.args(args).status()?;
+    let status = Command::new(&bin).args(args).status()?;
     std::process::exit(status.code().unwrap_or(2));
 }
 

@@ -105,6 +105,9 @@ fn ceiling(row: &TwinRow, memcpy: Option<f64>, cublas: &[(String, f64)]) -> Ceil
 
 /// Runs the comparison; returns whether every result (Rust and twin) was right.
 pub fn run(args: Args) -> Result<bool> {
+    if let Some(path) = &args.json {
+        crate::output::check_file("--json", path)?;
+    }
     let gpu = Gpu::open(args.device, None)?;
     let module = match Module::from_file(&args.twins) {
         Ok(m) => m,
@@ -154,9 +157,7 @@ pub fn run(args: Args) -> Result<bool> {
         && rows.iter().all(|r| r.twin.checks.0.passed() && r.twin.checks.1.passed());
     if let Some(path) = &args.json {
         let doc = json(&lab, rounds, &rows, memcpy, &cublas);
-        if let Err(e) = std::fs::write(path, serde_json::to_string_pretty(&doc)?) {
-            refuse!("cannot write {}: {e}", path.display());
-        }
+        crate::output::write(path, serde_json::to_string_pretty(&doc)?)?;
         println!("wrote {}", path.display());
     }
     println!("{}", if passed { "All results verified." } else { "SOME RESULTS ARE WRONG: see the check column." });

@@ -5,6 +5,7 @@ pub mod banks;
 pub mod bench;
 pub mod coalescing;
 pub mod devices;
+pub mod doctor;
 pub mod hierarchy;
 pub mod inspect;
 pub mod occupancy;

@@ -7,13 +7,14 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::charts::{self, OccupancyChart};
+use crate::cli::{self, count};
 use crate::model::gpus;
 use crate::model::occupancy::{
     ArchLimits, KernelResources, Limit, Mode, Occupancy, UNLIMITED, max_regs_for_blocks, occupancy, register_targets,
     shared_memory_targets, suggest_block_size,
 };
 use crate::table::{self, Layout};
-use crate::{cli, ptx, ptxas, refuse, report};
+use crate::{ptx, ptxas, refuse, report};
 
 /// The seed's generic SM, used for any textbook figure not given.
 const TEXTBOOK: (u32, u32, usize) = (65536, 2048, 48 << 10);
@@ -155,8 +156,8 @@ fn limits_table(arch: &ArchLimits, res: &KernelResources, o: &Occupancy) -> Stri
             // "warps" alone: the table fits 100 columns; the cells say what a warp slot holds.
             "warps".into(),
             blocks(o.blocks_by_warps),
-            format!("{warps} warps ({} threads)", res.threads_per_block),
-            format!("{} warps ({} threads)", arch.max_warps_per_sm, arch.max_threads_per_sm),
+            format!("{} ({} threads)", count(warps, "warp"), res.threads_per_block),
+            format!("{} ({} threads)", count(arch.max_warps_per_sm, "warp"), arch.max_threads_per_sm),
             mark(Limit::Warps),
         ],
         vec![
@@ -188,15 +189,16 @@ fn advice(arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode) -
                 .filter(|n| n.active_blocks > o.active_blocks)
                 .map(|n| (r, n))
         });
-        let mut line = format!("registers: up to {} per thread keep {} blocks", t.keep_current, o.active_blocks);
+        let mut line =
+            format!("registers: up to {} per thread keep {}", t.keep_current, count(o.active_blocks, "block"));
         match next {
             Some((r, n)) => {
-                line += &format!("; {r} or fewer give {} blocks ({})", n.active_blocks, percent(n.occupancy));
+                line += &format!("; {r} or fewer give {} ({})", count(n.active_blocks, "block"), percent(n.occupancy));
                 if t.best_blocks > n.active_blocks {
                     line += &format!(
-                        "; {} or fewer reach the best any register count gives, {} blocks ({})",
+                        "; {} or fewer reach the best any register count gives, {} ({})",
                         t.for_best,
-                        t.best_blocks,
+                        count(t.best_blocks, "block"),
                         percent(t.best_occupancy)
                     );
                 }
@@ -207,14 +209,17 @@ fn advice(arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode) -
     }
     if let Ok(t) = shared_memory_targets(arch, res, mode) {
         let mut line = format!(
-            "shared memory: up to {} B of dynamic shared memory per block keep {} blocks",
-            t.keep_current, o.active_blocks
+            "shared memory: up to {} B of dynamic shared memory per block keep {}",
+            t.keep_current,
+            count(o.active_blocks, "block")
         );
         match t
             .next_step
             .and_then(|(b, d)| occ_at(KernelResources { dynamic_smem_bytes: d, ..*res }).map(|n| (b, d, n)))
         {
-            Some((b, d, n)) => line += &format!("; {d} B or less gives {b} blocks ({})", percent(n.occupancy)),
+            Some((b, d, n)) => {
+                line += &format!("; {d} B or less gives {} ({})", count(b, "block"), percent(n.occupancy))
+            }
             None => line += "; less shared memory adds no block here",
         }
         out.push(line);
@@ -389,6 +394,9 @@ fn json(arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode, arg
 
 /// Runs the calculator and prints its answer.
 pub fn run(args: Args) -> Result<bool> {
+    if let Some(dir) = &args.chart {
+        crate::output::check_dir("--chart", dir)?;
+    }
     let (arch, sm_name, mode) = sm(&args)?;
     let dynamic = to_u32("--smem", args.smem)?;
     let (regs, static_smem, source) = match &args.kernel {
@@ -422,11 +430,10 @@ pub fn run(args: Args) -> Result<bool> {
         Some(f) => println!("{}", report::wrap(&format!("resident per SM: 0 blocks, the launch fails: {f}"))),
         None => {
             println!(
-                "resident per SM: {} block{} = {} warps = {} threads",
-                o.active_blocks,
-                if o.active_blocks == 1 { "" } else { "s" },
-                o.active_warps,
-                o.active_threads
+                "resident per SM: {} = {} = {}",
+                count(o.active_blocks, "block"),
+                count(o.active_warps, "warp"),
+                count(o.active_threads, "thread")
             );
             let limits: Vec<String> = o.limiting_factors().iter().map(Limit::to_string).collect();
             println!("occupancy: {} (limited by {})", percent(o.occupancy), limits.join(" and "));
@@ -451,8 +458,7 @@ pub fn run(args: Args) -> Result<bool> {
     }
     if let Some(dir) = &args.chart {
         std::fs::create_dir_all(dir)?;
-        let kernel = args.kernel.clone().unwrap_or_else(|| "given".into());
-        let [svg, png] = charts::save(&OccupancyChart { kernel, arch, res, mode }, dir)?;
+        let [svg, png] = charts::save(&OccupancyChart { kernel: args.kernel.clone(), arch, res, mode }, dir)?;
         println!("\ncharts: {} {}", svg.display(), png.display());
     }
     Ok(true)

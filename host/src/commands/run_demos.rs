@@ -8,7 +8,7 @@ use crate::demos::{self, Lab, Sizes, coalescing, hierarchy};
 use crate::gpu::Gpu;
 use crate::gpu::timing::Repeats;
 use crate::report_dir::{self, RunRecord};
-use crate::{cli, progress, report};
+use crate::{cli, output, progress, report};
 
 /// Options of `run-demos`.
 #[derive(clap::Args, Debug)]
@@ -69,6 +69,13 @@ pub fn run(args: Args) -> Result<bool> {
     }
     let selected =
         if args.only.is_empty() { demos::NAMES.to_vec() } else { args.only.iter().map(String::as_str).collect() };
+    // Checked before the GPU work, so a run never ends in "cannot write".
+    if let Some(path) = &args.json {
+        output::check_file("--json", path)?;
+    }
+    if let Some(dir) = &args.report {
+        output::check_dir("--report", dir)?;
+    }
     let selected = selected.into_iter().map(demos::find).collect::<Result<Vec<_>>>()?;
     let lab = Lab::new(Gpu::open(args.device, None)?, sizes);
     let mut out = format!(

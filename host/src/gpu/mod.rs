@@ -1,13 +1,15 @@
-//! Everything that talks to the CUDA driver (through `cust`): context and module, device and
-//! kernel attributes, occupancy, launches, device memory, event timing. Raw driver calls
-//! (`cust::sys`) live here and nowhere else (`tests/layering.rs`).
+//! Everything that talks to the CUDA driver (through `cust`): the driver library loaded at run
+//! time, context and module, device and kernel attributes, occupancy, launches, device memory,
+//! event timing. Raw driver calls (`cust::sys`) live here and nowhere else (`tests/layering.rs`).
 
 pub mod context;
 pub mod cublas;
 pub mod device;
+pub mod driver;
 pub mod kernel;
 pub mod launch;
 pub mod memory;
+pub mod nvml;
 pub mod timing;
 
 pub use context::Gpu;
