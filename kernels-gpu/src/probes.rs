@@ -4,7 +4,7 @@ use crate::device::{block_dim_x, dynamic_shared, fma, global_idx_x, lane_id, syn
 
 /// Loads per thread in [`strided_read`]: independent, so 8 are in flight per thread.
 pub const STRIDED_READS_PER_THREAD: usize = 8;
-
+// ANCHOR: strided_read
 /// Global-memory coalescing probe: warp lanes read words `stride` elements apart.
 ///
 /// Thread `g < threads` reads the 4-byte words at element index `(g + r * threads) * stride`
@@ -30,7 +30,7 @@ pub unsafe extern "ptx-kernel" fn strided_read(input: *const u32, partial: *mut 
     }
     unsafe { *partial.add(g) = sum };
 }
-
+// ANCHOR_END: strided_read
 /// Words of the shared-memory array in [`shared_bank_probe`] (16 KiB).
 pub const BANK_PROBE_WORDS: usize = 4096;
 /// The window (in words, a power of two) the probe's step offset wraps in; with the largest
@@ -45,7 +45,7 @@ pub const BANK_PROBE_UNROLL: usize = 8;
 pub const fn bank_probe_word(w: u32) -> u32 {
     w.wrapping_mul(0x9E37_79B9)
 }
-
+// ANCHOR: shared_bank_probe
 /// Shared-memory bank-conflict probe: lane `t` of every warp reads word `t * stride` plus an
 /// offset that is a multiple of 32 words, so every load has the same bank pattern.
 /// `stride = 0` is the broadcast case: all lanes read one word.
@@ -88,7 +88,7 @@ pub unsafe extern "ptx-kernel" fn shared_bank_probe(out: *mut u32, stride: u32, 
     }
     unsafe { *out.add(global_idx_x() as usize) = sum };
 }
-
+// ANCHOR_END: shared_bank_probe
 /// Accumulators per thread in [`register_pressure`]: enough live values that the natural
 /// register count is well above 128, so a JIT register cap below it forces spills.
 pub const PRESSURE_ACCUMULATORS: usize = 128;
@@ -129,7 +129,7 @@ macro_rules! each_accumulator {
         sixteen!($step, 112);
     };
 }
-
+// ANCHOR: register_pressure
 /// Register-pressure probe: each thread keeps [`PRESSURE_ACCUMULATORS`] floats live across a
 /// loop. Every index into the array is a literal, so without a cap the array lives in
 /// registers; a cap (`CU_JIT_MAX_REGISTERS`) below the natural count spills part of it to local
@@ -170,3 +170,4 @@ pub unsafe extern "ptx-kernel" fn register_pressure(input: *const f32, out: *mut
     each_accumulator!(add);
     unsafe { *out.add(g) = sum };
 }
+// ANCHOR_END: register_pressure
