@@ -5,6 +5,7 @@
 //! A chapter is checked through a copy of its page, in the same folder (so its relative paths
 //! hold), with a script that records, at the `load` event, the heading and each image's width in
 //! an attribute of `<html>`; `--dump-dom` prints the page after virtual time has run out.
+//! Screenshots start at the chapter's "Measured on the H200" heading.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,15 @@ window.addEventListener('load', function () {
   document.documentElement.setAttribute('data-book-check',
     (h1 ? h1.textContent : '') + '|' + images.join(','));
 });
+</script>"#;
+
+/// Removes what comes before the "Measured on the H200" heading (headless screenshots start
+/// at the top of the page, whatever the scroll position).
+const FROM_MEASUREMENTS: &str = r#"<script>
+(function () {
+  var h = document.getElementById('measured-on-the-h200');
+  while (h && h.previousElementSibling) { h.previousElementSibling.remove(); }
+})();
 </script>"#;
 
 /// What the browser saw on one page.
@@ -124,11 +134,14 @@ pub fn check_pages(pages: &[PathBuf], screenshots: &[&str], work: &Path, shots: 
         }
         if screenshots.iter().any(|s| name == format!("{s}.html")) {
             let png = shots.join(name.replace(".html", ".png"));
-            let status = headless(&chromium, &profile)
+            // From the chapter's measurements on, so the picture shows a table and a chart.
+            fs::write(&probe_page, html.replacen("</body>", &format!("{FROM_MEASUREMENTS}</body>"), 1))?;
+            let out = headless(&chromium, &profile)
                 .arg(format!("--screenshot={}", png.display()))
-                .arg(format!("file://{}", page.display()))
-                .output()?
-                .status;
+                .arg(format!("file://{}", probe_page.display()))
+                .output();
+            fs::remove_file(&probe_page)?;
+            let status = out.context("cannot start chromium")?.status;
             if !status.success() || fs::metadata(&png).map(|m| m.len()).unwrap_or(0) == 0 {
                 bail!("chromium wrote no screenshot of {name} ({status})");
             }

@@ -122,8 +122,8 @@ pub fn split_report(report: &str) -> Result<Vec<(String, String)>> {
             );
         };
         let text = format!(
-            "{}*Recorded on the H200 by `memlab run-demos --json`; this is `memlab report {RECORDED_RUN} --out DIR` \
-             (the run's full output is `docs/h200-run-demos.txt` in the repository).*\n\n{}",
+            "{}*From the run recorded on the H200 (`{RECORDED_RUN}`), as `memlab report` writes it; the run's full \
+             output is `docs/h200-run-demos.txt` in the repository.*\n\n{}",
             header(&format!("memlab report {RECORDED_RUN}")),
             demote(body.trim_end(), 1)
         );
