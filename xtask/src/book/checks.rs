@@ -64,6 +64,18 @@ pub fn check_includes(src: &Path) -> Result<Vec<String>> {
     Ok(problems)
 }
 
+/// Generated pages (`generated/...md`, names as in `generated`) that no chapter in `src`
+/// includes: an exercise or table written but never shown.
+pub fn unshown<'a>(src: &Path, generated: impl Iterator<Item = &'a String>) -> Result<Vec<String>> {
+    let mut shown = std::collections::BTreeSet::new();
+    for chapter in markdown_files(src)? {
+        for (path, _) in includes(&fs::read_to_string(&chapter)?) {
+            shown.insert(path);
+        }
+    }
+    Ok(generated.filter(|g| g.ends_with(".md") && !shown.contains(&format!("generated/{g}"))).cloned().collect())
+}
+
 fn markdown_files(src: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for entry in fs::read_dir(src).with_context(|| format!("reading {}", src.display()))? {

@@ -4,7 +4,8 @@
 //!    charts, `memlab inspect` and model outputs, and the exercises, each answer checked against
 //!    its command. Without `--check` the files are written to `docs/book/src/generated/`; with it
 //!    they are compared with the committed ones and any difference fails.
-//! 2. Check every `{{#include}}` of the chapters (file and anchor).
+//! 2. Check every `{{#include}}` of the chapters (file and anchor), and that every generated
+//!    page is included by a chapter.
 //! 3. Build with mdBook (installed from crates.io into `target/tools` when missing) into
 //!    `target/book`, then check every relative link and image of the HTML and the search index.
 //! 4. With `--check` (what `cargo xtask test` runs): load every chapter in headless Chromium
@@ -62,7 +63,12 @@ pub fn run(args: &[String]) -> Result<()> {
     } else {
         generate::write_tree(&generated, &fresh)?;
     }
-    let problems = checks::check_includes(&book_dir().join("src"))?;
+    let mut problems = checks::check_includes(&book_dir().join("src"))?;
+    problems.extend(
+        checks::unshown(&book_dir().join("src"), fresh.keys())?
+            .into_iter()
+            .map(|g| format!("generated/{g} is included by no chapter (xtask/src/book/sources.rs lists it)")),
+    );
     if !problems.is_empty() {
         bail!("book includes:\n  {}", problems.join("\n  "));
     }
@@ -201,11 +207,13 @@ mod tests {
         fs::write(dir.join("k.rs"), "// ANCHOR: good\nfn f() {}\n// ANCHOR_END: good\n// ANCHOR: open\n").unwrap();
         fs::write(
             dir.join("c.md"),
-            "{{#include k.rs:good}}\n{{#include k.rs:open}}\n{{#include k.rs:goo}}\n{{#include nope.md}}\n",
+            "{{#include k.rs:good}}\n{{#include k.rs:open}}\n{{#include k.rs:goo}}\n{{#include generated/nope.md}}\n\\{{#include k.rs:escaped}}\n",
         )
         .unwrap();
         let problems = checks::check_includes(&dir).unwrap();
         assert_eq!(problems.len(), 3, "{problems:?}");
+        let generated = ["nope.md".to_string(), "exercises/x.md".to_string(), "charts/x.png".to_string()];
+        assert_eq!(checks::unshown(&dir, generated.iter()).unwrap(), ["exercises/x.md"]);
         assert!(problems[0].contains("anchor open"));
         assert!(problems[1].contains("anchor goo"));
         assert!(problems[2].contains("nope.md does not exist"));
