@@ -100,7 +100,7 @@ pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "machine-thread-cap",
         question: "Same SM, 256 threads per block, only 16 registers per thread. Registers would \
-                   allow 16 blocks. How many blocks are resident, and what limits them?",
+                   allow 16 blocks. What occupancy does it reach, and what limits it?",
         source: Source::Memlab(textbook!("--threads", "256", "--regs", "16")),
         pick: Pick::After("occupancy:"),
         answer: "100.0% (limited by warps (threads per SM))",
