@@ -7,6 +7,7 @@ pub use memlab_contracts::probes::{
 
 use crate::device::{block_dim_x, dynamic_shared, fma, global_idx_x, lane_id, sync_threads, thread_idx_x};
 
+// ANCHOR: strided_read
 /// Global-memory coalescing probe: warp lanes read words `stride` elements apart.
 ///
 /// Thread `g < threads` reads the 4-byte words at element index `(g + r * threads) * stride`
@@ -32,7 +33,9 @@ pub unsafe extern "ptx-kernel" fn strided_read(input: *const u32, partial: *mut 
     }
     unsafe { *partial.add(g) = sum };
 }
+// ANCHOR_END: strided_read
 
+// ANCHOR: shared_bank_probe
 /// Shared-memory bank-conflict probe: lane `t` of every warp reads word `t * stride` plus an
 /// offset that is a multiple of 32 words, so every load has the same bank pattern.
 /// `stride = 0` is the broadcast case: all lanes read one word.
@@ -75,6 +78,7 @@ pub unsafe extern "ptx-kernel" fn shared_bank_probe(out: *mut u32, stride: u32, 
     }
     unsafe { *out.add(global_idx_x() as usize) = sum };
 }
+// ANCHOR_END: shared_bank_probe
 
 /// A 16-byte shared-memory word, so a load of it is one `ld.shared.v4.u32`.
 #[derive(Clone, Copy)]
@@ -181,6 +185,7 @@ macro_rules! each_accumulator {
     };
 }
 
+// ANCHOR: register_pressure
 /// Register-pressure probe: each thread keeps [`PRESSURE_ACCUMULATORS`] floats live across a
 /// loop. Every index into the array is a literal, so without a cap the array lives in
 /// registers; a cap (`CU_JIT_MAX_REGISTERS`) below the natural count spills part of it to local
@@ -221,6 +226,7 @@ pub unsafe extern "ptx-kernel" fn register_pressure(input: *const f32, out: *mut
     each_accumulator!(add);
     unsafe { *out.add(g) = sum };
 }
+// ANCHOR_END: register_pressure
 
 /// Global-memory alignment probe: the lanes of a warp read 32 consecutive words that start
 /// `offset` words past the warp's 128-byte boundary.
