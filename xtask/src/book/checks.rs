@@ -7,7 +7,8 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-/// The `{{#include PATH[:ANCHOR]}}` directives of a chapter: (path, anchor).
+/// The `{{#include PATH[:ANCHOR]}}` and `{{#include PATH:START:END}}` directives of a chapter:
+/// (path, anchor; none for a whole file or a line range).
 pub fn includes(markdown: &str) -> Vec<(String, Option<String>)> {
     let mut found = Vec::new();
     let mut rest = markdown;
@@ -20,12 +21,11 @@ pub fn includes(markdown: &str) -> Vec<(String, Option<String>)> {
             continue;
         }
         let target = after[..end].trim();
-        match target.rsplit_once(':') {
-            Some((path, anchor)) if !anchor.is_empty() && !anchor.chars().all(|c| c.is_ascii_digit()) => {
-                found.push((path.to_string(), Some(anchor.to_string())))
-            }
-            _ => found.push((target.to_string(), None)),
-        }
+        let (path, selector) = target.split_once(':').unwrap_or((target, ""));
+        // mdBook's line ranges (`PATH:3`, `PATH:3:`, `PATH::9`, `PATH:3:9`) name no anchor.
+        let is_range = selector.split(':').all(|part| part.chars().all(|c| c.is_ascii_digit()));
+        let anchor = (!is_range).then(|| selector.to_string());
+        found.push((path.to_string(), anchor));
         rest = &after[end..];
     }
     found

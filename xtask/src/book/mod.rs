@@ -207,16 +207,17 @@ mod tests {
         fs::write(dir.join("k.rs"), "// ANCHOR: good\nfn f() {}\n// ANCHOR_END: good\n// ANCHOR: open\n").unwrap();
         fs::write(
             dir.join("c.md"),
-            "{{#include k.rs:good}}\n{{#include k.rs:open}}\n{{#include k.rs:goo}}\n{{#include generated/nope.md}}\n\\{{#include k.rs:escaped}}\n",
+            "{{#include k.rs:good}}\n{{#include k.rs:open}}\n{{#include k.rs:goo}}\n{{#include generated/nope.md}}\n\\{{#include k.rs:escaped}}\n{{#include k.rs:2:}}\n{{#include k.rs:1:3}}\n{{#include gone.md:3:}}\n",
         )
         .unwrap();
         let problems = checks::check_includes(&dir).unwrap();
-        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert_eq!(problems.len(), 4, "{problems:?}");
         let generated = ["nope.md".to_string(), "exercises/x.md".to_string(), "charts/x.png".to_string()];
         assert_eq!(checks::unshown(&dir, generated.iter()).unwrap(), ["exercises/x.md"]);
         assert!(problems[0].contains("anchor open"));
         assert!(problems[1].contains("anchor goo"));
         assert!(problems[2].contains("nope.md does not exist"));
+        assert!(problems[3].contains("included file gone.md does not exist"), "{}", problems[3]);
     }
 
     #[test]

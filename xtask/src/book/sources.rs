@@ -21,6 +21,7 @@ pub const REPORT_SECTIONS: &[(&str, &str)] = &[
 /// Kernels whose `memlab inspect` output is written to `generated/inspect/<kernel>.md`.
 pub const INSPECT: &[&str] = &[
     "strided_read",
+    "misaligned_read",
     "transpose_naive",
     "transpose_tiled",
     "transpose_padded",
@@ -40,6 +41,16 @@ pub const MODELS: &[(&str, &[&str])] = &[
     ),
     ("occupancy-matmul_tiled_32", &["occupancy", "--kernel", "matmul_tiled_32", "--threads", "1024", "--smem", "8KiB"]),
     ("occupancy-register_pressure", &["occupancy", "--kernel", "register_pressure", "--threads", "256"]),
+    ("occupancy-rtx4090-suggest", &["occupancy", "--gpu", "RTX 4090", "--threads", "256", "--regs", "40", "--smem", "20KiB", "--suggest", "--blocks", "5"]),
+    (
+        "occupancy-sm86-opt-in",
+        &["occupancy", "--gpu", "sm_86", "--threads", "256", "--regs", "32", "--smem", "101120", "--static-smem", "512", "--opt-in"],
+    ),
+    ("banks-8-index-t4", &["banks", "--width", "8", "--index", "t%4"]),
+    ("banks-8-column", &["banks", "--width", "8", "--tile", "32x32", "--access", "column"]),
+    ("banks-16-pairs", &["banks", "--width", "16", "--bytes", "((t>>1)%4)*16"]),
+    ("coalescing-struct-16", &["coalescing", "--struct", "16", "--fields", "0:4,4:4,8:4,12:4"]),
+    ("coalescing-float4", &["coalescing", "--elem", "16"]),
 ];
 
 /// Where an exercise's answer is read in its command's output.
@@ -133,7 +144,7 @@ pub const EXERCISES: &[Exercise] = &[
         question: "Lane t reads shared word 16 t. How many passes does the bank model say the \
                    request takes?",
         source: Source::RecordedRun,
-        pick: Pick::Cell { column: "model factor", row: &["16"] },
+        pick: Pick::Cell { column: "model wavefronts", row: &["4 B, stride 16"] },
         answer: "16",
         why: "Word 16 t sits in bank (16 t) mod 32, which is 0 or 16: each of those two banks holds \
               16 distinct words of the request, and a bank serves one word per pass.",
@@ -156,6 +167,37 @@ pub const EXERCISES: &[Exercise] = &[
         answer: "4",
         why: "Each thread moves 4 elements of its tile (rows ty, ty + 8, ty + 16, ty + 24), one \
               shared load each in the write-out phase.",
+    },
+    Exercise {
+        id: "banks-double-row",
+        question: "A 32x32 block reads a `double tile[32][32]` along its rows: thread (x, y) reads \
+                   `tile[y][x]`. How many wavefronts does each warp's request take?",
+        source: Source::Memlab(&["banks", "--width", "8", "--tile", "32x32", "--access", "row"]),
+        pick: Pick::Cell { column: "wavefronts per request", row: &["0-31"] },
+        answer: "2",
+        why: "A warp reads 256 contiguous bytes: two phases of 16 lanes, each 128 bytes over all 32 \
+              banks once. Two wavefronts is the least an 8-byte request can take, so it has no conflict.",
+    },
+    Exercise {
+        id: "banks-float4-broadcast",
+        question: "Every lane of a warp reads the same `float4` from shared memory. How many \
+                   wavefronts does the request take?",
+        source: Source::Memlab(&["banks", "--width", "16", "--index", "0"]),
+        pick: Pick::Cell { column: "wavefronts per request", row: &["0"] },
+        answer: "2",
+        why: "The broadcast merges lanes within a phase only. Lane pairs on one address let a phase \
+              cover 16 lanes instead of 8, so the warp still needs two phases of one wavefront each.",
+    },
+    Exercise {
+        id: "coalescing-struct-dram",
+        question: "A warp reads all four 4-byte fields of a 16-byte struct, lane t at struct t, one \
+                   instruction per field. How many 32-byte sectors do the four instructions take \
+                   from L1 in all?",
+        source: Source::Memlab(&["coalescing", "--struct", "16", "--fields", "0:4,4:4,8:4,12:4"]),
+        pick: Pick::Cell { column: "L1 sectors", row: &["all (L1)"] },
+        answer: "64",
+        why: "Each instruction touches the warp's whole 512-byte span, 16 sectors, four times over; \
+              L2 and DRAM still move each of the 16 sectors once, so only L1 pays for the split loads.",
     },
     // Tiling.
     Exercise {
