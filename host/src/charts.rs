@@ -511,10 +511,7 @@ impl BarChart {
                 .get(n)
                 .and_then(|r| r.0.split_once(' '))
                 .map_or(format!("size {}", n + 1), |r| r.1.to_string());
-            match text.split('x').collect::<Vec<_>>()[..] {
-                [a, b, c] if a == b && b == c => format!("{a}³"),
-                _ => text,
-            }
+            crate::cli::cubed(&text)
         };
         let mut rungs: Vec<(String, Vec<f64>)> = Vec::new();
         for k in &s.kernels {

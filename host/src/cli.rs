@@ -54,6 +54,14 @@ pub fn count(n: impl std::fmt::Display, noun: &str) -> String {
     if n == "1" { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }
 
+/// A size as a person reads it: `4096x4096x4096` -> `4096³`, anything else unchanged.
+pub fn cubed(size: &str) -> String {
+    match size.split('x').collect::<Vec<_>>()[..] {
+        [a, b, c] if a == b && b == c => format!("{a}³"),
+        _ => size.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
