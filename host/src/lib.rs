@@ -13,6 +13,7 @@ pub mod error;
 pub mod gpu;
 pub mod inspect;
 pub mod model;
+pub mod peer_report;
 pub mod progress;
 pub mod ptx;
 pub mod ptxas;

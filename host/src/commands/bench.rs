@@ -25,9 +25,9 @@ use crate::{reference, refuse, report};
 /// Options of `bench`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: u32,
+    /// CUDA device: one ordinal, a list like 0,1, or `all` (each in turn, then side by side).
+    #[arg(long, default_value = "0", value_parser = crate::cli::devices)]
+    pub device: crate::cli::Devices,
     /// The CUDA C++ twins, a cubin or PTX built from bench/twins.cu for this GPU (`cargo xtask
     /// bench` builds it; by hand: nvcc -O3 -arch=sm_90 -cubin -o bench/build/twins.cubin bench/twins.cu).
     #[arg(long, default_value = "bench/build/twins.cubin")]
@@ -183,9 +183,30 @@ impl Bench {
     }
 }
 
-/// Runs the comparison; returns whether every result (Rust and twin) was right.
+/// Runs the comparison on each chosen device, then puts the devices side by side; returns
+/// whether every result (Rust and twin) was right.
 pub fn run(args: Args) -> Result<bool> {
-    let gpu = Gpu::open(args.device, None)?;
+    let ordinals = super::multi::resolve(&args.device)?;
+    let several = ordinals.len() > 1;
+    let (mut passed, mut figures) = (true, Vec::new());
+    for &ordinal in &ordinals {
+        let json = args.json.as_ref().map(|p| super::multi::per_device_path(p, ordinal, several));
+        let (ok, f) = run_on(&args, ordinal, json.as_deref())?;
+        passed &= ok;
+        figures.push(f);
+    }
+    if several {
+        let labels: Vec<String> = ordinals.iter().map(|o| format!("GPU {o}")).collect();
+        let (header, rows) = super::multi::side_by_side(&labels, &figures);
+        println!("\n{}\n\n{}", super::multi::heading(&ordinals), report::table(header, rows));
+    }
+    Ok(passed)
+}
+
+/// The comparison on one device; returns whether every result was right, and its figures
+/// (memcpy, then each kernel's speed ratio) for the side-by-side table.
+fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Result<(bool, Vec<(String, String)>)> {
+    let gpu = Gpu::open(ordinal, None)?;
     let twins = match Module::from_file(&args.twins) {
         Ok(m) => m,
         Err(e) => refuse!(
@@ -195,7 +216,7 @@ pub fn run(args: Args) -> Result<bool> {
             args.twins.display()
         ),
     };
-    println!("# memlab bench on {}\n\n{}\n", gpu.info.name, report::device(args.device, &gpu.info, gpu.ptx.arch));
+    println!("# memlab bench on {}\n\n{}\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
     let sizes =
         args.shapes.apply(Sizes { repeats: Repeats { warmup: 3, runs: args.rounds as usize }, ..Sizes::default() });
     let mut bench =
@@ -218,7 +239,7 @@ pub fn run(args: Args) -> Result<bool> {
     println!("\n{table}\n");
     println!("speed ratio = CUDA C++ median time / Rust median time (1.00: equal, above 1: Rust faster)");
     let passed = bench.rows.iter().all(|r| r.checks.0.passed() && r.checks.1.passed());
-    if let Some(path) = &args.json {
+    if let Some(path) = json_path {
         let doc = json(&bench, memcpy, &cublas_tflops);
         if let Err(e) = std::fs::write(path, serde_json::to_string_pretty(&doc)?) {
             refuse!("cannot write {}: {e}", path.display());
@@ -226,7 +247,15 @@ pub fn run(args: Args) -> Result<bool> {
         println!("wrote {}", path.display());
     }
     println!("{}", if passed { "All results verified." } else { "SOME RESULTS ARE WRONG: see the check column." });
-    Ok(passed)
+    let figures = std::iter::once(("memcpy device-to-device".to_string(), format!("{memcpy:.0} GB/s")))
+        .chain(super::multi::numbered(
+            bench
+                .rows
+                .iter()
+                .map(|r| (format!("{} {} speed ratio", r.kernel, r.size), format!("{:.3}", r.speed_ratio()))),
+        ))
+        .collect();
+    Ok((passed, figures))
 }
 
 /// Copy and the transposes (kernels-gpu `transpose`), GB/s against memcpy.

@@ -2,10 +2,14 @@
 //! `main.rs`) and its `run`, which returns whether every check passed.
 
 pub mod bench;
+pub mod collectives;
 pub mod devices;
 pub mod hierarchy;
+pub mod host_memory;
 pub mod inspect;
+pub mod multi;
 pub mod occupancy;
+pub mod peer;
 pub mod race;
 pub mod report;
 pub mod run_demos;

@@ -13,9 +13,10 @@ use crate::{cli, progress, report};
 /// Options of `run-demos`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: u32,
+    /// CUDA device: one ordinal, a list like 0,1, or `all` (each in turn, then side by side;
+    /// --json and --report then write one file or folder per device, suffixed `-gpuN`).
+    #[arg(long, default_value = "0", value_parser = cli::devices)]
+    pub device: cli::Devices,
     /// Demos to run (default: all, in the listed order).
     #[arg(long, num_args = 1.., value_parser = clap::builder::PossibleValuesParser::new(demos::NAMES))]
     pub only: Vec<String>,
@@ -50,9 +51,8 @@ fn strided_bytes(text: &str) -> Result<usize, String> {
     coalescing::check_bytes(cli::bytes(text)?)
 }
 
-/// Runs the demos and prints the report once all have run, so that a refusal on the way (a size
-/// the device has no memory for, a shape it cannot launch) prints nothing as a result; returns
-/// whether every check passed.
+/// Runs the demos on each chosen device, then puts the devices side by side; returns whether
+/// every check passed.
 pub fn run(args: Args) -> Result<bool> {
     let mut sizes = args.shapes.apply(Sizes {
         strided_bytes: args.strided_bytes,
@@ -63,11 +63,47 @@ pub fn run(args: Args) -> Result<bool> {
     if let Some([m, n, k]) = args.matmul_naive {
         sizes.matmul_naive = (m, n, k);
     }
+    let ordinals = super::multi::resolve(&args.device)?;
+    let several = ordinals.len() > 1;
+    let (mut passed, mut figures) = (true, Vec::new());
+    for &ordinal in &ordinals {
+        let (ok, record) = run_on(&args, sizes.clone(), ordinal, several)?;
+        passed &= ok;
+        figures.push(run_figures(&record));
+    }
+    if several {
+        let labels: Vec<String> = ordinals.iter().map(|o| format!("GPU {o}")).collect();
+        let (header, rows) = super::multi::side_by_side(&labels, &figures);
+        println!("{}\n\n{}\n", super::multi::heading(&ordinals), report::table(header, rows));
+    }
+    Ok(passed)
+}
+
+/// The figures a run puts side by side with other devices': the memcpy ceiling, then every
+/// kernel row's rate, named `demo: kernel`.
+pub fn run_figures(record: &RunRecord) -> Vec<(String, String)> {
+    let memcpy = record.memcpy_gbs.map(|g| ("memcpy: device-to-device".to_string(), format!("{g:.0} GB/s")));
+    let kernels = record.sections.iter().flat_map(|s| {
+        s.kernels.iter().map(move |k| {
+            let rate = match k.rate {
+                demos::Rate::Gbs(v) => format!("{v:.0} GB/s"),
+                demos::Rate::SharedGbs(v) => format!("{v:.0} GB/s shared"),
+                demos::Rate::Tflops(v) => format!("{v:.2} TFLOP/s"),
+            };
+            (format!("{}: {}", s.name, k.kernel), format!("{rate}{}", if k.check.passed() { "" } else { " WRONG" }))
+        })
+    });
+    memcpy.into_iter().chain(super::multi::numbered(kernels)).collect()
+}
+
+/// Runs the demos on one device and prints the report once all have run, so that a refusal on
+/// the way (a size the device has no memory for, a shape it cannot launch) prints nothing as a
+/// result; returns whether every check passed, and the run's record.
+fn run_on(args: &Args, sizes: Sizes, ordinal: u32, several: bool) -> Result<(bool, RunRecord)> {
     let names: Vec<&str> =
         if args.only.is_empty() { demos::NAMES.to_vec() } else { args.only.iter().map(String::as_str).collect() };
-    let gpu = Gpu::open(args.device, None)?;
-    let mut out =
-        format!("# memlab on {}\n\n{}\n\n", gpu.info.name, report::device(args.device, &gpu.info, gpu.ptx.arch));
+    let gpu = Gpu::open(ordinal, None)?;
+    let mut out = format!("# memlab on {}\n\n{}\n\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
     let mut lab = Lab { gpu, sizes, memcpy_gbs: None };
     let mut sections = Vec::new();
     let bar = progress::bar(names.len());
@@ -90,18 +126,19 @@ pub fn run(args: Args) -> Result<bool> {
         if all_passed { "All results verified." } else { "SOME RESULTS ARE WRONG: see the check column." }
     );
     let record = RunRecord {
-        ordinal: args.device,
+        ordinal,
         device: lab.gpu.info.clone(),
         ptx_arch: lab.gpu.ptx.arch.to_string(),
         memcpy_gbs: lab.memcpy_gbs,
         sections,
     };
     if let Some(path) = &args.json {
-        record.save(path)?;
+        record.save(&super::multi::per_device_path(path, ordinal, several))?;
     }
     if let Some(dir) = &args.report {
-        let files = report_dir::write(dir, &record)?;
+        let dir = super::multi::per_device_path(dir, ordinal, several);
+        let files = report_dir::write(&dir, &record)?;
         eprintln!("report: {} files in {}", files.len(), dir.display());
     }
-    Ok(all_passed)
+    Ok((all_passed, record))
 }

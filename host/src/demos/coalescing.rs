@@ -3,7 +3,9 @@
 
 use anyhow::Result;
 
-use super::{KernelRun, Lab, Section, Work, download, ensure_free, f32_bytes, measure, poison, poisoned, upload};
+use super::{
+    KernelRow, KernelRun, Lab, Section, Work, download, ensure_free, f32_bytes, measure, poison, poisoned, upload,
+};
 use crate::gpu::launch::{Arg, LaunchShape};
 use crate::model::coalescing::{TransactionModel, bandwidth_fraction_vs_unit_stride};
 use crate::reference::{self, STRIDED_READS_PER_THREAD};
@@ -36,7 +38,7 @@ pub fn check_bytes(bytes: usize) -> Result<usize, String> {
 }
 
 /// Useful bandwidth relative to stride 1 when memory moves 32-byte sectors.
-fn sector_model(stride: usize) -> f64 {
+pub fn sector_model(stride: usize) -> f64 {
     bandwidth_fraction_vs_unit_stride(4, stride as u64, TransactionModel::Sector32)
 }
 
@@ -45,22 +47,42 @@ fn segment_model(stride: usize) -> f64 {
     bandwidth_fraction_vs_unit_stride(4, stride as u64, TransactionModel::Segment128)
 }
 
-/// Runs the stride sweep over a buffer of `lab.sizes.strided_bytes`.
+/// Runs the stride sweep over a buffer of `lab.sizes.strided_bytes` in the device's memory.
 pub fn run(lab: &mut Lab) -> Result<Section> {
     let words = lab.sizes.strided_bytes / 4;
-    let max_threads = words / STRIDED_READS_PER_THREAD;
-    ensure_free("the strided-read demo", f32_bytes(&[words, max_threads]))?;
+    ensure_free("the strided-read demo", f32_bytes(&[words, words / STRIDED_READS_PER_THREAD]))?;
     let input = upload(&(0..words).map(reference::strided_word).collect::<Vec<_>>())?;
+    let points = sweep(lab, input.as_device_ptr().as_raw(), words, "lanes read 4-byte words `stride` elements apart")?;
+    let (sweep, notes, series) = table(&points);
+    let mut kernels: Vec<_> = points.into_iter().map(|(_, row)| row).collect();
+    let checks = kernels.drain(1..).map(|row| row.check).collect();
+    Ok(Section {
+        name: "coalescing",
+        title: format!("Global-memory coalescing: strided_read over {} MiB", lab.sizes.strided_bytes >> 20),
+        lesson: "A warp's loads are served in 32-byte sectors: once lanes are 32 bytes or more apart, every 4-byte load drags in a whole sector.".into(),
+        kernels,
+        sweep: Some(sweep),
+        checks,
+        notes,
+        series,
+    })
+}
+
+/// `strided_read` at every stride of [`STRIDES`] over `words` words at device address `input`
+/// (the device's own memory, a peer GPU's, or mapped host memory: any address the lab's
+/// device can load), word `i` holding [`reference::strided_word`]`(i)`. Each point is checked
+/// against the CPU's sums before it is timed.
+pub fn sweep(lab: &Lab, input: u64, words: usize, lesson: &'static str) -> Result<Vec<(usize, KernelRow)>> {
+    let max_threads = words / STRIDED_READS_PER_THREAD;
     let mut partial = poisoned::<u32>(max_threads)?;
     let mut points = Vec::new();
     for stride in STRIDES {
         let threads = words / (STRIDED_READS_PER_THREAD * stride);
         poison(&mut partial)?;
         let shape = LaunchShape { grid: ((threads as u32).div_ceil(BLOCK), 1), block: (BLOCK, 1), smem_bytes: 0 };
-        let args = [Arg::from(&input), Arg::from(&partial), Arg::U32(threads as u32), Arg::U32(stride as u32)];
+        let args = [Arg::Ptr(input), Arg::from(&partial), Arg::U32(threads as u32), Arg::U32(stride as u32)];
         let prediction =
             format!("sectors: {:.3}x, segments: {:.3}x of stride 1", sector_model(stride), segment_model(stride));
-        let lesson = "lanes read 4-byte words `stride` elements apart";
         let useful = (threads * STRIDED_READS_PER_THREAD * 4) as f64;
         let run = KernelRun {
             kernel: "strided_read",
@@ -76,6 +98,15 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         };
         points.push((stride, measure(lab, run, check)?));
     }
+    Ok(points)
+}
+
+/// A sweep table: header and rows.
+pub type Table = (Vec<String>, Vec<Vec<String>>);
+
+/// The sweep against the sector and segment models: the table, the note on which model is
+/// closer, and the chart series (measured / stride 1 and both models).
+pub fn table(points: &[(usize, KernelRow)]) -> (Table, Vec<String>, Vec<Series>) {
     let base_gbs = points[0].1.rate.value();
     let header = [
         "stride",
@@ -121,18 +152,7 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         Series::new(names::SECTOR_MODEL, x, y, STRIDES.map(|s| (s as f64, sector_model(s)))),
         Series::new(names::SEGMENT_MODEL, x, y, STRIDES.map(|s| (s as f64, segment_model(s)))),
     ];
-    let mut kernels: Vec<_> = points.into_iter().map(|(_, row)| row).collect();
-    let checks = kernels.drain(1..).map(|row| row.check).collect();
-    Ok(Section {
-        name: "coalescing",
-        title: format!("Global-memory coalescing: strided_read over {} MiB", lab.sizes.strided_bytes >> 20),
-        lesson: "A warp's loads are served in 32-byte sectors: once lanes are 32 bytes or more apart, every 4-byte load drags in a whole sector.".into(),
-        kernels,
-        sweep: Some((header.iter().map(|s| s.to_string()).collect(), rows)),
-        checks,
-        notes,
-        series,
-    })
+    ((header.iter().map(|s| s.to_string()).collect(), rows), notes, series)
 }
 
 #[cfg(test)]

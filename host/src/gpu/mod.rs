@@ -1,11 +1,18 @@
 //! Everything that talks to the CUDA driver (through `cust`): context and module, device and
-//! kernel attributes, occupancy, launches, event timing.
+//! kernel attributes, occupancy, launches, event timing; several devices (`peer`), host memory
+//! the GPU reads (`host_memory`), and the libraries loaded at run time (`libs`: cuBLAS, NCCL;
+//! NVML).
 
 pub mod context;
 pub mod cublas;
 pub mod device;
+pub mod host_memory;
 pub mod kernel;
 pub mod launch;
+pub mod libs;
+pub mod nccl;
+pub mod nvml;
+pub mod peer;
 pub mod timing;
 
 pub use context::Gpu;
