@@ -24,7 +24,7 @@ struct Cli {
 enum Command {
     /// Run the demos (all, or those named with --only) and print the report.
     RunDemos(commands::run_demos::Args),
-    /// Print the device report for every visible GPU.
+    /// Print the device report for every visible GPU, then the peer topology (links, speeds).
     Devices,
     /// Run the tiled matmul with one barrier removed, to see a race (not part of run-demos).
     RaceLesson(commands::race::Args),

@@ -11,7 +11,7 @@ use crate::demos::peer::collectives::{self, MAX_BYTES, MIN_BYTES, REPEATS};
 use crate::demos::peer::matrix::{PairMatrix, ordered_pairs};
 use crate::demos::peer::topology::Topology;
 use crate::gpu::Gpu;
-use crate::gpu::nccl::{Collective, Nccl, SEARCHED};
+use crate::gpu::nccl::{Collective, Nccl};
 use crate::gpu::peer::{self, DeviceMemory};
 use crate::gpu::timing::{self, Repeats};
 use crate::verify::{self, Check};
@@ -31,9 +31,9 @@ pub struct Args {
     pub max_bytes: usize,
 }
 
-/// The one line printed when NCCL is not found.
+/// The one line printed when NCCL is not found (`gpu::nccl` lists where it is looked for).
 pub fn skipped_line() -> String {
-    format!("collectives: skipped: NCCL (libnccl.so.2) not found; searched {SEARCHED}")
+    "collectives: skipped: NCCL not found (set MEMLAB_NCCL=/path/to/libnccl.so.2)".into()
 }
 
 /// Measures and prints both collectives; returns whether every check passed.

@@ -180,17 +180,23 @@ fn managed(lab: &Lab, opts: &Options) -> Result<(ManagedFigures, Check)> {
         sync()
     };
     let (mut fault, mut prefetch, mut resident) = (Vec::new(), Vec::new(), Vec::new());
+    let mut check = None;
     for run in 0..opts.runs.max(1) {
         if run > 0 {
             to_host()?;
         }
+        poison(&mut partial)?;
         fault.push(timing::time(gpu, once, || launch(gpu, "strided_read", &shape, &args))?.median_ms);
+        if check.is_none() {
+            // The read that faulted every page in, checked before anything is reported.
+            let got = download(&partial)?;
+            check = Some(verify::exact_u32(&got[..threads], |g| reference::strided_partial(g, threads, 1)));
+        }
         resident.push(timing::time(gpu, once, || launch(gpu, "strided_read", &shape, &args))?.median_ms);
         to_host()?;
         prefetch.push(timing::time(gpu, once, || m.prefetch(gpu, true))?.median_ms);
     }
-    let check = verify::exact_u32(&download(&partial)?[..threads], |g| reference::strided_partial(g, threads, 1));
-    poison(&mut partial)?;
+    let check = check.expect("at least one run");
     let median = |v: Vec<f64>| Timing::from_runs(v).map_or(f64::NAN, |t| t.median_ms);
     let figures = ManagedFigures {
         bytes,

@@ -50,9 +50,6 @@ pub struct Nccl {
     _lib: libloading::Library,
 }
 
-/// Where NCCL was looked for, for the one-line skip.
-pub const SEARCHED: &str = "$MEMLAB_NCCL, the loader's libnccl.so.2, $LD_LIBRARY_PATH, /usr/local/cuda/lib64, the system lib folders, Python's nvidia/nccl/lib";
-
 /// The library to load: `$MEMLAB_NCCL` when set (if it is a file), else the soname the loader
 /// knows, else a file found by [`super::libs::find`].
 fn locate() -> Option<(PathBuf, libloading::Library)> {

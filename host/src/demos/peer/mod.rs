@@ -29,7 +29,7 @@ use super::hierarchy::latency::{Latency, chain_at};
 use super::{KernelRow, KernelRun, Lab, Section, Sizes, Work, coalescing, measure};
 use crate::gpu::Gpu;
 use crate::gpu::host_memory::PinnedHost;
-use crate::gpu::launch::{Arg, LaunchShape};
+use crate::gpu::launch::Arg;
 use crate::gpu::peer::{self, DeviceMemory};
 use crate::gpu::timing::{self, Repeats};
 use crate::verify::{self, Check};
@@ -335,7 +335,9 @@ fn kernels_over_link(
 ) -> Result<Section> {
     let bytes = opts.copy_bytes;
     let rows = bytes / (4 * COPY_COLS);
-    let shape = LaunchShape::covering(rows, COPY_COLS, (32, 32), (32, 8), 0);
+    // The copy ceiling of the transpose lesson, with its launch contract.
+    let copy = super::transpose::KERNELS[0];
+    let shape = copy.shape(rows, COPY_COLS);
     let mut kernels: Vec<KernelRow> = Vec::new();
     let mut table = Vec::new();
     let mut notes = Vec::new();
@@ -352,7 +354,7 @@ fn kernels_over_link(
             labs[i].gpu.make_current()?;
             let args = [Arg::Ptr(input.ptr), Arg::Ptr(output.ptr), Arg::U32(rows as u32), Arg::U32(COPY_COLS as u32)];
             let run = KernelRun {
-                kernel: "copy",
+                kernel: copy.name,
                 lesson,
                 prediction: format!("{} -> {}: at most the link's rate", labels[i], labels[j]),
                 shape,
