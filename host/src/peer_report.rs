@@ -99,13 +99,13 @@ pub fn coalescing_chart(record: &PeerRecord) -> Option<SweepChart> {
 
 /// The lesson as Markdown: topology, then every section.
 pub fn markdown(record: &PeerRecord) -> String {
+    let devices: Vec<String> = record.labels.iter().zip(&record.names).map(|(l, n)| format!("{l} ({n})")).collect();
+    let (header, rows) = record.topology.table();
     let mut out = format!(
-        "# memlab peer: {}\n\n## Topology\n\n{}\n\n",
-        record.labels.iter().zip(&record.names).map(|(l, n)| format!("{l} ({n})")).collect::<Vec<_>>().join(", "),
-        {
-            let (h, r) = record.topology.table();
-            report::table(h, r)
-        }
+        "# memlab peer: {}\n\n## Topology\n\n{}\n\n{}\n\n",
+        devices.join(", "),
+        report::table(header, rows),
+        record.topology.bus_ids_text()
     );
     for s in &record.sections {
         out += &format!("{}\n", report::section(s, None));

@@ -64,7 +64,9 @@ fn record() -> PeerRecord {
 fn markdown_shows_the_topology_and_the_matrix() {
     let md = peer_report::markdown(&record());
     assert!(md.starts_with("# memlab peer: GPU 0 (NVIDIA H200), GPU 1 (NVIDIA H200)"), "{md}");
-    assert!(md.contains("NVLink 4 via NVSwitch, 18 links x 26.6 GB/s = 478 GB/s per direction"), "{md}");
+    assert!(md.contains("NVLink 4 via NVSwitch, 18 x 26.6 = 478 GB/s each way"), "{md}");
+    assert!(md.contains("| GPU 0 -> GPU 1 | yes    | 0    | yes     |"), "{md}");
+    assert!(md.contains("PCI: GPU 0 at 0000:1B:00.0, GPU 1 at 0000:43:00.0"), "{md}");
     assert!(md.contains("| from GPU 0    | 1950.0   | 389.5    |"), "{md}");
     assert!(md.contains("| from GPU 1    | 388.0    | 1948.0   |"), "{md}");
     assert!(md.trim_end().ends_with("All results verified."), "{md}");

@@ -20,7 +20,7 @@ pub fn run() -> Result<bool> {
         let ordinals: Vec<u32> = (0..count).collect();
         let topology = Topology::query(&ordinals)?;
         let (header, rows) = topology.table();
-        println!("## Peer topology\n\n{}\n", report::table(header, rows));
+        println!("## Peer topology\n\n{}\n\n{}\n", report::table(header, rows), topology.bus_ids_text());
         if !topology.nvml {
             println!("NVML (libnvidia-ml.so.1) was not loaded: links and speeds unknown.\n");
         }

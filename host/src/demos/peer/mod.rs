@@ -381,16 +381,8 @@ fn kernels_over_link(
             theory.map_or("-".into(), |t| format!("{t:.0}")),
         ]);
     }
-    let header = [
-        "kernel on",
-        "memory of",
-        "read GB/s",
-        "of link",
-        "write GB/s",
-        "of link",
-        "copy engine GB/s",
-        "link GB/s (theory)",
-    ];
+    let header =
+        ["kernel on", "memory of", "read GB/s", "of link", "write GB/s", "of link", "engine GB/s", "link GB/s"];
     Ok(Section {
         name: "peer",
         title: format!("Kernels over the link: `copy` of {} MiB through peer access", bytes >> 20),

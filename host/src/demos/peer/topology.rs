@@ -54,14 +54,13 @@ impl Path {
         }
     }
 
-    /// One phrase, e.g. `NVLink 4 via NVSwitch, 18 links x 26.6 GB/s = 478 GB/s per direction`.
+    /// One phrase, e.g. `NVLink 4 via NVSwitch, 18 x 26.6 = 478 GB/s each way` (links x per-link
+    /// GB/s per direction).
     pub fn describe(&self) -> String {
         let nvlink = |how: &str, links: &u32, version: &Option<u32>, speed: &Option<f64>| {
             let v = version.map_or(String::new(), |v| format!(" {v}"));
             match speed {
-                Some(s) => {
-                    format!("NVLink{v}{how}, {links} links x {s:.1} GB/s = {:.0} GB/s per direction", s * *links as f64)
-                }
+                Some(s) => format!("NVLink{v}{how}, {links} x {s:.1} = {:.0} GB/s each way", s * *links as f64),
                 None => format!("NVLink{v}{how}, {links} links (speed not reported)"),
             }
         };
@@ -134,15 +133,24 @@ impl Topology {
         Ok(Topology { ordinals: ordinals.to_vec(), bus_ids, caps, paths, nvml: nvml.is_some() })
     }
 
+    /// Each device's PCI bus id and what the columns mean, one line.
+    pub fn bus_ids_text(&self) -> String {
+        let ids: Vec<String> =
+            self.ordinals.iter().zip(&self.bus_ids).map(|(o, b)| format!("GPU {o} at {b}")).collect();
+        format!(
+            "PCI: {}; access: cuDeviceCanAccessPeer; rank: the driver's performance rank (lower is faster); link: NVML",
+            ids.join(", ")
+        )
+    }
+
     /// The topology as a table: one row per ordered pair.
     pub fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
-        let header = ["from", "to", "peer access", "perf. rank", "native atomics", "link"];
+        let header = ["pair", "access", "rank", "atomics", "link"];
         let rows = ordered_pairs(self.ordinals.len())
             .filter_map(|(i, j)| {
                 let (c, p) = (self.caps.get(i, j)?, self.paths.get(i, j)?);
                 Some(vec![
-                    format!("GPU {} ({})", self.ordinals[i], self.bus_ids[i]),
-                    format!("GPU {} ({})", self.ordinals[j], self.bus_ids[j]),
+                    format!("GPU {} -> GPU {}", self.ordinals[i], self.ordinals[j]),
                     if c.access { "yes" } else { "no" }.into(),
                     c.rank.to_string(),
                     if c.atomics { "yes" } else { "no" }.into(),
@@ -170,7 +178,7 @@ mod tests {
         let p = path(&ACCESS, 0, 1, &[Some(links.clone()), Some(links)], &ids());
         assert_eq!(p, Path::NvSwitch { links: 18, version: Some(4), gbs_per_link: Some(26.5625) });
         assert!((p.theoretical_gbs().unwrap() - 478.125).abs() < 1e-9);
-        assert_eq!(p.describe(), "NVLink 4 via NVSwitch, 18 links x 26.6 GB/s = 478 GB/s per direction");
+        assert_eq!(p.describe(), "NVLink 4 via NVSwitch, 18 x 26.6 = 478 GB/s each way");
     }
 
     #[test]
