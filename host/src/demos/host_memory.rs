@@ -16,7 +16,7 @@ use anyhow::Result;
 
 use super::hierarchy::latency::{Latency, chain_at};
 use super::{KernelRow, Lab, Section, coalescing, download, ensure_free, poison, poisoned};
-use crate::gpu::host_memory::{HOST_PAGE_BYTES, Managed, PinnedHost, on_demand_paging};
+use crate::gpu::host_memory::{HOST_PAGE_BYTES, Managed, PinnedHost, free_bytes, on_demand_paging};
 use crate::gpu::launch::{Arg, LaunchShape, launch};
 use crate::gpu::peer::DeviceMemory;
 use crate::gpu::timing::{self, Repeats, Timing};
@@ -126,10 +126,7 @@ pub fn check_options(o: &Options, free: usize) -> Result<()> {
 
 /// Measures every host level on `lab`'s device.
 pub fn measure_all(lab: &Lab, opts: &Options) -> Result<Measured> {
-    let (mut free, mut total) = (0usize, 0usize);
-    lab.gpu.make_current()?;
-    crate::gpu::peer::check("cuMemGetInfo", unsafe { cust::sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
-    check_options(opts, free)?;
+    check_options(opts, free_bytes(&lab.gpu)?)?;
     let mut checks = Vec::new();
 
     let words = opts.mapped_bytes / 4;

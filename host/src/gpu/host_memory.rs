@@ -119,6 +119,18 @@ pub fn on_demand_paging(gpu: &Gpu) -> Result<bool> {
     Ok(v == 1)
 }
 
+/// The device's free memory, bytes (`cuMemGetInfo` in its context).
+///
+/// # Errors
+/// A refusal with the driver's error.
+pub fn free_bytes(gpu: &Gpu) -> Result<usize> {
+    gpu.make_current()?;
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: cuMemGetInfo writes two sizes for the current context.
+    check("cuMemGetInfo", unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
+    Ok(free)
+}
+
 /// Bytes of one host page: the unit the per-page migration figure is counted in (4 KiB on
 /// Linux x86-64; the driver may migrate larger blocks at once, which the per-GiB figure shows).
 pub const HOST_PAGE_BYTES: usize = 4096;
