@@ -7,7 +7,9 @@
 //! A PTX that still calls an undefined function (`.extern .func`) fails the build.
 //!
 //! The `sm_90_lines` build (`-C debuginfo=line-tables-only`) is for `memlab inspect`, which maps
-//! SASS back to Rust source lines; it is never loaded on a GPU.
+//! SASS back to Rust source lines; it is never loaded on a GPU. It is embedded as LLVM wrote it,
+//! DWARF sections included: `memlab::line_tables` reads the inlined calls from them and writes
+//! the PTX that `ptxas -lineinfo` accepts.
 
 use std::env;
 use std::fs;
@@ -23,16 +25,16 @@ struct Build {
     line_tables: bool,
 }
 
-/// A baseline every supported GPU can JIT (cc 7.5), Ampere's (cc 8.0, the first with
+/// A baseline every supported GPU can JIT (cc 7.0, so V100s load the lab), Ampere's (cc 8.0, the first with
 /// `cp.async`), Hopper's own (cc 9.0), the load-counting build of the tiling lesson, and
 /// Hopper's with line tables. The sm_80 and sm_90 PTX hold the same instructions today (only
 /// `.version` and `.target` differ: rustc emits nothing Hopper-only for these kernels); the
 /// sm_90 one is what the H200 figures in the README were measured with.
 const BUILDS: [Build; 5] = [
-    Build { name: "sm_75", arch: "sm_75", features: "", line_tables: false },
+    Build { name: "sm_70", arch: "sm_70", features: "", line_tables: false },
     Build { name: "sm_80", arch: "sm_80", features: "", line_tables: false },
     Build { name: "sm_90", arch: "sm_90", features: "", line_tables: false },
-    Build { name: "sm_75_counting", arch: "sm_75", features: "count-loads", line_tables: false },
+    Build { name: "sm_70_counting", arch: "sm_70", features: "count-loads", line_tables: false },
     Build { name: "sm_90_lines", arch: "sm_90", features: "", line_tables: true },
 ];
 
@@ -59,6 +61,10 @@ fn main() {
     for path in ["src", "Cargo.toml", "rust-toolchain.toml"] {
         println!("cargo:rerun-if-changed={}", kernels.join(path).display());
     }
+    // The launch contracts are a path dependency of the kernels (and of the host).
+    for path in ["src", "Cargo.toml"] {
+        println!("cargo:rerun-if-changed={}", kernels.join("../contracts").join(path).display());
+    }
 
     let toolchain = pinned_toolchain(&kernels);
     ensure_toolchain(&toolchain);
@@ -67,32 +73,18 @@ fn main() {
         if let Some(line) = ptx.lines().find(|l| l.trim_start().starts_with(".extern .func")) {
             fail(&format!("the {} PTX is not self-contained, it still declares `{}`", build.name, line.trim()));
         }
-        let ptx = if build.line_tables { assemblable_line_tables(&ptx) } else { ptx };
         fs::write(out_dir.join(format!("kernels_{}.ptx", build.name)), ptx).unwrap();
     }
     println!("cargo:rustc-env=MEMLAB_NIGHTLY={toolchain}");
+    println!("cargo:rustc-env=MEMLAB_HOST_RUSTC={}", host_rustc_version());
 }
 
-/// Makes LLVM's line-table PTX acceptable to `ptxas -lineinfo`: ptxas rejects its DWARF
-/// sections (a label between two sections is a syntax error to it) and, without them, the
-/// `debug` flag of `.target`. The `.file`/`.loc` directives, all before the first DWARF
-/// section, carry the line table on their own.
-fn assemblable_line_tables(ptx: &str) -> String {
-    let mut out = String::with_capacity(ptx.len());
-    for line in ptx.lines() {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with(".section") && trimmed.contains(".debug_") {
-            break;
-        }
-        match trimmed.strip_prefix(".target").and_then(|t| t.trim().strip_suffix(", debug")) {
-            Some(arch) => out += &format!(".target {arch}\n"),
-            None => {
-                out += line;
-                out.push('\n');
-            }
-        }
-    }
-    out
+/// `rustc --version` of the compiler building this crate (cargo's `RUSTC`), for the test that
+/// checks it is the release pinned in `rust-toolchain.toml`.
+fn host_rustc_version() -> String {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(rustc).arg("--version").output().expect("cargo's RUSTC runs");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// The `channel = "..."` of `kernels-gpu/rust-toolchain.toml`.

@@ -12,10 +12,12 @@ use std::sync::Once;
 
 use anyhow::{Result, anyhow};
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
 use crate::demos::{KernelRow, Level, Rate, Section};
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
+use crate::output;
 use crate::series::{Point, Series, names};
 
 /// What drawing on backend `DB` may fail with.
@@ -50,7 +52,8 @@ fn register_font() {
     });
 }
 
-/// Writes `DIR/<stem>.svg` and `DIR/<stem>.png` and returns their paths.
+/// Writes `DIR/<stem>.svg` and `DIR/<stem>.png`, each whole or not at all ([`output`]), and
+/// returns their paths.
 ///
 /// # Errors
 /// A file that cannot be written, or a drawing error.
@@ -60,14 +63,14 @@ pub fn save(chart: &impl Chart, dir: &Path) -> Result<[PathBuf; 2]> {
     let (svg, png) = (dir.join(format!("{stem}.svg")), dir.join(format!("{stem}.png")));
     let size = chart.size();
     let fail = |path: &Path, e: String| anyhow!("drawing {}: {e}", path.display());
-    {
-        let root = SVGBackend::new(&svg, size).into_drawing_area();
-        chart.draw(&root).and_then(|()| root.present()).map_err(|e| fail(&svg, e.to_string()))?;
-    }
-    {
-        let root = BitMapBackend::new(&png, size).into_drawing_area();
-        chart.draw(&root).and_then(|()| root.present()).map_err(|e| fail(&png, e.to_string()))?;
-    }
+    output::atomically(&svg, |temp| {
+        let root = SVGBackend::new(temp, size).into_drawing_area();
+        chart.draw(&root).and_then(|()| root.present()).map_err(|e| fail(&svg, e.to_string()))
+    })?;
+    output::atomically(&png, |temp| {
+        let root = BitMapBackend::new(temp, size).into_drawing_area();
+        chart.draw(&root).and_then(|()| root.present()).map_err(|e| fail(&png, e.to_string()))
+    })?;
     Ok([svg, png])
 }
 
@@ -82,10 +85,16 @@ fn series<'a>(section: &'a Section, name: &str) -> Option<&'a Series> {
 }
 
 /// A power-of-two range covering `values` (all positive), for log axes.
+/// Largest magnitude an axis reaches: extreme but valid values (a `y` of 1e308) are drawn at
+/// the edge, and the axis and its padding stay finite (plotters' log axis loops forever on an
+/// infinite end).
+const AXIS_LIMIT: f64 = 1e300;
+
 fn log_range(values: impl IntoIterator<Item = f64>) -> std::ops::Range<f64> {
     let (lo, hi) = values
         .into_iter()
         .filter(|v| *v > 0.0 && v.is_finite())
+        .map(|v| v.clamp(1.0 / AXIS_LIMIT, AXIS_LIMIT))
         .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
     if lo > hi {
         return 0.5..2.0;
@@ -93,8 +102,29 @@ fn log_range(values: impl IntoIterator<Item = f64>) -> std::ops::Range<f64> {
     2f64.powf(lo.log2().floor() - 0.25)..2f64.powf(hi.log2().ceil() + 0.25)
 }
 
+/// Ticks at 1, 2 and 5 times each power of ten inside `range` (10, 20, 50, 100, ...), so a
+/// log axis can be read between its decades.
+pub fn log_ticks(range: &std::ops::Range<f64>) -> Vec<f64> {
+    if !(range.start > 0.0 && range.end.is_finite() && range.start < range.end) {
+        return Vec::new();
+    }
+    let (lo, hi) = (range.start.log10().floor() as i32, range.end.log10().ceil() as i32);
+    (lo..=hi).flat_map(|d| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(d))).filter(|v| range.contains(v)).collect()
+}
+
+/// `range` grown down to the 1-2-5 tick below it, so that the lowest values have a labelled
+/// tick under them (32 cycles between 20 and 50, not under an unlabelled axis end).
+fn down_to_tick(range: std::ops::Range<f64>) -> std::ops::Range<f64> {
+    if !(range.start > 0.0 && range.start.is_finite()) {
+        return range;
+    }
+    let decade = 10f64.powf(range.start.log10().floor());
+    let tick = [5.0, 2.0, 1.0].map(|m| m * decade).into_iter().find(|t| *t <= range.start).unwrap_or(decade);
+    tick * 0.97..range.end
+}
+
 fn log_label(v: f64) -> String {
-    if v >= 1.0 { format!("{v:.0}") } else { format!("{v:.3}") }
+    if v >= 1.0 { format!("{v:.0}") } else { format!("{v:.3}").trim_end_matches('0').to_string() }
 }
 
 /// A measured sweep against one or two models, x as labelled categories (the sweep's points in
@@ -105,6 +135,8 @@ pub struct SweepChart {
     pub stem: &'static str,
     /// Title line.
     pub title: String,
+    /// The x axis' description.
+    pub x_desc: String,
     /// The measured series (drawn with markers) followed by the models (lines).
     pub series: Vec<Series>,
 }
@@ -118,7 +150,13 @@ impl SweepChart {
             .iter()
             .map(|n| series(s, n).cloned())
             .collect::<Option<Vec<_>>>()?;
-        Some(SweepChart { stem: "coalescing", title: "Strided reads: useful bandwidth against stride".into(), series })
+        let x_desc = series[0].x.clone();
+        Some(SweepChart {
+            stem: "coalescing",
+            title: "Strided reads: useful bandwidth against stride".into(),
+            x_desc,
+            series,
+        })
     }
 
     /// The bank probe: time / stride 1 against the bank model's serialization factor.
@@ -126,7 +164,14 @@ impl SweepChart {
         let s = section(sections, "banks")?;
         let series =
             [names::MEASURED, names::BANK_MODEL].iter().map(|n| series(s, n).cloned()).collect::<Option<Vec<_>>>()?;
-        Some(SweepChart { stem: "banks", title: "Shared-memory bank probe: slowdown against stride".into(), series })
+        // The last point is labelled "broadcast" on the axis (every lane reads one word).
+        let x_desc = "stride (4-byte words); broadcast: every lane reads the same word".into();
+        Some(SweepChart {
+            stem: "banks",
+            title: "Shared-memory bank probe: slowdown against stride".into(),
+            x_desc,
+            series,
+        })
     }
 
     /// The hierarchy's latency ladder: cycles per dependent load against the working set, with
@@ -140,6 +185,7 @@ impl SweepChart {
         Some(SweepChart {
             stem: "latency_ladder",
             title: "Latency ladder: one thread chasing dependent loads".into(),
+            x_desc: series[0].x.clone(),
             series,
         })
     }
@@ -160,13 +206,13 @@ impl Chart for SweepChart {
         root.fill(&WHITE)?;
         let measured = &self.series[0];
         let n = measured.points.len();
-        let y = log_range(self.series.iter().flat_map(|s| s.points.iter().map(|p| p.y)));
+        let y = down_to_tick(log_range(self.series.iter().flat_map(|s| s.points.iter().map(|p| p.y))));
         let mut chart = ChartBuilder::on(root)
             .caption(&self.title, (FONT, 22))
             .margin(14)
             .x_label_area_size(46)
             .y_label_area_size(70)
-            .build_cartesian_2d(-0.5..(n as f64 - 0.5), y.log_scale())?;
+            .build_cartesian_2d(-0.5..(n as f64 - 0.5), y.clone().log_scale().with_key_points(log_ticks(&y)))?;
         // At most about 12 category labels, so long sweeps (the latency ladder) stay legible.
         let every = n.div_ceil(12).max(1);
         let label = |x: &f64| {
@@ -176,29 +222,38 @@ impl Chart for SweepChart {
         };
         chart
             .configure_mesh()
-            .x_desc(measured.x.as_str())
+            .x_desc(self.x_desc.as_str())
             .y_desc(measured.y.as_str())
             .x_labels(n)
             .x_label_formatter(&label)
-            .y_labels(8)
             .y_label_formatter(&|v| log_label(*v))
             .label_style((FONT, 15))
             .axis_desc_style((FONT, 16))
             .draw()?;
         let colours = [MEASURED, MODEL_A, MODEL_B];
-        for (k, s) in self.series.iter().enumerate().rev() {
+        // Measured first, the models on top of it, dashed with open markers larger than the
+        // measured dots: where a model predicts the measurement exactly, both stay visible.
+        for (k, s) in self.series.iter().enumerate() {
             let colour = colours[k % colours.len()];
             // Models are drawn at the measured sweep's positions (same order and length).
             let xy: Vec<(f64, f64)> = s.points.iter().enumerate().map(|(i, p)| (i as f64, p.y)).collect();
-            let style = ShapeStyle::from(&colour).stroke_width(if k == 0 { 3 } else { 2 });
-            chart
-                .draw_series(LineSeries::new(xy.clone(), style))?
-                .label(s.name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
             if k == 0 {
+                let style = ShapeStyle::from(&colour).stroke_width(3);
+                chart
+                    .draw_series(LineSeries::new(xy.clone(), style))?
+                    .label(s.name.as_str())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
                 chart.draw_series(xy.iter().map(|&c| Circle::new(c, 5, colour.filled())))?;
             } else {
-                chart.draw_series(xy.iter().map(|&c| Cross::new(c, 5, colour.stroke_width(2))))?;
+                let style = ShapeStyle::from(&colour).stroke_width(2);
+                chart.draw_series(DashedLineSeries::new(xy.clone(), 7, 5, style))?.label(s.name.as_str()).legend(
+                    move |(x, y)| {
+                        EmptyElement::at((x, y))
+                            + DashedPathElement::new(vec![(0, 0), (22, 0)], 5, 3, style)
+                            + Circle::new((11, 0), 5, style)
+                    },
+                );
+                chart.draw_series(xy.iter().map(|&c| Circle::new(c, 6 + 3 * k as i32, colour.stroke_width(2))))?;
             }
         }
         chart
@@ -217,8 +272,8 @@ impl Chart for SweepChart {
 /// point marked. Uses the hardware-mode model for the device's compute capability.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OccupancyChart {
-    /// Kernel name (title and file stem).
-    pub kernel: String,
+    /// Kernel name (title and file stem); `None` for resources given by hand.
+    pub kernel: Option<String>,
     /// The architecture.
     pub arch: ArchLimits,
     /// The kernel's current resources.
@@ -239,8 +294,9 @@ impl OccupancyChart {
         let arch = *ArchLimits::for_cc(cc.0, cc.1)?;
         let res = KernelResources::new(row.shape.threads_per_block(), row.attrs.regs)
             .with_static_smem(row.attrs.static_smem)
-            .with_dynamic_smem(row.shape.smem_bytes);
-        Some(OccupancyChart { kernel: kernel.into(), arch, res, mode: Mode::Hardware })
+            .with_dynamic_smem(row.shape.smem_bytes)
+            .with_opt_in(true);
+        Some(OccupancyChart { kernel: Some(kernel.into()), arch, res, mode: Mode::Hardware })
     }
 
     fn at(&self, res: KernelResources) -> f64 {
@@ -281,13 +337,17 @@ impl OccupancyChart {
     }
 }
 
+/// One graph of the occupancy chart; x values are divided by `x_unit` (1024 for KiB).
 fn occupancy_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     title: &str,
     x_desc: &str,
     curve: &Curve,
     current: (f64, f64),
+    x_unit: f64,
 ) -> DrawResult<DB> {
+    let curve: Curve = curve.iter().map(|&(x, y)| (x / x_unit, y)).collect();
+    let current = (current.0 / x_unit, current.1);
     let x_max = curve.last().map_or(1.0, |p| p.0).max(current.0);
     let mut chart = ChartBuilder::on(area)
         .caption(title, (FONT, 17))
@@ -315,14 +375,16 @@ fn occupancy_panel<DB: DrawingBackend>(
     }
     chart.draw_series(LineSeries::new(steps, MEASURED.stroke_width(2)))?;
     let (cx, cy) = (current.0, 100.0 * current.1);
-    let label = Text::new(format!("{cy:.0}% here"), (10, 6), (FONT, 15).into_font().color(&MARK));
+    // The label stays inside its panel: left of a point in the right part, and below the line.
+    let offset = if cx > 0.6 * x_max { (-88, 10) } else { (10, 10) };
+    let label = Text::new(format!("{cy:.0}% here"), offset, (FONT, 15).into_font().color(&MARK));
     chart.draw_series([EmptyElement::at((cx, cy)) + Circle::new((0, 0), 7, MARK.filled()) + label])?;
     Ok(())
 }
 
 impl Chart for OccupancyChart {
     fn stem(&self) -> String {
-        format!("occupancy_{}", self.kernel)
+        self.kernel.as_ref().map_or("occupancy".into(), |k| format!("occupancy_{k}"))
     }
 
     fn size(&self) -> (u32, u32) {
@@ -333,8 +395,8 @@ impl Chart for OccupancyChart {
         root.fill(&WHITE)?;
         let r = &self.res;
         let title = format!(
-            "Occupancy of {} on cc {}.{} ({} threads, {} registers, {} B shared per block; {:?} rules)",
-            self.kernel,
+            "Occupancy{} on cc {}.{} ({} threads, {} registers, {} B shared per block; {:?} rules)",
+            self.kernel.as_ref().map_or(String::new(), |k| format!(" of {k}")),
             self.arch.major,
             self.arch.minor,
             r.threads_per_block,
@@ -345,21 +407,21 @@ impl Chart for OccupancyChart {
         let body = root.titled(&title, (FONT, 19))?;
         let panels = body.split_evenly((1, 3));
         let (x, occ) = self.current();
-        occupancy_panel(&panels[0], "against threads per block", "threads per block", &self.by_threads(), (x[0], occ))?;
+        let by_threads = self.by_threads();
+        occupancy_panel(&panels[0], "against threads per block", "threads per block", &by_threads, (x[0], occ), 1.0)?;
+        let by_registers = self.by_registers();
+        let registers = (x[1], occ);
         occupancy_panel(
             &panels[1],
             "against registers per thread",
             "registers per thread",
-            &self.by_registers(),
-            (x[1], occ),
+            &by_registers,
+            registers,
+            1.0,
         )?;
-        occupancy_panel(
-            &panels[2],
-            "against shared memory per block",
-            "dynamic shared bytes",
-            &self.by_shared(),
-            (x[2], occ),
-        )?;
+        let (by_shared, shared) = (self.by_shared(), (x[2], occ));
+        let desc = "dynamic shared memory per block, KiB";
+        occupancy_panel(&panels[2], "against shared memory per block", desc, &by_shared, shared, 1024.0)?;
         Ok(())
     }
 }
@@ -380,6 +442,8 @@ pub struct BarChart {
     pub bars: Vec<Bar>,
     /// Reference lines (e.g. memcpy, cuBLAS).
     pub references: Vec<Bar>,
+    /// Why a bar passes a reference line, when one can (drawn under the title).
+    pub note: Option<String>,
 }
 
 impl BarChart {
@@ -399,37 +463,69 @@ impl BarChart {
         if bars.is_empty() {
             return None;
         }
+        // A kernel that only reads (read_cg) can pass memcpy: a copy also writes, and DRAM
+        // loses time turning the bus around between reads and writes.
+        let note = memcpy_gbs.filter(|&m| bars.iter().any(|b| b.1 > m)).map(|_| {
+            "Above the memcpy line: a kernel that only reads; memcpy reads and writes, and DRAM turns the bus around between them.".to_string()
+        });
         Some(BarChart {
             stem: "bandwidth",
             title: "Global-memory kernels (AI ~ 0, off the roofline) against the memcpy ceiling".into(),
             unit: "GB/s (bytes read + written)",
             bars,
             references: memcpy_gbs.map(|g| ("memcpy D2D".to_string(), g)).into_iter().collect(),
+            note,
         })
     }
 
-    /// The SGEMM ladder: the `sgemm` section's kernels (TFLOP/s) in order, at the first size the
-    /// run measured (a rung's first row), with the first [`names::REFERENCE`] point (cuBLAS at
-    /// that size) as a line; `None` when the run has no such section.
+    /// The SGEMM ladder: the `sgemm` section's kernels (TFLOP/s), each rung at every size the
+    /// run measured (the n-th row of a rung is the n-th size, the size the n-th
+    /// [`names::REFERENCE`] point names), with every reference (cuBLAS at each size) as a line;
+    /// `None` when the run has no such section.
     pub fn sgemm_ladder(sections: &[Section]) -> Option<Self> {
         let s = section(sections, "sgemm")?;
-        let mut bars: Vec<Bar> = Vec::new();
+        let references: Vec<Bar> = series(s, names::REFERENCE)
+            .map(|r| r.points.iter().map(|p| (p.label.clone().unwrap_or_default(), p.y)).collect())
+            .unwrap_or_default();
+        // "cuBLAS 4096x4096x4096" names the size; "4096x4096x4096" -> "4096³".
+        let size = |n: usize| -> String {
+            let text = references
+                .get(n)
+                .and_then(|r| r.0.split_once(' '))
+                .map_or(format!("size {}", n + 1), |r| r.1.to_string());
+            match text.split('x').collect::<Vec<_>>()[..] {
+                [a, b, c] if a == b && b == c => format!("{a}³"),
+                _ => text,
+            }
+        };
+        let mut rungs: Vec<(String, Vec<f64>)> = Vec::new();
         for k in &s.kernels {
-            if let Rate::Tflops(t) = k.rate
-                && !bars.iter().any(|(name, _)| name == k.kernel)
-            {
-                bars.push((k.kernel.to_string(), t));
+            if let Rate::Tflops(t) = k.rate {
+                let name = k.kernel.to_string();
+                match rungs.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, rates)) => rates.push(t),
+                    None => rungs.push((name, vec![t])),
+                }
             }
         }
-        if bars.is_empty() {
+        if rungs.is_empty() {
             return None;
         }
-        let references = series(s, names::REFERENCE)
-            .and_then(|r| r.points.first())
-            .map(|p| (p.label.clone().unwrap_or_default(), p.y))
-            .into_iter()
+        let sizes = rungs.iter().map(|r| r.1.len()).max().unwrap_or(1);
+        let bars = rungs
+            .iter()
+            .flat_map(|(name, rates)| {
+                rates.iter().enumerate().map(move |(n, &t)| {
+                    if sizes > 1 { (format!("{name} {}", size(n)), t) } else { (name.to_string(), t) }
+                })
+            })
             .collect();
-        Some(BarChart { stem: "sgemm_ladder", title: s.title.clone(), unit: "TFLOP/s", bars, references })
+        let references = references
+            .iter()
+            .enumerate()
+            .map(|(n, (label, v))| (format!("{} {}", label.split(' ').next().unwrap_or(""), size(n)), *v))
+            .collect();
+        Some(BarChart { stem: "sgemm_ladder", title: s.title.clone(), unit: "TFLOP/s", bars, references, note: None })
     }
 }
 
@@ -439,14 +535,22 @@ impl Chart for BarChart {
     }
 
     fn size(&self) -> (u32, u32) {
-        (900, 140 + 44 * self.bars.len() as u32)
+        (900, 140 + 44 * self.bars.len() as u32 + if self.note.is_some() { 24 } else { 0 })
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         root.fill(&WHITE)?;
         let n = self.bars.len() as f64;
-        let max = self.bars.iter().chain(&self.references).map(|b| b.1).fold(0.0, f64::max).max(1e-9);
-        let mut chart = ChartBuilder::on(root)
+        let max = self.bars.iter().chain(&self.references).map(|b| b.1).fold(0.0, f64::max).clamp(1e-9, AXIS_LIMIT);
+        let root = match &self.note {
+            Some(note) => {
+                let (top, rest) = root.split_vertically(28);
+                top.draw(&Text::new(note.as_str(), (16, 8), (FONT, 14).into_font().color(&MARK)))?;
+                rest
+            }
+            None => root.clone(),
+        };
+        let mut chart = ChartBuilder::on(&root)
             .caption(&self.title, (FONT, 19))
             .margin(14)
             .x_label_area_size(40)
@@ -470,11 +574,13 @@ impl Chart for BarChart {
             let (x, colour) = if *value > 0.4 * max { (max * 0.01, WHITE) } else { (value + max * 0.01, BLACK) };
             chart.draw_series([Text::new(text, (x, y + 0.68), (FONT, 15).into_font().color(&colour))])?;
         }
-        for (label, value) in &self.references {
+        for (j, (label, value)) in self.references.iter().enumerate() {
             chart.draw_series(DashedLineSeries::new([(*value, 0.0), (*value, n)], 8, 5, MARK.stroke_width(2)))?;
-            let text =
-                Text::new(format!("{label} {}", compact(*value)), (-150, 4), (FONT, 14).into_font().color(&MARK));
-            chart.draw_series([EmptyElement::at((*value, n)) + text])?;
+            // Right-aligned against its line, one line of text lower per reference.
+            let text = format!("{label} {}", compact(*value));
+            let width = text.chars().count() as i32 * 8;
+            let label = Text::new(text, (-width - 6, 4 + 17 * j as i32), (FONT, 14).into_font().color(&MARK));
+            chart.draw_series([EmptyElement::at((*value, n)) + label])?;
         }
         Ok(())
     }
@@ -539,7 +645,9 @@ impl Chart for RooflineChart {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         root.fill(&WHITE)?;
-        let ais = self.points.iter().map(|p| p.1).chain([self.balance() * 4.0, 0.05]);
+        // Room right of the highest intensity for the labels, which sit right of their points.
+        let max_ai = self.points.iter().map(|p| p.1).fold(0.0, f64::max);
+        let ais = self.points.iter().map(|p| p.1).chain([self.balance() * 4.0, 0.05, max_ai * 24.0]);
         let x = log_range(ais);
         let y_lo = (x.start * self.memcpy_gbs / 1e3).min(self.points.iter().map(|p| p.2).fold(f64::MAX, f64::min));
         let y = log_range([y_lo, self.peak_tflops * 1.5]);
@@ -551,7 +659,7 @@ impl Chart for RooflineChart {
             .margin(14)
             .x_label_area_size(46)
             .y_label_area_size(70)
-            .build_cartesian_2d(x.clone().log_scale(), y.log_scale())?;
+            .build_cartesian_2d(x.clone().log_scale(), y.clone().log_scale().with_key_points(log_ticks(&y)))?;
         chart
             .configure_mesh()
             .x_desc("arithmetic intensity, FLOP/byte of requested global loads")
@@ -577,31 +685,47 @@ impl Chart for RooflineChart {
         chart
             .draw_series(DashedLineSeries::new(roof(self.theoretical_gbs), 6, 4, BLACK.stroke_width(1)))?
             .label(format!("clock x bus {:.0} GB/s", self.theoretical_gbs))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], BLACK.stroke_width(1)));
-        // Kernels at (almost) the same intensity, such as the SGEMM rungs, share one label
-        // column next to the highest of them, one line each; lone points alternate above and
-        // below so that neighbours' labels do not overlap.
+            .legend(|(x, y)| EmptyElement::at((x, y)) + DashedPathElement::new(vec![(0, 0), (22, 0)], 6, 4, BLACK));
+        // Kernels within a factor of about 2 in intensity, such as the SGEMM rungs, share one
+        // label column right of their points, one line each, joined to its point by a thin
+        // line; lone points alternate above and below.
         let mut groups: Vec<Vec<&(String, f64, f64)>> = Vec::new();
         for p in &self.points {
-            match groups.iter_mut().find(|g| (g[0].1 / p.1).ln().abs() < 0.02) {
+            match groups.iter_mut().find(|g| (g[0].1 / p.1).ln().abs() < 0.75) {
                 Some(g) => g.push(p),
                 None => groups.push(vec![p]),
             }
         }
+        let font = (FONT, 15).into_font().color(&MEASURED);
         for (i, group) in groups.iter_mut().enumerate() {
             group.sort_by(|a, b| b.2.total_cmp(&a.2));
             for (_, ai, tflops) in group.iter() {
                 chart.draw_series([EmptyElement::at((*ai, *tflops)) + Circle::new((0, 0), 7, MEASURED.filled())])?;
             }
-            let (_, ai, top) = group[0];
-            let first = if group.len() > 1 || i % 2 == 0 { -24 } else { 8 };
-            // A column's labels go to the left of its points (the right edge would cut them).
-            let width = group.iter().map(|(label, _, _)| label.len() + 7).max().unwrap_or(0) as i32 * 8;
-            let x = if group.len() > 1 { -width - 12 } else { 10 };
-            for (j, (label, _, tflops)) in group.iter().enumerate() {
-                let offset = (x, first + 17 * j as i32);
-                let text = Text::new(format!("{label}: {tflops:.2}"), offset, (FONT, 15).into_font().color(&MEASURED));
-                chart.draw_series([EmptyElement::at((*ai, *top)) + text])?;
+            let pixels: Vec<(i32, i32)> = group.iter().map(|p| chart.backend_coord(&(p.1, p.2))).collect();
+            let x = pixels[0].0 + 18;
+            for (j, ((label, ai, tflops), &point)) in group.iter().zip(&pixels).enumerate() {
+                let text = format!("{label}: {tflops:.2}");
+                // Above the memory roof the model's bytes overcount DRAM traffic: L1 and L2
+                // served part of the requested loads. Said above-left, where the chart is empty.
+                if *tflops > ai * self.memcpy_gbs / 1e3 * 1.001 {
+                    let (lx, ly) = (point.0 - 110, point.1 - 46);
+                    root.draw(&Text::new(text, (lx, ly), font.clone()))?;
+                    root.draw(&Text::new("above the DRAM roof: L1/L2 reuse", (lx, ly + 17), font.clone()))?;
+                    continue;
+                }
+                // A column runs down from its highest point, below the roof.
+                let y = if group.len() > 1 {
+                    pixels[0].1 + 17 * j as i32
+                } else if i % 2 == 0 {
+                    point.1 - 14
+                } else {
+                    point.1 + 14
+                };
+                if group.len() > 1 {
+                    root.draw(&PathElement::new(vec![point, (x - 3, y)], MEASURED.mix(0.6)))?;
+                }
+                root.draw(&Text::new(text, (x, y - 8), font.clone()))?;
             }
         }
         chart

@@ -104,6 +104,13 @@ impl Devices {
     }
 }
 
+/// `n` and `noun`, plural unless `n` is 1: `count(1, "block")` is `"1 block"`, `count(2, "warp")`
+/// is `"2 warps"`.
+pub fn count(n: impl std::fmt::Display, noun: &str) -> String {
+    let n = n.to_string();
+    if n == "1" { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +161,12 @@ mod tests {
             Devices::List(vec![0, 7]).resolve(2).unwrap_err(),
             "--device 7 is out of range: this machine has 2 CUDA device(s), valid 0..=1"
         );
+    }
+
+    #[test]
+    fn counts_are_plural_unless_one() {
+        assert_eq!(count(1, "block"), "1 block");
+        assert_eq!(count(0, "warp"), "0 warps");
+        assert_eq!(count(2u32, "warp"), "2 warps");
     }
 }

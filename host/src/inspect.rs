@@ -13,10 +13,13 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+use crate::line_tables;
 use crate::ptx::{count_ops, opcodes};
 use crate::ptxas;
 
-/// The line-table PTX (same code as the sm_90 PTX, plus `.file`/`.loc`; never loaded on a GPU).
+/// The line-table PTX as LLVM wrote it (same code as the sm_90 PTX, plus `.file`/`.loc` and
+/// DWARF sections; never loaded on a GPU). [`sass`] makes it assemblable with
+/// [`crate::line_tables::with_inlining`].
 pub const LINES_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90_lines.ptx"));
 /// Its PTX target.
 pub const LINES_ARCH: &str = "sm_90";
@@ -91,6 +94,16 @@ pub struct SassInstr {
     pub text: String,
     /// Source file and line, when the cubin has line information.
     pub line: Option<(String, u32)>,
+    /// The call sites (file, line) `line` was inlined at, innermost first: empty for a line of
+    /// the kernel itself.
+    pub inlined_at: Vec<(String, u32)>,
+}
+
+impl SassInstr {
+    /// `line`, then the call sites it was inlined at: innermost first.
+    pub fn frames(&self) -> impl Iterator<Item = &(String, u32)> {
+        self.line.iter().chain(&self.inlined_at)
+    }
 }
 
 impl SassInstr {
@@ -106,19 +119,33 @@ impl SassInstr {
     }
 }
 
-/// Parses `nvdisasm -c [-g]` output into each function's instructions.
+/// `"/path/file.rs", line 98` as a file and a line.
+fn file_line(text: &str) -> Option<(String, u32)> {
+    let (file, line) = text.trim().strip_prefix('"')?.split_once("\", line ")?;
+    Some((file.to_string(), line.trim().parse().ok()?))
+}
+
+/// Parses `nvdisasm -c [-g | -gi]` output into each function's instructions. With `-gi` an
+/// instruction's line comes as a block of `//## File` lines, innermost first, each but the
+/// last `inlined at` the next.
 pub fn parse_sass(text: &str) -> BTreeMap<String, Vec<SassInstr>> {
     let mut functions: BTreeMap<String, Vec<SassInstr>> = BTreeMap::new();
     let mut current: Option<String> = None;
-    let mut line: Option<(String, u32)> = None;
+    let mut frames: Vec<(String, u32)> = Vec::new();
+    let mut in_block = false;
     for raw in text.lines() {
         let l = raw.trim();
         if let Some(name) = l.strip_prefix(".text.").and_then(|n| n.strip_suffix(':')) {
             current = Some(name.to_string());
-            line = None;
-        } else if let Some(rest) = l.strip_prefix("//## File \"") {
-            // //## File "/path/file.rs", line 98
-            line = rest.split_once("\", line ").and_then(|(f, n)| Some((f.to_string(), n.trim().parse().ok()?)));
+            frames.clear();
+        } else if let Some(rest) = l.strip_prefix("//## File ") {
+            // //## File "/path/a.rs", line 7 inlined at "/path/b.rs", line 5
+            if !in_block {
+                frames.clear();
+                in_block = true;
+            }
+            let own = rest.split(" inlined at ").next().unwrap_or(rest);
+            frames.extend(file_line(own));
         } else if let (Some(name), Some((_, instr))) = (&current, l.split_once("*/")) {
             if !l.starts_with("/*") {
                 continue;
@@ -132,34 +159,46 @@ pub fn parse_sass(text: &str) -> BTreeMap<String, Vec<SassInstr>> {
             if opcode.is_empty() {
                 continue;
             }
+            in_block = false;
             functions.entry(name.clone()).or_default().push(SassInstr {
                 opcode: opcode.to_string(),
                 text: instr.to_string(),
-                line: line.clone(),
+                line: frames.first().cloned(),
+                inlined_at: frames.iter().skip(1).cloned().collect(),
             });
         }
     }
     functions
 }
 
-/// Assembles `ptx` for `arch` (with `-lineinfo` when `line_info`) and disassembles the cubin
-/// with `nvdisasm -c` (`-g` adds the source lines).
+/// Assembles `ptx` for `arch` and disassembles the cubin with `nvdisasm -c`; with `line_info`
+/// (for the line-table PTX, [`LINES_PTX`]) the PTX gets its inlining chains
+/// ([`line_tables::with_inlining`]), ptxas `-lineinfo` and nvdisasm `-gi` (source lines with
+/// the call sites they were inlined at).
 ///
 /// # Errors
-/// ptxas or nvdisasm missing (`cargo xtask setup` installs both) or failing.
+/// ptxas or nvdisasm missing (`cargo xtask setup` installs both) or failing; line tables this
+/// reader does not know.
 pub fn sass(ptx: &str, arch: &str, line_info: bool) -> Result<BTreeMap<String, Vec<SassInstr>>> {
     let extra: &[&str] = if line_info { &["-lineinfo"] } else { &[] };
+    let lined;
+    let ptx = if line_info {
+        lined = line_tables::with_inlining(ptx)?;
+        lined.as_str()
+    } else {
+        ptx
+    };
     ptxas::with_cubin(ptx, arch, extra, |_, cubin| {
         let nvdisasm = ptxas::tool("nvdisasm");
         let mut cmd = Command::new(&nvdisasm);
         cmd.arg("-c");
         if line_info {
-            cmd.arg("-g");
+            cmd.arg("-gi");
         }
         let out = cmd
             .arg(cubin)
             .output()
-            .with_context(|| format!("cannot run {} (install it with `cargo xtask setup`)", nvdisasm.display()))?;
+            .with_context(|| format!("cannot run {} ({})", nvdisasm.display(), crate::ptxas::MISSING_TOOL))?;
         if !out.status.success() {
             bail!("nvdisasm failed: {}", String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or(""));
         }
@@ -177,27 +216,48 @@ pub fn is_memory(instr: &SassInstr) -> bool {
     ACCESSES.iter().any(|a| a.sass.contains(&instr.base()))
 }
 
-/// A source line and the SASS memory instructions it became, in code order.
+/// Where the kernels' sources are; [`SourceLine`] shows their paths from there.
+pub const KERNEL_SOURCES: &str = "kernels-gpu/src/";
+
+/// The lab's helper module: a line of it is credited to the lesson line that called it.
+pub const HELPER_FILE: &str = "kernels-gpu/src/device.rs";
+
+/// Whether `path` is a lesson's source: the lab's kernels, but not [`HELPER_FILE`].
+pub fn is_lesson_file(path: &str) -> bool {
+    path.contains(KERNEL_SOURCES) && !path.ends_with(HELPER_FILE)
+}
+
+/// A lesson's source line and the SASS memory instructions it became, in code order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceLine {
-    /// The file as shown: from `kernels-gpu/` on for the lab's sources, `core/...` for Rust's.
+    /// The file as shown: from [`KERNEL_SOURCES`] on for the lab's sources, `core/...` for
+    /// Rust's.
     pub file: String,
     /// Line number.
     pub line: u32,
     /// The line's text, when the file is on this machine.
     pub text: Option<String>,
+    /// The helper line (file as shown, line) the instructions come from when the lesson line
+    /// calls one (`device.rs`, `core/...`), through the inlining chain.
+    pub helper: Option<(String, u32)>,
     /// Opcode (with modifiers) and how often, in first-seen order.
     pub ops: Vec<(String, usize)>,
 }
 
-/// Groups the memory instructions of `instrs` by source line, in order of first appearance.
+/// Groups the memory instructions of `instrs` by lesson line and helper line, in order of
+/// first appearance. The lesson line is the innermost frame of the inlining chain in a lesson
+/// file ([`is_lesson_file`]); the instruction's own line is the helper line when it differs.
+/// An instruction with no lesson frame (Rust's library, not inlined from a lesson) keeps its
+/// own line.
 pub fn by_source_line(instrs: &[SassInstr]) -> Vec<SourceLine> {
     let mut out: Vec<SourceLine> = Vec::new();
     let mut files: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
     for instr in instrs.iter().filter(|i| is_memory(i)) {
-        let Some((path, line)) = &instr.line else { continue };
+        let Some(own) = &instr.line else { continue };
+        let (path, line) = instr.frames().find(|(f, _)| is_lesson_file(f)).unwrap_or(own);
         let shown = short_path(path);
-        let entry = match out.iter_mut().position(|s| s.file == shown && s.line == *line) {
+        let helper = (own != &(path.clone(), *line)).then(|| (short_path(&own.0), own.1));
+        let entry = match out.iter_mut().position(|s| s.file == shown && s.line == *line && s.helper == helper) {
             Some(i) => &mut out[i],
             None => {
                 let lines = files.entry(path.clone()).or_insert_with(|| {
@@ -205,7 +265,7 @@ pub fn by_source_line(instrs: &[SassInstr]) -> Vec<SourceLine> {
                 });
                 let text =
                     lines.as_ref().and_then(|l| l.get((*line as usize).checked_sub(1)?)).map(|t| t.trim().to_string());
-                out.push(SourceLine { file: shown, line: *line, text, ops: Vec::new() });
+                out.push(SourceLine { file: shown, line: *line, text, helper, ops: Vec::new() });
                 out.last_mut().expect("just pushed")
             }
         };
@@ -217,10 +277,11 @@ pub fn by_source_line(instrs: &[SassInstr]) -> Vec<SourceLine> {
     out
 }
 
-/// `kernels-gpu/src/x.rs` for the lab's files, `core/...` or `core_arch/...` for Rust's.
+/// `x.rs` (under `kernels-gpu/src/`) for the lab's files, `core/...` or `core_arch/...` for
+/// Rust's.
 fn short_path(path: &str) -> String {
-    if let Some(i) = path.find("kernels-gpu/") {
-        return path[i..].to_string();
+    if let Some(i) = path.find(KERNEL_SOURCES) {
+        return path[i + KERNEL_SOURCES.len()..].to_string();
     }
     if let Some(i) = path.find("/stdarch/crates/") {
         return path[i + "/stdarch/crates/".len()..].to_string();
@@ -254,23 +315,32 @@ mod tests {
         assert_eq!(c.vectors, (1, 1));
     }
 
-    const SASS: &str = "\t.section\t.text.k,\"ax\",@progbits\nk:\n.text.k:\n\t//## File \"/x/kernels-gpu/src/t.rs\", line 98\n        /*0330*/              @!P4 LDG.E.128 R4, desc[UR6][R14.64] ;\n        /*0340*/                   STS [R21], R14 ;\n\t//## File \"/r/lib/rustlib/src/rust/library/core/src/x.rs\", line 57\n        /*0440*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;\n        /*0450*/                   EXIT ;\n";
+    const SASS: &str = "\t.section\t.text.k,\"ax\",@progbits\nk:\n.text.k:\n\t//## File \"/x/kernels-gpu/src/t.rs\", line 98\n        /*0330*/              @!P4 LDG.E.128 R4, desc[UR6][R14.64] ;\n        /*0340*/                   STS [R21], R14 ;\n\t//## File \"/x/kernels-gpu/src/device.rs\", line 108 inlined at \"/x/kernels-gpu/src/t.rs\", line 97\n\t//## File \"/x/kernels-gpu/src/t.rs\", line 97\n        /*0350*/                   LDS.128 R8, [R2] ;\n        /*0360*/                   LDS.128 R12, [R2+0x10] ;\n\t//## File \"/r/lib/rustlib/src/rust/library/core/src/x.rs\", line 57\n        /*0440*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;\n        /*0450*/                   EXIT ;\n";
 
     #[test]
-    fn parses_sass_with_lines_and_groups_by_source() {
+    fn parses_sass_with_lines_and_groups_by_lesson_line() {
         let f = parse_sass(SASS);
         let k = &f["k"];
-        assert_eq!(k.len(), 4);
+        assert_eq!(k.len(), 6);
         assert_eq!((k[0].opcode.as_str(), k[0].base(), k[0].width()), ("LDG.E.128", "LDG", Some(128)));
         assert_eq!(k[0].line, Some(("/x/kernels-gpu/src/t.rs".into(), 98)));
-        assert_eq!(k[2].base(), "BAR");
+        assert!(k[0].inlined_at.is_empty());
+        assert_eq!(k[2].line, Some(("/x/kernels-gpu/src/device.rs".into(), 108)));
+        assert_eq!(k[2].inlined_at, vec![("/x/kernels-gpu/src/t.rs".to_string(), 97)]);
+        assert_eq!(k[3].inlined_at, k[2].inlined_at, "the chain holds until the next block");
+        assert!(k[4].inlined_at.is_empty() && k[4].base() == "BAR", "a new block starts a new chain");
         let counts = sass_counts(k);
-        assert_eq!(counts.iter().sum::<usize>(), 3, "EXIT is no memory instruction");
+        assert_eq!(counts.iter().sum::<usize>(), 5, "EXIT is no memory instruction");
         let lines = by_source_line(k);
-        assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0].file, "kernels-gpu/src/t.rs");
+        assert_eq!(lines.len(), 3);
+        assert_eq!((lines[0].file.as_str(), lines[0].line, &lines[0].helper), ("t.rs", 98, &None));
         assert_eq!(lines[0].ops, vec![("LDG.E.128".to_string(), 1), ("STS".to_string(), 1)]);
-        assert_eq!((lines[1].file.as_str(), lines[1].line), ("core/src/x.rs", 57));
+        // The helper's loads are credited to the lesson line that calls it.
+        assert_eq!((lines[1].file.as_str(), lines[1].line), ("t.rs", 97));
+        assert_eq!(lines[1].helper, Some(("device.rs".to_string(), 108)));
+        assert_eq!(lines[1].ops, vec![("LDS.128".to_string(), 2)]);
+        // Rust's library, not inlined from a lesson line: its own line.
+        assert_eq!((lines[2].file.as_str(), lines[2].line, &lines[2].helper), ("core/src/x.rs", 57, &None));
         assert_eq!(lines[0].text, None, "the file is not on this machine");
     }
 }

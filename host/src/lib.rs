@@ -1,7 +1,8 @@
 //! Host side of the memory-hierarchy lab.
 //!
 //! Data flows one way: the kernels' PTX (built by `build.rs`, embedded by [`ptx`]) is loaded by
-//! [`gpu`] into a CUDA context; each demo in [`demos`] allocates, launches, times, verifies
+//! [`gpu`] into a CUDA context; each demo in [`demos`] allocates, launches (typed launches, all
+//! listed in [`kernels`](mod@kernels), with shapes from the `memlab-contracts` crate), times, verifies
 //! against [`reference`], asks the driver for its figures and puts them next to the [`model`]'s
 //! prediction; [`report`] prints the tables.
 
@@ -10,15 +11,21 @@ pub mod cli;
 pub mod commands;
 pub mod demos;
 pub mod error;
+pub mod expr;
 pub mod gpu;
 pub mod inspect;
+pub mod kernels;
+pub mod line_tables;
 pub mod model;
+pub mod output;
 pub mod peer_report;
 pub mod progress;
 pub mod ptx;
 pub mod ptxas;
+pub mod record_check;
 pub mod reference;
 pub mod report;
 pub mod report_dir;
 pub mod series;
+pub mod table;
 pub mod verify;

@@ -15,6 +15,10 @@ use memlab::error::{EXIT_USAGE, EXIT_WRONG_RESULT};
     about = "All-Rust CUDA lab: how kernels use registers, shared and global memory, measured"
 )]
 struct Cli {
+    /// Tables fitted to the terminal's width (COLUMNS, or 120 when not a terminal), or full
+    /// Markdown tables.
+    #[arg(long, global = true, value_enum, default_value_t = memlab::table::Format::Terminal)]
+    format: memlab::table::Format,
     #[command(subcommand)]
     command: Command,
 }
@@ -26,10 +30,19 @@ enum Command {
     RunDemos(commands::run_demos::Args),
     /// Print the device report for every visible GPU, then the peer topology (links, speeds).
     Devices,
+    /// What this machine has for the lab, and how to get what is missing (no GPU needed).
+    ///
+    /// The driver, each GPU with the PTX it loads, its clocks and the other processes on it, the
+    /// CUDA tools and libraries found and where; exit 0 when run-demos can run, 2 otherwise.
+    Doctor,
     /// Run the tiled matmul with one barrier removed, to see a race (not part of run-demos).
     RaceLesson(commands::race::Args),
     /// Occupancy calculator (no GPU): per-limit table, limiting resource, what to change.
     Occupancy(commands::occupancy::Args),
+    /// Shared-memory bank model (no GPU): wavefronts and conflicts of one access pattern.
+    Banks(commands::banks::Args),
+    /// Global-memory coalescing model (no GPU): requests, sectors and DRAM bytes of a pattern.
+    Coalescing(commands::coalescing::Args),
     /// What a kernel does to each memory level: PTX and SASS memory instructions, registers,
     /// spills, Rust source lines.
     Inspect(commands::inspect::Args),
@@ -56,12 +69,33 @@ fn negative_value(e: &clap::Error) -> bool {
             if arg.strip_prefix('-').is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit())))
 }
 
+/// Ends the program quietly with exit 0 when printing fails on a closed pipe (`memlab occupancy
+/// ... | head -1`): Rust ignores SIGPIPE, so `println!` panics on EPIPE instead, and a reader that
+/// stopped reading is not an error. Every other panic keeps the default report.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        // std's message: "failed printing to stdout: Broken pipe (os error 32)".
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
     // NCCL reads its environment when it is loaded: NVLink SHARP / multicast stays off for this
     // process (the GPU machines' rule). Set first, before any thread exists.
     let (key, value) = memlab::gpu::nccl::NVLS_ENV;
     // SAFETY: no other thread runs yet, so nothing reads the environment concurrently.
     unsafe { std::env::set_var(key, value) };
+    quiet_on_broken_pipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
@@ -107,11 +141,15 @@ fn main() -> ExitCode {
 
 /// Returns whether every check passed.
 fn run(cli: Cli) -> anyhow::Result<bool> {
+    memlab::table::set_format(cli.format);
     match cli.command {
         Command::RunDemos(args) => commands::run_demos::run(args),
         Command::Devices => commands::devices::run(),
+        Command::Doctor => commands::doctor::run(),
         Command::RaceLesson(args) => commands::race::run(args),
         Command::Occupancy(args) => commands::occupancy::run(args),
+        Command::Banks(args) => commands::banks::run(args),
+        Command::Coalescing(args) => commands::coalescing::run(args),
         Command::Inspect(args) => commands::inspect::run(args),
         Command::Report(args) => commands::report::run(args),
         Command::Hierarchy(args) => commands::hierarchy::run(args),

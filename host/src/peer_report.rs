@@ -94,7 +94,12 @@ pub fn coalescing_chart(record: &PeerRecord) -> Option<SweepChart> {
             over_link.points.iter().map(|&(s, _)| (s as f64, first * sector_model(s))),
         ),
     ];
-    Some(SweepChart { stem: "peer_coalescing", title: "Strided reads over the link and from local HBM".into(), series })
+    Some(SweepChart {
+        stem: "peer_coalescing",
+        title: "Strided reads over the link and from local HBM".into(),
+        x_desc: x.into(),
+        series,
+    })
 }
 
 /// The lesson as Markdown: topology, then every section.

@@ -14,15 +14,15 @@ pub struct Ptx {
 
 /// Every embedded PTX, lowest target first.
 pub const ALL: [Ptx; 3] = [
-    Ptx { arch: "sm_75", cc: (7, 5), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_75.ptx")) },
+    Ptx { arch: "sm_70", cc: (7, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_70.ptx")) },
     Ptx { arch: "sm_80", cc: (8, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_80.ptx")) },
     Ptx { arch: "sm_90", cc: (9, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90.ptx")) },
 ];
 
-/// The load-counting build (feature `count-loads`, cc 7.5 so any device runs it): the matmul
+/// The load-counting build (feature `count-loads`, cc 7.0 so any device runs it): the matmul
 /// kernels also count their global loads in the `.global` variable `GLOBAL_LOADS` (u64).
 pub const COUNTING: Ptx =
-    Ptx { arch: "sm_75", cc: (7, 5), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_75_counting.ptx")) };
+    Ptx { arch: "sm_70", cc: (7, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_70_counting.ptx")) };
 
 /// The nightly toolchain the PTX was built with.
 pub const NIGHTLY: &str = env!("MEMLAB_NIGHTLY");
@@ -41,7 +41,31 @@ pub fn check_kernel(ptx: &Ptx, name: &str) -> Result<(), crate::error::Refusal> 
     if names.contains(&name) {
         return Ok(());
     }
+    if let Some(why) = needs_newer(ptx, name) {
+        return Err(crate::error::Refusal(why));
+    }
     Err(crate::error::Refusal(format!("unknown kernel `{name}`: the {} PTX has {}", ptx.arch, names.join(", "))))
+}
+
+/// PTX instructions the older targets lack (`cp.async`: sm_80 and up, PTX ISA "Data Movement
+/// and Conversion Instructions: cp.async", target ISA notes).
+const NEWER_INSTRUCTIONS: [&str; 1] = ["cp.async"];
+
+/// When kernel `name` is not in `ptx` but in a newer embedded PTX: one line naming the compute
+/// capability it needs and the instruction that keeps it out (`cp.async` for
+/// `sgemm_7_async_copy`).
+pub fn needs_newer(ptx: &Ptx, name: &str) -> Option<String> {
+    if kernel_names(ptx.text).contains(&name) {
+        return None;
+    }
+    let newer = ALL.iter().find(|p| p.cc > ptx.cc && kernel_names(p.text).contains(&name))?;
+    let body = entry_body(newer.text, name).unwrap_or("");
+    let uses: Vec<&str> = NEWER_INSTRUCTIONS.iter().copied().filter(|op| count_ops(body, op) > 0).collect();
+    let uses = if uses.is_empty() { String::new() } else { format!(", it uses {}", uses.join(", ")) };
+    Some(format!(
+        "kernel `{name}` needs cc {}.{} or newer (the {} PTX and up have it{uses}): it is not in the {} PTX, which cc {}.{} loads",
+        newer.cc.0, newer.cc.1, newer.arch, ptx.arch, ptx.cc.0, ptx.cc.1
+    ))
 }
 
 /// The PTX to load on a device of compute capability `cc`: the highest target not above it
@@ -75,6 +99,152 @@ pub fn count_ops(body: &str, prefix: &str) -> usize {
     opcodes(body).filter(|op| op.starts_with(prefix)).count()
 }
 
+/// One kernel parameter as the host passes it and the PTX declares it (PTX ISA, "Kernel
+/// Function Parameters": `.param` state space). A Rust kernel's raw pointer is `.param .u64`,
+/// a `u32` `.param .u32`, an `f32` `.param .f32`; an aggregate (a slice, a struct) is a byte
+/// array with the type's alignment, `.param .align A .b8 name[N]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Param {
+    /// A device address (`CUdeviceptr`), `.param .u64`.
+    Ptr,
+    /// A `u32`, `.param .u32`.
+    U32,
+    /// A `u64` that is not a buffer, `.param .u64`.
+    U64,
+    /// An `f32`, `.param .f32`.
+    F32,
+    /// An aggregate of `size` bytes aligned to `align`, `.param .align A .b8 name[N]`.
+    Bytes {
+        /// Bytes.
+        size: u32,
+        /// Alignment, bytes.
+        align: u32,
+    },
+}
+
+impl Param {
+    /// Bytes of the parameter.
+    pub const fn size(self) -> u32 {
+        match self {
+            Param::Ptr | Param::U64 => 8,
+            Param::U32 | Param::F32 => 4,
+            Param::Bytes { size, .. } => size,
+        }
+    }
+
+    /// Alignment of the parameter, bytes.
+    pub const fn align(self) -> u32 {
+        match self {
+            Param::Bytes { align, .. } => align,
+            other => other.size(),
+        }
+    }
+
+    /// Whether the PTX declaration `p` receives this value: same size and alignment, and the
+    /// same kind (integer, float, or byte array).
+    pub fn fits(self, p: &PtxParam) -> bool {
+        let kind_fits = match self {
+            Param::Bytes { .. } => p.array,
+            Param::F32 => p.float && !p.array,
+            Param::Ptr | Param::U32 | Param::U64 => !p.float && !p.array,
+        };
+        kind_fits && self.size() == p.size && self.align() == p.align
+    }
+}
+
+impl std::fmt::Display for Param {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Param::Ptr => write!(f, "a device pointer (8 bytes)"),
+            Param::U32 => write!(f, "a u32 (4 bytes)"),
+            Param::U64 => write!(f, "a u64 (8 bytes)"),
+            Param::F32 => write!(f, "an f32 (4 bytes)"),
+            Param::Bytes { size, align } => write!(f, "{size} bytes aligned to {align}"),
+        }
+    }
+}
+
+/// One `.param` of a PTX `.entry`: its declaration and layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PtxParam {
+    /// The declaration without its name, e.g. `.param .u64 .ptr .align 1`.
+    pub decl: String,
+    /// Bytes.
+    pub size: u32,
+    /// Alignment of the parameter itself, bytes (`.ptr .align N` is the pointee's, not this).
+    pub align: u32,
+    /// A floating-point scalar (`.f32`, `.f64`).
+    pub float: bool,
+    /// A byte array (`.b8 name[N]`): an aggregate.
+    pub array: bool,
+}
+
+/// Bytes of a PTX fundamental type (`.u32`, `.f64`, `.b8`, ...).
+fn type_bytes(ty: &str) -> Option<u32> {
+    let bits: u32 = ty.trim_start_matches('.').get(1..)?.parse().ok()?;
+    bits.is_multiple_of(8).then_some(bits / 8)
+}
+
+/// Parses one parameter declaration, `.param .u32 name` or `.param .align 16 .b8 name[16]`.
+fn parse_param(line: &str) -> Option<PtxParam> {
+    let tokens: Vec<&str> = line.trim().trim_end_matches(',').split_whitespace().collect();
+    let (&first, rest) = tokens.split_first()?;
+    if first != ".param" {
+        return None;
+    }
+    let (align, rest) = match rest {
+        [".align", a, rest @ ..] => (Some(a.parse().ok()?), rest),
+        _ => (None, rest),
+    };
+    let (&ty, rest) = rest.split_first()?;
+    let name = *rest.last()?;
+    let elem = type_bytes(ty)?;
+    let count = match name.split_once('[') {
+        Some((_, n)) => Some(n.trim_end_matches(']').parse::<u32>().ok()?),
+        None => None,
+    };
+    let decl = tokens[..tokens.len() - 1].join(" ");
+    Some(PtxParam {
+        decl,
+        size: elem * count.unwrap_or(1),
+        align: align.unwrap_or(elem),
+        float: ty.starts_with(".f"),
+        array: count.is_some(),
+    })
+}
+
+/// The parameters of entry `name` in a PTX text, in order; `None` when it has no such entry.
+pub fn entry_params(ptx: &str, name: &str) -> Option<Vec<PtxParam>> {
+    let start = ptx.find(&format!(".entry {name}("))?;
+    let rest = &ptx[start..];
+    let list = &rest[rest.find('(')? + 1..rest.find(')')?];
+    Some(list.lines().filter_map(parse_param).collect())
+}
+
+/// Checks the parameters the host passes to entry `name` against the PTX's declaration:
+/// count, then size, alignment and kind of each.
+///
+/// # Errors
+/// One line naming the entry, the first parameter that differs, and both sides.
+pub fn check_params(ptx: &str, name: &str, host: &[Param]) -> Result<(), String> {
+    let Some(params) = entry_params(ptx, name) else {
+        return Err(format!("the PTX has no entry `{name}`"));
+    };
+    if let Some(i) = (0..params.len().max(host.len()))
+        .find(|&i| !matches!((host.get(i), params.get(i)), (Some(h), Some(p)) if h.fits(p)))
+    {
+        let ptx_side =
+            params.get(i).map_or("nothing".into(), |p| format!("`{}` ({} bytes, align {})", p.decl, p.size, p.align));
+        let host_side = host.get(i).map_or("nothing".into(), |h| format!("{h}, align {}", h.align()));
+        return Err(format!(
+            "`{name}` parameter {i}: the PTX declares {ptx_side}, the host passes {host_side} ({} PTX parameters, {} host arguments)",
+            params.len(),
+            host.len()
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,8 +255,9 @@ mod tests {
         assert_eq!(for_device((12, 0)).unwrap().arch, "sm_90");
         assert_eq!(for_device((8, 9)).unwrap().arch, "sm_80");
         assert_eq!(for_device((8, 0)).unwrap().arch, "sm_80");
-        assert_eq!(for_device((7, 5)).unwrap().arch, "sm_75");
-        assert_eq!(for_device((7, 0)), None);
+        assert_eq!(for_device((7, 5)).unwrap().arch, "sm_70");
+        assert_eq!(for_device((7, 0)).unwrap().arch, "sm_70");
+        assert_eq!(for_device((6, 1)), None);
     }
 
     const SAMPLE: &str = ".entry a(\n.param .u32 p\n)\n{\n\tld.shared.b32 %r1, [%rd1];\n\t@%p1 st.shared.b32 [%rd2], %r1;\n\tret;\n}\n.entry b(\n)\n{\n\tld.global.b32 %r1, [%rd1];\n}\n";
@@ -101,6 +272,54 @@ mod tests {
         assert_eq!(count_ops(entry_body(SAMPLE, "b").unwrap(), "ld.global"), 1);
         assert_eq!(entry_body(SAMPLE, "c"), None);
         assert_eq!(kernel_names(".visible .entry a(\n.param\n)\n.visible .entry b_2(\n"), ["a", "b_2"]);
+    }
+
+    /// What rustc (nightly-2026-05-20, `--target nvptx64-nvidia-cuda -C target-cpu=sm_90`)
+    /// emits for `extern "ptx-kernel" fn scale_words(words: &[u32], scale: Scale, out: *mut f32)`
+    /// with `#[repr(C, align(16))] struct Scale { mul: f32, add: f32, n: u32 }`: the slice is
+    /// one 16-byte aggregate aligned to 8 (pointer and length), the struct a 16-byte aggregate
+    /// aligned to 16.
+    const TRAP: &str = ".visible .entry scale_words(\n\t.param .align 8 .b8 scale_words_param_0[16],\n\t.param .align 16 .b8 scale_words_param_1[16],\n\t.param .u64 .ptr .align 1 scale_words_param_2\n)\n{\n\tret;\n}\n";
+
+    #[test]
+    fn parses_aggregates_with_their_alignment_and_pointers_with_theirs() {
+        let params = entry_params(TRAP, "scale_words").unwrap();
+        let layout: Vec<(u32, u32, bool)> = params.iter().map(|p| (p.size, p.align, p.array)).collect();
+        assert_eq!(layout, [(16, 8, true), (16, 16, true), (8, 8, false)]);
+        // `.ptr .align 1` is the pointee's alignment; the parameter itself is a u64.
+        assert_eq!(params[2].decl, ".param .u64 .ptr .align 1");
+    }
+
+    #[test]
+    fn a_slice_passed_as_one_pointer_is_caught() {
+        let slice = Param::Bytes { size: 16, align: 8 };
+        let scale = Param::Bytes { size: 16, align: 16 };
+        assert_eq!(check_params(TRAP, "scale_words", &[slice, scale, Param::Ptr]), Ok(()));
+        // The host passes the slice as its data pointer alone: every later argument shifts.
+        let err = check_params(TRAP, "scale_words", &[Param::Ptr, scale, Param::Ptr]).unwrap_err();
+        assert_eq!(
+            err,
+            "`scale_words` parameter 0: the PTX declares `.param .align 8 .b8` (16 bytes, align 8), the host passes a device pointer (8 bytes), align 8 (3 PTX parameters, 3 host arguments)"
+        );
+        // Pointer and length as two u64 (the C view of a slice): one argument too many.
+        let err = check_params(TRAP, "scale_words", &[Param::Ptr, Param::U64, scale, Param::Ptr]).unwrap_err();
+        assert!(err.starts_with("`scale_words` parameter 0: the PTX declares `.param .align 8 .b8`"), "{err}");
+        assert!(err.ends_with("(3 PTX parameters, 4 host arguments)"), "{err}");
+        // The struct's bytes without its alignment.
+        let err = check_params(TRAP, "scale_words", &[slice, Param::Bytes { size: 16, align: 4 }, Param::Ptr]);
+        assert!(err.unwrap_err().starts_with("`scale_words` parameter 1: the PTX declares `.param .align 16 .b8` (16 bytes, align 16), the host passes 16 bytes aligned to 4"));
+    }
+
+    #[test]
+    fn a_kernel_of_a_newer_ptx_names_the_capability_it_needs() {
+        let why = needs_newer(&ALL[0], "sgemm_7_async_copy").expect("rung 7 is in the sm_80 PTX");
+        assert_eq!(
+            why,
+            "kernel `sgemm_7_async_copy` needs cc 8.0 or newer (the sm_80 PTX and up have it, it uses cp.async): it is not in the sm_70 PTX, which cc 7.0 loads"
+        );
+        assert_eq!(check_kernel(&ALL[0], "sgemm_7_async_copy").unwrap_err().0, why);
+        assert_eq!(needs_newer(&ALL[0], "copy"), None, "in every PTX");
+        assert_eq!(needs_newer(&ALL[2], "sgemm_7_async_copy"), None);
     }
 
     #[test]

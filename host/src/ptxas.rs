@@ -25,8 +25,13 @@ pub struct PtxasKernel {
     pub smem_bytes: u32,
 }
 
-/// Where the CUDA binary tools are: `$MEMLAB_CUDA_BIN`, else what `cargo xtask setup`
-/// installed under `target/cuda-tools`, else the `PATH`.
+/// How to get a missing CUDA tool, for a user of the source tree or of the bundled binary alone.
+pub const MISSING_TOOL: &str =
+    "`memlab doctor` gives the command that installs it; in the source tree, `cargo xtask setup`";
+
+/// Where the CUDA binary tools are: `$MEMLAB_CUDA_BIN` (a folder), else what `cargo xtask
+/// setup` installed under `target/cuda-tools` (in the source tree this binary was built in),
+/// else the `PATH`.
 pub fn tool(name: &str) -> PathBuf {
     if let Some(dir) = std::env::var_os("MEMLAB_CUDA_BIN") {
         return Path::new(&dir).join(name);
@@ -35,10 +40,29 @@ pub fn tool(name: &str) -> PathBuf {
     if setup.exists() { setup } else { PathBuf::from(name) }
 }
 
+/// SM targets CUDA 13's ptxas no longer accepts (Volta and Xavier: CUDA 13.0 dropped them from
+/// offline compilation; the driver still JIT-compiles PTX for them): a CUDA 12 ptxas assembles
+/// these.
+pub const CUDA12_ONLY: [&str; 2] = ["sm_70", "sm_72"];
+
+/// The ptxas that assembles for `arch`: [`tool`]'s, or for a [`CUDA12_ONLY`] target the CUDA 12
+/// one: `$MEMLAB_CUDA12_BIN`, else what `cargo xtask setup` installed under
+/// `target/cuda-tools-12`, else the `PATH`'s.
+pub fn ptxas_for(arch: &str) -> PathBuf {
+    if !CUDA12_ONLY.contains(&arch) {
+        return tool("ptxas");
+    }
+    if let Some(dir) = std::env::var_os("MEMLAB_CUDA12_BIN") {
+        return Path::new(&dir).join("ptxas");
+    }
+    let setup = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/cuda-tools-12/nvidia/cuda_nvcc/bin/ptxas");
+    if setup.exists() { setup } else { PathBuf::from("ptxas") }
+}
+
 /// Assembles `ptx` for `arch` (e.g. `"sm_90"`) with `ptxas -v` and returns each kernel's figures.
 ///
 /// # Errors
-/// ptxas missing (run `cargo xtask setup`) or rejecting the PTX.
+/// ptxas missing ([`MISSING_TOOL`]) or rejecting the PTX.
 pub fn run(ptx: &str, arch: &str) -> Result<Vec<PtxasKernel>> {
     run_with(ptx, arch, &[])
 }
@@ -67,7 +91,7 @@ pub fn with_cubin<T>(ptx: &str, arch: &str, extra: &[&str], f: impl FnOnce(&str,
     let input = dir.join(format!("kernels_{arch}.ptx"));
     std::fs::write(&input, ptx)?;
     let cubin = dir.join("out.cubin");
-    let ptxas = tool("ptxas");
+    let ptxas = ptxas_for(arch);
     let out = Command::new(&ptxas)
         .arg(format!("-arch={arch}"))
         .args(extra)
@@ -75,7 +99,7 @@ pub fn with_cubin<T>(ptx: &str, arch: &str, extra: &[&str], f: impl FnOnce(&str,
         .arg("-o")
         .arg(&cubin)
         .output()
-        .with_context(|| format!("cannot run {} (install it with `cargo xtask setup`)", ptxas.display()));
+        .with_context(|| format!("cannot run {} ({})", ptxas.display(), MISSING_TOOL));
     let result = out.and_then(|out| {
         let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
         if !out.status.success() {

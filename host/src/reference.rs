@@ -4,6 +4,12 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+pub use memlab_contracts::hierarchy::LOCAL_ARRAY_WORDS;
+pub use memlab_contracts::probes::{
+    BANK_PROBE_UNROLL, BANK_PROBE_WINDOW, BANK_PROBE_WORDS, PRESSURE_ACCUMULATORS, STRIDED_READS_PER_THREAD,
+    bank_probe_word,
+};
+
 /// `n` floats uniform in `[-1, 1)` from seed `seed`.
 pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
     let mut rng = StdRng::seed_from_u64(seed);
@@ -43,24 +49,9 @@ pub fn strided_word(i: usize) -> u32 {
     (i as u32).wrapping_mul(0x2545_F491) ^ (i >> 32) as u32 ^ 0x5bd1_e995
 }
 
-/// Loads per thread of `strided_read` (kernels-gpu `STRIDED_READS_PER_THREAD`).
-pub const STRIDED_READS_PER_THREAD: usize = 8;
-
 /// The sum `strided_read` writes for thread `g` of `threads` at `stride`.
 pub fn strided_partial(g: usize, threads: usize, stride: usize) -> u32 {
     (0..STRIDED_READS_PER_THREAD).fold(0u32, |s, r| s.wrapping_add(strided_word((g + r * threads) * stride)))
-}
-
-/// kernels-gpu `BANK_PROBE_WINDOW`, `BANK_PROBE_UNROLL`: the probe's offset pattern.
-pub const BANK_PROBE_WINDOW: usize = 2048;
-/// Loads per unrolled step of the bank probe.
-pub const BANK_PROBE_UNROLL: usize = 8;
-/// Words of the bank probe's shared array.
-pub const BANK_PROBE_WORDS: usize = 4096;
-
-/// Word `w` of the bank probe's shared array (kernels-gpu `bank_probe_word`).
-pub fn bank_probe_word(w: u32) -> u32 {
-    w.wrapping_mul(0x9E37_79B9)
 }
 
 /// Word read by load `k` of lane `lane` in the bank probe at `stride` (0 = broadcast).
@@ -73,9 +64,6 @@ pub fn bank_probe_address(lane: usize, stride: usize, k: usize) -> usize {
 pub fn bank_probe_sum(lane: usize, stride: usize, iters: usize) -> u32 {
     (0..iters).fold(0u32, |s, k| s.wrapping_add(bank_probe_word(bank_probe_address(lane, stride, k) as u32)))
 }
-
-/// kernels-gpu `PRESSURE_ACCUMULATORS`: live floats per thread in `register_pressure`.
-pub const PRESSURE_ACCUMULATORS: usize = 128;
 
 /// What `register_pressure` writes for thread `g` of `threads`: 128 accumulators start at 0,
 /// each read `x = input[g + i * threads]` (`i` in `0..iters`) updates every one as
@@ -91,9 +79,6 @@ pub fn register_pressure(input: &[f32], threads: usize, iters: usize, g: usize) 
     }
     acc.iter().fold(0.0f32, |s, a| s + a)
 }
-
-/// kernels-gpu `LOCAL_ARRAY_WORDS`: the per-thread array of the spill pair.
-pub const LOCAL_ARRAY_WORDS: usize = 16;
 
 /// What both kernels of the spill pair (`local_array_constant_index`, and
 /// `local_array_runtime_index` with shift 1) write for thread `g` of `threads`: the array
@@ -114,7 +99,7 @@ pub fn local_array(input: &[f32], threads: usize, iters: usize, g: usize) -> f32
 /// `g, g + threads, ...`) `passes` times: the wrapping sum of its words, times `passes`.
 pub fn read_sums(words: &[u32], threads: usize, passes: u32) -> Vec<u32> {
     let mut sums = vec![0u32; threads];
-    for (v, vector) in words.chunks_exact(4).enumerate() {
+    for (v, vector) in words.as_chunks::<4>().0.iter().enumerate() {
         let s = &mut sums[v % threads];
         *s = vector.iter().fold(*s, |acc, &w| acc.wrapping_add(w));
     }

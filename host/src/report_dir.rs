@@ -11,15 +11,14 @@ use serde::{Deserialize, Serialize};
 use crate::charts::{self, BarChart, Chart, OccupancyChart, RooflineChart, SweepChart};
 use crate::demos::Section;
 use crate::gpu::device::DeviceInfo;
-use crate::{refuse, report};
+use crate::table::Layout;
+use crate::{output, refuse, report};
 
 /// Kernels whose occupancy graphs the report draws, when they ran.
 pub const OCCUPANCY_KERNELS: [&str; 2] = ["matmul_tiled_32", "transpose_padded"];
 
 /// Everything one `run-demos` measured, as written by `--json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-// Sections name kernels with `&'static str`, so they deserialize from `'static` text only.
-#[serde(bound(deserialize = "'de: 'static"))]
 pub struct RunRecord {
     /// CUDA device ordinal.
     pub ordinal: u32,
@@ -36,27 +35,48 @@ pub struct RunRecord {
 impl RunRecord {
     /// Reads a record written by `run-demos --json`.
     ///
-    /// The result types name kernels and demos with `&'static str`, so the file's text is
-    /// leaked to live as long as the program: a record is read once per command.
-    ///
     /// # Errors
-    /// An unreadable file or JSON that is not a run record (one line with serde's position).
+    /// An unreadable file, JSON that is not a run record (one line with serde's position), or
+    /// a figure out of its physical range ([`crate::record_check`], one line naming the field).
     pub fn load(path: &Path) -> Result<RunRecord> {
         let text = fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let text: &'static str = Box::leak(text.into_boxed_str());
-        match serde_json::from_str(text) {
-            Ok(record) => Ok(record),
+        let mut record: RunRecord = match serde_json::from_str(&text) {
+            Ok(record) => record,
             Err(e) => refuse!("{} is not a memlab run record: {e}", path.display()),
+        };
+        if let Err(e) = crate::record_check::check(&record) {
+            refuse!("{} is refused: {e}", path.display());
         }
+        record.fill_occupancy_commands();
+        record.rebuild_roofline();
+        Ok(record)
     }
 
-    /// Writes the record as pretty JSON.
+    /// Writes the record as pretty JSON, whole or not at all ([`output::write`]).
     ///
     /// # Errors
     /// The file cannot be written.
     pub fn save(&self, path: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self)?;
-        fs::write(path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
+        output::write(path, text + "\n")
+    }
+
+    /// Gives every kernel row recorded before rows carried their `memlab occupancy` command
+    /// that command, from the row's figures and the device's compute capability.
+    pub fn fill_occupancy_commands(&mut self) {
+        let cc = self.device.cc;
+        for row in self.sections.iter_mut().flat_map(|s| &mut s.kernels).filter(|r| r.occupancy_command.is_empty()) {
+            row.occupancy_command = crate::demos::occupancy_command(cc, &row.attrs, &row.shape);
+        }
+    }
+
+    /// Rebuilds the roofline section (derived from the other sections' kernels) with this
+    /// version's rules, when the run has one.
+    pub fn rebuild_roofline(&mut self) {
+        let Some(i) = self.sections.iter().position(|s| s.name == "roofline") else { return };
+        if let Some(fresh) = crate::demos::roofline::build(&self.device, self.memcpy_gbs, &self.sections) {
+            self.sections[i] = fresh;
+        }
     }
 
     /// FP32 peak, TFLOP/s, from the SM count, the FP32 lanes of the architecture and the
@@ -131,25 +151,31 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
     };
     add(
         roofline.map(|c| {
-            figure(&c, dir, "Kernels that compute, at their arithmetic intensity by requested global loads (the tiling model; caches ignored, so a kernel whose loads hit L1/L2 can sit above the DRAM roof).".into())
+            figure(&c, dir, "Kernels that compute, each at its first size, at their arithmetic intensity by requested global loads (the tiling model; caches ignored, so a kernel whose loads hit L1/L2, like `matmul_naive`, sits above the DRAM roof).".into())
         }),
         "roofline (needs the `memcpy` and `matmul` demos)",
     )?;
     add(
         BarChart::bandwidth(sections, record.memcpy_gbs).map(|c| {
-            figure(&c, dir, "Kernels that only move data (no FLOP, so no place on the roofline): bandwidth against the memcpy ceiling.".into())
+            figure(&c, dir, "Kernels that only move data (no FLOP, so no place on the roofline): bandwidth against the memcpy ceiling, which a kernel that only reads (`read_cg`) can pass.".into())
         }),
         "bandwidth bars (run the `transpose` demo)",
     )?;
     add(
-        BarChart::sgemm_ladder(sections)
-            .map(|c| figure(&c, dir, "The SGEMM ladder: each step's TFLOP/s, with its references.".into())),
+        BarChart::sgemm_ladder(sections).map(|c| {
+            figure(
+                &c,
+                dir,
+                "The SGEMM ladder: each rung's TFLOP/s at every size the run measured, against cuBLAS at each size."
+                    .into(),
+            )
+        }),
         "SGEMM ladder against cuBLAS (this run has no `sgemm` section)",
     )?;
 
     let md = markdown(record, &figures, &missing);
     let path = dir.join("report.md");
-    fs::write(&path, md).with_context(|| format!("cannot write {}", path.display()))?;
+    output::write(&path, md)?;
     let mut written = vec![path];
     for f in &figures {
         written.push(f.file.clone());
@@ -162,7 +188,7 @@ fn markdown(record: &RunRecord, figures: &[Figure], missing: &[String]) -> Strin
     let mut md = format!(
         "# memlab report: {}\n\n{}\n\n## Charts\n\n",
         record.device.name,
-        report::device(record.ordinal, &record.device, &record.ptx_arch)
+        report::device_in(Layout::Markdown, record.ordinal, &record.device, &record.ptx_arch)
     );
     for f in figures {
         let name = f.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -177,7 +203,7 @@ fn markdown(record: &RunRecord, figures: &[Figure], missing: &[String]) -> Strin
     }
     md += "## Tables\n\n";
     for s in &record.sections {
-        md += &report::section(s, record.memcpy_gbs);
+        md += &report::section_in(Layout::Markdown, s, record.memcpy_gbs);
         md += "\n";
     }
     md

@@ -1,7 +1,7 @@
 //! The binary's behaviour on a machine without a GPU: help, refusals of bad input, and the
 //! one-line no-driver error with exit code 2.
 
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 fn memlab(args: &[&str]) -> Output {
     memlab_env(args, &[])
@@ -11,8 +11,9 @@ fn memlab(args: &[&str]) -> Output {
 fn memlab_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlab"));
     cmd.envs(env.iter().copied());
-    // The binary links libcuda.so.1; on a machine without a driver, the library `cargo xtask
-    // setup` fetched (cust's CUDA_LIBRARY_PATH) stands in, and cuInit then finds no device.
+    // The binary loads libcuda.so.1 when a command needs the GPU; on a machine without a driver,
+    // the library `cargo xtask setup` fetched (cust's CUDA_LIBRARY_PATH) stands in, so cuInit is
+    // reached and finds no device (`tests/no_driver.rs` runs with no library at all).
     if let Ok(dir) = std::env::var("CUDA_LIBRARY_PATH") {
         cmd.env("LD_LIBRARY_PATH", std::path::Path::new(&dir).join("lib64"));
     }
@@ -110,6 +111,8 @@ fn hierarchy_refuses_bad_sizes_before_touching_the_gpu() {
         ),
         (&["hierarchy", "--ladder-max", "2KiB"][..], "error: --ladder-max 2048 must be a power of two"),
         (&["hierarchy", "--dram-bytes", "100"][..], "error: --dram-bytes 100 must be a multiple of 16"),
+        // The hierarchy's DRAM size is its own option in run-demos too, not --strided-bytes.
+        (&["run-demos", "--dram-bytes", "100"][..], "error: --dram-bytes 100 must be a multiple of 16"),
         (&["hierarchy", "--steps", "8"][..], "8 is not in 64..=4194304"),
     ] {
         assert_refused(args, needle);
@@ -148,4 +151,40 @@ fn collectives_without_nccl_are_skipped_with_one_line() {
     assert_eq!(out.lines().count(), 1, "{out}");
     assert_eq!(out.trim_end(), "collectives: skipped: NCCL not found (set MEMLAB_NCCL=/path/to/libnccl.so.2)");
     assert!(o.stderr.is_empty(), "{}", stderr(&o));
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly_with_exit_0() {
+    // `memlab occupancy ... | head -0`: the reader is gone before the first line is printed.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memlab"))
+        .args(["occupancy", "--cc", "9.0", "--threads", "256", "--regs", "40"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run memlab");
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(o.stderr.is_empty(), "no panic message: {}", stderr(&o));
+}
+
+#[test]
+fn output_paths_are_checked_before_any_work() {
+    let run = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/report/run.json");
+    for (args, flag) in [
+        (&["run-demos", "--json", "/missing/dir/x.json"][..], "--json /missing/dir/x.json"),
+        (&["run-demos", "--report", "/missing/dir/report"], "--report /missing/dir/report"),
+        (&["bench", "--json", "/missing/dir/x.json"], "--json /missing/dir/x.json"),
+        (&["run-demos", "--device", "all", "--json", "/missing/dir/x.json"], "--json /missing/dir/x.json"),
+        (&["peer", "--json", "/missing/dir/x.json"], "--json /missing/dir/x.json"),
+        (&["peer", "--report", "/missing/dir/report"], "--report /missing/dir/report"),
+        (&["occupancy", "--threads", "256", "--regs", "40", "--chart", "/missing/dir/c"], "--chart /missing/dir/c"),
+        (&["report", run, "--out", "/missing/dir/r"], "--out /missing/dir/r"),
+    ] {
+        let o = memlab(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        // Named before the driver is touched: not the no-GPU refusal.
+        assert_eq!(stderr(&o).trim_end(), format!("error: {flag}: the folder /missing/dir does not exist"));
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
 }

@@ -6,12 +6,11 @@ use assert_cmd::Command;
 
 fn memlab() -> Command {
     let mut cmd = Command::cargo_bin("memlab").expect("the memlab binary");
-    // The binary links libcuda.so.1; without a driver, the library `cargo xtask setup` fetched
-    // (cust's CUDA_LIBRARY_PATH) stands in. No command here calls the driver.
-    if let Ok(dir) = std::env::var("CUDA_LIBRARY_PATH") {
-        cmd.env("LD_LIBRARY_PATH", std::path::Path::new(&dir).join("lib64"));
-    }
+    // No command here loads the driver library.
     cmd.env("CUDA_VISIBLE_DEVICES", "");
+    // Tests read whole sentences: a wide terminal wraps none (`cpu_commands_fit_100_columns`
+    // sets its own widths).
+    cmd.env("COLUMNS", "1000");
     cmd
 }
 
@@ -34,12 +33,27 @@ fn refused(args: &[&str]) -> String {
     stderr
 }
 
+/// Whether `out` contains `needle` once line breaks and indents are folded to single spaces
+/// (the commands wrap their prose to 100 columns).
+fn has(out: &str, needle: &str) -> bool {
+    out.split_whitespace().collect::<Vec<_>>().join(" ").contains(needle)
+}
+
 /// The cells of the Markdown table row whose first cells are `first`.
 fn row(out: &str, first: &[&str]) -> Vec<String> {
     out.lines()
         .map(|l| l.split('|').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect::<Vec<_>>())
         .find(|cells| cells.len() >= first.len() && cells.iter().zip(first).all(|(c, f)| c == f))
         .unwrap_or_else(|| panic!("no row {first:?} in\n{out}"))
+}
+
+/// The rows of `inspect`'s "lesson line -> SASS" table: lesson line, helper line (empty when
+/// none), Rust text, SASS.
+fn lesson_rows(out: &str) -> Vec<Vec<String>> {
+    out.lines()
+        .filter(|l| l.starts_with("| ") && l.split('|').nth(1).is_some_and(|c| c.trim().contains(".rs:")))
+        .map(|l| l.split('|').skip(1).take(4).map(|c| c.trim().to_string()).collect())
+        .collect()
 }
 
 const TEXTBOOK: [&str; 6] = ["--regs-per-sm", "65536", "--threads-per-sm", "2048", "--smem-per-sm", "48KiB"];
@@ -64,73 +78,73 @@ fn help_lists_every_command() {
 fn ex1_registers_limit_512_threads_of_40_registers_to_75_percent() {
     let out = textbook(&["--threads", "512", "--regs", "40"]);
     assert_eq!(row(&out, &["registers"])[1..4], ["3", "20480 registers", "65536 registers"]);
-    assert_eq!(row(&out, &["warps (threads per SM)"])[1], "4");
-    assert!(out.contains("resident per SM: 3 blocks = 48 warps = 1536 threads"), "{out}");
-    assert!(out.contains("occupancy: 75.0% (limited by registers)"), "{out}");
-    assert!(out.contains("registers: up to 42 per thread keep 3 blocks; 32 or fewer give 4 blocks (100.0%)"), "{out}");
+    assert_eq!(row(&out, &["warps"])[1], "4");
+    assert!(has(&out, "resident per SM: 3 blocks = 48 warps = 1536 threads"), "{out}");
+    assert!(has(&out, "occupancy: 75.0% (limited by registers)"), "{out}");
+    assert!(has(&out, "registers: up to 42 per thread keep 3 blocks; 32 or fewer give 4 blocks (100.0%)"), "{out}");
 }
 
 #[test]
 fn ex3_the_thread_cap_wins_over_spare_registers() {
     let out = textbook(&["--threads", "256", "--regs", "16"]);
     assert_eq!(row(&out, &["registers"])[1], "16");
-    assert_eq!(row(&out, &["warps (threads per SM)"])[1], "8");
-    assert!(out.contains("occupancy: 100.0% (limited by warps (threads per SM))"), "{out}");
+    assert_eq!(row(&out, &["warps"])[1], "8");
+    assert!(has(&out, "occupancy: 100.0% (limited by warps (threads per SM))"), "{out}");
 }
 
 #[test]
 fn ex4_twenty_kib_of_shared_memory_limit_to_25_percent() {
     let out = textbook(&["--threads", "256", "--regs", "32", "--smem", "20KiB"]);
     assert_eq!(row(&out, &["shared memory"])[1..3], ["2", "20480 B"]);
-    assert!(out.contains("occupancy: 25.0% (limited by shared memory)"), "{out}");
-    assert!(out.contains("up to 24576 B of dynamic shared memory per block keep 2 blocks"), "{out}");
-    assert!(out.contains("16384 B or less gives 3 blocks (37.5%)"), "{out}");
+    assert!(has(&out, "occupancy: 25.0% (limited by shared memory)"), "{out}");
+    assert!(has(&out, "up to 24576 B of dynamic shared memory per block keep 2 blocks"), "{out}");
+    assert!(has(&out, "16384 B or less gives 3 blocks (37.5%)"), "{out}");
 }
 
 #[test]
 fn ex9_255_registers_give_12_5_percent_and_32_give_100() {
     let out = textbook(&["--threads", "128", "--regs", "255"]);
-    assert!(out.contains("occupancy: 12.5% (limited by registers)"), "{out}");
-    assert!(out.contains("32 or fewer reach the best any register count gives, 16 blocks (100.0%)"), "{out}");
+    assert!(has(&out, "occupancy: 12.5% (limited by registers)"), "{out}");
+    assert!(has(&out, "32 or fewer reach the best any register count gives, 16 blocks (100.0%)"), "{out}");
 }
 
 #[test]
 fn hardware_rules_on_cc_9_0() {
     // 33 registers round to 1280 per warp: 48 warps, 6 blocks of 256 (Simple would say 7).
     let out = ok(&["occupancy", "--cc", "9.0", "--threads", "256", "--regs", "33"]);
-    assert!(out.contains("cc 9.0 (Hopper), Hardware rules"), "{out}");
+    assert!(has(&out, "cc 9.0 (Hopper), Hardware rules"), "{out}");
     assert_eq!(row(&out, &["registers"])[1..3], ["6", "10240 registers"]);
-    assert!(out.contains("occupancy: 75.0% (limited by registers)"), "{out}");
+    assert!(has(&out, "occupancy: 75.0% (limited by registers)"), "{out}");
     // 100 KiB + 1 KiB reserved per block: 2 blocks in 228 KiB.
-    let out = ok(&["occupancy", "--cc", "9.0", "--threads", "256", "--regs", "32", "--smem", "100KiB"]);
+    let out = ok(&["occupancy", "--cc", "9.0", "--threads", "256", "--regs", "32", "--smem", "100KiB", "--opt-in"]);
     assert_eq!(row(&out, &["shared memory"])[1..3], ["2", "103424 B"]);
-    assert!(out.contains("occupancy: 25.0% (limited by shared memory)"), "{out}");
-    assert!(out.contains("76800 B or less gives 3 blocks (37.5%)"), "{out}");
+    assert!(has(&out, "occupancy: 25.0% (limited by shared memory)"), "{out}");
+    assert!(has(&out, "76800 B or less gives 3 blocks (37.5%)"), "{out}");
 }
 
 #[test]
 fn kernel_figures_come_from_ptxas() {
     // register_pressure keeps 128 accumulators live: 168 registers on sm_90 (tests/ptx_content).
     let out = ok(&["occupancy", "--kernel", "register_pressure", "--threads", "256"]);
-    assert!(out.contains("168 registers per thread (ptxas -arch=sm_90 on the sm_90 PTX)"), "{out}");
+    assert!(has(&out, "168 registers per thread (ptxas -arch=sm_90 on the sm_90 PTX)"), "{out}");
     // 168 * 32 = 5376 per warp: 3 warps per sub-partition, 12 per SM, one block of 8 warps.
-    assert!(out.contains("occupancy: 12.5% (limited by registers)"), "{out}");
+    assert!(has(&out, "occupancy: 12.5% (limited by registers)"), "{out}");
 }
 
 #[test]
 fn occupancy_chart_is_drawn_for_given_numbers() {
     let dir = std::env::temp_dir().join(format!("memlab-occ-chart-{}", std::process::id()));
     let out = ok(&["occupancy", "--cc", "9.0", "--threads", "256", "--regs", "40", "--chart", dir.to_str().unwrap()]);
-    assert!(out.contains("charts: "), "{out}");
-    let svg = std::fs::read_to_string(dir.join("occupancy_given.svg")).unwrap();
-    assert!(svg.contains("Occupancy of given on cc 9.0") && svg.contains("75% here"), "the current point is marked");
-    assert!(std::fs::metadata(dir.join("occupancy_given.png")).unwrap().len() > 10_000);
+    assert!(has(&out, "charts: "), "{out}");
+    let svg = std::fs::read_to_string(dir.join("occupancy.svg")).unwrap();
+    assert!(svg.contains("Occupancy on cc 9.0 (256 threads, 40 registers") && svg.contains("75% here"), "{svg:.300}");
+    assert!(std::fs::metadata(dir.join("occupancy.png")).unwrap().len() > 10_000);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn inspect_counts_memory_instructions_by_level() {
-    let out = ok(&["inspect", "transpose_padded"]);
+    let out = ok(&["inspect", "transpose_padded", "--format", "markdown"]);
     // Four rows per thread (32x8 threads, 32x32 tile): four of each access, one barrier.
     for (level, access) in [("global", "loads"), ("global", "stores"), ("shared", "loads"), ("shared", "stores")] {
         let r = row(&out, &[level, access]);
@@ -138,12 +152,74 @@ fn inspect_counts_memory_instructions_by_level() {
     }
     assert_eq!(row(&out, &["barrier", "block barriers"])[3..], ["1", "BAR", "1"]);
     assert_eq!(row(&out, &["local", "loads (stack, spills)"])[5], "0");
-    // The tile's column read comes from the inline `ld.shared` of `load_shared_in_order`, the
-    // coalesced store from the transpose's own line.
-    let read = out.lines().find(|l| l.contains("LDS x4")).expect(&out);
-    assert!(read.contains("kernels-gpu/src/device.rs") && read.contains("asm!"), "{read}");
-    let store = out.lines().find(|l| l.contains("STG.E x4")).expect(&out);
-    assert!(store.contains("kernels-gpu/src/transpose.rs") && store.contains("output.add"), "{store}");
+    // The tile's column read is the inline `ld.shared` of `load_shared_in_order` (device.rs),
+    // credited to the transpose's line that calls it; the coalesced store is the transpose's own.
+    let read = lesson_rows(&out).into_iter().find(|r| r[2].contains("load_shared_in_order")).expect(&out);
+    assert!(read[0].starts_with("transpose.rs:") && read[1].starts_with("device.rs:"), "{read:?}");
+    assert_eq!(read[3], "LDS x4", "{out}");
+    let store = lesson_rows(&out).into_iter().find(|r| r[3] == "STG.E x4").expect(&out);
+    assert!(store[0].starts_with("transpose.rs:") && store[2].contains("output.add"), "{store:?}");
+}
+
+#[test]
+fn inspect_credits_helper_loads_to_the_lesson_line_that_calls_them() {
+    let out = ok(&["inspect", "sgemm_6_double_buffered", "--format", "markdown"]);
+    // The 128-bit global loads of a tile step: `load4` (device.rs) called by the staging line.
+    let rows = lesson_rows(&out);
+    let staged = rows.iter().find(|r| r[2].contains("load4(g.a.add") && r[1].starts_with("device.rs:")).expect(&out);
+    assert!(staged[0].starts_with("sgemm/vector.rs:") && staged[1].starts_with("device.rs:"), "{staged:?}");
+    assert_eq!(staged[3], "LDG.E.128 x4", "{out}");
+    // The 32 128-bit shared loads of the inner product: the A and B fragment lines.
+    let shared: usize = rows
+        .iter()
+        .filter(|r| r[0].starts_with("sgemm/vector.rs:") && r[1].starts_with("device.rs:"))
+        .filter_map(|r| r[3].strip_prefix("LDS.128 x")?.parse::<usize>().ok())
+        .sum();
+    assert_eq!(shared, 32, "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("| device.rs")), "no helper line is a lesson line:\n{out}");
+}
+
+#[test]
+fn inspect_says_ptx_locals_that_ptxas_removes_are_not_spills() {
+    let out = ok(&["inspect", "transpose_vectorized"]);
+    assert_eq!(row(&out, &["local", "stores (stack, spills)"])[3..], ["8", "STL", "0"]);
+    let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("ptxas kept them all in registers, so the SASS has no LDL/STL"), "{out}");
+    assert!(flat.contains("This is not spilling"), "{out}");
+    let out = ok(&["inspect", "local_array_runtime_index"]).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(out.contains("LDL/STL in the SASS reach local memory") && out.contains("64 B stack frame"), "{out}");
+}
+
+#[test]
+fn inspect_names_the_capability_a_kernel_needs() {
+    let line = refused(&["inspect", "sgemm_7_async_copy", "--cc", "7.5"]);
+    assert!(
+        line.contains("needs cc 8.0 or newer") && line.contains("cp.async") && line.contains("sm_70 PTX"),
+        "{line}"
+    );
+}
+
+#[test]
+fn cpu_commands_fit_100_columns() {
+    for args in [
+        &["inspect", "sgemm_6_double_buffered"][..],
+        &["inspect", "transpose_vectorized", "--cc", "8.0"],
+        &["occupancy", "--cc", "9.0", "--threads", "1024", "--regs", "32", "--smem", "8192B"],
+        &["occupancy", "--kernel", "matmul_tiled_32", "--threads", "1024", "--smem", "8KiB"],
+        &["occupancy", "--threads", "512", "--regs", "40", "--regs-per-sm", "65536"],
+        &["occupancy", "--gpu", "RTX 4090", "--threads", "256", "--regs", "40", "--smem", "20KiB", "--suggest"],
+        &["banks", "--width", "8", "--index", "t%4"],
+        &["banks", "--width", "8", "--tile", "32x32", "--access", "column"],
+        &["coalescing", "--struct", "16", "--fields", "0:4,4:4,8:4,12:4"],
+    ] {
+        for width in ["100", "160"] {
+            let out = memlab().env("COLUMNS", width).args(args).output().expect("run memlab");
+            assert!(out.status.success(), "{args:?}");
+            let text = String::from_utf8(out.stdout).unwrap();
+            let wide: Vec<&str> = text.lines().filter(|l| l.chars().count() > width.parse().unwrap()).collect();
+            assert!(wide.is_empty(), "{args:?} at {width}: {wide:#?}");
+        }
+    }
 }
 
 #[test]
@@ -152,15 +228,16 @@ fn inspect_shows_ptx_stack_slots_that_never_reach_local_memory() {
     let ptx_local = row(&out, &["local", "stores (stack, spills)"]);
     assert!(ptx_local[3].parse::<usize>().unwrap() > 0, "the PTX has st.local:\n{out}");
     assert_eq!(ptx_local[5], "0", "ptxas keeps them in registers");
-    assert!(out.contains("168 registers per thread, 0 B stack frame, 0 B spill stores, 0 B spill loads"), "{out}");
+    assert!(has(&out, "168 registers per thread, 0 B stack frame, 0 B spill stores, 0 B spill loads"), "{out}");
 }
 
 #[test]
 fn inspect_for_turing_has_sass_but_no_source_lines() {
+    // A Turing GPU loads the sm_70 PTX; ptxas assembles it for its own SASS.
     let out = ok(&["inspect", "copy", "--cc", "7.5"]);
-    assert!(out.contains("(PTX sm_75, SASS sm_75)"), "{out}");
+    assert!(has(&out, "(PTX sm_70, SASS sm_75)"), "{out}");
     assert_eq!(row(&out, &["global", "loads"])[5], "4");
-    assert!(out.contains("Rust source lines: only for the sm_90 PTX"), "{out}");
+    assert!(has(&out, "Rust source lines: only for the sm_90 PTX"), "{out}");
 }
 
 #[test]
@@ -170,10 +247,33 @@ fn bad_input_is_one_line_with_the_allowed_range() {
         (&["occupancy", "--threads", "128", "--regs", "256"][..], "registers per thread 256 exceeds the limit of 255"),
         (&["occupancy", "--threads", "0", "--regs", "3"][..], "a block needs at least 1 thread"),
         (
-            &["occupancy", "--threads", "128", "--regs", "32", "--smem", "300KiB"][..],
-            "shared memory per block 307200 bytes exceeds the opt-in limit of 232448 bytes",
+            &["occupancy", "--cc", "6.1", "--threads", "128", "--regs", "2"][..],
+            "use a compute capability (7.0, 7.5, 8.0, 8.6, 8.7, 8.9, 9.0, 10.0, 10.3, 11.0, 12.0, 12.1)",
         ),
-        (&["occupancy", "--cc", "6.1", "--threads", "128", "--regs", "2"][..], "use one of 7.5, 8.0, 8.6, 8.9, 9.0"),
+        (&["occupancy", "--gpu", "GTX 1080", "--threads", "128", "--regs", "2"][..], "or a name (V100, TITAN V, T4"),
+        (&["occupancy", "--threads", "128", "--regs", "2", "--blocks", "0"][..], "0 is not in 1..=64"),
+        (&["banks", "--width", "3"][..], "access width 3 bytes is not modelled: allowed 4, 8 or 16"),
+        (
+            &["banks", "--stride", "0", "--offset", "232448"][..],
+            "thread 0 accesses bytes 232448..232452, past the end of the 232448-byte shared array: allowed byte \
+             offsets 0..=232444",
+        ),
+        (
+            &["banks", "--tile", "32x32", "--offset", "4096", "--array", "4KiB"][..],
+            "past the end of the 4096-byte shared array",
+        ),
+        (&["banks", "--index", "(t%4"][..], "`(t%4`: expected `)` at column 5"),
+        (&["banks", "--lanes", "33"][..], "33 is not in 1..=32"),
+        (&["banks", "--tile", "8x8", "--access", "diagonal"][..], "`diagonal` is not a tile access: use row or column"),
+        (&["banks", "--width", "8", "--offset", "4"][..], "--offset 4 is not a multiple of the 8-byte width"),
+        (&["banks", "--index", "t-1"][..], "the index is -1 at t = 0: indices must be 0 or more"),
+        (&["coalescing", "--elem", "17"][..], "17 is not in 1..=16"),
+        (&["coalescing", "--elem", "8", "--offset", "4"][..], "a 8-byte access must start at a multiple of 8"),
+        (
+            &["coalescing", "--struct", "12", "--fields", "8:8"][..],
+            "field 8:8 ends at byte 16, past the 12-byte struct",
+        ),
+        (&["coalescing", "--lanes", "0"][..], "0 is not in 1..=32"),
         (&["occupancy", "--threads", "128"][..], "required arguments were not provided: --regs <REGS>"),
         (&["occupancy", "--threads", "128", "--smem", "5TB", "--regs", "1"][..], "unknown unit"),
         (
@@ -186,11 +286,113 @@ fn bad_input_is_one_line_with_the_allowed_range() {
         ),
         (&["occupancy", "--kernel", "nosuch", "--threads", "128"][..], "unknown kernel `nosuch`: choose from "),
         (&["inspect", "nosuch"][..], "unknown kernel `nosuch`: choose from "),
+        (&["inspect", "copy", "--format", "html"][..], "invalid value 'html' for '--format <FORMAT>'"),
         (&["report", "/nonexistent/run.json", "--out", "/tmp/x"][..], "cannot read /nonexistent/run.json"),
     ] {
         let line = refused(args);
         assert!(line.contains(needle), "{args:?}: {line}");
     }
+}
+
+#[test]
+fn banks_gives_the_h200_figures_with_rule_and_picture() {
+    let out = ok(&["banks", "--width", "8", "--index", "t%4"]);
+    assert_eq!(row(&out, &["0"])[1..], ["0-15, 16-31", "2", "2", "0"]);
+    assert!(has(&out, "rule: 32 banks of 4 bytes"), "{out}");
+    assert!(has(&out, "measured on the H200"), "{out}");
+    // The picture: lanes 0 and 4 share element 0 (banks 0 and 1), a broadcast.
+    assert!(out.lines().any(|l| l.starts_with(" 1| 0* 0* 1* 1*")), "{out}");
+    let out = ok(&["banks", "--width", "16", "--bytes", "((t>>1)%4)*16"]);
+    assert_eq!(row(&out, &["0"])[2], "2");
+    // The double tile's column store: 32 wavefronts per request, 30 conflicts, on all 32 warps.
+    let out = ok(&["banks", "--width", "8", "--tile", "32x32", "--access", "column"]);
+    assert_eq!(row(&out, &["0-31"])[2..], ["32", "2", "30"]);
+    assert!(has(&out, "total: 1024 wavefronts, 64 ideal, 960 conflicts over 32 requests"), "{out}");
+    // Two warps, word 4t: 3 conflicts each, 6 in all.
+    let out = ok(&["banks", "--stride", "4", "--warps", "2"]);
+    assert!(has(&out, "total: 8 wavefronts, 2 ideal, 6 conflicts over 2 requests"), "{out}");
+    // The 16x16 block on a 16x17 tile covers two rows per warp: 2 wavefronts.
+    let out = ok(&["banks", "--tile", "16x16", "--pitch", "17", "--block", "16x16", "--access", "column"]);
+    assert_eq!(row(&out, &["0-7"])[2..], ["2", "1", "1"]);
+    let json: serde_json::Value = serde_json::from_str(&ok(&["banks", "--stride", "2", "--json"])).unwrap();
+    assert_eq!(json["total_wavefronts"], 2);
+    assert_eq!(json["warps"][0]["conflicts"], 1);
+}
+
+#[test]
+fn coalescing_counts_a_struct_read_by_fields() {
+    let out = ok(&["coalescing", "--struct", "16", "--fields", "0:4,4:4,8:4,12:4"]);
+    assert_eq!(row(&out, &["all (L1)"])[1..3], ["4", "64"]);
+    assert!(has(&out, "L2/DRAM: 16 distinct sectors = 512 B"), "{out}");
+    let out = ok(&["coalescing", "--elem", "16"]);
+    assert_eq!(row(&out, &["16 B at +0"])[1..3], ["1", "16"]);
+    assert!(has(&out, "L2/DRAM: 16 distinct sectors = 512 B"), "{out}");
+    // Stride 2 floats: half of every sector wasted; 128-byte segments: 2 of 2 used by half.
+    let out = ok(&["coalescing", "--stride", "2"]);
+    assert!(has(&out, "sector model 50.0% (128 useful / 256 B moved), 128-byte segment model 50.0%"), "{out}");
+    assert!(has(&out, "source: CUDA C++ Best Practices Guide"), "{out}");
+    let json: serde_json::Value = serde_json::from_str(&ok(&["coalescing", "--stride", "64", "--json"])).unwrap();
+    assert_eq!(json["traffic"]["dram_sectors"], 32);
+    assert_eq!(json["segment_efficiency"], 1.0 / 32.0);
+}
+
+#[test]
+fn occupancy_answers_by_name_suggests_and_explains_the_driver() {
+    // The issue's example: 4 blocks where the textbook gives 5, both numbers and the rule.
+    let out = ok(&["occupancy", "--gpu", "RTX 4090", "--threads", "256", "--regs", "40", "--smem", "20KiB"]);
+    assert!(out.contains("cc 8.9 (Ada Lovelace)"), "{out}");
+    assert!(has(&out, "resident per SM: 4 blocks"), "{out}");
+    assert!(has(&out, "the textbook arithmetic gives 5 blocks (83.3%), the driver's rules 4 (66.7%)"), "{out}");
+    assert!(
+        has(&out, "the driver reserves 1024 B per block and allocates in 128 B units: 20480 + 1024 -> 21504 B"),
+        "{out}"
+    );
+    assert!(has(&out, "cuda_occupancy.h"), "{out}");
+    // --suggest and the inverse question.
+    let out = ok(&["occupancy", "--gpu", "H200", "--threads", "256", "--regs", "65", "--suggest", "--blocks", "3"]);
+    assert!(has(&out, "suggested block size: 896 threads (1 block per SM, 43.8%)"), "{out}");
+    assert!(has(&out, "registers for 3 blocks of 256 threads: at most 80 per thread"), "{out}");
+    // cc 8.6: 101120 B dynamic + 512 B static, opted in: over 99 KiB together, so no block.
+    let out = ok(&[
+        "occupancy",
+        "--gpu",
+        "sm_86",
+        "--threads",
+        "256",
+        "--regs",
+        "32",
+        "--smem",
+        "101120",
+        "--static-smem",
+        "512",
+        "--opt-in",
+    ]);
+    assert!(has(&out, "resident per SM: 0 blocks, the launch fails: invalid argument: 101632 B"), "{out}");
+    assert!(has(&out, "exceeds the opt-in limit of 101376 B (the limit applies to the sum)"), "{out}");
+    // Not opted in: 300 KiB fails at 48 KiB; too many registers per block: too many resources.
+    let out = ok(&["occupancy", "--threads", "128", "--regs", "32", "--smem", "300KiB"]);
+    assert!(has(&out, "307200 B of static + dynamic shared memory per block exceeds the 49152 B"), "{out}");
+    let json: serde_json::Value = serde_json::from_str(&ok(&[
+        "occupancy",
+        "--cc",
+        "8.9",
+        "--threads",
+        "256",
+        "--regs",
+        "40",
+        "--smem",
+        "20KiB",
+        "--json",
+        "--suggest",
+    ]))
+    .unwrap();
+    assert_eq!((json["active_blocks"].as_u64(), json["textbook_blocks"].as_u64()), (Some(4), Some(5)));
+    assert_eq!(json["suggested_block_size"], 768);
+    let out = ok(&["occupancy", "--gpu", "V100", "--threads", "1024", "--regs", "65"]);
+    assert!(
+        has(&out, "the launch fails: too many resources requested for launch: the block needs 73728 registers"),
+        "{out}"
+    );
 }
 
 #[test]

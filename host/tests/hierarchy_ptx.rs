@@ -2,10 +2,10 @@
 //! issues the load of the level it claims to time, the spill pair differs only in local
 //! memory, and a register cap below `register_pressure`'s need makes ptxas spill.
 
-use memlab::demos::hierarchy::latency::{CONST_CHAIN_WORDS, LOCAL_CHAIN_WORDS};
 use memlab::ptx::{self, count_ops, entry_body};
 use memlab::ptxas::{self, PtxasKernel};
 use memlab::reference::LOCAL_ARRAY_WORDS;
+use memlab_contracts::hierarchy::{CONST_CHAIN_WORDS, LOCAL_CHAIN_WORDS};
 
 fn body<'a>(p: &'a ptx::Ptx, kernel: &str) -> &'a str {
     entry_body(p.text, kernel).unwrap_or_else(|| panic!("{} PTX lacks kernel {kernel}", p.arch))

@@ -36,7 +36,7 @@ fn record() -> PeerRecord {
     };
     let (header, rows) = copy.table(&["GPU 0".into(), "GPU 1".into()], "GB/s, one way", |v| format!("{v:.1}"));
     let section = Section {
-        name: "peer",
+        name: "peer".into(),
         title: "Copy engines".into(),
         lesson: "A copy between GPUs runs on the copy engines.".into(),
         sweep: Some((header, rows)),

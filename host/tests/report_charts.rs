@@ -3,7 +3,7 @@
 //! and the line-table PTX that `inspect` maps to Rust source compiles to the same SASS as the
 //! PTX the GPU runs.
 
-use memlab::charts::{BarChart, OccupancyChart, RooflineChart, SweepChart};
+use memlab::charts::{self, BarChart, OccupancyChart, RooflineChart, SweepChart};
 use memlab::demos::Rate;
 use memlab::inspect::{self, LINES_ARCH, LINES_PTX};
 use memlab::ptx;
@@ -86,9 +86,13 @@ fn report_folder_has_markdown_and_nonempty_charts() {
     for f in &files {
         assert!(std::fs::metadata(f).unwrap().len() > 1000, "{} is empty", f.display());
     }
-    // The SVG holds one marker per measured point: 7 strides (filled circles) and 2 x 7 model crosses.
+    // The SVG holds one marker per point: 7 strides (filled circles), and 2 x 7 model points
+    // (open circles, larger, drawn over the measured ones) plus one in each model's legend line.
     let svg = std::fs::read_to_string(dir.join("coalescing.svg")).unwrap();
-    assert_eq!(svg.matches("<circle").count(), 7, "one circle per measured stride");
+    let circles: Vec<&str> = svg.split("<circle").skip(1).map(|c| c.split('>').next().unwrap_or("")).collect();
+    let open = circles.iter().filter(|c| c.contains("fill=\"none\"")).count();
+    assert_eq!(circles.len() - open, 7, "one filled circle per measured stride");
+    assert_eq!(open, 2 * 7 + 2, "model markers stay visible over the measured ones");
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -103,4 +107,20 @@ fn line_table_ptx_assembles_to_the_same_sass() {
         assert_eq!(ops(instrs), ops(&lined[kernel]), "{kernel}");
         assert!(lined[kernel].iter().filter(|i| inspect::is_memory(i)).all(|i| i.line.is_some()), "{kernel}");
     }
+}
+
+#[test]
+fn charts_of_the_full_recorded_run_keep_every_size_and_explain_what_passes_a_roof() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json");
+    let r = RunRecord::load(&path).unwrap();
+    let ladder = BarChart::sgemm_ladder(&r.sections).unwrap();
+    assert_eq!(ladder.bars.len(), 14, "7 rungs at 4096³ and 8192³");
+    assert_eq!(ladder.bars[0].0, "matmul_tiled_32 4096³");
+    assert_eq!(ladder.bars[13].0, "sgemm_7_async_copy 8192³");
+    let refs: Vec<&str> = ladder.references.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(refs, ["cuBLAS 4096³", "cuBLAS 8192³"]);
+    let bars = BarChart::bandwidth(&r.sections, r.memcpy_gbs).unwrap();
+    assert!(bars.bars.iter().any(|b| b.0 == "read_cg" && b.1 > r.memcpy_gbs.unwrap()));
+    assert!(bars.note.as_deref().is_some_and(|n| n.contains("only reads")), "{:?}", bars.note);
+    assert_eq!(charts::log_ticks(&(27.0..1100.0)), [50.0, 100.0, 200.0, 500.0, 1000.0]);
 }

@@ -11,16 +11,14 @@
 
 use core::arch::{asm, global_asm};
 
-use crate::device::{block_dim_x, dynamic_shared, fma, global_idx_x, lane_id, sync_threads, thread_idx_x};
+pub use memlab_contracts::hierarchy::{CONST_CHAIN_WORDS, LOCAL_ARRAY_WORDS, LOCAL_CHAIN_WORDS};
 
-/// Words of the constant-memory chain [`const_chase`] follows (1 KiB, well inside the constant
-/// cache).
-pub const CONST_CHAIN_WORDS: usize = 256;
+use crate::device::{block_dim_x, dynamic_shared, fma, global_idx_x, lane_id, sync_threads, thread_idx_x};
 
 // The constant-memory chain: Rust has no `__constant__`, so the array is declared in the PTX
 // `.const` state space here and the host fills it with `cuModuleGetGlobal` + a copy (what
 // `cudaMemcpyToSymbol` does). Word `w` holds the byte offset of word `(w + 32) mod 256`.
-global_asm!(".visible .const .align 4 .b32 memlab_const_chain[256];");
+global_asm!(".visible .const .align 4 .b32 memlab_const_chain[{}];", const CONST_CHAIN_WORDS);
 
 /// `%clock64`: the SM's cycle counter (PTX ISA, "Special Registers: %clock64").
 #[inline(always)]
@@ -160,9 +158,6 @@ pub unsafe extern "ptx-kernel" fn chase_shared(chain: *const u32, words: u32, wa
     unsafe { record(out, t, (p - base) as u64) };
 }
 
-/// Words of the per-thread array [`chase_local`] follows.
-pub const LOCAL_CHAIN_WORDS: usize = 32;
-
 /// Local-memory latency: one thread copies a 32-word chain (next-word indices) into a
 /// per-thread array as local-window addresses, then follows `warm` links untimed and times
 /// `steps` with `ld.local.u32`. Local memory is per-thread memory in the global address space,
@@ -286,10 +281,6 @@ pub unsafe extern "ptx-kernel" fn read_cg(input: *const u32, vectors: u32, passe
     }
     unsafe { *out.add(g as usize) = sum };
 }
-
-/// Words of the per-thread array in [`local_array_constant_index`] and
-/// [`local_array_runtime_index`].
-pub const LOCAL_ARRAY_WORDS: usize = 16;
 
 /// The spill pair's body: thread `g < threads` loads its 16-float array
 /// `a[j] = input[j * threads + g]` and `x = input[16 * threads + g]`, runs `iters` rounds of

@@ -3,10 +3,9 @@
 //! Shapes: `A` is `m x k`, `B` is `k x n`, `C` is `m x n`, all row-major and densely packed.
 //! Any `m, n, k >= 1` works: out-of-range loads read 0.0 and out-of-range stores are skipped.
 
-use crate::device::{block_idx_x, block_idx_y, dynamic_shared, fma, load, sync_threads, thread_idx_x, thread_idx_y};
+use memlab_contracts::matmul::{NAIVE_BLOCK, TILE_16, TILE_32};
 
-/// Threads per block along x and y of [`matmul_naive`].
-pub const NAIVE_BLOCK: u32 = 16;
+use crate::device::{block_idx_x, block_idx_y, dynamic_shared, fma, load, sync_threads, thread_idx_x, thread_idx_y};
 
 /// One thread per element of `C`; every operand comes straight from global memory.
 ///
@@ -102,7 +101,7 @@ pub(crate) unsafe fn matmul_tiled<const T: usize, const SECOND_BARRIER: bool>(
 /// See [`matmul_naive`] for buffer sizes.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn matmul_tiled_16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32) {
-    unsafe { matmul_tiled::<16, true>(a, b, c, m, n, k) }
+    unsafe { matmul_tiled::<{ TILE_16 as usize }, true>(a, b, c, m, n, k) }
 }
 
 /// Tiled matmul with 32 x 32 tiles.
@@ -116,5 +115,5 @@ pub unsafe extern "ptx-kernel" fn matmul_tiled_16(a: *const f32, b: *const f32, 
 /// See [`matmul_naive`] for buffer sizes.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn matmul_tiled_32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32) {
-    unsafe { matmul_tiled::<32, true>(a, b, c, m, n, k) }
+    unsafe { matmul_tiled::<{ TILE_32 as usize }, true>(a, b, c, m, n, k) }
 }

@@ -1,9 +1,11 @@
 //! Probes: kernels that exist to be timed, each isolating one memory effect.
 
-use crate::device::{block_dim_x, dynamic_shared, fma, global_idx_x, lane_id, sync_threads, thread_idx_x};
+pub use memlab_contracts::probes::{
+    BANK_PROBE_UNROLL, BANK_PROBE_WINDOW, BANK_PROBE_WORDS, MISALIGNED_READS_PER_THREAD, PRESSURE_ACCUMULATORS,
+    STRIDED_READS_PER_THREAD, bank_probe_word,
+};
 
-/// Loads per thread in [`strided_read`]: independent, so 8 are in flight per thread.
-pub const STRIDED_READS_PER_THREAD: usize = 8;
+use crate::device::{block_dim_x, dynamic_shared, fma, global_idx_x, lane_id, sync_threads, thread_idx_x};
 
 /// Global-memory coalescing probe: warp lanes read words `stride` elements apart.
 ///
@@ -29,21 +31,6 @@ pub unsafe extern "ptx-kernel" fn strided_read(input: *const u32, partial: *mut 
         sum = sum.wrapping_add(unsafe { *input.add((g + r * threads) * stride) });
     }
     unsafe { *partial.add(g) = sum };
-}
-
-/// Words of the shared-memory array in [`shared_bank_probe`] (16 KiB).
-pub const BANK_PROBE_WORDS: usize = 4096;
-/// The window (in words, a power of two) the probe's step offset wraps in; with the largest
-/// lane base (`31 * 33`) and unrolled offset (`7 * 32`) the highest word stays below
-/// [`BANK_PROBE_WORDS`].
-pub const BANK_PROBE_WINDOW: usize = 2048;
-/// Loads per unrolled step of [`shared_bank_probe`]: independent, to keep the banks busy.
-pub const BANK_PROBE_UNROLL: usize = 8;
-
-/// The value stored in word `w` of the bank probe's array; the host uses it for the checksum.
-#[inline(always)]
-pub const fn bank_probe_word(w: u32) -> u32 {
-    w.wrapping_mul(0x9E37_79B9)
 }
 
 /// Shared-memory bank-conflict probe: lane `t` of every warp reads word `t * stride` plus an
@@ -88,10 +75,6 @@ pub unsafe extern "ptx-kernel" fn shared_bank_probe(out: *mut u32, stride: u32, 
     }
     unsafe { *out.add(global_idx_x() as usize) = sum };
 }
-
-/// Accumulators per thread in [`register_pressure`]: enough live values that the natural
-/// register count is well above 128, so a JIT register cap below it forces spills.
-pub const PRESSURE_ACCUMULATORS: usize = 128;
 
 /// Expands `$step!(i)` for `i` in `$base..$base + 16`, as literal indices: LLVM does not fully
 /// unroll a 128-iteration loop, and a loop index would send the array to local memory.
@@ -169,4 +152,33 @@ pub unsafe extern "ptx-kernel" fn register_pressure(input: *const f32, out: *mut
     }
     each_accumulator!(add);
     unsafe { *out.add(g) = sum };
+}
+
+/// Global-memory alignment probe: the lanes of a warp read 32 consecutive words that start
+/// `offset` words past the warp's 128-byte boundary.
+///
+/// Thread `g < threads` reads the 4-byte words at element index `offset + g + r * threads` for
+/// `r` in `0..8` and writes their wrapping sum to `partial[g]`. With `threads` a multiple of 32,
+/// every warp request covers 128 bytes starting `4 * offset` bytes into a 128-byte line: 4
+/// 32-byte sectors when `offset` is a multiple of 8 words, 5 otherwise (CUDA C++ Best Practices
+/// Guide, "Misaligned Accesses"), so a misaligned warp moves 5/4 of the bytes it uses.
+///
+/// - Launch: one-dimensional, any block size, at least `threads` threads in all.
+/// - Shared memory: none. Memory level: global (DRAM through L2; each word is read once).
+///
+/// # Safety
+/// `offset <= 32`; `input` holds at least `8 * threads + 32` words, `partial` at least
+/// `threads`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn misaligned_read(input: *const u32, partial: *mut u32, threads: u32, offset: u32) {
+    let g = global_idx_x();
+    if g >= threads {
+        return;
+    }
+    let (g, threads, base) = (g as usize, threads as usize, unsafe { input.add(offset as usize) });
+    let mut sum = 0u32;
+    for r in 0..MISALIGNED_READS_PER_THREAD {
+        sum = sum.wrapping_add(unsafe { *base.add(g + r * threads) });
+    }
+    unsafe { *partial.add(g) = sum };
 }

@@ -1,6 +1,8 @@
 //! The race lesson: a tiled matmul with one barrier removed. Built only for `memlab
 //! race-lesson`; no demo of `run-demos` launches it.
 
+use memlab_contracts::matmul::TILE_32;
+
 use crate::matmul::matmul_tiled;
 
 /// [`crate::matmul::matmul_tiled_32`] without its second `sync_threads()`: deliberately wrong.
@@ -29,5 +31,5 @@ pub unsafe extern "ptx-kernel" fn matmul_tiled_32_missing_barrier(
     n: u32,
     k: u32,
 ) {
-    unsafe { matmul_tiled::<32, false>(a, b, c, m, n, k) }
+    unsafe { matmul_tiled::<{ TILE_32 as usize }, false>(a, b, c, m, n, k) }
 }

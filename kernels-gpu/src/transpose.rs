@@ -7,15 +7,17 @@
 //! each thread moves 4 elements, rows `ty, ty + 8, ty + 16, ty + 24` of its tile. Any
 //! `rows, cols >= 1` works (guarded accesses).
 
+use memlab_contracts::transpose as contract;
+
 use crate::device::{
     block_idx_x, block_idx_y, dynamic_shared, load_shared_in_order, load4, store4, sync_threads, thread_idx_x,
     thread_idx_y,
 };
 
-/// Tile edge, in elements.
-pub const TILE: usize = 32;
+/// Tile edge, in elements ([`contract::TILE`]).
+const TILE: usize = contract::TILE as usize;
 /// Thread rows per block; each thread handles `TILE / BLOCK_ROWS` elements.
-pub const BLOCK_ROWS: usize = 8;
+const BLOCK_ROWS: usize = contract::BLOCK_ROWS as usize;
 
 /// This thread's column and first row inside the tile at block `(bx, by)`.
 #[inline(always)]
@@ -141,7 +143,7 @@ unsafe fn transpose_via_tile<const PITCH: u32>(input: *const f32, output: *mut f
 /// `input` and `output` hold at least `rows * cols` floats.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn transpose_tiled(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
-    unsafe { transpose_via_tile::<32>(input, output, rows, cols) }
+    unsafe { transpose_via_tile::<{ contract::TILED_PITCH }>(input, output, rows, cols) }
 }
 
 /// Transpose through a `32 x 33` shared tile: the one padding word per row moves lane `t` of a
@@ -155,13 +157,13 @@ pub unsafe extern "ptx-kernel" fn transpose_tiled(input: *const f32, output: *mu
 /// `input` and `output` hold at least `rows * cols` floats.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn transpose_padded(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
-    unsafe { transpose_via_tile::<33>(input, output, rows, cols) }
+    unsafe { transpose_via_tile::<{ contract::PADDED_PITCH }>(input, output, rows, cols) }
 }
 
 /// Tile edge of [`transpose_vectorized`], in elements.
-pub const WIDE_TILE: usize = 64;
+const WIDE_TILE: usize = contract::WIDE_TILE as usize;
 /// Row pitch of its shared tile, in floats: one pad word, as in [`transpose_padded`].
-const WIDE_PITCH: usize = WIDE_TILE + 1;
+const WIDE_PITCH: usize = contract::WIDE_PITCH as usize;
 
 /// Transpose through a padded `64 x 65` shared tile with 128-bit global loads and stores: each
 /// thread moves 16 floats as 4 `float4` loads (all issued before the barrier) and 4 `float4`

@@ -1,9 +1,12 @@
 //! `cargo xtask`: the project's tasks, in Rust instead of shell scripts.
 //!
 //! - `setup`: what building and testing need beyond cargo: a `libcuda.so` to link against
-//!   (the machine's driver library, or Debian's `libcuda1` where there is none) and NVIDIA's
-//!   `ptxas`/`nvdisasm`/`cuobjdump` from PyPI for the CPU tests. The kernels' nightly toolchain
-//!   is installed by `host/build.rs` itself.
+//!   (cust's build requires one; the machine's driver library, or Debian's `libcuda1` where
+//!   there is none; the binary never needs it at run time, see `host/src/gpu/driver.rs`) and
+//!   NVIDIA's `ptxas`/`nvdisasm`/`cuobjdump`, CUDA 12's `ptxas` (for sm_70) and the runtime
+//!   headers (`cuda_occupancy.h`) from PyPI for the CPU tests; it prints what it found and
+//!   where. The kernels' nightly toolchain is installed by `host/build.rs` itself, the host
+//!   toolchain by `./x`.
 //! - `test`: setup, then formatting, clippy and every test of the workspace.
 //! - `run-demos [ARGS]` and every other `memlab` command (`occupancy`, `inspect`, `report`,
 //!   `hierarchy`, `race-lesson`, `devices`): setup, build the `memlab` binary, run it.
@@ -25,6 +28,14 @@ use anyhow::{Context, Result, bail};
 /// PyPI packages of NVIDIA's CUDA compiler tools (`ptxas`, `nvdisasm`, `cuobjdump`).
 const CUDA_TOOL_WHEELS: [&str; 3] =
     ["nvidia-cuda-nvcc==13.*", "nvidia-cuda-nvdisasm==13.*", "nvidia-cuda-cuobjdump==13.*"];
+
+/// CUDA 12's compiler wheel: its `ptxas` assembles for sm_70 (Volta), which CUDA 13 dropped,
+/// for the test of the lab's sm_70 baseline PTX.
+const CUDA12_PTXAS_WHEEL: &str = "nvidia-cuda-nvcc-cu12==12.9.*";
+
+/// PyPI package of NVIDIA's CUDA runtime headers: its `include/cuda_occupancy.h` is the
+/// occupancy calculator the model is tested against (`host/tests/cuda_occupancy_h.rs`).
+const CUDA_RUNTIME_WHEEL: &str = "nvidia-cuda-runtime==13.*";
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
@@ -61,6 +72,10 @@ struct Tools {
     cuda_link: PathBuf,
     /// Folder holding `ptxas`, `nvdisasm`, `cuobjdump`.
     cuda_bin: PathBuf,
+    /// Folder holding `cuda_occupancy.h`.
+    cuda_include: PathBuf,
+    /// Folder holding CUDA 12's `ptxas` (for sm_70).
+    cuda12_bin: PathBuf,
 }
 
 fn setup() -> Result<Tools> {
@@ -84,12 +99,36 @@ fn setup() -> Result<Tools> {
     let cuda_bin = tools.join("nvidia/cu13/bin");
     if !cuda_bin.join("ptxas").exists() {
         eprintln!("xtask: installing NVIDIA's ptxas, nvdisasm and cuobjdump from PyPI into {}", tools.display());
-        let mut cmd = Command::new("python3");
-        cmd.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--target"])
-            .arg(&tools);
-        run(cmd.args(CUDA_TOOL_WHEELS)).context("pip install of the CUDA tool wheels (needs python3 with pip)")?;
+        run(pip_install(&tools).args(CUDA_TOOL_WHEELS))
+            .context("pip install of the CUDA tool wheels (needs python3 with pip)")?;
     }
-    Ok(Tools { cuda_link, cuda_bin })
+    let runtime = target.join("cuda-runtime");
+    let cuda_include = runtime.join("nvidia/cu13/include");
+    if !cuda_include.join("cuda_occupancy.h").exists() {
+        eprintln!("xtask: installing NVIDIA's CUDA runtime headers from PyPI into {}", runtime.display());
+        run(pip_install(&runtime).arg(CUDA_RUNTIME_WHEEL))
+            .context("pip install of the CUDA runtime wheel (needs python3 with pip)")?;
+    }
+    let tools12 = target.join("cuda-tools-12");
+    let cuda12_bin = tools12.join("nvidia/cuda_nvcc/bin");
+    if !cuda12_bin.join("ptxas").exists() {
+        eprintln!("xtask: installing CUDA 12's ptxas (for sm_70) from PyPI into {}", tools12.display());
+        run(pip_install(&tools12).arg(CUDA12_PTXAS_WHEEL)).context("pip install of the CUDA 12 compiler wheel")?;
+    }
+    let libcuda = lib64.join("libcuda.so");
+    let resolved = fs::canonicalize(&libcuda).unwrap_or_else(|_| libcuda.clone());
+    eprintln!("xtask: libcuda.so to link against: {} -> {}", libcuda.display(), resolved.display());
+    eprintln!("xtask: ptxas, nvdisasm, cuobjdump: {}", cuda_bin.display());
+    eprintln!("xtask: CUDA 12 ptxas (sm_70): {}", cuda12_bin.display());
+    eprintln!("xtask: cuda_occupancy.h: {}", cuda_include.display());
+    Ok(Tools { cuda_link, cuda_bin, cuda_include, cuda12_bin })
+}
+
+/// `pip install` of wheels (no dependencies) into `dir`.
+fn pip_install(dir: &Path) -> Command {
+    let mut cmd = Command::new("python3");
+    cmd.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--target"]).arg(dir);
+    cmd
 }
 
 /// The driver's `libcuda.so.1` as `ldconfig` knows it.
@@ -163,7 +202,9 @@ fn test() -> Result<()> {
     run(cargo()
         .args(["test", "--workspace"])
         .env("CUDA_LIBRARY_PATH", &tools.cuda_link)
-        .env("MEMLAB_CUDA_BIN", &tools.cuda_bin))
+        .env("MEMLAB_CUDA_BIN", &tools.cuda_bin)
+        .env("MEMLAB_CUDA_INCLUDE", &tools.cuda_include)
+        .env("MEMLAB_CUDA12_BIN", &tools.cuda12_bin))
 }
 
 fn build_release(tools: &Tools) -> Result<PathBuf> {
@@ -172,17 +213,13 @@ fn build_release(tools: &Tools) -> Result<PathBuf> {
 }
 
 /// Builds the `memlab` binary and runs it with `args` (`run-demos ...`, `occupancy ...`), exiting
-/// with its exit code. The binary is run directly, not through `cargo run`, so a machine's own
-/// driver library is the one loaded; on a machine without one, the library `setup` fetched lets
-/// it start, and the commands that need no GPU (occupancy, inspect, report) work.
+/// with its exit code. The binary is run directly, not through `cargo run`, so it sees the
+/// machine as the bundled binary would: it loads the driver's library only for GPU commands,
+/// and the library `setup` fetched to link against is never loaded.
 fn memlab(args: &[String]) -> Result<()> {
     let tools = setup()?;
     let bin = build_release(&tools)?;
-    let mut cmd = Command::new(&bin);
-    if system_libcuda().is_none() {
-        cmd.env("LD_LIBRARY_PATH", tools.cuda_link.join("lib64"));
-    }
-    let status = cmd.args(args).status()?;
+    let status = Command::new(&bin).args(args).status()?;
     std::process::exit(status.code().unwrap_or(2));
 }
 

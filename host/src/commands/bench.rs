@@ -2,25 +2,26 @@
 //! nvcc into a cubin and loaded as a second module in the same context), timed alternately in
 //! one process, plus the memcpy and cuBLAS ceilings; prints the table and writes it as JSON.
 //!
-//! Per kernel: both results are checked once, then `--rounds` rounds each time one Rust launch
-//! and one twin launch back to back (Rust, twin, Rust, twin, ...), after two warm-up launches of
-//! each; the report gives the medians and the speed ratio `twin time / Rust time` (1.0: same
-//! speed; above 1: Rust is faster).
+//! It runs the demos whose kernels have twins ([`demos::Demo::twins`]) through the same runner
+//! and measure path as `run-demos`, with the twins attached to the lab: for each kernel a demo
+//! measures, [`demos::measure`] checks both results, then times `--rounds` rounds of one Rust
+//! launch and one twin launch back to back (Rust, twin, Rust, twin, ...) after two warm-up
+//! launches of each; the report gives the medians and the speed ratio `twin time / Rust time`
+//! (1.0: same speed; above 1: Rust is faster).
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use cust::function::{Function, FunctionAttribute};
 use cust::module::Module;
 
-use crate::demos::sgemm::{NO_CUBLAS, Operands, Rung, available, time_cublas};
-use crate::demos::{self, Lab, Rate, Sizes, download, poison, poisoned, upload};
-use crate::gpu::cublas::Cublas;
-use crate::gpu::launch::{Arg, LaunchShape, launch, launch_function};
-use crate::gpu::timing::{Repeats, Timing, time};
-use crate::gpu::{Gpu, describe, kernel};
-use crate::verify::{self, Check};
-use crate::{reference, refuse, report};
+use crate::demos::sgemm::NO_CUBLAS;
+use crate::demos::{self, Lab, Level, Rate, Section, Sizes, TwinRow, Twins};
+use crate::gpu::timing::Repeats;
+use crate::gpu::{Gpu, describe};
+use crate::series::names;
+use crate::table::{self, Layout};
+use crate::{refuse, report};
 
 /// Options of `bench`.
 #[derive(clap::Args, Debug)]
@@ -54,143 +55,71 @@ enum Ceiling {
     None,
 }
 
-/// One line of the report.
-#[derive(Debug, Clone)]
+/// One line of the report: a comparison and its ceiling.
 struct Row {
-    kernel: &'static str,
-    size: String,
-    regs: (u32, u32),
-    rust: Timing,
-    twin: Timing,
-    rust_rate: Rate,
-    twin_rate: Rate,
+    twin: TwinRow,
     ceiling: Ceiling,
-    checks: (Check, Check),
-    check_kind: &'static str,
 }
 
 impl Row {
     /// Twin time over Rust time: Rust's speed relative to CUDA C++.
     fn speed_ratio(&self) -> f64 {
-        self.twin.median_ms / self.rust.median_ms
+        self.twin.timing.1.median_ms / self.twin.timing.0.median_ms
+    }
+
+    /// Rust's rate and the twin's.
+    fn rates(&self) -> (Rate, Rate) {
+        let (rust, twin) = &self.twin.timing;
+        (self.twin.work.rate(rust), self.twin.work.rate(twin))
     }
 
     /// The Rust rate as a share of the ceiling.
     fn share(&self) -> Option<f64> {
         match self.ceiling {
-            Ceiling::Memcpy(c) | Ceiling::Cublas(c) => Some(self.rust_rate.value() / c),
+            Ceiling::Memcpy(c) | Ceiling::Cublas(c) => Some(self.rates().0.value() / c),
             Ceiling::None => None,
         }
     }
 }
 
-/// The amount of work one launch does, turned into a rate.
-#[derive(Clone, Copy)]
-enum Work {
-    /// Global bytes read + written.
-    Bytes(f64),
-    /// Shared-memory bytes loaded.
-    SharedBytes(f64),
-    /// Floating-point operations.
-    Flop(f64),
+/// cuBLAS SGEMM TFLOP/s per size label (`MxNxK`), as the SGEMM demo measured it.
+fn cublas_rates(sections: &[Section]) -> Vec<(String, f64)> {
+    let series = sections.iter().flat_map(|s| &s.series).filter(|s| s.name == names::REFERENCE);
+    series
+        .flat_map(|s| s.points.iter())
+        .filter_map(|p| Some((p.label.as_ref()?.strip_prefix("cuBLAS ")?.to_string(), p.y)))
+        .collect()
 }
 
-impl Work {
-    fn rate(self, t: &Timing) -> Rate {
-        match self {
-            Work::Bytes(b) => Rate::Gbs(t.gbs(b)),
-            Work::SharedBytes(b) => Rate::SharedGbs(t.gbs(b)),
-            Work::Flop(f) => Rate::Tflops(t.tflops(f)),
+/// The ceiling of one comparison: memcpy for global-memory GB/s, cuBLAS at the same size for
+/// TFLOP/s.
+fn ceiling(row: &TwinRow, memcpy: Option<f64>, cublas: &[(String, f64)]) -> Ceiling {
+    match row.work.rate(&row.timing.0) {
+        Rate::Gbs(_) if row.work.level == Level::Global => memcpy.map_or(Ceiling::None, Ceiling::Memcpy),
+        Rate::Tflops(_) => {
+            cublas.iter().find(|(size, _)| *size == row.size).map_or(Ceiling::None, |c| Ceiling::Cublas(c.1))
         }
-    }
-}
-
-/// One kernel launch to compare.
-struct Case<'a> {
-    kernel: &'static str,
-    size: String,
-    shape: LaunchShape,
-    args: &'a [Arg],
-    work: Work,
-    ceiling: Ceiling,
-}
-
-/// The open device, the twins' module and the run's settings.
-struct Bench {
-    lab: Lab,
-    twins: Module,
-    rounds: usize,
-    rows: Vec<Row>,
-}
-
-impl Bench {
-    fn twin(&self, name: &str) -> Result<Function<'_>> {
-        match self.twins.get_function(name) {
-            Ok(f) => Ok(f),
-            Err(e) => refuse!("the twins module has no kernel `{name}`: {}", describe(e)),
-        }
-    }
-
-    /// Checks and times one case. `reset` prepares the output `out` before each checked
-    /// launch, `check` reads it afterwards (the Rust result first, then the twin's).
-    fn compare<O>(
-        &mut self,
-        case: Case<'_>,
-        out: &mut O,
-        reset: impl Fn(&mut O) -> Result<()>,
-        mut check: impl FnMut(&O) -> Result<(Check, &'static str)>,
-    ) -> Result<()> {
-        let gpu = &self.lab.gpu;
-        let twin = self.twin(case.kernel)?;
-        let rust_launch = || launch(gpu, case.kernel, &case.shape, case.args);
-        let twin_launch = || launch_function(gpu, &twin, case.kernel, &case.shape, case.args);
-        let sync =
-            || gpu.stream.synchronize().map_err(|e| anyhow::anyhow!("`{}` failed: {}", case.kernel, describe(e)));
-        reset(out)?;
-        rust_launch()?;
-        sync()?;
-        let (rust_check, kind) = check(out)?;
-        reset(out)?;
-        twin_launch()?;
-        sync()?;
-        let (twin_check, _) = check(out)?;
-        for _ in 0..2 {
-            rust_launch()?;
-            twin_launch()?;
-        }
-        let once = Repeats { warmup: 0, runs: 1 };
-        let (mut rust_ms, mut twin_ms) = (Vec::new(), Vec::new());
-        for _ in 0..self.rounds {
-            rust_ms.push(time(gpu, once, rust_launch)?.median_ms);
-            twin_ms.push(time(gpu, once, twin_launch)?.median_ms);
-        }
-        let (rust, twin_t) = (Timing::from_runs(rust_ms).unwrap(), Timing::from_runs(twin_ms).unwrap());
-        let twin_regs =
-            twin.get_attribute(FunctionAttribute::NumRegisters).map_err(|e| anyhow::anyhow!(describe(e)))?;
-        self.rows.push(Row {
-            kernel: case.kernel,
-            size: case.size,
-            regs: (kernel::attributes(gpu, case.kernel)?.regs, twin_regs.max(0) as u32),
-            rust_rate: case.work.rate(&rust),
-            twin_rate: case.work.rate(&twin_t),
-            rust,
-            twin: twin_t,
-            ceiling: case.ceiling,
-            checks: (rust_check, twin_check),
-            check_kind: kind,
-        });
-        Ok(())
+        _ => Ceiling::None,
     }
 }
 
 /// Runs the comparison on each chosen device, then puts the devices side by side; returns
 /// whether every result (Rust and twin) was right.
 pub fn run(args: Args) -> Result<bool> {
+    // The path as given is checked before the driver is asked for the devices; each device's
+    // own (suffixed when several run, in the same folder) once they are known.
+    if let Some(path) = &args.json {
+        crate::output::check_file("--json", path)?;
+    }
     let ordinals = super::multi::resolve(&args.device)?;
     let several = ordinals.len() > 1;
+    let json_paths: Vec<Option<PathBuf>> =
+        ordinals.iter().map(|&o| args.json.as_ref().map(|p| super::multi::per_device_path(p, o, several))).collect();
+    for path in json_paths.iter().flatten() {
+        crate::output::check_file("--json", path)?;
+    }
     let (mut passed, mut figures) = (true, Vec::new());
-    for &ordinal in &ordinals {
-        let json = args.json.as_ref().map(|p| super::multi::per_device_path(p, ordinal, several));
+    for (&ordinal, json) in ordinals.iter().zip(&json_paths) {
         let (ok, f) = run_on(&args, ordinal, json.as_deref())?;
         passed &= ok;
         figures.push(f);
@@ -207,7 +136,7 @@ pub fn run(args: Args) -> Result<bool> {
 /// (memcpy, then each kernel's speed ratio) for the side-by-side table.
 fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Result<(bool, Vec<(String, String)>)> {
     let gpu = Gpu::open(ordinal, None)?;
-    let twins = match Module::from_file(&args.twins) {
+    let module = match Module::from_file(&args.twins) {
         Ok(m) => m,
         Err(e) => refuse!(
             "cannot load the twins from {}: {} (build them: nvcc -O3 -arch=native -cubin -o {} bench/twins.cu)",
@@ -217,171 +146,56 @@ fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Res
         ),
     };
     println!("# memlab bench on {}\n\n{}\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
-    let sizes =
-        args.shapes.apply(Sizes { repeats: Repeats { warmup: 3, runs: args.rounds as usize }, ..Sizes::default() });
-    let mut bench =
-        Bench { lab: Lab { gpu, sizes, memcpy_gbs: None }, twins, rounds: args.rounds as usize, rows: Vec::new() };
-    demos::memcpy::run(&mut bench.lab)?;
-    let memcpy = bench.lab.memcpy_gbs.unwrap_or(f64::NAN);
-    transposes(&mut bench, Ceiling::Memcpy(memcpy))?;
-    let cublas = Cublas::open(&bench.lab.gpu)?;
-    let mut cublas_tflops = Vec::new();
-    matmuls(&mut bench, cublas.as_ref(), &mut cublas_tflops)?;
-    probes(&mut bench, memcpy)?;
-    let table = table(&bench.rows);
-    println!("memcpy device-to-device: {memcpy:.0} GB/s");
-    for (size, t) in &cublas_tflops {
-        println!("cuBLAS SGEMM {size}: {}", t.map_or("skipped".into(), |t| format!("{t:.2} TFLOP/s")));
+    let rounds = args.rounds as usize;
+    let sizes = args.shapes.apply(Sizes { repeats: Repeats { warmup: 3, runs: rounds }, ..Sizes::default() });
+    let twins = Twins { module, rounds, rows: RefCell::default(), missing: RefCell::default() };
+    let lab = Lab { gpu, sizes, twins: Some(twins) };
+    let selected: Vec<&demos::Demo> = demos::DEMOS.iter().filter(|d| d.twins).collect();
+    let (inputs, sections) = demos::run_all(&lab, &selected, |_, _| ())?;
+    let memcpy = inputs.memcpy_gbs();
+    let cublas = cublas_rates(&sections);
+    let twins = lab.twins.as_ref().expect("the lab has twins");
+    // A kernel measured twice at one size (the matmul demo's `matmul_tiled_32` is also rung 1
+    // of the ladder) is listed once.
+    let mut rows: Vec<Row> = Vec::new();
+    for twin in twins.rows.take() {
+        if !rows.iter().any(|r| r.twin.kernel == twin.kernel && r.twin.size == twin.size) {
+            rows.push(Row { ceiling: ceiling(&twin, memcpy, &cublas), twin });
+        }
     }
-    if cublas.is_none() {
+    let notes = sections.iter().filter(|s| s.name == "sgemm").flat_map(|s| &s.notes);
+    for note in notes.filter(|n| n.starts_with("skipped")) {
+        println!("{note}\n");
+    }
+    println!("memcpy device-to-device: {}", memcpy.map_or("not measured".into(), |g| format!("{g:.0} GB/s")));
+    for (size, t) in &cublas {
+        println!("cuBLAS SGEMM {size}: {t:.2} TFLOP/s");
+    }
+    if cublas.is_empty() {
         println!("{NO_CUBLAS}");
     }
-    println!("\n{table}\n");
+    let missing = twins.missing.take();
+    if !missing.is_empty() {
+        println!("no CUDA C++ twin in {}: {} (timed without one)", args.twins.display(), missing.join(", "));
+    }
+    println!("\n{}\n", table(Layout::current(), &rows));
     println!("speed ratio = CUDA C++ median time / Rust median time (1.00: equal, above 1: Rust faster)");
-    let passed = bench.rows.iter().all(|r| r.checks.0.passed() && r.checks.1.passed());
+    let passed = sections.iter().all(Section::passed)
+        && rows.iter().all(|r| r.twin.checks.0.passed() && r.twin.checks.1.passed());
     if let Some(path) = json_path {
-        let doc = json(&bench, memcpy, &cublas_tflops);
-        if let Err(e) = std::fs::write(path, serde_json::to_string_pretty(&doc)?) {
-            refuse!("cannot write {}: {e}", path.display());
-        }
+        let doc = json(&lab, rounds, &rows, memcpy, &cublas);
+        crate::output::write(path, serde_json::to_string_pretty(&doc)?)?;
         println!("wrote {}", path.display());
     }
     println!("{}", if passed { "All results verified." } else { "SOME RESULTS ARE WRONG: see the check column." });
-    let figures = std::iter::once(("memcpy device-to-device".to_string(), format!("{memcpy:.0} GB/s")))
+    let memcpy_text = memcpy.map_or("not measured".into(), |g| format!("{g:.0} GB/s"));
+    let figures = std::iter::once(("memcpy device-to-device".to_string(), memcpy_text))
         .chain(super::multi::numbered(
-            bench
-                .rows
-                .iter()
-                .map(|r| (format!("{} {} speed ratio", r.kernel, r.size), format!("{:.3}", r.speed_ratio()))),
+            rows.iter()
+                .map(|r| (format!("{} {} speed ratio", r.twin.kernel, r.twin.size), format!("{:.3}", r.speed_ratio()))),
         ))
         .collect();
     Ok((passed, figures))
-}
-
-/// Copy and the transposes (kernels-gpu `transpose`), GB/s against memcpy.
-fn transposes(bench: &mut Bench, ceiling: Ceiling) -> Result<()> {
-    let (rows, cols) = bench.lab.sizes.transpose;
-    let n = rows * cols;
-    demos::check_u32_elements("the transposes", &[n])?;
-    demos::ensure_free("the transposes", demos::f32_bytes(&[n, n]))?;
-    let input_host = reference::random_f32(n, 7);
-    let transposed = reference::transpose(&input_host, rows, cols);
-    let input = upload(&input_host)?;
-    let mut output = poisoned::<f32>(n)?;
-    for kernel in demos::transpose::KERNELS {
-        let args = [Arg::from(&input), Arg::from(&output), Arg::U32(rows as u32), Arg::U32(cols as u32)];
-        let want = if kernel.name == "copy" { &input_host } else { &transposed };
-        let (shape, work) = (kernel.shape(rows, cols), Work::Bytes(8.0 * n as f64));
-        let case = Case { kernel: kernel.name, size: format!("{rows}x{cols}"), shape, args: &args, work, ceiling };
-        bench.compare(case, &mut output, poison, |out| Ok((verify::exact_f32(&download(out)?, want), "exact")))?;
-    }
-    Ok(())
-}
-
-/// The matmuls below the SGEMM ladder (whose rung 1 is `matmul_tiled_32`), with the launch
-/// shapes of the `matmul` demo.
-const MATMULS: [Rung; 2] = [
-    Rung { kernel: "matmul_naive", block: (16, 16), tile: 16, smem: 0, lesson: "" },
-    Rung { kernel: "matmul_tiled_16", block: (16, 16), tile: 16, smem: 2048, lesson: "" },
-];
-
-/// The matmuls and the SGEMM ladder, TFLOP/s against cuBLAS at the same size.
-fn matmuls(bench: &mut Bench, cublas: Option<&Cublas>, cublas_tflops: &mut Vec<(String, Option<f64>)>) -> Result<()> {
-    let mut cases = vec![(bench.lab.sizes.matmul, MATMULS.to_vec())];
-    let (rungs, skipped) = available(bench.lab.gpu.ptx);
-    if let Some(note) = skipped {
-        println!("{note}\n");
-    }
-    cases.extend(bench.lab.sizes.sgemm.iter().map(|&size| (size, rungs.clone())));
-    for (size, kernels) in cases {
-        let (m, n, k) = size;
-        let label = format!("{m}x{n}x{k}");
-        let mut ops = Operands::new(size)?;
-        let cublas_t = match cublas_tflops.iter().find(|(l, _)| *l == label) {
-            Some(&(_, t)) => t,
-            None => {
-                let t = time_cublas(&bench.lab, cublas, &mut ops)?.map(|t| t.tflops(ops.flop()));
-                cublas_tflops.push((label.clone(), t));
-                t
-            }
-        };
-        let ceiling = cublas_t.map_or(Ceiling::None, Ceiling::Cublas);
-        for rung in kernels {
-            let args = ops.args();
-            let (shape, work) = (rung.shape(m, n), Work::Flop(ops.flop()));
-            let case = Case { kernel: rung.kernel, size: label.clone(), shape, args: &args, work, ceiling };
-            bench.compare(case, &mut ops, |ops| poison(&mut ops.c), |ops| ops.check())?;
-        }
-    }
-    Ok(())
-}
-
-/// The probes: strided reads (GB/s of useful bytes against memcpy), the bank probe (shared
-/// GB/s), the register-pressure probe (TFLOP/s). Twins are checked against the Rust result.
-fn probes(bench: &mut Bench, memcpy: f64) -> Result<()> {
-    const PROBE_BLOCK: u32 = 256;
-    let words = 1usize << 28;
-    let input = upload(&(0..words).map(reference::strided_word).collect::<Vec<u32>>())?;
-    for stride in [1usize, 32] {
-        let threads = words / (8 * stride);
-        let mut partial = poisoned::<u32>(threads)?;
-        let args = [Arg::from(&input), Arg::from(&partial), Arg::U32(threads as u32), Arg::U32(stride as u32)];
-        let shape =
-            LaunchShape { grid: ((threads as u32).div_ceil(PROBE_BLOCK), 1), block: (PROBE_BLOCK, 1), smem_bytes: 0 };
-        let work = Work::Bytes((threads * 8 * 4) as f64);
-        let case = Case {
-            kernel: "strided_read",
-            size: format!("stride {stride}"),
-            shape,
-            args: &args,
-            work,
-            ceiling: Ceiling::Memcpy(memcpy),
-        };
-        let want = |g| reference::strided_partial(g, threads, stride);
-        bench.compare(case, &mut partial, poison, |p| Ok((verify::exact_u32(&download(p)?, want), "checksums")))?;
-    }
-    let (blocks, threads) = demos::full_gpu(&bench.lab.gpu.info, PROBE_BLOCK);
-    let iters = bench.lab.sizes.bank_iters;
-    for stride in [1usize, 32] {
-        let mut out = poisoned::<u32>(threads)?;
-        let args = [Arg::from(&out), Arg::U32(stride as u32), Arg::U32(iters as u32)];
-        let smem = (reference::BANK_PROBE_WORDS * 4) as u32;
-        let shape = LaunchShape { grid: (blocks, 1), block: (PROBE_BLOCK, 1), smem_bytes: smem };
-        let sums: Vec<u32> = (0..32).map(|lane| reference::bank_probe_sum(lane, stride, iters)).collect();
-        let work = Work::SharedBytes((threads * iters * 4) as f64);
-        let case = Case {
-            kernel: "shared_bank_probe",
-            size: format!("stride {stride}"),
-            shape,
-            args: &args,
-            work,
-            ceiling: Ceiling::None,
-        };
-        bench.compare(case, &mut out, poison, |p| {
-            Ok((verify::exact_u32(&download(p)?, |g| sums[g % 32]), "checksums"))
-        })?;
-    }
-    let (threads, iters) = (1usize << 20, 64usize);
-    let input_host = reference::random_f32(threads * iters, 31);
-    let input = upload(&input_host)?;
-    let mut out = poisoned::<f32>(threads)?;
-    let args = [Arg::from(&input), Arg::from(&out), Arg::U32(threads as u32), Arg::U32(iters as u32)];
-    let shape =
-        LaunchShape { grid: ((threads as u32).div_ceil(PROBE_BLOCK), 1), block: (PROBE_BLOCK, 1), smem_bytes: 0 };
-    let work = Work::Flop((2 * 128 * iters * threads) as f64);
-    let case = Case {
-        kernel: "register_pressure",
-        size: format!("{threads} threads x {iters}"),
-        shape,
-        args: &args,
-        work,
-        ceiling: Ceiling::None,
-    };
-    // Both languages against the f32 reference (same FMA order), at 4096 sampled threads.
-    let want = |g| reference::register_pressure(&input_host, threads, iters, g);
-    bench
-        .compare(case, &mut out, poison, |p| Ok((verify::sampled_f32(&download(p)?, 4096, want), "sampled threads")))?;
-    Ok(())
 }
 
 fn rate_text(rate: Rate) -> String {
@@ -392,7 +206,9 @@ fn rate_text(rate: Rate) -> String {
     }
 }
 
-fn table(rows: &[Row]) -> String {
+/// The comparison table in `layout` (columns equal on every row said once above it in the
+/// terminal).
+fn table(layout: Layout, rows: &[Row]) -> String {
     let header = [
         "kernel",
         "size",
@@ -405,67 +221,123 @@ fn table(rows: &[Row]) -> String {
         "Rust share",
         "check Rust / C++",
     ];
-    let mut t = comfy_table::Table::new();
-    t.load_preset(comfy_table::presets::ASCII_MARKDOWN).set_header(header);
-    for r in rows {
+    let body = rows.iter().map(|r| {
+        let (rust_rate, twin_rate) = r.rates();
+        let t = &r.twin;
         let share = match (r.share(), r.ceiling) {
             (Some(s), Ceiling::Memcpy(_)) => format!("{:.1}% of memcpy", 100.0 * s),
             (Some(s), _) => format!("{:.1}% of cuBLAS", 100.0 * s),
             (None, _) => "-".into(),
         };
-        t.add_row([
-            r.kernel.to_string(),
-            r.size.clone(),
-            format!("{} / {}", r.regs.0, r.regs.1),
-            format!("{:.4}", r.rust.median_ms),
-            format!("{:.4}", r.twin.median_ms),
+        vec![
+            t.kernel.clone(),
+            t.size.clone(),
+            format!("{} / {}", t.regs.0, t.regs.1),
+            format!("{:.4}", t.timing.0.median_ms),
+            format!("{:.4}", t.timing.1.median_ms),
             format!("{:.3}", r.speed_ratio()),
-            rate_text(r.rust_rate),
-            rate_text(r.twin_rate),
+            rate_text(rust_rate),
+            rate_text(twin_rate),
             share,
-            format!("{} / {}", r.checks.0.summary(r.check_kind), r.checks.1.summary(r.check_kind)),
-        ]);
-    }
-    t.to_string()
+            format!("{} / {}", t.checks.0.summary(&t.check_kind), t.checks.1.summary(&t.check_kind)),
+        ]
+    });
+    table::render_condensed(layout, header.map(String::from).to_vec(), body.collect())
 }
 
-fn json(bench: &Bench, memcpy: f64, cublas: &[(String, Option<f64>)]) -> serde_json::Value {
-    let info = &bench.lab.gpu.info;
-    let rows: Vec<serde_json::Value> = bench
-        .rows
+fn json(lab: &Lab, rounds: usize, rows: &[Row], memcpy: Option<f64>, cublas: &[(String, f64)]) -> serde_json::Value {
+    let info = &lab.gpu.info;
+    let rows: Vec<serde_json::Value> = rows
         .iter()
         .map(|r| {
-            let (unit, rust, twin) = match (r.rust_rate, r.twin_rate) {
+            let t = &r.twin;
+            let (unit, rust, twin) = match r.rates() {
                 (Rate::Gbs(a), Rate::Gbs(b)) => ("GB/s", a, b),
                 (Rate::SharedGbs(a), Rate::SharedGbs(b)) => ("shared GB/s", a, b),
                 (a, b) => ("TFLOP/s", a.value(), b.value()),
             };
             serde_json::json!({
-                "kernel": r.kernel,
-                "size": r.size,
-                "regs_rust": r.regs.0,
-                "regs_cuda": r.regs.1,
-                "rust_median_ms": r.rust.median_ms,
-                "rust_min_ms": r.rust.min_ms,
-                "cuda_median_ms": r.twin.median_ms,
-                "cuda_min_ms": r.twin.min_ms,
+                "kernel": t.kernel,
+                "size": t.size,
+                "regs_rust": t.regs.0,
+                "regs_cuda": t.regs.1,
+                "rust_median_ms": t.timing.0.median_ms,
+                "rust_min_ms": t.timing.0.min_ms,
+                "cuda_median_ms": t.timing.1.median_ms,
+                "cuda_min_ms": t.timing.1.min_ms,
                 "speed_ratio_cuda_time_over_rust_time": r.speed_ratio(),
                 "unit": unit,
                 "rust_rate": rust,
                 "cuda_rate": twin,
                 "rust_share_of_ceiling": r.share(),
                 "ceiling": match r.ceiling { Ceiling::Memcpy(_) => "memcpy", Ceiling::Cublas(_) => "cuBLAS", Ceiling::None => "none" },
-                "rust_check_passed": r.checks.0.passed(),
-                "cuda_check_passed": r.checks.1.passed(),
+                "rust_check_passed": t.checks.0.passed(),
+                "cuda_check_passed": t.checks.1.passed(),
             })
         })
         .collect();
     serde_json::json!({
         "device": info.name,
         "compute_capability": format!("{}.{}", info.cc.0, info.cc.1),
-        "rounds": bench.rounds,
+        "rounds": rounds,
         "memcpy_gbs": memcpy,
         "cublas_sgemm_tflops": cublas.iter().map(|(s, t)| serde_json::json!({ "size": s, "tflops": t })).collect::<Vec<_>>(),
         "kernels": rows,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::demos::Work;
+    use crate::gpu::timing::Timing;
+    use crate::verify::Check;
+
+    /// Rows shaped like the H200 bench (README): the longest names, sizes and checks.
+    fn rows() -> Vec<Row> {
+        let check = Check { checked: 67108864, mismatches: 0, first_bad: None, digest: 0x46ab_4307_c888_2a11 };
+        let row = |kernel: &str, size: &str, work: Work, ceiling| Row {
+            twin: TwinRow {
+                kernel: kernel.into(),
+                size: size.into(),
+                regs: (126, 126),
+                timing: (
+                    Timing { median_ms: 24.8864, min_ms: 24.8, runs: 15 },
+                    Timing { median_ms: 24.6273, min_ms: 24.6, runs: 15 },
+                ),
+                work,
+                checks: (check.clone(), check.clone()),
+                check_kind: "sampled dot products".into(),
+            },
+            ceiling,
+        };
+        let flop = 2.0 * 8192f64.powi(3);
+        vec![
+            row("transpose_vectorized", "8192x8192", Work::global_bytes(5.4e8), Ceiling::Memcpy(4022.0)),
+            row(
+                "sgemm_6_double_buffered",
+                "8192x8192x8192",
+                Work { flop, bytes: 8.0e8, level: Level::Global },
+                Ceiling::Cublas(50.95),
+            ),
+            row(
+                "shared_bank_probe",
+                "stride 32",
+                Work { flop: 0.0, bytes: 2.6e10, level: Level::Shared },
+                Ceiling::None,
+            ),
+        ]
+    }
+
+    #[test]
+    fn the_table_fits_the_terminal_and_markdown_keeps_every_column() {
+        for width in [100, 160] {
+            let t = table(Layout::Terminal(width), &rows());
+            assert!(table::fits(&t, width), "{width}:\n{t}");
+            assert!(t.contains("sgemm_6_double_buffered") && t.contains("44.18 TFLOP/s"), "{t}");
+        }
+        let md = table(Layout::Markdown, &rows());
+        assert_eq!(md.lines().count(), 5, "{md}");
+        assert!(md.lines().next().unwrap().contains(" check Rust / C++ "), "{md}");
+    }
 }

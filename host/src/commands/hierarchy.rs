@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use crate::demos::hierarchy::{self, LADDER_MIN, Options};
-use crate::demos::{Lab, Sizes, banks};
+use crate::demos::{Inputs, Lab, Sizes, banks, memcpy};
 use crate::gpu::Gpu;
 use crate::{cli, refuse, report};
 
@@ -39,9 +39,7 @@ pub fn run(args: Args) -> Result<bool> {
     {
         refuse!("--ladder-max {max} must be a power of two of at least {LADDER_MIN} bytes (4KiB)");
     }
-    if !args.dram_bytes.is_multiple_of(16) || args.dram_bytes > 16 * (u32::MAX as usize) {
-        refuse!("--dram-bytes {} must be a multiple of 16 bytes and at most 64 GiB", args.dram_bytes);
-    }
+    let dram_bytes = hierarchy::check_dram_bytes(args.dram_bytes)?;
     if args.transfer_bytes < 4 {
         refuse!("--transfer-bytes {} must be at least 4 bytes", args.transfer_bytes);
     }
@@ -49,7 +47,7 @@ pub fn run(args: Args) -> Result<bool> {
     let ordinals = super::multi::resolve(&args.device)?;
     let (mut passed, mut figures) = (true, Vec::new());
     for &ordinal in &ordinals {
-        let (ok, table) = run_on(&args, ordinal, bank_iters)?;
+        let (ok, table) = run_on(&args, ordinal, dram_bytes, bank_iters)?;
         passed &= ok;
         // level -> "latency; bandwidth", the measured columns.
         figures.push(table.into_iter().map(|r| (r[0].clone(), format!("{}; {}", r[2], r[4]))).collect());
@@ -64,15 +62,16 @@ pub fn run(args: Args) -> Result<bool> {
 
 /// Measures and prints the table on one device; returns whether every check passed and the
 /// table's rows.
-fn run_on(args: &Args, ordinal: u32, bank_iters: usize) -> Result<(bool, Vec<Vec<String>>)> {
+fn run_on(args: &Args, ordinal: u32, dram_bytes: usize, bank_iters: usize) -> Result<(bool, Vec<Vec<String>>)> {
     let gpu = Gpu::open(ordinal, None)?;
     println!("# memlab hierarchy on {}\n\n{}\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
-    let sizes = Sizes { strided_bytes: args.dram_bytes, bank_iters, ..Sizes::default() };
-    let mut lab = Lab { gpu, sizes, memcpy_gbs: None };
+    let lab = Lab::new(gpu, Sizes { dram_bytes, bank_iters, ..Sizes::default() });
     let opts = Options { ladder_max: args.ladder_max, steps: args.steps, transfer_bytes: args.transfer_bytes };
-    let measured = hierarchy::measure_all(&mut lab, &opts)?;
+    // The memcpy ceiling, measured by its owner and passed in.
+    let inputs = Inputs { memcpy: Some(memcpy::measure(&lab)?) };
+    let measured = hierarchy::measure_all(&lab, &opts, &inputs)?;
     let section = measured.section();
-    println!("{}", report::section(&section, lab.memcpy_gbs));
+    println!("{}", report::section(&section, inputs.memcpy_gbs()));
     let (header, rows) = measured.ladder_table();
     println!("## The latency ladder\n\n{}\n", report::table(header, rows));
     let passed = section.passed();

@@ -46,7 +46,7 @@ pub fn run(args: Args) -> Result<bool> {
     for ordinal in multi::resolve(&args.device)? {
         let gpu = Gpu::open(ordinal, None)?;
         let sizes = Sizes { repeats: Repeats { warmup: 1, runs: args.runs as usize }, ..Sizes::default() };
-        let lab = Lab { gpu, sizes, memcpy_gbs: None };
+        let lab = Lab::new(gpu, sizes);
         let measured = host_memory::measure_all(&lab, &opts)?;
         let mut out = format!("# memlab host-memory on GPU {ordinal} ({})\n\n", lab.gpu.info.name);
         for s in measured.sections(opts.mapped_bytes) {

@@ -6,6 +6,8 @@ use anyhow::Result;
 
 use super::occupancy::parse_cc;
 use crate::inspect::{self, ACCESSES, LINES_ARCH, LINES_PTX, SassInstr};
+use crate::ptxas::PtxasKernel;
+use crate::table::{self, Layout};
 use crate::{ptx, ptxas, refuse, report};
 
 /// Options of `inspect`.
@@ -26,11 +28,15 @@ pub fn run(args: Args) -> Result<bool> {
     let names = ptx::kernel_names(p.text);
     let name = args.name.as_str();
     let Some(body) = names.contains(&name).then(|| ptx::entry_body(p.text, name)).flatten() else {
+        if let Some(why) = ptx::needs_newer(p, name) {
+            refuse!("{why}");
+        }
         refuse!("unknown kernel `{name}`: choose from {}", names.join(", "))
     };
+    let layout = Layout::current();
     let sass_arch = format!("sm_{major}{minor}");
     println!("# {name}: memory instructions (PTX {}, SASS {sass_arch})\n", p.arch);
-    println!("Static counts: each instruction once, however often it runs.\n");
+    println!("{}\n", table::text(layout, "Static counts: each instruction once, however often it runs."));
 
     // The line-table PTX has the same code as the sm_90 PTX (tests compare the SASS).
     let line_info = p.arch == LINES_ARCH;
@@ -39,8 +45,14 @@ pub fn run(args: Args) -> Result<bool> {
     let figures = ptxas::run(p.text, &sass_arch).map(|k| k.into_iter().find(|k| k.kernel == name));
     match &figures {
         Ok(Some(k)) => println!(
-            "ptxas -arch={sass_arch}: {} registers per thread, {} B stack frame, {} B spill stores, {} B spill loads, {} B static shared memory\n",
-            k.regs, k.stack_bytes, k.spill_stores, k.spill_loads, k.smem_bytes
+            "{}\n",
+            table::text(
+                layout,
+                &format!(
+                    "ptxas -arch={sass_arch}: {} registers per thread, {} B stack frame, {} B spill stores, {} B spill loads, {} B static shared memory",
+                    k.regs, k.stack_bytes, k.spill_stores, k.spill_loads, k.smem_bytes
+                )
+            )
         ),
         Ok(None) => println!("ptxas reported nothing for {name}\n"),
         Err(e) => println!("ptxas figures not available: {e:#}\n"),
@@ -62,35 +74,78 @@ pub fn run(args: Args) -> Result<bool> {
     println!("{}\n", report::table(header, rows));
     let (v2, v4) = ptx_counts.vectors;
     println!("PTX: {v2} .v2 and {v4} .v4 vector accesses; {} generic ld/st (no state space)", ptx_counts.generic);
+    if let Some(note) = local_note(&ptx_counts, sass_counts.as_deref(), figures.as_ref().ok().and_then(Option::as_ref))
+    {
+        println!("\n{}\n", table::text(layout, &note));
+    }
 
     match &sass {
-        Ok(instrs) => print_sass(instrs, line_info),
+        Ok(instrs) => print_sass(layout, instrs, line_info),
         Err(e) => println!("SASS not available: {e:#}"),
     }
     Ok(true)
 }
 
-fn print_sass(instrs: &[SassInstr], line_info: bool) {
+/// What the PTX's local accesses became: `ld.local`/`st.local` with no `LDL`/`STL` in the SASS
+/// are stack slots ptxas moved to registers, not spills; `LDL`/`STL` do reach local memory.
+pub fn local_note(ptx: &inspect::PtxCounts, sass: Option<&[usize]>, figures: Option<&PtxasKernel>) -> Option<String> {
+    let row = |what: &str| ACCESSES.iter().position(|a| a.level == "local" && a.what.starts_with(what));
+    let (loads, stores) = (row("loads")?, row("stores")?);
+    let (ptx_local, sass) = (ptx.accesses[loads] + ptx.accesses[stores], sass?);
+    let sass_local = sass[loads] + sass[stores];
+    let frame = figures.map_or(String::new(), |k| {
+        format!(
+            " (ptxas: {} B stack frame, {} B spill stores, {} B spill loads)",
+            k.stack_bytes, k.spill_stores, k.spill_loads
+        )
+    });
+    match (ptx_local, sass_local) {
+        (0, 0) => None,
+        (p, 0) => Some(format!(
+            "Local memory: the PTX's {p} ld.local/st.local are stack slots LLVM gave a local array or struct; \
+             ptxas kept them all in registers, so the SASS has no LDL/STL{frame}. This is not spilling: \
+             nothing of this kernel reaches local memory."
+        )),
+        (_, s) => {
+            let why = match figures {
+                Some(k) if k.spill_stores + k.spill_loads > 0 => "registers ptxas spilled for lack of room",
+                Some(_) => "a stack array (indexed at run time, so not kept in registers), no spills",
+                None => "a stack array indexed at run time, or registers spilled",
+            };
+            Some(format!(
+                "Local memory: {s} LDL/STL in the SASS reach local memory (cached in L1, backed by DRAM){frame}: {why}."
+            ))
+        }
+    }
+}
+
+fn print_sass(layout: Layout, instrs: &[SassInstr], line_info: bool) {
     let memory: Vec<&SassInstr> = instrs.iter().filter(|i| inspect::is_memory(i)).collect();
     let wide = |w| memory.iter().filter(|i| i.width() == Some(w)).count();
-    println!(
-        "SASS: {} instructions, {} of them memory; {} 64-bit and {} 128-bit accesses\n",
+    let summary = format!(
+        "SASS: {} instructions, {} of them memory; {} 64-bit and {} 128-bit accesses",
         instrs.len(),
         memory.len(),
         wide(64),
         wide(128)
     );
+    println!("{}\n", table::text(layout, &summary));
     if !line_info {
         println!("Rust source lines: only for the sm_90 PTX (use --cc 9.0 or newer).");
         return;
     }
     println!("## Rust source -> SASS memory instructions\n");
+    let intro = "Each lesson line (files under kernels-gpu/src/) with the SASS memory instructions it \
+                 became; where they come from a helper it calls (device.rs, Rust's core), the helper's \
+                 line is in the second column (the inlining chain of the line tables).";
+    println!("{}\n", table::text(layout, intro));
     let rows = inspect::by_source_line(instrs).into_iter().map(|s| {
         let ops: Vec<String> = s.ops.iter().map(|(op, n)| format!("{op} x{n}")).collect();
         let text = s.text.map_or("(source not on this machine)".into(), |t| format!("`{}`", clip(&t, 70)));
-        vec![format!("{}:{}", s.file, s.line), text, ops.join(", ")]
+        let helper = s.helper.map_or(String::new(), |(f, l)| format!("{f}:{l}"));
+        vec![format!("{}:{}", s.file, s.line), helper, text, ops.join(", ")]
     });
-    println!("{}", report::table(["source", "Rust", "SASS"].map(String::from), rows));
+    println!("{}", report::table(["lesson line", "helper line", "Rust", "SASS"].map(String::from), rows));
 }
 
 /// The first `max` characters of `text`, with an ellipsis when cut.

@@ -7,11 +7,14 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::charts::{self, OccupancyChart};
+use crate::cli::{self, count};
+use crate::model::gpus;
 use crate::model::occupancy::{
-    ARCHS, ArchLimits, KernelResources, Limit, Mode, Occupancy, UNLIMITED, occupancy, register_targets,
-    shared_memory_targets,
+    ArchLimits, KernelResources, Limit, Mode, Occupancy, UNLIMITED, max_regs_for_blocks, occupancy, register_targets,
+    shared_memory_targets, suggest_block_size,
 };
-use crate::{cli, ptx, ptxas, refuse, report};
+use crate::table::{self, Layout};
+use crate::{ptx, ptxas, refuse, report};
 
 /// The seed's generic SM, used for any textbook figure not given.
 const TEXTBOOK: (u32, u32, usize) = (65536, 2048, 48 << 10);
@@ -21,15 +24,15 @@ const TEXTBOOK: (u32, u32, usize) = (65536, 2048, 48 << 10);
 pub enum ModeArg {
     /// Textbook arithmetic: exact division, no granularity.
     Simple,
-    /// The driver's rules (`cuda_occupancy.h`): warp and register granularity, reserved shared memory.
+    /// The driver's rules (`cuda_occupancy.h`): allocation units, reserve.
     Hardware,
 }
 
 /// Options of `occupancy`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Compute capability of the SM, e.g. 9.0 (default 9.0 unless a textbook SM is given).
-    #[arg(long, value_parser = parse_cc, conflicts_with_all = ["regs_per_sm", "threads_per_sm", "smem_per_sm"])]
+    /// Also --gpu: a compute capability (9.0), SM target (sm_89) or name (H200, "RTX 4090").
+    #[arg(long, alias = "gpu", value_parser = parse_cc, conflicts_with_all = ["regs_per_sm", "threads_per_sm", "smem_per_sm"])]
     pub cc: Option<(u32, u32)>,
     /// Textbook SM: registers per SM (default 65536; implies --mode simple).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
@@ -40,7 +43,7 @@ pub struct Args {
     /// Textbook SM: shared memory per SM (B, KiB, MiB; default 48KiB).
     #[arg(long, value_parser = cli::bytes)]
     pub smem_per_sm: Option<usize>,
-    /// Rules: simple (textbook) or hardware (driver); default hardware for --cc, simple for a textbook SM.
+    /// Rules: simple (textbook) or hardware (driver, default for a real GPU).
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
     /// Threads per block.
@@ -52,21 +55,33 @@ pub struct Args {
     /// Dynamic shared memory per block (B, KiB, MiB), added to the kernel's static shared memory.
     #[arg(long, default_value = "0B", value_parser = bytes_or_zero)]
     pub smem: usize,
+    /// Static shared memory per block (B, KiB: `__shared__` arrays), at most 48KiB.
+    #[arg(long, default_value = "0B", value_parser = bytes_or_zero, conflicts_with = "kernel")]
+    pub static_smem: usize,
     /// A kernel of the lab: registers and static shared bytes from `ptxas -v` on its PTX.
     #[arg(long, conflicts_with = "regs")]
     pub kernel: Option<String>,
+    /// The kernel raised cudaFuncAttributeMaxDynamicSharedMemorySize (above 48 KiB).
+    #[arg(long)]
+    pub opt_in: bool,
+    /// Also print the block size cudaOccupancyMaxPotentialBlockSize would pick.
+    #[arg(long)]
+    pub suggest: bool,
+    /// The most registers per thread at which N blocks stay resident (__launch_bounds__).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub blocks: Option<u32>,
     /// Also draw the three occupancy graphs (SVG and PNG) into DIR.
     #[arg(long, value_name = "DIR")]
     pub chart: Option<PathBuf>,
+    /// Print the answer as JSON instead of text.
+    #[arg(long, conflicts_with = "chart")]
+    pub json: bool,
 }
 
-/// Parses `MAJOR.MINOR`, accepting only compute capabilities the occupancy tables know.
+/// Parses a compute capability, SM target or GPU name the occupancy tables know
+/// ([`gpus::resolve`]).
 pub fn parse_cc(text: &str) -> Result<(u32, u32), String> {
-    let known = ARCHS.iter().map(|a| format!("{}.{}", a.major, a.minor)).collect::<Vec<_>>().join(", ");
-    let bad = || format!("`{text}` is not a known compute capability: use one of {known}");
-    let (major, minor) = text.trim().split_once('.').ok_or_else(bad)?;
-    let cc = (major.parse().map_err(|_| bad())?, minor.parse().map_err(|_| bad())?);
-    ArchLimits::for_cc(cc.0, cc.1).map(|_| cc).ok_or_else(bad)
+    gpus::resolve(text).map(|a| (a.major, a.minor))
 }
 
 /// A byte count that may be zero (`0`, `0B`).
@@ -138,10 +153,11 @@ fn limits_table(arch: &ArchLimits, res: &KernelResources, o: &Occupancy) -> Stri
     let cap = if arch.max_blocks_per_sm == UNLIMITED { "no cap".into() } else { arch.max_blocks_per_sm.to_string() };
     let rows = vec![
         vec![
-            Limit::Warps.to_string(),
+            // "warps" alone: the table fits 100 columns; the cells say what a warp slot holds.
+            "warps".into(),
             blocks(o.blocks_by_warps),
-            format!("{warps} warps ({} threads)", res.threads_per_block),
-            format!("{} warps ({} threads)", arch.max_warps_per_sm, arch.max_threads_per_sm),
+            format!("{} ({} threads)", count(warps, "warp"), res.threads_per_block),
+            format!("{} ({} threads)", count(arch.max_warps_per_sm, "warp"), arch.max_threads_per_sm),
             mark(Limit::Warps),
         ],
         vec![
@@ -160,7 +176,7 @@ fn limits_table(arch: &ArchLimits, res: &KernelResources, o: &Occupancy) -> Stri
         ],
         vec![Limit::BlockCap.to_string(), blocks(o.blocks_by_block_cap), "1 block".into(), cap, mark(Limit::BlockCap)],
     ];
-    report::table(["limit", "blocks per SM", "one block takes", "the SM has", ""].map(String::from), rows)
+    report::table(["limit", "blocks per SM", "a block takes", "SM has", ""].map(String::from), rows)
 }
 
 /// What to change for the next step up: registers, shared memory, block size.
@@ -173,15 +189,16 @@ fn advice(arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode) -
                 .filter(|n| n.active_blocks > o.active_blocks)
                 .map(|n| (r, n))
         });
-        let mut line = format!("registers: up to {} per thread keep {} blocks", t.keep_current, o.active_blocks);
+        let mut line =
+            format!("registers: up to {} per thread keep {}", t.keep_current, count(o.active_blocks, "block"));
         match next {
             Some((r, n)) => {
-                line += &format!("; {r} or fewer give {} blocks ({})", n.active_blocks, percent(n.occupancy));
+                line += &format!("; {r} or fewer give {} ({})", count(n.active_blocks, "block"), percent(n.occupancy));
                 if t.best_blocks > n.active_blocks {
                     line += &format!(
-                        "; {} or fewer reach the best any register count gives, {} blocks ({})",
+                        "; {} or fewer reach the best any register count gives, {} ({})",
                         t.for_best,
-                        t.best_blocks,
+                        count(t.best_blocks, "block"),
                         percent(t.best_occupancy)
                     );
                 }
@@ -192,14 +209,17 @@ fn advice(arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode) -
     }
     if let Ok(t) = shared_memory_targets(arch, res, mode) {
         let mut line = format!(
-            "shared memory: up to {} B of dynamic shared memory per block keep {} blocks",
-            t.keep_current, o.active_blocks
+            "shared memory: up to {} B of dynamic shared memory per block keep {}",
+            t.keep_current,
+            count(o.active_blocks, "block")
         );
         match t
             .next_step
             .and_then(|(b, d)| occ_at(KernelResources { dynamic_smem_bytes: d, ..*res }).map(|n| (b, d, n)))
         {
-            Some((b, d, n)) => line += &format!("; {d} B or less gives {b} blocks ({})", percent(n.occupancy)),
+            Some((b, d, n)) => {
+                line += &format!("; {d} B or less gives {} ({})", count(b, "block"), percent(n.occupancy))
+            }
             None => line += "; less shared memory adds no block here",
         }
         out.push(line);
@@ -223,36 +243,222 @@ fn advice(arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode) -
     out
 }
 
+/// Where the driver's rules change the textbook's answer: one line per limit that differs where
+/// it matters (it binds, or nearly, under either rule), with both numbers and the rule that
+/// makes the difference.
+fn hardware_notes(arch: &ArchLimits, res: &KernelResources, o: &Occupancy) -> Vec<String> {
+    let Ok(t) = occupancy(arch, res, Mode::Simple) else { return Vec::new() };
+    let mut out = Vec::new();
+    let most = t.active_blocks.max(o.active_blocks);
+    let differs = |a: u32, b: u32| a != b && a.min(b) <= most;
+    if t.active_blocks != o.active_blocks {
+        out.push(format!(
+            "textbook vs driver: the textbook arithmetic gives {} blocks ({}), the driver's rules {} ({}):",
+            t.active_blocks,
+            percent(t.occupancy),
+            o.active_blocks,
+            percent(o.occupancy)
+        ));
+    }
+    if differs(t.blocks_by_warps, o.blocks_by_warps) {
+        out.push(format!(
+            "warps: a block takes whole warps, {} for {} threads: {} blocks (textbook, by threads: {})",
+            res.threads_per_block.div_ceil(arch.warp_size),
+            res.threads_per_block,
+            blocks(o.blocks_by_warps),
+            blocks(t.blocks_by_warps)
+        ));
+    }
+    if differs(t.blocks_by_regs, o.blocks_by_regs) {
+        let per_warp = o.regs_per_block / res.threads_per_block.div_ceil(arch.warp_size).max(1);
+        out.push(format!(
+            "registers: allocated per warp, {} x 32 = {} rounded up to the {}-register unit = {per_warp}, each warp \
+             from one of {} sub-partitions of {} registers: {} blocks (textbook, {} / {}: {})",
+            res.regs_per_thread,
+            res.regs_per_thread * 32,
+            arch.reg_alloc_unit,
+            arch.warp_alloc_granularity,
+            arch.regs_per_sm / arch.warp_alloc_granularity,
+            blocks(o.blocks_by_regs),
+            arch.regs_per_sm,
+            t.regs_per_block,
+            blocks(t.blocks_by_regs)
+        ));
+    }
+    if differs(t.blocks_by_smem, o.blocks_by_smem) {
+        out.push(format!(
+            "shared memory: the driver reserves {} B per block and allocates in {} B units: {} + {} -> {} B per \
+             block, {} blocks (textbook, {} / {}: {})",
+            arch.reserved_smem_per_block,
+            arch.smem_alloc_granularity,
+            res.smem_bytes(),
+            arch.reserved_smem_per_block,
+            o.smem_per_block,
+            blocks(o.blocks_by_smem),
+            arch.max_smem_per_sm,
+            t.smem_per_block,
+            blocks(t.blocks_by_smem)
+        ));
+    }
+    out
+}
+
+/// `--suggest`: the block size the occupancy API would pick.
+fn suggestion(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> String {
+    match suggest_block_size(arch, res, mode) {
+        Some(s) => format!(
+            "suggested block size: {} threads ({} block{} per SM, {}), the size cudaOccupancyMaxPotentialBlockSize \
+             picks: the largest multiple of 32 with the most resident threads",
+            s.threads,
+            s.blocks,
+            if s.blocks == 1 { "" } else { "s" },
+            percent(s.occupancy)
+        ),
+        None => "suggested block size: none, no block size fits these registers and shared memory".into(),
+    }
+}
+
+/// `--blocks N`: the most registers per thread at which N blocks stay resident.
+fn inverse(arch: &ArchLimits, res: &KernelResources, n: u32, mode: Mode) -> String {
+    let threads = res.threads_per_block;
+    match max_regs_for_blocks(arch, res, n, mode) {
+        Some(r) => {
+            let textbook = max_regs_for_blocks(arch, res, n, Mode::Simple)
+                .filter(|&t| t != r && mode == Mode::Hardware && arch.major != 0)
+                .map_or(String::new(), |t| format!(" (the textbook arithmetic allows {t})"));
+            format!(
+                "registers for {n} blocks of {threads} threads: at most {r} per thread{textbook}; \
+                 __launch_bounds__({threads}, {n}) or -maxrregcount={r} makes the compiler keep to it (spilling if \
+                 it must)"
+            )
+        }
+        None => {
+            let best =
+                occupancy(arch, &KernelResources { regs_per_thread: 1, ..*res }, mode).map_or(0, |o| o.active_blocks);
+            format!(
+                "registers for {n} blocks of {threads} threads: no register count reaches it, the other limits allow \
+                 at most {best} blocks"
+            )
+        }
+    }
+}
+
+/// The rule `mode` applies and its source.
+fn rule(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Hardware => {
+            "blocks per SM = the least of the warp, register, shared-memory and block limits, with the driver's \
+             allocation units and reserve (cudaOccMaxActiveBlocksPerMultiprocessor in NVIDIA's cuda_occupancy.h, \
+             CUDA 13.0; memlab equals it on every configuration of its differential test); limits: CUDA C++ \
+             Programming Guide, \"Technical Specifications per Compute Capability\""
+        }
+        Mode::Simple => {
+            "blocks per SM = the least of each resource divided by one block's exact demand (textbook arithmetic, \
+             no allocation units or reserve)"
+        }
+    }
+}
+
+/// The answer as `--json` prints it.
+fn json(arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode, args: &Args) -> serde_json::Value {
+    let lim = |b: u32| if b == UNLIMITED { serde_json::Value::Null } else { b.into() };
+    let textbook = (mode == Mode::Hardware && arch.major != 0)
+        .then(|| occupancy(arch, res, Mode::Simple).ok().map(|t| t.active_blocks))
+        .flatten();
+    serde_json::json!({
+        "cc": format!("{}.{}", arch.major, arch.minor),
+        "arch": arch.name,
+        "mode": format!("{mode:?}"),
+        "threads_per_block": res.threads_per_block,
+        "regs_per_thread": res.regs_per_thread,
+        "static_smem_bytes": res.static_smem_bytes,
+        "dynamic_smem_bytes": res.dynamic_smem_bytes,
+        "opted_in": res.smem_opt_in,
+        "blocks_by_warps": lim(o.blocks_by_warps),
+        "blocks_by_regs": lim(o.blocks_by_regs),
+        "blocks_by_smem": lim(o.blocks_by_smem),
+        "blocks_by_block_cap": lim(o.blocks_by_block_cap),
+        "regs_per_block": o.regs_per_block,
+        "smem_per_block": o.smem_per_block,
+        "active_blocks": o.active_blocks,
+        "active_warps": o.active_warps,
+        "occupancy": o.occupancy,
+        "limiting": o.limiting_factors().iter().map(Limit::to_string).collect::<Vec<_>>(),
+        "launch_failure": o.failure.map(|f| f.to_string()),
+        "textbook_blocks": textbook,
+        "suggested_block_size": args.suggest.then(|| suggest_block_size(arch, res, mode).map(|s| s.threads)).flatten(),
+        "regs_for_blocks": args.blocks.map(|n| serde_json::json!({"blocks": n, "max_regs_per_thread": max_regs_for_blocks(arch, res, n, mode)})),
+        "rule": rule(mode),
+    })
+}
+
 /// Runs the calculator and prints its answer.
 pub fn run(args: Args) -> Result<bool> {
+    if let Some(dir) = &args.chart {
+        crate::output::check_dir("--chart", dir)?;
+    }
     let (arch, sm_name, mode) = sm(&args)?;
     let dynamic = to_u32("--smem", args.smem)?;
     let (regs, static_smem, source) = match &args.kernel {
         Some(k) => kernel_figures(k, &arch)?,
-        None => (args.regs.unwrap_or(0), 0, "given".into()),
+        None => (args.regs.unwrap_or(0), to_u32("--static-smem", args.static_smem)?, "given".into()),
     };
-    let res = KernelResources::new(args.threads, regs).with_static_smem(static_smem).with_dynamic_smem(dynamic);
+    let res = KernelResources::new(args.threads, regs)
+        .with_static_smem(static_smem)
+        .with_dynamic_smem(dynamic)
+        .with_opt_in(args.opt_in);
     let o = match occupancy(&arch, &res, mode) {
         Ok(o) => o,
         Err(e) => refuse!("{e} on {sm_name}"),
     };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json(&arch, &res, &o, mode, &args))?);
+        return Ok(true);
+    }
     let what = args.kernel.as_deref().map_or(String::new(), |k| format!("`{k}`: "));
-    println!(
-        "Occupancy on {sm_name}, {mode:?} rules: {what}{} threads per block, {regs} registers per thread ({source}), {} B static + {dynamic} B dynamic shared memory per block\n",
-        args.threads, static_smem
+    let layout = Layout::current();
+    let title = format!(
+        "Occupancy on {sm_name}, {mode:?} rules: {what}{} threads per block, {regs} registers per thread ({source}), \
+         {} B static + {dynamic} B dynamic shared memory per block{}",
+        args.threads,
+        static_smem,
+        if args.opt_in { ", opted in above 48 KiB" } else { "" }
     );
+    println!("{}\n", table::text(layout, &title));
     println!("{}\n", limits_table(&arch, &res, &o));
-    println!("resident per SM: {} blocks = {} warps = {} threads", o.active_blocks, o.active_warps, o.active_threads);
-    let limits: Vec<String> = o.limiting_factors().iter().map(Limit::to_string).collect();
-    println!("occupancy: {} (limited by {})\n", percent(o.occupancy), limits.join(" and "));
+    match o.failure {
+        Some(f) => println!("{}", report::wrap(&format!("resident per SM: 0 blocks, the launch fails: {f}"))),
+        None => {
+            println!(
+                "resident per SM: {} = {} = {}",
+                count(o.active_blocks, "block"),
+                count(o.active_warps, "warp"),
+                count(o.active_threads, "thread")
+            );
+            let limits: Vec<String> = o.limiting_factors().iter().map(Limit::to_string).collect();
+            println!("occupancy: {} (limited by {})", percent(o.occupancy), limits.join(" and "));
+        }
+    }
+    if mode == Mode::Hardware && arch.major != 0 {
+        for (i, line) in hardware_notes(&arch, &res, &o).iter().enumerate() {
+            let bullet = if i == 0 && line.starts_with("textbook") { "" } else { "- " };
+            println!("{}", report::wrap(&format!("{bullet}{line}")));
+        }
+    }
+    if args.suggest {
+        println!("{}", report::wrap(&suggestion(&arch, &res, mode)));
+    }
+    if let Some(n) = args.blocks {
+        println!("{}", report::wrap(&inverse(&arch, &res, n, mode)));
+    }
+    println!("{}\n", report::wrap(&format!("rule: {}", rule(mode))));
     println!("To change it:");
     for line in advice(&arch, &res, &o, mode) {
-        println!("- {line}");
+        println!("{}", table::bullet(layout, &line));
     }
     if let Some(dir) = &args.chart {
         std::fs::create_dir_all(dir)?;
-        let kernel = args.kernel.clone().unwrap_or_else(|| "given".into());
-        let [svg, png] = charts::save(&OccupancyChart { kernel, arch, res, mode }, dir)?;
+        let [svg, png] = charts::save(&OccupancyChart { kernel: args.kernel.clone(), arch, res, mode }, dir)?;
         println!("\ncharts: {} {}", svg.display(), png.display());
     }
     Ok(true)

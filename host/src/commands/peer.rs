@@ -1,15 +1,12 @@
 //! `memlab peer`: the peer lesson over every ordered pair of the chosen devices (see
 //! `demos::peer`); skipped with one line where fewer than two devices are chosen.
 
-use std::path::PathBuf;
-
 use anyhow::Result;
 
 use super::multi;
 use crate::cli::{self, Devices};
 use crate::demos::peer::{self, Options};
-use crate::gpu::timing::Repeats;
-use crate::{peer_report, refuse};
+use crate::peer_report;
 
 /// Options of `peer`.
 #[derive(clap::Args, Debug)]
@@ -29,29 +26,12 @@ pub struct Args {
     /// Timed dependent loads of the latency chain.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(64..=1 << 22))]
     pub steps: u32,
-    /// Timed runs per measurement.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub runs: u32,
-    /// Untimed warm-up runs.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=100))]
-    pub warmup: u32,
-    /// Also write every figure as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Also write DIR/peer.md with the matrix and stride charts (SVG and PNG).
-    #[arg(long, value_name = "DIR")]
-    pub report: Option<PathBuf>,
-}
-
-/// Refuses an output path whose folder does not exist, before any measurement.
-pub fn check_output(path: &Option<PathBuf>) -> Result<()> {
-    if let Some(p) = path
-        && let Some(parent) = p.parent().filter(|d| !d.as_os_str().is_empty())
-        && !parent.is_dir()
-    {
-        refuse!("cannot write {}: the folder {} does not exist", p.display(), parent.display());
-    }
-    Ok(())
+    /// Timed and warm-up runs.
+    #[command(flatten)]
+    pub runs: super::Runs,
+    /// Output files (the report: DIR/peer.md with the matrix and stride charts).
+    #[command(flatten)]
+    pub outputs: super::Outputs,
 }
 
 /// Runs the lesson and prints it; returns whether every check passed.
@@ -61,11 +41,11 @@ pub fn run(args: Args) -> Result<bool> {
         strided_bytes: args.strided_bytes,
         chain_bytes: args.chain_bytes,
         steps: args.steps,
-        repeats: Repeats { warmup: args.warmup as usize, runs: args.runs as usize },
+        repeats: args.runs.repeats(),
     };
     peer::check_options(&opts)?;
-    check_output(&args.json)?;
-    check_output(&args.report)?;
+    // One record for all the devices: the paths as given, checked before the driver is asked.
+    let outputs = args.outputs.for_device(0, false)?;
     let ordinals = multi::resolve(&args.device)?;
     if ordinals.len() < 2 {
         println!("peer: skipped: {} device chosen, the peer lesson needs two or more", ordinals.len());
@@ -73,13 +53,10 @@ pub fn run(args: Args) -> Result<bool> {
     }
     let record = peer::run(&ordinals, &opts)?;
     println!("{}", peer_report::markdown(&record));
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&record)?;
-        if let Err(e) = std::fs::write(path, text + "\n") {
-            refuse!("cannot write {}: {e}", path.display());
-        }
+    if let Some(path) = &outputs.json {
+        crate::output::write(path, serde_json::to_string_pretty(&record)? + "\n")?;
     }
-    if let Some(dir) = &args.report {
+    if let Some(dir) = &outputs.report {
         let files = peer_report::write(dir, &record)?;
         eprintln!("report: {} files in {}", files.len(), dir.display());
     }

@@ -19,6 +19,7 @@ pub struct Args {
 
 /// Writes the report and prints the files written.
 pub fn run(args: Args) -> Result<bool> {
+    crate::output::check_dir("--out", &args.out)?;
     let record = RunRecord::load(&args.run)?;
     for file in report_dir::write(&args.out, &record)? {
         println!("{}", file.display());

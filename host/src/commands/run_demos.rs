@@ -1,12 +1,9 @@
 //! `memlab run-demos`: open the device, run the demos, print the report.
 
-use std::path::PathBuf;
-
 use anyhow::Result;
 
-use crate::demos::{self, Lab, Sizes, coalescing};
+use crate::demos::{self, Lab, Sizes, coalescing, hierarchy};
 use crate::gpu::Gpu;
-use crate::gpu::timing::Repeats;
 use crate::report_dir::{self, RunRecord};
 use crate::{cli, progress, report};
 
@@ -29,21 +26,18 @@ pub struct Args {
     /// Bytes spanned by the strided-read buffer (B, KiB, MiB, GiB).
     #[arg(long, default_value = "1GiB", value_parser = strided_bytes)]
     pub strided_bytes: usize,
+    /// Bytes of the hierarchy's DRAM read (B, KiB, MiB, GiB; a multiple of 16).
+    #[arg(long, default_value = "1GiB", value_parser = cli::bytes)]
+    pub dram_bytes: usize,
     /// Shared-memory loads per thread in the bank probe (a multiple of 8).
     #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
     pub bank_iters: u32,
-    /// Timed runs per kernel (the median and minimum are reported).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub runs: u32,
-    /// Untimed warm-up runs per kernel.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=100))]
-    pub warmup: u32,
-    /// Also write every figure of the run as JSON to FILE (`memlab report` reads it back).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Also write a Markdown report with SVG and PNG charts into DIR.
-    #[arg(long, value_name = "DIR")]
-    pub report: Option<PathBuf>,
+    /// Timed and warm-up runs.
+    #[command(flatten)]
+    pub runs: super::Runs,
+    /// Output files.
+    #[command(flatten)]
+    pub outputs: super::Outputs,
 }
 
 /// `--strided-bytes`: a byte count the strided-read sweep can use.
@@ -56,18 +50,26 @@ fn strided_bytes(text: &str) -> Result<usize, String> {
 pub fn run(args: Args) -> Result<bool> {
     let mut sizes = args.shapes.apply(Sizes {
         strided_bytes: args.strided_bytes,
+        dram_bytes: hierarchy::check_dram_bytes(args.dram_bytes)?,
         bank_iters: demos::banks::check_iters(args.bank_iters)?,
-        repeats: Repeats { warmup: args.warmup as usize, runs: args.runs as usize },
+        repeats: args.runs.repeats(),
         ..Sizes::default()
     });
     if let Some([m, n, k]) = args.matmul_naive {
         sizes.matmul_naive = (m, n, k);
     }
+    // The paths as given are checked before the driver is asked for the devices; each device's
+    // own (suffixed when several run, in the same folders) once they are known.
+    args.outputs.for_device(0, false)?;
     let ordinals = super::multi::resolve(&args.device)?;
     let several = ordinals.len() > 1;
+    let selected =
+        if args.only.is_empty() { demos::NAMES.to_vec() } else { args.only.iter().map(String::as_str).collect() };
+    let selected = selected.into_iter().map(demos::find).collect::<Result<Vec<_>>>()?;
+    let outputs = ordinals.iter().map(|&o| args.outputs.for_device(o, several)).collect::<Result<Vec<_>>>()?;
     let (mut passed, mut figures) = (true, Vec::new());
-    for &ordinal in &ordinals {
-        let (ok, record) = run_on(&args, sizes.clone(), ordinal, several)?;
+    for (&ordinal, outputs) in ordinals.iter().zip(&outputs) {
+        let (ok, record) = run_on(&selected, sizes.clone(), ordinal, outputs)?;
         passed &= ok;
         figures.push(run_figures(&record));
     }
@@ -99,25 +101,31 @@ pub fn run_figures(record: &RunRecord) -> Vec<(String, String)> {
 /// Runs the demos on one device and prints the report once all have run, so that a refusal on
 /// the way (a size the device has no memory for, a shape it cannot launch) prints nothing as a
 /// result; returns whether every check passed, and the run's record.
-fn run_on(args: &Args, sizes: Sizes, ordinal: u32, several: bool) -> Result<(bool, RunRecord)> {
-    let names: Vec<&str> =
-        if args.only.is_empty() { demos::NAMES.to_vec() } else { args.only.iter().map(String::as_str).collect() };
-    let gpu = Gpu::open(ordinal, None)?;
-    let mut out = format!("# memlab on {}\n\n{}\n\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
-    let mut lab = Lab { gpu, sizes, memcpy_gbs: None };
-    let mut sections = Vec::new();
-    let bar = progress::bar(names.len());
-    for name in names {
-        bar.set_message(name.to_string());
-        let section = demos::run(&mut lab, name)?;
-        out += &format!("{}\n", report::section(&section, lab.memcpy_gbs));
-        bar.inc(1);
-        sections.push(section);
-    }
+fn run_on(
+    selected: &[&'static demos::Demo],
+    sizes: Sizes,
+    ordinal: u32,
+    outputs: &super::Outputs,
+) -> Result<(bool, RunRecord)> {
+    let lab = Lab::new(Gpu::open(ordinal, None)?, sizes);
+    let mut out = format!(
+        "# memlab on {}\n\n{}\n\n",
+        lab.gpu.info.name,
+        report::device(ordinal, &lab.gpu.info, lab.gpu.ptx.arch)
+    );
+    let bar = progress::bar(selected.len());
+    let (inputs, mut sections) = demos::run_all(&lab, selected, |demo, done| match done {
+        false => bar.set_message(demo.name),
+        true => bar.inc(1),
+    })?;
     bar.finish_and_clear();
+    let memcpy_gbs = inputs.memcpy_gbs();
+    for section in &sections {
+        out += &format!("{}\n", report::section(section, memcpy_gbs));
+    }
     let all_passed = sections.iter().all(|s| s.passed());
-    if let Some(roofline) = demos::roofline::section(&lab, &sections) {
-        out += &format!("{}\n", report::section(&roofline, lab.memcpy_gbs));
+    if let Some(roofline) = demos::roofline::section(&lab.gpu.info, &sections, memcpy_gbs) {
+        out += &format!("{}\n", report::section(&roofline, memcpy_gbs));
         sections.push(roofline);
     }
     // The report is printed whole at the end: a refusal midway prints no partial result.
@@ -129,15 +137,14 @@ fn run_on(args: &Args, sizes: Sizes, ordinal: u32, several: bool) -> Result<(boo
         ordinal,
         device: lab.gpu.info.clone(),
         ptx_arch: lab.gpu.ptx.arch.to_string(),
-        memcpy_gbs: lab.memcpy_gbs,
+        memcpy_gbs,
         sections,
     };
-    if let Some(path) = &args.json {
-        record.save(&super::multi::per_device_path(path, ordinal, several))?;
+    if let Some(path) = &outputs.json {
+        record.save(path)?;
     }
-    if let Some(dir) = &args.report {
-        let dir = super::multi::per_device_path(dir, ordinal, several);
-        let files = report_dir::write(&dir, &record)?;
+    if let Some(dir) = &outputs.report {
+        let files = report_dir::write(dir, &record)?;
         eprintln!("report: {} files in {}", files.len(), dir.display());
     }
     Ok((all_passed, record))

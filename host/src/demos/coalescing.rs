@@ -1,21 +1,75 @@
 //! Global-memory coalescing: `strided_read` over strides 1, 2, 4, ..., 64, useful bandwidth
-//! against the 128-byte-segment and 32-byte-sector models.
+//! against the 128-byte-segment and 32-byte-sector models; `misaligned_read` at word offsets
+//! 0 .. 16, against the sectors a misaligned warp request touches.
 
 use anyhow::Result;
+use cust::memory::DeviceBuffer;
+use memlab_contracts::probes::{BLOCK, MISALIGNED_MAX_OFFSET, MISALIGNED_READS_PER_THREAD};
 
 use super::{
-    KernelRow, KernelRun, Lab, Section, Work, download, ensure_free, f32_bytes, measure, poison, poisoned, upload,
+    Inputs, KernelRow, KernelRun, Lab, Section, Work, download, ensure_free, f32_bytes, measure, poison, poisoned,
+    upload,
 };
-use crate::gpu::launch::{Arg, LaunchShape};
+use crate::gpu::launch::LaunchShape;
 use crate::model::coalescing::{TransactionModel, bandwidth_fraction_vs_unit_stride};
 use crate::reference::{self, STRIDED_READS_PER_THREAD};
 use crate::series::{Series, names};
 use crate::verify;
 
+crate::kernels! {
+    /// `strided_read`: thread `g < threads` sums the 8 words at `(g + r * threads) * stride` of
+    /// `input` into `partial[g]`; one-dimensional blocks of 256.
+    fn strided_read(; input: &DeviceBuffer<u32>, partial: &mut DeviceBuffer<u32>, threads: u32, stride: u32)
+        => LaunchShape::linear(threads, BLOCK, 0);
+    /// `misaligned_read`: thread `g < threads` sums the 8 words at `offset + g + r * threads`
+    /// of `input` (`8 * threads + 32` words) into `partial[g]`; `offset <= 32`, `threads` a
+    /// multiple of 32; one-dimensional blocks of 256.
+    fn misaligned_read(; input: &DeviceBuffer<u32>, partial: &mut DeviceBuffer<u32>, threads: u32, offset: u32)
+        => LaunchShape::linear(threads, BLOCK, 0);
+}
+
+/// Word offsets of the alignment sweep: aligned, inside the first sector, and whole sectors.
+pub const OFFSETS: [u32; 6] = [0, 1, 2, 4, 8, 16];
+
+/// 32-byte sectors one warp request of 32 consecutive words touches when it starts `offset`
+/// words past a 128-byte line (CUDA C++ Best Practices Guide, "Misaligned Accesses").
+fn misaligned_sectors(offset: u32) -> u32 {
+    (4 * (offset % 8) + 128).div_ceil(32)
+}
+
+/// `misaligned_read` at every offset of [`OFFSETS`] over the sweep's `input` of `words` words
+/// (at least 288), measured.
+fn alignment_sweep(
+    lab: &Lab,
+    input: &DeviceBuffer<u32>,
+    partial: &mut DeviceBuffer<u32>,
+    words: usize,
+) -> Result<Vec<(u32, KernelRow)>> {
+    // Whole warps, each reading 8 words, with the largest offset's words to spare.
+    let threads = (words - MISALIGNED_MAX_OFFSET as usize) / MISALIGNED_READS_PER_THREAD / 32 * 32;
+    let mut points = Vec::new();
+    for offset in OFFSETS {
+        let sectors = misaligned_sectors(offset);
+        let run = KernelRun {
+            launch: kernels::misaligned_read(input, partial, threads as u32, offset),
+            lesson: "a warp's 32 consecutive words start `offset` words past a 128-byte line",
+            prediction: format!("{sectors} sectors per warp request: {:.2}x of offset 0", 4.0 / sectors as f64),
+            work: Work::global_bytes((threads * MISALIGNED_READS_PER_THREAD * 4) as f64),
+            size: format!("offset {offset}"),
+            reset: &|| poison(partial),
+        };
+        let want = |g: usize| {
+            let word = |r: usize| reference::strided_word(offset as usize + g + r * threads);
+            (0..MISALIGNED_READS_PER_THREAD).fold(0u32, |s, r| s.wrapping_add(word(r)))
+        };
+        let check = || Ok((verify::exact_u32(&download(partial)?[..threads], want), "checksums"));
+        points.push((offset, measure(lab, run, check)?));
+    }
+    Ok(points)
+}
+
 /// Strides swept, in 4-byte elements.
 pub const STRIDES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
-/// Threads per block of the probe.
-pub const BLOCK: u32 = 256;
 
 /// Fewest bytes the sweep accepts: at the widest stride each thread still makes its
 /// [`STRIDED_READS_PER_THREAD`] loads (one thread at least).
@@ -47,17 +101,40 @@ fn segment_model(stride: usize) -> f64 {
     bandwidth_fraction_vs_unit_stride(4, stride as u64, TransactionModel::Segment128)
 }
 
-/// Runs the stride sweep over a buffer of `lab.sizes.strided_bytes` in the device's memory.
-pub fn run(lab: &mut Lab) -> Result<Section> {
+/// Runs the stride sweep over a buffer of `lab.sizes.strided_bytes` in the device's memory, then
+/// the alignment sweep over the same buffer.
+pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let words = lab.sizes.strided_bytes / 4;
-    ensure_free("the strided-read demo", f32_bytes(&[words, words / STRIDED_READS_PER_THREAD]))?;
+    let max_threads = words / STRIDED_READS_PER_THREAD;
+    // The input, the sweep's partial sums, the alignment sweep's.
+    ensure_free("the strided-read demo", f32_bytes(&[words, max_threads, max_threads]))?;
     let input = upload(&(0..words).map(reference::strided_word).collect::<Vec<_>>())?;
-    let points = sweep(lab, input.as_device_ptr().as_raw(), words, "lanes read 4-byte words `stride` elements apart")?;
-    let (sweep, notes, series) = table(&points);
+    let points = sweep(lab, &input, words, "lanes read 4-byte words `stride` elements apart")?;
+    let (sweep, mut notes, series) = table(&points);
     let mut kernels: Vec<_> = points.into_iter().map(|(_, row)| row).collect();
-    let checks = kernels.drain(1..).map(|row| row.check).collect();
+    let mut checks: Vec<_> = kernels.drain(1..).map(|row| row.check).collect();
+    let mut partial = poisoned::<u32>(max_threads)?;
+    let aligned = alignment_sweep(lab, &input, &mut partial, words)?;
+    let aligned_gbs = aligned[0].1.rate.value();
+    for (offset, row) in &aligned {
+        let sectors = misaligned_sectors(*offset);
+        notes.push(format!(
+            "misaligned_read, offset {offset} words: {:.0} GB/s, {:.3}x of offset 0 (model {:.3}x: {sectors} sectors per warp); {}",
+            row.rate.value(),
+            row.rate.value() / aligned_gbs,
+            4.0 / sectors as f64,
+            row.check.summary(&row.check_kind)
+        ));
+    }
+    // The offset-1 row carries the driver's figures; every other offset adds its check.
+    for (offset, row) in aligned {
+        match offset {
+            1 => kernels.push(row),
+            _ => checks.push(row.check),
+        }
+    }
     Ok(Section {
-        name: "coalescing",
+        name: "coalescing".into(),
         title: format!("Global-memory coalescing: strided_read over {} MiB", lab.sizes.strided_bytes >> 20),
         lesson: "A warp's loads are served in 32-byte sectors: once lanes are 32 bytes or more apart, every 4-byte load drags in a whole sector.".into(),
         kernels,
@@ -68,29 +145,32 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
     })
 }
 
-/// `strided_read` at every stride of [`STRIDES`] over `words` words at device address `input`
-/// (the device's own memory, a peer GPU's, or mapped host memory: any address the lab's
-/// device can load), word `i` holding [`reference::strided_word`]`(i)`. Each point is checked
+/// `strided_read` at every stride of [`STRIDES`] over the `words` words of `input` (the
+/// device's own memory, or a view of a peer GPU's or of mapped host memory: any memory the
+/// lab's device can load, see `gpu::memory::View`), word `i` holding [`reference::strided_word`]`(i)`. Each point is checked
 /// against the CPU's sums before it is timed.
-pub fn sweep(lab: &Lab, input: u64, words: usize, lesson: &'static str) -> Result<Vec<(usize, KernelRow)>> {
+pub fn sweep(
+    lab: &Lab,
+    input: &DeviceBuffer<u32>,
+    words: usize,
+    lesson: &'static str,
+) -> Result<Vec<(usize, KernelRow)>> {
     let max_threads = words / STRIDED_READS_PER_THREAD;
     let mut partial = poisoned::<u32>(max_threads)?;
     let mut points = Vec::new();
     for stride in STRIDES {
         let threads = words / (STRIDED_READS_PER_THREAD * stride);
-        poison(&mut partial)?;
-        let shape = LaunchShape { grid: ((threads as u32).div_ceil(BLOCK), 1), block: (BLOCK, 1), smem_bytes: 0 };
-        let args = [Arg::Ptr(input), Arg::from(&partial), Arg::U32(threads as u32), Arg::U32(stride as u32)];
+        let launch = kernels::strided_read(input, &mut partial, threads as u32, stride as u32);
         let prediction =
             format!("sectors: {:.3}x, segments: {:.3}x of stride 1", sector_model(stride), segment_model(stride));
         let useful = (threads * STRIDED_READS_PER_THREAD * 4) as f64;
         let run = KernelRun {
-            kernel: "strided_read",
+            launch,
             lesson,
             prediction,
-            shape,
-            args: &args,
             work: Work::global_bytes(useful),
+            size: format!("stride {stride}"),
+            reset: &|| poison(&partial),
         };
         let check = || {
             let got = download(&partial)?;
@@ -136,7 +216,7 @@ pub fn table(points: &[(usize, KernelRow)]) -> (Table, Vec<String>, Vec<Series>)
                 format!("{segment:.3}"),
                 format!("{:.2}", measured / segment),
                 if sectors_closer { "sectors" } else { "segments" }.to_string(),
-                row.check.summary(row.check_kind),
+                row.check.summary(&row.check_kind),
             ]
         })
         .collect();
@@ -170,5 +250,15 @@ mod tests {
             "{err}"
         );
         assert!(check_bytes(MAX_BYTES + 1).is_err());
+    }
+
+    #[test]
+    fn a_misaligned_warp_touches_one_sector_more() {
+        let sectors: Vec<u32> = OFFSETS.iter().map(|&o| misaligned_sectors(o)).collect();
+        assert_eq!(sectors, [4, 5, 5, 5, 4, 4]);
+        assert_eq!(misaligned_sectors(7), 5);
+        assert_eq!(misaligned_sectors(32), 4);
+        // The smallest sweep still has one warp at the largest offset.
+        assert!(MIN_BYTES / 4 >= MISALIGNED_MAX_OFFSET as usize + 32 * MISALIGNED_READS_PER_THREAD);
     }
 }

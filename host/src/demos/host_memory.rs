@@ -17,9 +17,10 @@ use anyhow::Result;
 use super::hierarchy::latency::{Latency, chain_at};
 use super::{KernelRow, Lab, Section, coalescing, download, ensure_free, poison, poisoned};
 use crate::gpu::host_memory::{HOST_PAGE_BYTES, Managed, PinnedHost, free_bytes, on_demand_paging};
-use crate::gpu::launch::{Arg, LaunchShape, launch};
+use crate::gpu::memory::Owned;
 use crate::gpu::peer::DeviceMemory;
 use crate::gpu::timing::{self, Repeats, Timing};
+use crate::kernels;
 use crate::reference::{self, STRIDED_READS_PER_THREAD};
 use crate::refuse;
 use crate::verify::{self, Check};
@@ -134,7 +135,7 @@ pub fn measure_all(lab: &Lab, opts: &Options) -> Result<Measured> {
     for (i, w) in mapped.words_mut().iter_mut().enumerate() {
         *w = reference::strided_word(i);
     }
-    let mapped_sweep = coalescing::sweep(lab, mapped.device_ptr, words, "strided reads of mapped host memory")?;
+    let mapped_sweep = coalescing::sweep(lab, &mapped.view(words), words, "strided reads of mapped host memory")?;
     drop(mapped);
 
     let mut chain = PinnedHost::new(opts.chain_bytes)?;
@@ -167,9 +168,6 @@ fn managed(lab: &Lab, opts: &Options) -> Result<(ManagedFigures, Check)> {
         *w = reference::strided_word(i);
     }
     let mut partial = poisoned::<u32>(threads)?;
-    let block = coalescing::BLOCK;
-    let shape = LaunchShape { grid: ((threads as u32).div_ceil(block), 1), block: (block, 1), smem_bytes: 0 };
-    let args = [Arg::Ptr(m.ptr), Arg::from(&partial), Arg::U32(threads as u32), Arg::U32(1)];
     let once = Repeats { warmup: 0, runs: 1 };
     let sync = || gpu.stream.synchronize().map_err(|e| anyhow::anyhow!("managed: {}", crate::gpu::describe(e)));
     let to_host = || -> Result<()> {
@@ -182,14 +180,15 @@ fn managed(lab: &Lab, opts: &Options) -> Result<(ManagedFigures, Check)> {
         if run > 0 {
             to_host()?;
         }
-        poison(&mut partial)?;
-        fault.push(timing::time(gpu, once, || launch(gpu, "strided_read", &shape, &args))?.median_ms);
+        poison(&partial)?;
+        let read = kernels::strided_read(&m.view(words), &mut partial, threads as u32, 1);
+        fault.push(timing::time(gpu, once, || read.enqueue(gpu))?.median_ms);
         if check.is_none() {
             // The read that faulted every page in, checked before anything is reported.
             let got = download(&partial)?;
             check = Some(verify::exact_u32(&got[..threads], |g| reference::strided_partial(g, threads, 1)));
         }
-        resident.push(timing::time(gpu, once, || launch(gpu, "strided_read", &shape, &args))?.median_ms);
+        resident.push(timing::time(gpu, once, || read.enqueue(gpu))?.median_ms);
         to_host()?;
         prefetch.push(timing::time(gpu, once, || m.prefetch(gpu, true))?.median_ms);
     }
@@ -277,7 +276,7 @@ impl Measured {
             ),
         ];
         let managed = Section {
-            name: "host-memory",
+            name: "host-memory".into(),
             title: "Host memory as a level: managed memory, fault against prefetch".into(),
             lesson: "Managed pages follow the processor that touches them: a fault moves them one small batch at a time, a prefetch moves them in bulk at the bus's rate.".into(),
             sweep: Some((header.map(String::from).to_vec(), rows)),
@@ -289,7 +288,7 @@ impl Measured {
         let mut kernels: Vec<KernelRow> = self.mapped_sweep.iter().map(|(_, r)| r.clone()).collect();
         let checks = kernels.drain(1..).map(|r| r.check).collect();
         let mapped = Section {
-            name: "host-memory",
+            name: "host-memory".into(),
             title: format!("Zero-copy: strided_read over {} MiB of mapped pinned host memory", mapped_bytes >> 20),
             lesson: "Every load of mapped memory crosses the bus; the bus moves sectors too, so strides waste it as they waste HBM.".into(),
             kernels,

@@ -1,53 +1,72 @@
 //! Global memory against shared-memory tiling: naive and tiled `C = A * B`.
 
 use anyhow::Result;
+use cust::memory::{CopyDestination, DeviceBuffer};
+use memlab_contracts::matmul::{NAIVE_BLOCK, TILE_16, TILE_32, tiled_smem_bytes};
 
 use super::{
-    KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, download, ensure_free, f32_bytes, measure,
-    poison, poisoned, upload,
+    Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, download, ensure_free, f32_bytes,
+    measure, poison, poisoned, upload,
 };
-use cust::memory::CopyDestination;
-
 use crate::gpu::context::load_ptx_text;
 use crate::gpu::describe;
-use crate::gpu::launch::{Arg, LaunchShape, launch_in};
+use crate::gpu::launch::{Launch, LaunchShape};
 use crate::model::tiling::{MatmulShape, naive_global_loads, tiled_global_loads};
 use crate::verify::Check;
 use crate::{ptx, reference, verify};
 
-/// One matmul kernel: name, tile edge (block is `tile x tile`), whether it stages tiles in
-/// shared memory, lesson.
+/// The shape of a matmul with one `tile x tile` block of threads per `tile x tile` tile of the
+/// `m x n` result.
+pub fn square_tiles(m: u32, n: u32, tile: u32, smem: u32) -> LaunchShape {
+    LaunchShape::covering(m as usize, n as usize, (tile as usize, tile as usize), (tile, tile), smem)
+}
+
+crate::kernels! {
+    /// `matmul_naive`: `C = A * B` (`a` `m x k`, `b` `k x n`, `c` `m x n`, row-major f32);
+    /// block `16 x 16`, one thread per element of `C`, no shared memory.
+    fn matmul_naive(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
+        => square_tiles(m, n, NAIVE_BLOCK, 0);
+    /// `matmul_tiled_16`: as [`matmul_naive`], `16 x 16` tiles of `A` and `B` in 2048 B of
+    /// shared memory.
+    fn matmul_tiled_16(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
+        => square_tiles(m, n, TILE_16, tiled_smem_bytes(TILE_16));
+    /// `matmul_tiled_32`: as [`matmul_naive`], `32 x 32` tiles (block of 1024 threads) in
+    /// 8192 B of shared memory. Rung 1 of the SGEMM ladder.
+    fn matmul_tiled_32(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
+        => square_tiles(m, n, TILE_32, tiled_smem_bytes(TILE_32));
+}
+
+/// A typed launch of a matmul kernel: `(a, b, c, m, n, k)`.
+pub type MatmulLaunch = fn(&DeviceBuffer<f32>, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>, u32, u32, u32) -> Launch;
+
+/// One matmul kernel: its launch, its tile edge when it stages tiles in shared memory, lesson.
 #[derive(Clone, Copy)]
 struct Kernel {
-    name: &'static str,
-    tile: usize,
-    shared: bool,
+    launch: MatmulLaunch,
+    tile: Option<u32>,
     lesson: &'static str,
 }
 
 const NAIVE: Kernel = Kernel {
-    name: "matmul_naive",
-    tile: 16,
-    shared: false,
+    launch: kernels::matmul_naive,
+    tile: None,
     lesson: "one thread per C element, every operand from global memory: 2 loads per FMA",
 };
 const TILED: [Kernel; 2] = [
     Kernel {
-        name: "matmul_tiled_16",
-        tile: 16,
-        shared: true,
+        launch: kernels::matmul_tiled_16,
+        tile: Some(TILE_16),
         lesson: "16x16 tiles in shared memory: each global float is used 16 times",
     },
     Kernel {
-        name: "matmul_tiled_32",
-        tile: 32,
-        shared: true,
+        launch: kernels::matmul_tiled_32,
+        tile: Some(TILE_32),
         lesson: "32x32 tiles in shared memory: each global float is used 32 times",
     },
 ];
 
 /// Runs the naive kernel at `lab.sizes.matmul_naive` and the tiled ones at `lab.sizes.matmul`.
-pub fn run(lab: &mut Lab) -> Result<Section> {
+pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let (naive_size, tiled_size) = (lab.sizes.matmul_naive, lab.sizes.matmul);
     let mut kernels = Vec::new();
     if naive_size == tiled_size {
@@ -59,7 +78,7 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
     let counted = count_loads(lab, COUNT_SIZE)?;
     let (m, n, k) = tiled_size;
     Ok(Section {
-        name: "matmul",
+        name: "matmul".into(),
         title: format!("Global memory and tiling: C = A * B, f32, {m}x{n}x{k}"),
         lesson: "Tiling stages blocks of A and B in shared memory so each global load feeds T multiply-adds: global traffic falls by the tile width.".into(),
         kernels,
@@ -81,26 +100,22 @@ fn count_loads(lab: &Lab, (m, n, k): (usize, usize, usize)) -> Result<Vec<(Vec<S
     let module = load_ptx_text("counting", ptx::COUNTING.text, None)?;
     let a = upload(&reference::random_f32(m * k, 1))?;
     let b = upload(&reference::random_f32(k * n, 2))?;
-    let c = poisoned::<f32>(m * n)?;
+    let mut c = poisoned::<f32>(m * n)?;
     let name = std::ffi::CString::new("GLOBAL_LOADS").unwrap();
     let err = |e| anyhow::anyhow!("load counter: {}", describe(e));
     let mut out = Vec::new();
     for kernel in [NAIVE, TILED[0], TILED[1]] {
         let mut counter = module.get_global::<u64>(&name).map_err(err)?;
         counter.copy_from(&0).map_err(err)?;
-        let t = kernel.tile;
-        let smem = if kernel.shared { (2 * t * t * 4) as u32 } else { 0 };
-        let shape = LaunchShape::covering(m, n, (t, t), (t as u32, t as u32), smem);
-        let args =
-            [Arg::from(&a), Arg::from(&b), Arg::from(&c), Arg::U32(m as u32), Arg::U32(n as u32), Arg::U32(k as u32)];
-        launch_in(&lab.gpu, &module, kernel.name, &shape, &args)?;
+        let launch = (kernel.launch)(&a, &b, &mut c, m as u32, n as u32, k as u32);
+        launch.enqueue_in(&lab.gpu, &module)?;
         lab.gpu.stream.synchronize().map_err(err)?;
         let mut counted = 0u64;
         counter.copy_to(&mut counted).map_err(err)?;
         let model = global_loads((m, n, k), &kernel);
         let check = verify::exact_one(counted, model);
         let row = vec![
-            kernel.name.to_string(),
+            launch.kernel.to_string(),
             format!("{m}x{n}x{k}"),
             model.to_string(),
             counted.to_string(),
@@ -114,7 +129,10 @@ fn count_loads(lab: &Lab, (m, n, k): (usize, usize, usize)) -> Result<Vec<(Vec<S
 /// The tiling model's count of in-bounds global loads (elements) for one kernel.
 fn global_loads((m, n, k): (usize, usize, usize), kernel: &Kernel) -> u64 {
     let shape = MatmulShape::new(m as u64, n as u64, k as u64);
-    if kernel.shared { tiled_global_loads(shape, kernel.tile as u64) } else { naive_global_loads(shape) }
+    match kernel.tile {
+        Some(tile) => tiled_global_loads(shape, tile as u64),
+        None => naive_global_loads(shape),
+    }
 }
 
 fn run_case(lab: &Lab, (m, n, k): (usize, usize, usize), kernels: &[Kernel]) -> Result<Vec<KernelRow>> {
@@ -127,17 +145,19 @@ fn run_case(lab: &Lab, (m, n, k): (usize, usize, usize), kernels: &[Kernel]) -> 
     let flop = 2.0 * (m * n * k) as f64;
     let mut rows = Vec::new();
     for kernel in kernels {
-        poison(&mut c)?;
-        let t = kernel.tile;
-        let smem = if kernel.shared { (2 * t * t * 4) as u32 } else { 0 };
-        let shape = LaunchShape::covering(m, n, (t, t), (t as u32, t as u32), smem);
-        let args =
-            [Arg::from(&a), Arg::from(&b), Arg::from(&c), Arg::U32(m as u32), Arg::U32(n as u32), Arg::U32(k as u32)];
+        let launch = (kernel.launch)(&a, &b, &mut c, m as u32, n as u32, k as u32);
         let prediction = format!("{:.3e} global loads", global_loads((m, n, k), kernel) as f64);
         // Bytes as the tiling model counts them: every global load plus the writes of C.
         let bytes = 4.0 * (global_loads((m, n, k), kernel) + (m * n) as u64) as f64;
         let work = Work { flop, bytes, level: Level::Global };
-        let run = KernelRun { kernel: kernel.name, lesson: kernel.lesson, prediction, shape, args: &args, work };
+        let run = KernelRun {
+            launch,
+            lesson: kernel.lesson,
+            prediction,
+            work,
+            size: format!("{m}x{n}x{k}"),
+            reset: &|| poison(&c),
+        };
         let check = || Ok(verify::matmul_auto(&a_host, &b_host, &download(&c)?, (m, n, k)));
         rows.push(measure(lab, run, check)?);
     }

@@ -1,44 +1,69 @@
 //! The bandwidth ceiling: device-to-device `cuMemcpyDtoDAsync` of the transpose's matrix,
 //! counted as bytes read plus bytes written. Every other kernel is shown as a share of it.
+//!
+//! This module owns the measurement ([`measure`]); the runner takes it once per run and passes
+//! it to every demo that reads it ([`super::Inputs`]).
 
 use anyhow::Result;
 
-use super::{Lab, Section, download, ensure_free, f32_bytes, poisoned, upload};
+use super::{Inputs, Lab, Section, download, ensure_free, f32_bytes, poisoned, upload};
 use crate::gpu::describe;
-use crate::gpu::timing::time;
-use crate::{reference, refuse, verify};
+use crate::gpu::memory::copy_on_device;
+use crate::gpu::timing::{Timing, time};
+use crate::reference;
+use crate::verify::{self, Check};
 
-/// Measures the memcpy bandwidth and stores it in `lab.memcpy_gbs`.
-pub fn run(lab: &mut Lab) -> Result<Section> {
+/// One measurement of the ceiling.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    /// The matrix copied, `(rows, cols)` of f32.
+    pub matrix: (usize, usize),
+    /// Event timing of the copies.
+    pub timing: Timing,
+    /// The copy checked element by element.
+    pub check: Check,
+}
+
+impl Measured {
+    /// Bytes read plus written by one copy.
+    pub fn bytes(&self) -> f64 {
+        2.0 * 4.0 * (self.matrix.0 * self.matrix.1) as f64
+    }
+
+    /// GB/s of the median copy; `None` when the copy was wrong (no ceiling from a wrong copy).
+    pub fn gbs(&self) -> Option<f64> {
+        self.check.passed().then(|| self.timing.gbs(self.bytes()))
+    }
+}
+
+/// Copies the `lab.sizes.transpose` matrix once (checked), then times the copies.
+///
+/// # Errors
+/// Not enough device memory, or a driver failure.
+pub fn measure(lab: &Lab) -> Result<Measured> {
     let (rows, cols) = lab.sizes.transpose;
     let n = rows * cols;
     ensure_free("the memcpy ceiling", f32_bytes(&[n, n]))?;
     let src = upload(&reference::random_f32(n, 11))?;
     let dst = poisoned::<f32>(n)?;
-    let copy = || -> Result<()> {
-        // SAFETY: both buffers hold n floats and live until the stream is synchronised.
-        let r = unsafe {
-            cust::sys::cuMemcpyDtoDAsync_v2(
-                dst.as_device_ptr().as_raw(),
-                src.as_device_ptr().as_raw(),
-                4 * n,
-                lab.gpu.stream.as_inner(),
-            )
-        };
-        if r != cust::sys::cudaError_enum::CUDA_SUCCESS {
-            refuse!("cuMemcpyDtoDAsync of {} bytes failed: {r:?}", 4 * n);
-        }
-        Ok(())
-    };
+    let copy = || copy_on_device(&lab.gpu, &dst, &src);
     copy()?;
     lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!(describe(e)))?;
     let check = verify::exact_f32(&download(&dst)?, &download(&src)?);
     let timing = time(&lab.gpu, lab.sizes.repeats, copy)?;
-    let bytes = 2.0 * 4.0 * n as f64;
+    Ok(Measured { matrix: (rows, cols), timing, check })
+}
+
+/// The ceiling's section, from the run's measurement (measured here when the run has none).
+pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
+    let measured = match &inputs.memcpy {
+        Some(m) => m.clone(),
+        None => measure(lab)?,
+    };
+    let Measured { matrix: (rows, cols), timing, check } = &measured;
+    let bytes = measured.bytes();
     let gbs = timing.gbs(bytes);
     let theory = lab.gpu.info.theoretical_bandwidth_gbs();
-    // A wrong copy is a wrong result (exit 1), and no ceiling for the other demos.
-    lab.memcpy_gbs = check.passed().then_some(gbs);
     let header = ["what", "bytes moved", "median ms", "min ms", "GB/s", "% of clock x bus", "check"];
     let row = vec![
         format!("memcpy D2D {rows}x{cols} f32"),
@@ -50,11 +75,11 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         check.summary("exact"),
     ];
     Ok(Section {
-        name: "memcpy",
+        name: "memcpy".into(),
         title: "Global memory ceiling: device-to-device memcpy".into(),
         lesson: "The fastest any kernel can stream DRAM: every other bandwidth is read against this.".into(),
         sweep: Some((header.iter().map(|s| s.to_string()).collect(), vec![row])),
-        checks: vec![check],
+        checks: vec![check.clone()],
         ..Section::default()
     })
 }

@@ -1,6 +1,9 @@
-//! The demos: one module per memory lesson. Each allocates its inputs, launches its kernels,
-//! checks every result against the CPU reference, asks the driver for the kernels' figures,
-//! times them with events and returns a [`Section`] of the report.
+//! The demos: one module per memory lesson. Each owns its kernels' typed launches (declared
+//! with [`kernels!`](crate::kernels!), re-exported by [`crate::kernels`](mod@crate::kernels)), allocates its
+//! inputs, launches its kernels, checks every result against the CPU reference, asks the
+//! driver for the kernels' figures, times them with events and returns a [`Section`] of the
+//! report. A demo never runs another: what several need (the memcpy ceiling) is measured once
+//! by its owner and passed in as [`Inputs`]. Every demo is registered in [`DEMOS`].
 
 pub mod banks;
 pub mod coalescing;
@@ -15,12 +18,16 @@ pub mod roofline;
 pub mod sgemm;
 pub mod transpose;
 
+use std::cell::RefCell;
+
 use anyhow::Result;
 use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy};
+use cust::module::Module;
 
 use crate::gpu::Gpu;
 use crate::gpu::kernel::{self, DriverOccupancy, KernelAttrs};
-use crate::gpu::launch::{Arg, LaunchShape, launch};
+use crate::gpu::launch::{Launch, LaunchShape};
+use crate::gpu::memory;
 use crate::gpu::timing::{self, Repeats, Timing};
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
 use crate::refuse;
@@ -28,9 +35,85 @@ use crate::series::Series;
 use crate::verify::Check;
 use serde::{Deserialize, Serialize};
 
+/// One demo: its name (for `--only`), what it needs, and its entry point.
+pub struct Demo {
+    /// Name on the command line and in the report.
+    pub name: &'static str,
+    /// Runs the demo.
+    pub run: fn(&Lab, &Inputs) -> Result<Section>,
+    /// Whether it reads the memcpy ceiling (the runner measures it first when so).
+    pub uses_memcpy: bool,
+    /// Whether its timed kernels have CUDA C++ twins in `bench/twins.cu` (`memlab bench` runs
+    /// these demos).
+    pub twins: bool,
+}
+
+/// Every demo of `run-demos`, in the order it runs them. The race lesson has its own command.
+pub const DEMOS: [Demo; 8] = [
+    Demo { name: "memcpy", run: memcpy::run, uses_memcpy: true, twins: true },
+    Demo { name: "transpose", run: transpose::run, uses_memcpy: false, twins: true },
+    Demo { name: "matmul", run: matmul::run, uses_memcpy: false, twins: true },
+    Demo { name: "sgemm", run: sgemm::run, uses_memcpy: false, twins: true },
+    Demo { name: "coalescing", run: coalescing::run, uses_memcpy: false, twins: true },
+    Demo { name: "banks", run: banks::run, uses_memcpy: false, twins: true },
+    Demo { name: "occupancy", run: occupancy::run, uses_memcpy: false, twins: true },
+    Demo { name: "hierarchy", run: hierarchy::run, uses_memcpy: true, twins: false },
+];
+
 /// Names of the demos, in the order `run-demos` runs them.
-pub const NAMES: [&str; 8] =
-    ["memcpy", "transpose", "matmul", "sgemm", "coalescing", "banks", "occupancy", "hierarchy"];
+pub const NAMES: [&str; DEMOS.len()] = {
+    let mut names = [""; DEMOS.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = DEMOS[i].name;
+        i += 1;
+    }
+    names
+};
+
+/// The demo called `name`.
+///
+/// # Errors
+/// A refusal listing the demos.
+pub fn find(name: &str) -> Result<&'static Demo> {
+    match DEMOS.iter().find(|d| d.name == name) {
+        Some(d) => Ok(d),
+        None => refuse!("unknown demo `{name}`: choose from {}", NAMES.join(", ")),
+    }
+}
+
+/// What demos receive from measurements they do not own.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    /// The memcpy ceiling, measured by [`memcpy::measure`] once per run (absent when no demo
+    /// of the run reads it).
+    pub memcpy: Option<memcpy::Measured>,
+}
+
+impl Inputs {
+    /// The memcpy bandwidth, GB/s, when measured and its copy checked.
+    pub fn memcpy_gbs(&self) -> Option<f64> {
+        self.memcpy.as_ref().and_then(memcpy::Measured::gbs)
+    }
+}
+
+/// Runs `demos` in order on `lab`, after measuring the memcpy ceiling once if any of them reads
+/// it. Returns the inputs the demos received and their sections; `progress(demo, done)` is
+/// called before (`false`) and after (`true`) every demo.
+///
+/// # Errors
+/// The first demo's refusal.
+pub fn run_all(lab: &Lab, demos: &[&Demo], mut progress: impl FnMut(&Demo, bool)) -> Result<(Inputs, Vec<Section>)> {
+    let memcpy = demos.iter().any(|d| d.uses_memcpy).then(|| memcpy::measure(lab)).transpose()?;
+    let inputs = Inputs { memcpy };
+    let mut sections = Vec::with_capacity(demos.len());
+    for demo in demos {
+        progress(demo, false);
+        sections.push((demo.run)(lab, &inputs)?);
+        progress(demo, true);
+    }
+    Ok((inputs, sections))
+}
 
 /// Problem sizes and repeat counts of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,8 +126,10 @@ pub struct Sizes {
     pub matmul_naive: (usize, usize, usize),
     /// SGEMM ladder shapes `(m, n, k)`, each timed next to cuBLAS.
     pub sgemm: Vec<(usize, usize, usize)>,
-    /// Bytes spanned by the strided-read buffer.
+    /// Bytes spanned by the strided-read buffer (the coalescing demo).
     pub strided_bytes: usize,
+    /// Bytes of the hierarchy's DRAM read, a buffer far larger than L2 (a multiple of 16).
+    pub dram_bytes: usize,
     /// Shared-memory loads per thread in the bank probe (a multiple of 8).
     pub bank_iters: usize,
     /// Warm-up and timed runs per kernel.
@@ -59,30 +144,70 @@ impl Default for Sizes {
             matmul_naive: (4096, 4096, 4096),
             sgemm: vec![(4096, 4096, 4096), (8192, 8192, 8192)],
             strided_bytes: 1 << 30,
+            dram_bytes: 1 << 30,
             bank_iters: 16384,
             repeats: Repeats { warmup: 3, runs: 20 },
         }
     }
 }
 
-/// The state every demo shares: the open device, the sizes, and the bandwidth ceiling once the
-/// memcpy demo has measured it.
+/// The state every demo shares: the open device, the sizes, and (for `memlab bench`) the CUDA
+/// C++ twins every measured kernel is compared with.
 pub struct Lab {
     /// The device and its loaded module.
     pub gpu: Gpu,
     /// Sizes of this run.
     pub sizes: Sizes,
-    /// Device-to-device memcpy bandwidth measured in this run, GB/s (read + write bytes).
-    pub memcpy_gbs: Option<f64>,
+    /// The twins, when this run compares each kernel with its CUDA C++ twin.
+    pub twins: Option<Twins>,
+}
+
+impl Lab {
+    /// A lab without twins.
+    pub fn new(gpu: Gpu, sizes: Sizes) -> Lab {
+        Lab { gpu, sizes, twins: None }
+    }
+}
+
+/// The CUDA C++ twins of `memlab bench` (a module built by nvcc from `bench/twins.cu`) and the
+/// comparisons [`measure`] made with them.
+pub struct Twins {
+    /// The twins' module, loaded in the lab's context.
+    pub module: Module,
+    /// Alternating rounds per kernel.
+    pub rounds: usize,
+    /// One comparison per measured kernel and size, in run order.
+    pub rows: RefCell<Vec<TwinRow>>,
+    /// Kernels measured that have no twin in the module, each once.
+    pub missing: RefCell<Vec<String>>,
+}
+
+/// One kernel against its CUDA C++ twin: same launch shape and arguments, timed alternately.
+#[derive(Debug, Clone)]
+pub struct TwinRow {
+    /// Kernel entry point (the twin has the same name).
+    pub kernel: String,
+    /// Problem size, as the demo names it.
+    pub size: String,
+    /// Registers per thread: Rust, twin.
+    pub regs: (u32, u32),
+    /// Medians of the alternating rounds: Rust, twin.
+    pub timing: (Timing, Timing),
+    /// The work of one launch (the same for both).
+    pub work: Work,
+    /// Both results checked: Rust, twin.
+    pub checks: (Check, Check),
+    /// What the checks compared.
+    pub check_kind: String,
 }
 
 /// One kernel's line in the report: the driver's figures, the measurement and the check.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KernelRow {
     /// Kernel entry point.
-    pub kernel: &'static str,
+    pub kernel: String,
     /// What it teaches, one line.
-    pub lesson: &'static str,
+    pub lesson: String,
     /// The model's prediction for it, one short phrase.
     pub prediction: String,
     /// Driver attributes.
@@ -94,6 +219,10 @@ pub struct KernelRow {
     /// The occupancy model's (hardware mode) resident blocks per SM for the same kernel and
     /// shape, `None` when the model has no data for this architecture.
     pub model_blocks: Option<u32>,
+    /// The `memlab occupancy` command that replays `model_blocks` (see [`occupancy_command`];
+    /// filled in when reading a run recorded before it existed).
+    #[serde(default)]
+    pub occupancy_command: String,
     /// Event timing.
     pub timing: Timing,
     /// Measured rate.
@@ -104,7 +233,7 @@ pub struct KernelRow {
     /// Result check.
     pub check: Check,
     /// What the check compared ("exact", "sampled dot products", "checksums").
-    pub check_kind: &'static str,
+    pub check_kind: String,
 }
 
 /// A measured rate.
@@ -130,8 +259,8 @@ impl Rate {
 /// One demo's part of the report.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Section {
-    /// Demo name (one of [`NAMES`]).
-    pub name: &'static str,
+    /// Demo name (one of [`NAMES`], or `roofline`, `race`).
+    pub name: String,
     /// Title line.
     pub title: String,
     /// The lesson, one or two lines.
@@ -156,29 +285,9 @@ impl Section {
     }
 }
 
-/// Runs the named demo.
-pub fn run(lab: &mut Lab, name: &str) -> Result<Section> {
-    match name {
-        "memcpy" => memcpy::run(lab),
-        "transpose" => transpose::run(lab),
-        "matmul" => matmul::run(lab),
-        "sgemm" => sgemm::run(lab),
-        "coalescing" => coalescing::run(lab),
-        "banks" => banks::run(lab),
-        "occupancy" => occupancy::run(lab),
-        "hierarchy" => hierarchy::run(lab),
-        other => refuse!("unknown demo `{other}`: choose from {}", NAMES.join(", ")),
-    }
-}
-
 /// Refuses when `bytes` more device memory would not fit in what the device has free.
 pub fn ensure_free(what: &str, bytes: usize) -> Result<()> {
-    let (mut free, mut total) = (0usize, 0usize);
-    // SAFETY: cuMemGetInfo writes two sizes for the current context.
-    let r = unsafe { cust::sys::cuMemGetInfo_v2(&mut free, &mut total) };
-    if r != cust::sys::cudaError_enum::CUDA_SUCCESS {
-        refuse!("cannot read free device memory: {r:?}");
-    }
+    let (free, total) = memory::free_and_total()?;
     check_free(what, bytes, free, total)
 }
 
@@ -232,17 +341,16 @@ pub fn upload<T: DeviceCopy>(data: &[T]) -> Result<DeviceBuffer<T>> {
 
 /// Sets every byte of a buffer of 32-bit words to 0xFF (a NaN for f32), so that an output
 /// element a kernel fails to write never passes a check.
-pub fn poison<T: DeviceCopy + bytemuck::Pod>(buf: &mut DeviceBuffer<T>) -> Result<()> {
-    assert_eq!(std::mem::size_of::<T>(), 4, "poison() is for 32-bit elements");
-    buf.set_32(u32::MAX).map_err(|e| anyhow::anyhow!("memset: {}", crate::gpu::describe(e)))
+pub fn poison<T: DeviceCopy + bytemuck::Pod>(buf: &DeviceBuffer<T>) -> Result<()> {
+    memory::fill_words(buf, u32::MAX)
 }
 
 /// A new poisoned device buffer of `n` 32-bit words (see [`poison`]).
 pub fn poisoned<T: DeviceCopy + bytemuck::Pod>(n: usize) -> Result<DeviceBuffer<T>> {
     // SAFETY: every word is written by poison() before any read.
-    let mut buf = unsafe { DeviceBuffer::<T>::uninitialized(n) }
+    let buf = unsafe { DeviceBuffer::<T>::uninitialized(n) }
         .map_err(|e| anyhow::anyhow!("alloc: {}", crate::gpu::describe(e)))?;
-    poison(&mut buf)?;
+    poison(&buf)?;
     Ok(buf)
 }
 
@@ -258,24 +366,42 @@ pub fn model_blocks(cc: (u32, u32), attrs: &KernelAttrs, shape: &LaunchShape) ->
     let arch = ArchLimits::for_cc(cc.0, cc.1)?;
     let res = KernelResources::new(shape.threads_per_block(), attrs.regs)
         .with_static_smem(attrs.static_smem)
-        .with_dynamic_smem(shape.smem_bytes);
+        .with_dynamic_smem(shape.smem_bytes)
+        // `measure` opts in whenever a launch needs more than 48 KiB.
+        .with_opt_in(true);
     occupancy(arch, &res, Mode::Hardware).ok().map(|o| o.active_blocks)
 }
 
-/// What [`measure`] needs to know about one kernel.
+/// The `memlab occupancy` command line that computes [`model_blocks`] for the same kernel
+/// figures and shape: the driver's registers, the block's threads, its static plus dynamic
+/// shared bytes (the hardware rules are the command's default for `--cc`).
+pub fn occupancy_command(cc: (u32, u32), attrs: &KernelAttrs, shape: &LaunchShape) -> String {
+    let smem = attrs.static_smem + shape.smem_bytes;
+    let smem = if smem > 0 { format!(" --smem {smem}B") } else { String::new() };
+    format!(
+        "memlab occupancy --cc {}.{} --threads {} --regs {}{smem}",
+        cc.0,
+        cc.1,
+        shape.threads_per_block(),
+        attrs.regs
+    )
+}
+
+/// What [`measure`] needs to know about one kernel launch.
 pub struct KernelRun<'a> {
-    /// Entry point.
-    pub kernel: &'static str,
+    /// The typed launch: entry, shape, arguments.
+    pub launch: Launch,
     /// One-line lesson.
     pub lesson: &'static str,
     /// Model prediction.
     pub prediction: String,
-    /// Launch shape.
-    pub shape: LaunchShape,
-    /// Parameters.
-    pub args: &'a [Arg],
     /// The work one launch does.
     pub work: Work,
+    /// The problem size, as a table names it (`8192x8192`, `stride 4`).
+    pub size: String,
+    /// Resets the kernel's output before each checked launch (poisons it), so a launch that
+    /// writes nothing never passes on an earlier result.
+    pub reset: &'a dyn Fn() -> Result<()>,
 }
 
 /// The work of one launch, which the measured time turns into a rate and the roofline places.
@@ -321,36 +447,78 @@ impl Work {
     }
 }
 
-/// Launches a kernel once, lets `check` read its output, then times it and asks the driver for
-/// its attributes and occupancy.
-pub fn measure(
-    lab: &Lab,
-    run: KernelRun<'_>,
-    check: impl FnOnce() -> Result<(Check, &'static str)>,
-) -> Result<KernelRow> {
+/// The path every timed kernel takes: resets and launches it once, lets `check` read its output,
+/// then times it and asks the driver for its attributes and occupancy. With twins
+/// ([`Lab::twins`]), the twin of the same name is reset, launched and checked the same way, and
+/// the two are timed alternately ([`timing::alternate`]); the comparison goes to the twins'
+/// rows and the Rust timing to the returned row.
+///
+/// # Errors
+/// A refusal for a launch the device rejects or a kernel that faults.
+pub fn measure(lab: &Lab, run: KernelRun<'_>, check: impl Fn() -> Result<(Check, &'static str)>) -> Result<KernelRow> {
     let gpu = &lab.gpu;
-    if run.shape.smem_bytes > gpu.info.smem_per_block {
-        kernel::allow_dynamic_smem(gpu, run.kernel, run.shape.smem_bytes)?;
+    let launch = &run.launch;
+    let (name, shape) = (launch.kernel, launch.shape);
+    if shape.smem_bytes > gpu.info.smem_per_block {
+        kernel::allow_dynamic_smem(gpu, name, shape.smem_bytes)?;
     }
-    launch(gpu, run.kernel, &run.shape, run.args)?;
-    if let Err(e) = gpu.stream.synchronize() {
-        refuse!("kernel `{}` failed: {}", run.kernel, crate::gpu::describe(e));
-    }
-    let (check, check_kind) = check()?;
-    let timing = timing::time(gpu, lab.sizes.repeats, || launch(gpu, run.kernel, &run.shape, run.args))?;
-    let attrs = kernel::attributes(gpu, run.kernel)?;
+    let sync = || -> Result<()> {
+        match gpu.stream.synchronize() {
+            Ok(()) => Ok(()),
+            Err(e) => refuse!("kernel `{name}` failed: {}", crate::gpu::describe(e)),
+        }
+    };
+    (run.reset)()?;
+    launch.enqueue(gpu)?;
+    sync()?;
+    let (checked, check_kind) = check()?;
+    let attrs = kernel::attributes(gpu, name)?;
+    let twin = lab.twins.as_ref().map(|t| (t, t.module.get_function(name)));
+    let timing = match twin {
+        Some((twins, Ok(f))) => {
+            if shape.smem_bytes > gpu.info.smem_per_block {
+                kernel::allow_dynamic_smem_of(&f, name, shape.smem_bytes, gpu.info.smem_per_block_optin)?;
+            }
+            (run.reset)()?;
+            launch.enqueue_function(gpu, &f)?;
+            sync()?;
+            let (twin_check, _) = check()?;
+            let (rust, twin_t) =
+                timing::alternate(gpu, twins.rounds, || launch.enqueue(gpu), || launch.enqueue_function(gpu, &f))?;
+            twins.rows.borrow_mut().push(TwinRow {
+                kernel: name.to_string(),
+                size: run.size.clone(),
+                regs: (attrs.regs, kernel::attributes_of(&f)?.regs),
+                timing: (rust.clone(), twin_t),
+                work: run.work,
+                checks: (checked.clone(), twin_check),
+                check_kind: check_kind.to_string(),
+            });
+            rust
+        }
+        other => {
+            if let Some((twins, Err(_))) = other {
+                let mut missing = twins.missing.borrow_mut();
+                if !missing.iter().any(|m| m == name) {
+                    missing.push(name.to_string());
+                }
+            }
+            timing::time(gpu, lab.sizes.repeats, || launch.enqueue(gpu))?
+        }
+    };
     Ok(KernelRow {
-        kernel: run.kernel,
-        lesson: run.lesson,
+        kernel: name.to_string(),
+        lesson: run.lesson.to_string(),
         prediction: run.prediction,
         attrs,
-        occupancy: kernel::occupancy(gpu, run.kernel, run.shape.threads_per_block(), run.shape.smem_bytes)?,
-        model_blocks: model_blocks(gpu.info.cc, &attrs, &run.shape),
-        shape: run.shape,
+        occupancy: kernel::occupancy(gpu, name, shape.threads_per_block(), shape.smem_bytes)?,
+        model_blocks: model_blocks(gpu.info.cc, &attrs, &shape),
+        shape,
+        occupancy_command: occupancy_command(gpu.info.cc, &attrs, &shape),
         rate: run.work.rate(&timing),
         work: run.work,
         timing,
-        check,
-        check_kind,
+        check: checked,
+        check_kind: check_kind.to_string(),
     })
 }

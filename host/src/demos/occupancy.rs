@@ -8,14 +8,30 @@
 //! driver.
 
 use anyhow::Result;
+use cust::memory::DeviceBuffer;
+use memlab_contracts::probes::{BLOCK, PRESSURE_ACCUMULATORS};
 
-use super::{Lab, Section};
+use super::{Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, download, measure, poison, poisoned, upload};
 use crate::gpu::context::load_module;
 use crate::gpu::describe;
 use crate::gpu::kernel::{allow_dynamic_smem_of, attributes_of, occupancy_of};
+use crate::gpu::launch::LaunchShape;
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
-use crate::refuse;
-use crate::verify;
+use crate::{reference, refuse, verify};
+
+crate::kernels! {
+    /// `register_pressure`: thread `g < threads` runs `iters` rounds of 128 FMAs on the floats
+    /// `input[g + i * threads]` and writes one float to `out[g]`; one-dimensional blocks of 256.
+    fn register_pressure(; input: &DeviceBuffer<f32>, out: &mut DeviceBuffer<f32>, threads: u32, iters: u32)
+        => LaunchShape::linear(threads, BLOCK, 0);
+}
+
+/// Threads of the timed uncapped launch.
+pub const TIMED_THREADS: usize = 1 << 20;
+/// Reads per thread of the timed uncapped launch.
+pub const TIMED_ITERS: usize = 64;
+/// Threads of the timed launch checked against the CPU reference (spread over the grid).
+const SAMPLES: usize = 4096;
 
 /// JIT register caps swept (registers per thread).
 pub const REG_CAPS: [u32; 18] = [16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 112, 128, 144, 160, 168, 192, 224, 255];
@@ -24,15 +40,41 @@ pub const BLOCK_SIZES: [u32; 11] = [32, 64, 96, 128, 192, 256, 384, 512, 640, 76
 /// Dynamic shared bytes swept, before the device's opt-in maximum is appended.
 pub const SMEM_BYTES: [u32; 7] = [0, 1024, 8 << 10, 20 << 10, 48 << 10, 64 << 10, 100 << 10];
 
-const KERNEL: &str = "register_pressure";
+const KERNEL: &str = entry::register_pressure.name;
 
 /// Resident blocks per SM by the model, 0 when the model says the block cannot launch.
 fn model_blocks(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> u32 {
     occupancy(arch, res, mode).map_or(0, |o| o.active_blocks)
 }
 
-/// Runs the sweep and compares every configuration.
-pub fn run(lab: &mut Lab) -> Result<Section> {
+/// `register_pressure` without a register cap, timed: the kernel at the register count it
+/// needs, on [`TIMED_THREADS`] threads of [`TIMED_ITERS`] reads each.
+///
+/// # Errors
+/// A launch refusal or a driver failure.
+pub fn timed(lab: &Lab) -> Result<KernelRow> {
+    let (threads, iters) = (TIMED_THREADS, TIMED_ITERS);
+    super::ensure_free("the register-pressure probe", super::f32_bytes(&[threads * iters, threads]))?;
+    let input_host = reference::random_f32(threads * iters, 31);
+    let input = upload(&input_host)?;
+    let mut out = poisoned::<f32>(threads)?;
+    let run = KernelRun {
+        launch: kernels::register_pressure(&input, &mut out, threads as u32, iters as u32),
+        lesson: "128 live accumulators, no register cap",
+        prediction: "the JIT's own register count: occupancy as the driver reports it".into(),
+        work: Work { flop: (2 * PRESSURE_ACCUMULATORS * iters * threads) as f64, bytes: 0.0, level: Level::Registers },
+        size: format!("{threads} threads x {iters}"),
+        reset: &|| poison(&out),
+    };
+    let check = || {
+        let want = |g| reference::register_pressure(&input_host, threads, iters, g);
+        Ok((verify::sampled_f32(&download(&out)?, SAMPLES, want), "sampled threads"))
+    };
+    measure(lab, run, check)
+}
+
+/// Runs the sweep and compares every configuration, then times the uncapped kernel.
+pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let info = &lab.gpu.info;
     let Some(arch) = ArchLimits::for_cc(info.cc.0, info.cc.1) else {
         refuse!("the occupancy model has no data for compute capability {}.{}", info.cc.0, info.cc.1);
@@ -57,7 +99,8 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
                 let driver = occupancy_of(&f, KERNEL, threads, smem, info.max_warps_per_sm())?.active_blocks;
                 let res = KernelResources::new(threads, attrs.regs)
                     .with_static_smem(attrs.static_smem)
-                    .with_dynamic_smem(smem);
+                    .with_dynamic_smem(smem)
+                    .with_opt_in(true);
                 let hardware = model_blocks(arch, &res, Mode::Hardware);
                 configs += 1;
                 model_counts.push(hardware);
@@ -93,7 +136,8 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
     notes.extend(mismatches.iter().take(10).map(|m| format!("mismatch: {m}")));
     let check = verify::exact_u32(&model_counts, |i| driver_counts[i]);
     Ok(Section {
-        name: "occupancy",
+        name: "occupancy".into(),
+        kernels: vec![timed(lab)?],
         title: format!("Occupancy: model against cuOccupancyMaxActiveBlocksPerMultiprocessor, `{KERNEL}`"),
         lesson: "Registers are allocated per warp in units of 256 and shared memory per block with a reserve: the driver's block count follows those granularities, not the textbook division.".into(),
         sweep: Some((header.iter().map(|s| s.to_string()).collect(), rows)),

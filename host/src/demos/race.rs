@@ -3,19 +3,29 @@
 //! that barrier removed several times, and counts the elements that differ.
 
 use anyhow::Result;
+use cust::memory::DeviceBuffer;
+use memlab_contracts::matmul::{TILE_32, tiled_smem_bytes};
 
+use super::matmul::{self, square_tiles};
 use super::{Section, download, ensure_free, f32_bytes, poison, poisoned, upload};
 use crate::gpu::Gpu;
-use crate::gpu::launch::{Arg, LaunchShape, launch};
+use crate::gpu::launch::Launch;
 use crate::verify::{self, Check};
 use crate::{reference, refuse};
 
+crate::kernels! {
+    /// `matmul_tiled_32_missing_barrier`: `matmul_tiled_32`'s launch (block `32 x 32`,
+    /// 8192 B shared) and parameters, without its second barrier.
+    fn matmul_tiled_32_missing_barrier(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
+        => square_tiles(m, n, TILE_32, tiled_smem_bytes(TILE_32));
+}
+
 /// The correct kernel: both barriers in place.
-pub const CORRECT: &str = "matmul_tiled_32";
+pub const CORRECT: &str = matmul::entry::matmul_tiled_32.name;
 /// The broken kernel: the barrier after the multiply-adds removed.
-pub const BROKEN: &str = "matmul_tiled_32_missing_barrier";
+pub const BROKEN: &str = entry::matmul_tiled_32_missing_barrier.name;
 /// Tile edge of both kernels; the block is `TILE x TILE` threads.
-pub const TILE: usize = 32;
+pub const TILE: usize = TILE_32 as usize;
 
 /// What one lesson run found.
 #[derive(Debug, Clone)]
@@ -45,10 +55,10 @@ pub fn check_shape((_, _, k): (usize, usize, usize)) -> Result<()> {
     Ok(())
 }
 
-fn launch_and_wait(gpu: &Gpu, kernel: &str, shape: &LaunchShape, args: &[Arg]) -> Result<()> {
-    launch(gpu, kernel, shape, args)?;
+fn launch_and_wait(gpu: &Gpu, launch: &Launch) -> Result<()> {
+    launch.enqueue(gpu)?;
     if let Err(e) = gpu.stream.synchronize() {
-        refuse!("kernel `{kernel}` failed: {}", crate::gpu::describe(e));
+        refuse!("kernel `{}` failed: {}", launch.kernel, crate::gpu::describe(e));
     }
     Ok(())
 }
@@ -62,16 +72,16 @@ pub fn run(gpu: &Gpu, (m, n, k): (usize, usize, usize), runs: usize) -> Result<O
     let b_host = reference::random_f32(k * n, 2);
     let (a, b) = (upload(&a_host)?, upload(&b_host)?);
     let mut c = poisoned::<f32>(m * n)?;
-    let shape = LaunchShape::covering(m, n, (TILE, TILE), (TILE as u32, TILE as u32), (2 * TILE * TILE * 4) as u32);
-    let args =
-        [Arg::from(&a), Arg::from(&b), Arg::from(&c), Arg::U32(m as u32), Arg::U32(n as u32), Arg::U32(k as u32)];
-    launch_and_wait(gpu, CORRECT, &shape, &args)?;
+    let (m32, n32, k32) = (m as u32, n as u32, k as u32);
+    let correct = matmul::kernels::matmul_tiled_32(&a, &b, &mut c, m32, n32, k32);
+    let broken = kernels::matmul_tiled_32_missing_barrier(&a, &b, &mut c, m32, n32, k32);
+    launch_and_wait(gpu, &correct)?;
     let want = download(&c)?;
     let (reference, _) = verify::matmul_auto(&a_host, &b_host, &want, (m, n, k));
     let mut checks = Vec::with_capacity(runs);
     for _ in 0..runs {
-        poison(&mut c)?;
-        launch_and_wait(gpu, BROKEN, &shape, &args)?;
+        poison(&c)?;
+        launch_and_wait(gpu, &broken)?;
         checks.push(verify::exact_f32(&download(&c)?, &want));
     }
     Ok(Outcome { reference, runs: checks })
@@ -103,7 +113,7 @@ pub fn section(outcome: &Outcome, (m, n, k): (usize, usize, usize)) -> Section {
         )
     };
     Section {
-        name: "race",
+        name: "race".into(),
         title: format!("The race lesson: {BROKEN}, {m}x{n}x{k}"),
         lesson: "The tiled matmul's second barrier keeps a warp from storing the next step's tile while other warps still read this one. Remove it and warp w overwrites row w of tile B under the other warps' feet.".into(),
         sweep: Some((header.iter().map(|s| s.to_string()).collect(), rows)),

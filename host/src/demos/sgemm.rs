@@ -4,13 +4,16 @@
 
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
+use memlab_contracts::matmul::TILE_32;
+use memlab_contracts::sgemm::{A_PITCH, A_PITCH_PADDED, RUNG2_THREADS, RUNG2_TILE, STAGES, THREADS, TILE, smem_bytes};
 
+use super::matmul::{self, MatmulLaunch};
 use super::{
-    KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, download, ensure_free, f32_bytes, measure,
-    poison, poisoned, upload,
+    Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, download, ensure_free, f32_bytes,
+    measure, poison, poisoned, upload,
 };
 use crate::gpu::cublas::Cublas;
-use crate::gpu::launch::{Arg, LaunchShape, launch};
+use crate::gpu::launch::{Entry, Launch, LaunchShape};
 use crate::gpu::timing::{Timing, time};
 use crate::model::tiling::{MatmulShape, tiled_global_loads};
 use crate::ptx::Ptx;
@@ -18,36 +21,56 @@ use crate::series::{Series, names};
 use crate::verify::{self, Check};
 use crate::{reference, refuse};
 
-/// One rung: kernel, threads per block (one-dimensional except rung 1), `C` tile edge per
-/// block, dynamic shared bytes, lesson.
-#[derive(Debug, Clone, Copy)]
-pub struct Rung {
-    /// Entry point.
-    pub kernel: &'static str,
-    /// Threads per block `(x, y)`.
-    pub block: (u32, u32),
-    /// Each block computes a `tile x tile` tile of `C`.
-    pub tile: usize,
-    /// Dynamic shared memory per block, bytes (the kernel's doc comment).
-    pub smem: u32,
-    /// What the rung adds.
-    pub lesson: &'static str,
+/// The shape of a rung: one-dimensional blocks of `threads`, one per `tile x tile` tile of the
+/// `m x n` result.
+fn rung_shape(m: u32, n: u32, tile: u32, threads: u32, smem: u32) -> LaunchShape {
+    LaunchShape::covering(m as usize, n as usize, (tile as usize, tile as usize), (threads, 1), smem)
 }
 
-impl Rung {
-    /// The launch shape for an `m x n` result.
-    pub fn shape(&self, m: usize, n: usize) -> LaunchShape {
-        LaunchShape::covering(m, n, (self.tile, self.tile), self.block, self.smem)
-    }
+crate::kernels! {
+    /// Rung 2, `sgemm_2_register_1d`: `C = A * B` (`a` `m x k`, `b` `k x n`, `c` `m x n`,
+    /// row-major f32); 512 threads per `64 x 64` tile, 4096 B of shared memory.
+    fn sgemm_2_register_1d(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
+        => rung_shape(m, n, RUNG2_TILE, RUNG2_THREADS, smem_bytes(RUNG2_TILE, RUNG2_TILE, 1));
+    /// Rung 3, `sgemm_3_register_2d`: 256 threads per `128 x 128` tile, 8192 B shared.
+    fn sgemm_3_register_2d(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
+        => rung_shape(m, n, TILE, THREADS, smem_bytes(TILE, TILE, 1));
+    /// Rung 4, `sgemm_4_vectorized`: as rung 3, `A` transposed in shared memory (8192 B).
+    fn sgemm_4_vectorized(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
+        => rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH, TILE, 1));
+    /// Rung 5, `sgemm_5_conflict_free`: as rung 4, `A` tile pitch 132 (8320 B).
+    fn sgemm_5_conflict_free(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
+        => rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH_PADDED, TILE, 1));
+    /// Rung 6, `sgemm_6_double_buffered`: as rung 5, two stages (16640 B).
+    fn sgemm_6_double_buffered(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
+        => rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH_PADDED, TILE, STAGES));
+    /// Rung 7, `sgemm_7_async_copy`: as rung 6 (16640 B), `B` by `cp.async`; in the sm_80 and
+    /// sm_90 PTX only. Buffers 16-byte aligned (every device allocation is).
+    fn sgemm_7_async_copy(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
+        => rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH_PADDED, TILE, STAGES));
+}
+
+/// One rung: its entry and typed launch, the `C` tile edge per block (for the tiling model),
+/// and what it adds.
+#[derive(Debug, Clone, Copy)]
+pub struct Rung {
+    /// The kernel's entry.
+    pub entry: Entry,
+    /// Its typed launch.
+    pub launch: MatmulLaunch,
+    /// Each block computes a `tile x tile` tile of `C`.
+    pub tile: u32,
+    /// What the rung adds.
+    pub lesson: &'static str,
 }
 
 /// The rungs the loaded PTX has (a rung compiled only for newer targets, like rung 7's
 /// `cp.async`, is missing from older PTX), and a note naming those it lacks (`None` when none).
 pub fn available(ptx: &Ptx) -> (Vec<Rung>, Option<String>) {
     let names = crate::ptx::kernel_names(ptx.text);
-    let (have, lack): (Vec<Rung>, Vec<Rung>) = RUNGS.iter().partition(|r| names.contains(&r.kernel));
+    let (have, lack): (Vec<Rung>, Vec<Rung>) = RUNGS.iter().partition(|r| names.contains(&r.entry.name));
     let note = (!lack.is_empty()).then(|| {
-        let lack: Vec<&str> = lack.iter().map(|r| r.kernel).collect();
+        let lack: Vec<&str> = lack.iter().map(|r| r.entry.name).collect();
         format!("skipped {}: not compiled into the {} PTX this device runs", lack.join(", "), ptx.arch)
     });
     (have, note)
@@ -56,52 +79,45 @@ pub fn available(ptx: &Ptx) -> (Vec<Rung>, Option<String>) {
 /// The ladder, bottom first. Rung 1 is the tiled matmul of the `matmul` demo.
 pub const RUNGS: [Rung; 7] = [
     Rung {
-        kernel: "matmul_tiled_32",
-        block: (32, 32),
-        tile: 32,
-        smem: 8192,
+        entry: matmul::entry::matmul_tiled_32,
+        launch: matmul::kernels::matmul_tiled_32,
+        tile: TILE_32,
         lesson: "1: block tiling in shared memory, one result per thread",
     },
     Rung {
-        kernel: "sgemm_2_register_1d",
-        block: (512, 1),
-        tile: 64,
-        smem: 4096,
+        entry: entry::sgemm_2_register_1d,
+        launch: kernels::sgemm_2_register_1d,
+        tile: RUNG2_TILE,
         lesson: "2: 8 results per thread down a column (1D register blocking)",
     },
     Rung {
-        kernel: "sgemm_3_register_2d",
-        block: (256, 1),
-        tile: 128,
-        smem: 8192,
+        entry: entry::sgemm_3_register_2d,
+        launch: kernels::sgemm_3_register_2d,
+        tile: TILE,
         lesson: "3: 8x8 results per thread (2D register blocking)",
     },
     Rung {
-        kernel: "sgemm_4_vectorized",
-        block: (256, 1),
-        tile: 128,
-        smem: 8192,
+        entry: entry::sgemm_4_vectorized,
+        launch: kernels::sgemm_4_vectorized,
+        tile: TILE,
         lesson: "4: 128-bit global and shared loads, A transposed in shared memory",
     },
     Rung {
-        kernel: "sgemm_5_conflict_free",
-        block: (256, 1),
-        tile: 128,
-        smem: 8320,
+        entry: entry::sgemm_5_conflict_free,
+        launch: kernels::sgemm_5_conflict_free,
+        tile: TILE,
         lesson: "5: conflict-free shared layout (split 4x4 groups, padded A tile)",
     },
     Rung {
-        kernel: "sgemm_6_double_buffered",
-        block: (256, 1),
-        tile: 128,
-        smem: 16640,
+        entry: entry::sgemm_6_double_buffered,
+        launch: kernels::sgemm_6_double_buffered,
+        tile: TILE,
         lesson: "6: two shared stages (next loads overlap FMAs), warp tiling",
     },
     Rung {
-        kernel: "sgemm_7_async_copy",
-        block: (256, 1),
-        tile: 128,
-        smem: 16640,
+        entry: entry::sgemm_7_async_copy,
+        launch: kernels::sgemm_7_async_copy,
+        tile: TILE,
         lesson: "7: rung 6 with B copied global-to-shared by cp.async (sm_80+ PTX)",
     },
 ];
@@ -139,17 +155,16 @@ impl Operands {
         Ok(Operands { a: upload(&a_host)?, b: upload(&b_host)?, c: poisoned(m * n)?, a_host, b_host, size: (m, n, k) })
     }
 
-    /// The kernel parameters `(a, b, c, m, n, k)`.
-    pub fn args(&self) -> [Arg; 6] {
+    /// The launch of `kernel` on these operands.
+    pub fn launch(&mut self, kernel: MatmulLaunch) -> Launch {
         let (m, n, k) = self.size;
-        [
-            Arg::from(&self.a),
-            Arg::from(&self.b),
-            Arg::from(&self.c),
-            Arg::U32(m as u32),
-            Arg::U32(n as u32),
-            Arg::U32(k as u32),
-        ]
+        kernel(&self.a, &self.b, &mut self.c, m as u32, n as u32, k as u32)
+    }
+
+    /// The problem size as tables name it, `MxNxK`.
+    pub fn label(&self) -> String {
+        let (m, n, k) = self.size;
+        format!("{m}x{n}x{k}")
     }
 
     /// Checks `C` against the f64 reference ([`verify::matmul_auto`]'s rule). Returns the check
@@ -172,9 +187,9 @@ impl Operands {
 ///
 /// # Errors
 /// A cuBLAS failure or a wrong cuBLAS result.
-pub fn time_cublas(lab: &Lab, cublas: Option<&Cublas>, ops: &mut Operands) -> Result<Option<Timing>> {
+pub fn time_cublas(lab: &Lab, cublas: Option<&Cublas>, ops: &Operands) -> Result<Option<Timing>> {
     let Some(cublas) = cublas else { return Ok(None) };
-    poison(&mut ops.c)?;
+    poison(&ops.c)?;
     cublas.sgemm(&ops.a, &ops.b, &ops.c, ops.size)?;
     lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!(crate::gpu::describe(e)))?;
     let (check, kind) = ops.check()?;
@@ -189,45 +204,43 @@ pub const NO_CUBLAS: &str = "cuBLAS not found: skipped (set MEMLAB_CUBLAS=/path/
 
 /// Runs every rung on [`ODD_SIZES`] (checked, untimed) and on each of `lab.sizes.sgemm`
 /// (checked, timed, next to cuBLAS).
-pub fn run(lab: &mut Lab) -> Result<Section> {
+pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let cublas = Cublas::open(&lab.gpu)?;
     let (rungs, skipped) = available(lab.gpu.ptx);
     let mut checks = Vec::new();
     for size in ODD_SIZES {
         let mut ops = Operands::new(size)?;
         for rung in &rungs {
-            poison(&mut ops.c)?;
-            let (m, n, _) = size;
-            launch(&lab.gpu, rung.kernel, &rung.shape(m, n), &ops.args())?;
+            poison(&ops.c)?;
+            ops.launch(rung.launch).enqueue(&lab.gpu)?;
             checks.push(ops.check()?.0);
         }
     }
     let peak = super::roofline::peak_fp32(&lab.gpu.info).map(|p| p / 1e12);
     let mut kernels: Vec<KernelRow> = Vec::new();
-    let mut table: Vec<Vec<String>> = rungs.iter().map(|r| vec![r.kernel.to_string()]).collect();
+    let mut table: Vec<Vec<String>> = rungs.iter().map(|r| vec![r.entry.name.to_string()]).collect();
     table.push(vec!["cuBLAS SGEMM (FP32)".into()]);
     let mut header = vec!["kernel".to_string()];
     // cuBLAS's rate per size, drawn across the ladder chart.
     let mut references = Vec::new();
-    for &size in &lab.sizes.sgemm.clone() {
+    for &size in &lab.sizes.sgemm {
         let (m, n, k) = size;
         header.extend([format!("TFLOP/s {m}x{n}x{k}"), "% of cuBLAS".into()]);
         let mut ops = Operands::new(size)?;
-        let cublas_tflops = time_cublas(lab, cublas.as_ref(), &mut ops)?.map(|t| t.tflops(ops.flop()));
+        let cublas_tflops = time_cublas(lab, cublas.as_ref(), &ops)?.map(|t| t.tflops(ops.flop()));
         for (rung, row) in rungs.iter().zip(&mut table) {
-            poison(&mut ops.c)?;
             let loads = tiled_global_loads(MatmulShape::new(m as u64, n as u64, k as u64), rung.tile as u64);
             let prediction = format!("{m}x{n}x{k}: {loads:.3e} global loads");
-            let args = ops.args();
             // Bytes as the tiling model counts them: every global load plus the writes of C.
             let work = Work { flop: ops.flop(), bytes: 4.0 * (loads + (m * n) as u64) as f64, level: Level::Global };
+            let launch = ops.launch(rung.launch);
             let run = KernelRun {
-                kernel: rung.kernel,
+                launch,
                 lesson: rung.lesson,
                 prediction,
-                shape: rung.shape(m, n),
-                args: &args,
                 work,
+                size: ops.label(),
+                reset: &|| poison(&ops.c),
             };
             let kernel_row = measure(lab, run, || ops.check())?;
             let tflops = kernel_row.rate.value();
@@ -256,7 +269,7 @@ pub fn run(lab: &mut Lab) -> Result<Section> {
         notes.push(format!("FP32 peak at the driver's clock: {peak:.1} TFLOP/s (SMs x FP32 lanes x 2 x clock)"));
     }
     Ok(Section {
-        name: "sgemm",
+        name: "sgemm".into(),
         title: "An SGEMM ladder up to cuBLAS: C = A * B, f32".into(),
         lesson: "Each rung keeps more of the product close to the FMA units: shared-memory tiles, then results blocked in registers, then wider loads, a conflict-free layout, and loads overlapped with arithmetic.".into(),
         kernels,

@@ -31,8 +31,11 @@ pub struct Gpu {
 /// Initialises the driver and returns the number of CUDA devices.
 ///
 /// # Errors
-/// A refusal when there is no driver library, no driver, or no GPU.
+/// A refusal when there is no driver library ([`super::driver::library`]), no driver, or no GPU.
 pub fn device_count() -> Result<u32> {
+    if let Err(why) = super::driver::library() {
+        refuse!("{}", super::driver::refusal(why));
+    }
     if let Err(e) = cust::init(cust::CudaFlags::empty()) {
         refuse!("no usable NVIDIA driver or GPU: cuInit failed with {}", describe(e));
     }

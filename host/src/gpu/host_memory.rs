@@ -26,6 +26,16 @@ pub struct PinnedHost {
     pub bytes: usize,
 }
 
+// SAFETY: `bytes` mapped bytes at `device_ptr` stay allocated until the value is dropped.
+unsafe impl super::memory::Owned for PinnedHost {
+    fn address(&self) -> u64 {
+        self.device_ptr
+    }
+    fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
 impl PinnedHost {
     /// `bytes` of pinned host memory, portable (every context may use it) and mapped.
     ///
@@ -64,6 +74,16 @@ pub struct Managed {
     pub ptr: u64,
     /// Size, bytes.
     pub bytes: usize,
+}
+
+// SAFETY: `bytes` managed bytes at `ptr` stay allocated until the value is dropped.
+unsafe impl super::memory::Owned for Managed {
+    fn address(&self) -> u64 {
+        self.ptr
+    }
+    fn bytes(&self) -> usize {
+        self.bytes
+    }
 }
 
 impl Managed {

@@ -1,14 +1,17 @@
-//! Launching a kernel of the loaded module with a checked launch shape.
+//! Launching a kernel: typed launches ([`Launch`], declared per entry with
+//! [`kernels!`](crate::kernels!)) with a launch shape checked against the device's limits.
 
 use std::ffi::c_void;
 
 use anyhow::Result;
 use cust::function::Function;
+use cust::memory::{DeviceBuffer, DeviceCopy};
 use cust::module::Module;
 
 use super::device::DeviceInfo;
 use super::kernel::function;
 use super::{Gpu, describe};
+pub use crate::ptx::Param;
 use crate::refuse;
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +40,12 @@ impl LaunchShape {
     pub fn covering(rows: usize, cols: usize, tile: (usize, usize), block: (u32, u32), smem_bytes: u32) -> Self {
         let blocks = |n: usize, t: usize| u32::try_from(n.div_ceil(t)).unwrap_or(u32::MAX);
         LaunchShape { grid: (blocks(cols, tile.1), blocks(rows, tile.0)), block, smem_bytes }
+    }
+
+    /// A one-dimensional launch of at least `threads` threads in blocks of `block`
+    /// (`ceil(threads / block)` blocks).
+    pub fn linear(threads: u32, block: u32, smem_bytes: u32) -> Self {
+        LaunchShape { grid: (threads.div_ceil(block), 1), block: (block, 1), smem_bytes }
     }
 
     /// Checks the shape against the device's limits.
@@ -88,74 +97,199 @@ impl LaunchShape {
     }
 }
 
-/// One kernel parameter: a device pointer or a 32-bit integer.
+/// How a host value is passed as one kernel parameter: the [`Param`] the PTX entry must declare
+/// for it, and its bytes.
+pub trait KernelArg {
+    /// The PTX parameter this value fills.
+    const PARAM: Param;
+    /// The value's bytes, in the first [`Param::size`] bytes of 8.
+    fn bytes(&self) -> [u8; 8];
+}
+
+impl<T: DeviceCopy> KernelArg for &DeviceBuffer<T> {
+    const PARAM: Param = Param::Ptr;
+    fn bytes(&self) -> [u8; 8] {
+        self.as_device_ptr().as_raw().to_ne_bytes()
+    }
+}
+
+impl<T: DeviceCopy> KernelArg for &mut DeviceBuffer<T> {
+    const PARAM: Param = Param::Ptr;
+    fn bytes(&self) -> [u8; 8] {
+        self.as_device_ptr().as_raw().to_ne_bytes()
+    }
+}
+
+/// Four value bytes in an 8-byte slot (the driver reads the parameter's size from the entry).
+fn four(bytes: [u8; 4]) -> [u8; 8] {
+    let mut slot = [0; 8];
+    slot[..4].copy_from_slice(&bytes);
+    slot
+}
+
+impl KernelArg for u32 {
+    const PARAM: Param = Param::U32;
+    fn bytes(&self) -> [u8; 8] {
+        four(self.to_ne_bytes())
+    }
+}
+
+impl KernelArg for f32 {
+    const PARAM: Param = Param::F32;
+    fn bytes(&self) -> [u8; 8] {
+        four(self.to_ne_bytes())
+    }
+}
+
+impl KernelArg for u64 {
+    const PARAM: Param = Param::U64;
+    fn bytes(&self) -> [u8; 8] {
+        self.to_ne_bytes()
+    }
+}
+
+/// A kernel entry point as the host launches it: its name and parameter list, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arg {
-    /// A device address (`CUdeviceptr`).
-    Ptr(u64),
-    /// A `u32`.
-    U32(u32),
+pub struct Entry {
+    /// The PTX `.entry` name.
+    pub name: &'static str,
+    /// Its parameters as the host passes them.
+    pub params: &'static [Param],
 }
 
-impl<T: cust::memory::DeviceCopy> From<&cust::memory::DeviceBuffer<T>> for Arg {
-    fn from(buf: &cust::memory::DeviceBuffer<T>) -> Arg {
-        Arg::Ptr(buf.as_device_ptr().as_raw())
-    }
-}
-
-impl From<u32> for Arg {
-    fn from(v: u32) -> Arg {
-        Arg::U32(v)
-    }
-}
-
-/// Enqueues kernel `name` on the lab's stream (asynchronous: errors in the kernel itself show
-/// at the next synchronisation).
+/// One launch of one kernel, ready to enqueue: the entry name, the launch shape and the
+/// argument values, built by the kernel's typed launch function (declared with
+/// [`kernels!`](crate::kernels!)), which owns all three.
 ///
-/// # Errors
-/// A refusal for a shape the device cannot run or a launch the driver rejects.
-pub fn launch(gpu: &Gpu, name: &str, shape: &LaunchShape, args: &[Arg]) -> Result<()> {
-    launch_function(gpu, &function(gpu, name)?, name, shape, args)
+/// A launch holds device addresses, not borrows: the buffers it names must live until the
+/// stream is synchronised after its last enqueue, as for any CUDA launch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch {
+    /// Kernel entry point.
+    pub kernel: &'static str,
+    /// Grid, block and dynamic shared bytes.
+    pub shape: LaunchShape,
+    args: Vec<[u8; 8]>,
 }
 
-/// [`launch`] for a kernel of another module loaded in the same context.
-pub fn launch_in(gpu: &Gpu, module: &Module, name: &str, shape: &LaunchShape, args: &[Arg]) -> Result<()> {
-    let f = match module.get_function(name) {
-        Ok(f) => f,
-        Err(e) => refuse!("kernel `{name}` is not in the module: {}", describe(e)),
+impl Launch {
+    /// A launch of `kernel` with `shape` and argument bytes (one per parameter, in order).
+    pub fn new(kernel: &'static str, shape: LaunchShape, args: Vec<[u8; 8]>) -> Launch {
+        Launch { kernel, shape, args }
+    }
+
+    /// The argument values, one 8-byte slot per parameter (the value in its first bytes).
+    pub fn args(&self) -> &[[u8; 8]] {
+        &self.args
+    }
+
+    /// Enqueues the kernel of the lab's module on the lab's stream (asynchronous: errors in the
+    /// kernel itself show at the next synchronisation).
+    ///
+    /// # Errors
+    /// A refusal for a shape the device cannot run, a kernel the PTX lacks, or a launch the
+    /// driver rejects.
+    pub fn enqueue(&self, gpu: &Gpu) -> Result<()> {
+        self.enqueue_function(gpu, &function(gpu, self.kernel)?)
+    }
+
+    /// [`Launch::enqueue`] for the kernel of the same name in another module loaded in the lab's
+    /// context (the load-counting PTX, a capped module).
+    ///
+    /// # Errors
+    /// As for [`Launch::enqueue`], or the module lacks the kernel.
+    pub fn enqueue_in(&self, gpu: &Gpu, module: &Module) -> Result<()> {
+        match module.get_function(self.kernel) {
+            Ok(f) => self.enqueue_function(gpu, &f),
+            Err(e) => refuse!("kernel `{}` is not in the module: {}", self.kernel, describe(e)),
+        }
+    }
+
+    /// [`Launch::enqueue`] with this launch's shape and arguments for any function loaded in
+    /// the lab's context with the same parameters (the CUDA C++ twins of `memlab bench`).
+    ///
+    /// # Errors
+    /// As for [`Launch::enqueue`].
+    pub fn enqueue_function(&self, gpu: &Gpu, f: &Function<'_>) -> Result<()> {
+        let shape = &self.shape;
+        shape.check(&gpu.info)?;
+        // cuLaunchKernel takes a pointer to each parameter's value; `values` outlives the call.
+        let mut values = self.args.clone();
+        let ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr() as *mut c_void).collect();
+        // SAFETY: the values match the entry's parameters (the typed launch function builds
+        // them from its signature, and `tests/launch_params.rs` checks every signature against
+        // the PTX); the buffers are live until the stream syncs.
+        let r = unsafe { gpu.stream.launch(f, shape.grid, shape.block, shape.smem_bytes, &ptrs) };
+        if let Err(e) = r {
+            refuse!(
+                "launching `{}` with grid {:?}, block {:?}, {} B shared failed: {}",
+                self.kernel,
+                shape.grid,
+                shape.block,
+                shape.smem_bytes,
+                describe(e)
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Declares typed launch functions, one per kernel entry, and the table of their [`Entry`]s.
+///
+/// ```text
+/// kernels! {
+///     /// Doc comment of the launch function.
+///     fn transpose_padded(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
+///         => tiles(rows, cols, TILE, BLOCK, smem_bytes(TILE, PADDED_PITCH));
+/// }
+/// ```
+///
+/// Before the `;` come parameters of the launch shape only (none here); after it the kernel's
+/// parameters, in the entry's order, each a [`KernelArg`]. Expands to `pub mod entry` (one
+/// [`Entry`] per kernel: `entry::transpose_padded`), `pub const ENTRIES: &[Entry]` and
+/// `pub mod kernels` holding `pub fn transpose_padded(..) -> Launch`; the shape expression sees
+/// the module's items. One signature gives both the arguments a launch passes
+/// and the list the PTX test checks, so the two cannot drift apart.
+#[macro_export]
+macro_rules! kernels {
+    ($(
+        $(#[$doc:meta])*
+        fn $name:ident($($sarg:ident: $sty:ty),* ; $($arg:ident: $ty:ty),* $(,)?) => $shape:expr;
+    )*) => {
+        /// The entry (name and parameters) of each typed launch in [`kernels`].
+        pub mod entry {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[allow(non_upper_case_globals)]
+                #[doc = concat!("The entry of `", stringify!($name), "`.")]
+                pub const $name: $crate::gpu::launch::Entry = $crate::gpu::launch::Entry {
+                    name: stringify!($name),
+                    params: &[$(<$ty as $crate::gpu::launch::KernelArg>::PARAM),*],
+                };
+            )*
+        }
+
+        /// The entries of this module's typed launches, checked against the PTX by
+        /// `tests/launch_params.rs`.
+        pub const ENTRIES: &[$crate::gpu::launch::Entry] = &[$(entry::$name),*];
+
+        /// Typed launches: one function per kernel entry, owning its name, launch shape and
+        /// argument list.
+        pub mod kernels {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                $(#[$doc])*
+                #[allow(clippy::too_many_arguments)]
+                pub fn $name($($sarg: $sty,)* $($arg: $ty),*) -> $crate::gpu::launch::Launch {
+                    let shape: $crate::gpu::launch::LaunchShape = $shape;
+                    let args = vec![$($crate::gpu::launch::KernelArg::bytes(&$arg)),*];
+                    $crate::gpu::launch::Launch::new(super::entry::$name.name, shape, args)
+                }
+            )*
+        }
     };
-    launch_function(gpu, &f, name, shape, args)
-}
-
-/// [`launch`] for a function of any module loaded in the lab's context (e.g. the CUDA C++
-/// twins of `memlab bench`); `name` is for error messages.
-///
-/// # Errors
-/// As for [`launch`].
-pub fn launch_function(gpu: &Gpu, f: &Function<'_>, name: &str, shape: &LaunchShape, args: &[Arg]) -> Result<()> {
-    shape.check(&gpu.info)?;
-    // cuLaunchKernel takes a pointer to each parameter's value; `values` outlives the call.
-    let mut values: Vec<[u8; 8]> = args
-        .iter()
-        .map(|a| match *a {
-            Arg::Ptr(p) => p.to_ne_bytes(),
-            Arg::U32(v) => (v as u64).to_ne_bytes(),
-        })
-        .collect();
-    let ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr() as *mut c_void).collect();
-    // SAFETY: the argument count and types match the kernel's signature (each demo passes the
-    // parameters its kernel's doc comment lists), buffers are live until the stream syncs.
-    let r = unsafe { gpu.stream.launch(f, shape.grid, shape.block, shape.smem_bytes, &ptrs) };
-    if let Err(e) = r {
-        refuse!(
-            "launching `{name}` with grid {:?}, block {:?}, {} B shared failed: {}",
-            shape.grid,
-            shape.block,
-            shape.smem_bytes,
-            describe(e)
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]

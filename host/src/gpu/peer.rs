@@ -104,6 +104,16 @@ pub struct DeviceMemory {
     ctx: sys::CUcontext,
 }
 
+// SAFETY: `bytes` bytes at `ptr` stay allocated until the value is dropped.
+unsafe impl super::memory::Owned for DeviceMemory {
+    fn address(&self) -> u64 {
+        self.ptr
+    }
+    fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
 impl DeviceMemory {
     /// Allocates `bytes` on `gpu` and fills it with `words` (repeated from the start;
     /// `words.len() * 4 == bytes`).

@@ -73,6 +73,32 @@ pub fn time(gpu: &Gpu, repeats: Repeats, mut enqueue: impl FnMut() -> Result<()>
     Timing::from_runs(ms).ok_or_else(|| anyhow::anyhow!("timing: no timed runs"))
 }
 
+/// Times two launches alternately (`a`, `b`, `a`, `b`, ...) after two untimed pairs: `rounds`
+/// event-timed runs of each, so both see the same clocks and temperature. Returns
+/// `(a's timing, b's timing)`.
+///
+/// # Errors
+/// As for [`time`].
+pub fn alternate(
+    gpu: &Gpu,
+    rounds: usize,
+    mut a: impl FnMut() -> Result<()>,
+    mut b: impl FnMut() -> Result<()>,
+) -> Result<(Timing, Timing)> {
+    for _ in 0..2 {
+        a()?;
+        b()?;
+    }
+    let once = Repeats { warmup: 0, runs: 1 };
+    let (mut a_ms, mut b_ms) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    for _ in 0..rounds {
+        a_ms.push(time(gpu, once, &mut a)?.median_ms);
+        b_ms.push(time(gpu, once, &mut b)?.median_ms);
+    }
+    let none = || anyhow::anyhow!("timing: no timed rounds");
+    Ok((Timing::from_runs(a_ms).ok_or_else(none)?, Timing::from_runs(b_ms).ok_or_else(none)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

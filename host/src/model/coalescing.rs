@@ -81,27 +81,111 @@ impl WarpAccess {
         (start, start + self.elem_bytes)
     }
 
+    /// The same access as an [`Instruction`]: each active lane's start address.
+    pub fn instruction(&self) -> Instruction {
+        Instruction {
+            elem_bytes: self.elem_bytes,
+            lanes: std::array::from_fn(|l| (l < self.active_lanes as usize).then(|| self.lane_bytes(l as u32).0)),
+        }
+    }
+
     /// Counts the sectors and segments the request touches.
     pub fn analyze(&self) -> CoalescingReport {
-        let mut sectors = BTreeSet::new();
-        let mut segments = BTreeSet::new();
-        let mut ranges = Vec::new();
-        for lane in 0..self.active_lanes {
-            let (start, end) = self.lane_bytes(lane);
-            if start == end {
-                continue;
-            }
-            // An element may straddle a boundary; count every unit it touches.
-            sectors.extend(start / SECTOR_BYTES..=(end - 1) / SECTOR_BYTES);
-            segments.extend(start / SEGMENT_BYTES..=(end - 1) / SEGMENT_BYTES);
-            ranges.push((start, end));
-        }
+        self.instruction().analyze()
+    }
+}
+
+/// One warp instruction of a global load or store: each lane accesses `elem_bytes` bytes
+/// from its start address (`None`: inactive lane).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Instruction {
+    /// Bytes per lane (1..=16).
+    pub elem_bytes: u64,
+    /// Start byte address per lane.
+    pub lanes: [Option<u64>; 32],
+}
+
+impl Instruction {
+    /// The byte ranges `start..end` of the active lanes.
+    pub fn ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.lanes.iter().flatten().map(|&s| (s, s + self.elem_bytes)).filter(|(s, e)| e > s)
+    }
+
+    /// Counts the sectors and segments the instruction touches.
+    pub fn analyze(&self) -> CoalescingReport {
+        let ranges: Vec<(u64, u64)> = self.ranges().collect();
         CoalescingReport {
-            sectors: sectors.len() as u64,
-            segments: segments.len() as u64,
+            sectors: units(&ranges, SECTOR_BYTES).len() as u64,
+            segments: units(&ranges, SEGMENT_BYTES).len() as u64,
             useful_bytes: union_len(ranges),
         }
     }
+}
+
+/// The aligned `unit`-byte blocks the byte ranges touch (an element may straddle a boundary;
+/// every block it touches counts).
+fn units(ranges: &[(u64, u64)], unit: u64) -> BTreeSet<u64> {
+    ranges.iter().flat_map(|&(start, end)| start / unit..=(end - 1) / unit).collect()
+}
+
+/// What several instructions of one warp cost together: L1 counts every instruction's
+/// sectors, L2 and DRAM move each sector once however many instructions touch it (the
+/// sector stays in L1/L2 between them; measured on the H200 for a 16-byte struct read as four
+/// 4-byte fields, issue 13).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct WarpTraffic {
+    /// Per instruction: (sectors, segments, useful bytes).
+    pub instructions: Vec<(u64, u64, u64)>,
+    /// Requests: one per warp instruction with an active lane (Nsight's `l1tex__t_requests`).
+    pub requests: u64,
+    /// L1 sectors: the sum of every instruction's sectors (`l1tex__t_sectors`).
+    pub l1_sectors: u64,
+    /// Distinct 32-byte sectors over all instructions: what L2 and DRAM move.
+    pub dram_sectors: u64,
+    /// Distinct 128-byte segments over all instructions (the segment model).
+    pub segments: u64,
+    /// Distinct bytes the lanes asked for, over all instructions.
+    pub useful_bytes: u64,
+}
+
+impl WarpTraffic {
+    /// Counts `instructions` of one warp.
+    pub fn of(instructions: &[Instruction]) -> Self {
+        let reports: Vec<CoalescingReport> = instructions.iter().map(Instruction::analyze).collect();
+        let all: Vec<(u64, u64)> = instructions.iter().flat_map(Instruction::ranges).collect();
+        WarpTraffic {
+            instructions: reports.iter().map(|r| (r.sectors, r.segments, r.useful_bytes)).collect(),
+            requests: reports.iter().filter(|r| r.sectors > 0).count() as u64,
+            l1_sectors: reports.iter().map(|r| r.sectors).sum(),
+            dram_sectors: units(&all, SECTOR_BYTES).len() as u64,
+            segments: units(&all, SEGMENT_BYTES).len() as u64,
+            useful_bytes: union_len(all),
+        }
+    }
+
+    /// L2/DRAM bytes: distinct sectors x 32.
+    pub fn dram_bytes(&self) -> u64 {
+        self.dram_sectors * SECTOR_BYTES
+    }
+
+    /// Sectors per request (0 with no request).
+    pub fn sectors_per_request(&self) -> f64 {
+        if self.requests == 0 { 0.0 } else { self.l1_sectors as f64 / self.requests as f64 }
+    }
+
+    /// Useful bytes / DRAM bytes under the sector model (1 when nothing moves).
+    pub fn sector_efficiency(&self) -> f64 {
+        ratio(self.useful_bytes, self.dram_bytes())
+    }
+
+    /// Useful bytes / bytes moved in 128-byte segments (1 when nothing moves).
+    pub fn segment_efficiency(&self) -> f64 {
+        ratio(self.useful_bytes, self.segments * SEGMENT_BYTES)
+    }
+}
+
+fn ratio(useful: u64, moved: u64) -> f64 {
+    if moved == 0 { 1.0 } else { useful as f64 / moved as f64 }
 }
 
 /// Total length of the union of byte ranges (lanes reading the same bytes
@@ -148,8 +232,7 @@ impl CoalescingReport {
     /// Useful bytes / bytes moved under `model`, in 0..=1 (1 for an empty
     /// request, which moves nothing and wastes nothing).
     pub fn efficiency(&self, model: TransactionModel) -> f64 {
-        let moved = self.bytes_moved(model);
-        if moved == 0 { 1.0 } else { self.useful_bytes as f64 / moved as f64 }
+        ratio(self.useful_bytes, self.bytes_moved(model))
     }
 
     /// Efficiency under the 32-byte sector model.
@@ -238,6 +321,22 @@ mod tests {
         let r = WarpAccess::new(4, 1).with_lanes(0).analyze();
         assert_eq!((r.sectors, r.segments, r.useful_bytes), (0, 0, 0));
         assert_eq!(r.sector_efficiency(), 1.0);
+    }
+
+    #[test]
+    fn h200_struct_of_four_floats_read_by_field_costs_4x_requests_same_dram_bytes() {
+        // One float4 load per lane against four 4-byte loads of its fields (struct of 16 B).
+        let whole = WarpTraffic::of(&[WarpAccess::new(16, 1).instruction()]);
+        let fields: Vec<Instruction> = (0..4).map(|f| WarpAccess::new(4, 4).with_offset(4 * f).instruction()).collect();
+        let by_field = WarpTraffic::of(&fields);
+        assert_eq!((whole.requests, whole.l1_sectors, whole.dram_bytes()), (1, 16, 512));
+        assert_eq!((by_field.requests, by_field.l1_sectors, by_field.dram_bytes()), (4, 64, 512));
+        assert_eq!(by_field.instructions, vec![(16, 4, 128); 4]);
+        assert_eq!(by_field.sectors_per_request(), 16.0);
+        assert_eq!((by_field.useful_bytes, by_field.sector_efficiency()), (512, 1.0));
+        // Reading two of the four fields: half the useful bytes for the same DRAM sectors.
+        let two = WarpTraffic::of(&fields[..2]);
+        assert_eq!((two.requests, two.dram_bytes(), two.sector_efficiency()), (2, 512, 0.5));
     }
 
     #[test]

@@ -1,14 +1,18 @@
 //! Pure-Rust models of the three memory levels a kernel uses, with no GPU
-//! and no dependencies, so every prediction the demos print can be checked
+//! and nothing else of the crate (serde derives only, for `--json`), so every prediction the demos print can be checked
 //! on a laptop and compared against what the driver and the hardware report.
 //!
 //! - [`occupancy`]: how many blocks fit on one SM given registers, shared
 //!   memory and warp slots, both the textbook arithmetic and the driver's
 //!   own rules (`cuda_occupancy.h`).
-//! - [`banks`]: shared-memory bank conflicts and broadcasts for one warp
-//!   request of 4-byte words.
+//! - [`gpus`]: GPU names and SM targets mapped to the compute capabilities
+//!   [`occupancy`] knows.
+//! - [`banks`]: shared-memory wavefronts, bank conflicts and broadcasts for
+//!   one warp request of 4-, 8- or 16-byte accesses, and 2-D tiles.
 //! - [`coalescing`]: global-memory sectors (32 B) and segments (128 B)
-//!   touched by one warp request, and the resulting efficiency.
+//!   touched by one warp instruction or several, and the resulting efficiency.
+//! - [`dram`]: what HBM moves per L2 miss (64-byte fetches) and how the
+//!   spacing of fetches changes DRAM throughput, measured on the H200.
 //! - [`tiling`]: global element loads of naive vs shared-memory tiled
 //!   matrix multiplication.
 //! - [`roofline`]: arithmetic intensity, peak FP32 throughput and the
@@ -16,6 +20,8 @@
 
 pub mod banks;
 pub mod coalescing;
+pub mod dram;
+pub mod gpus;
 pub mod occupancy;
 pub mod roofline;
 pub mod tiling;

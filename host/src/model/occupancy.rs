@@ -52,20 +52,23 @@ pub const UNLIMITED: u32 = u32::MAX;
 
 const KIB: u32 = 1024;
 
+/// Carveout sizes (bytes) on cc 7.0 (Volta): 0, 8, 16, 32, 64, 96 KiB. Source:
+/// `cudaOccAlignUpShmemSizeVoltaPlus` in `cuda_occupancy.h`.
+const CARVEOUTS_CC70: &[u32] = &[0, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 96 * KIB];
 /// Carveout sizes (bytes) that the driver may configure on cc 7.5 (Turing):
 /// 32 or 64 KiB of the unified L1/shared storage. Source:
 /// `cudaOccAlignUpShmemSizeVoltaPlus` in `cuda_occupancy.h`.
 const CARVEOUTS_CC75: &[u32] = &[32 * KIB, 64 * KIB];
-/// Carveout sizes (bytes) on cc 8.0 (A100): 0, 8, 16, 32, 64, 100, 132,
+/// Carveout sizes (bytes) on cc 8.0 (A100) and 8.7 (Orin): 0, 8, 16, 32, 64, 100, 132,
 /// 164 KiB. Source: `cudaOccAlignUpShmemSizeVoltaPlus`.
 const CARVEOUTS_CC80: &[u32] = &[0, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 100 * KIB, 132 * KIB, 164 * KIB];
 /// Carveout sizes (bytes) on cc 8.6 and 8.9: 0, 8, 16, 32, 64, 100 KiB.
 /// Source: `cudaOccAlignUpShmemSizeVoltaPlus`; CUDA 13.0 lists the same
-/// sizes for cc 12.0.
+/// sizes for cc 12.0 and 12.1.
 const CARVEOUTS_CC86: &[u32] = &[0, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 100 * KIB];
 /// Carveout sizes (bytes) on cc 9.0 (H100/H200): 0, 8, 16, 32, 64, 100,
 /// 132, 164, 196, 228 KiB. Source: `cudaOccAlignUpShmemSizeVoltaPlus`
-/// (CUDA 12.6); CUDA 13.0 lists the same sizes for cc 10.0.
+/// (CUDA 12.6); CUDA 13.0 lists the same sizes for cc 10.0, 10.3 and 11.0.
 const CARVEOUTS_CC90: &[u32] =
     &[0, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 100 * KIB, 132 * KIB, 164 * KIB, 196 * KIB, 228 * KIB];
 
@@ -133,166 +136,82 @@ pub struct ArchLimits {
     pub smem_carveouts: &'static [u32],
 }
 
-/// The architectures this lab knows, as data. Capacities come from the CUDA
-/// C++ Programming Guide, "Technical Specifications per Compute Capability";
-/// block caps, granularities and carveouts from `cuda_occupancy.h` (the
-/// CUDA 13.0 copy for cc 10.0 and 12.0: 32 and 24 blocks, 128-byte
-/// granularity, carveouts up to 228 and 100 KiB).
-pub const ARCHS: [ArchLimits; 7] = [
+/// One table row: only what differs between architectures; the rest is common to every
+/// compute capability from 7.0 to 12.1 (32-thread warps, 1024 threads and 64 Ki registers per
+/// block, 64 Ki registers per SM, 255 registers per thread, 256-register allocation unit, 4
+/// sub-partitions, 48 KiB per block without opt-in).
+#[allow(clippy::too_many_arguments)]
+const fn arch(
+    (major, minor): (u32, u32),
+    name: &'static str,
+    max_threads_per_sm: u32,
+    max_blocks_per_sm: u32,
+    max_smem_per_sm: u32,
+    smem_per_block_optin: u32,
+    (smem_alloc_granularity, reserved_smem_per_block): (u32, u32),
+    smem_carveouts: &'static [u32],
+) -> ArchLimits {
+    ArchLimits {
+        major,
+        minor,
+        name,
+        warp_size: 32,
+        max_threads_per_block: 1024,
+        max_threads_per_sm,
+        max_warps_per_sm: max_threads_per_sm / 32,
+        max_blocks_per_sm,
+        regs_per_sm: 65536,
+        regs_per_block: 65536,
+        max_regs_per_thread: 255,
+        reg_alloc_unit: 256,
+        warp_alloc_granularity: 4,
+        max_smem_per_sm,
+        smem_per_block_default: 48 * KIB,
+        smem_per_block_optin,
+        smem_alloc_granularity,
+        reserved_smem_per_block,
+        smem_carveouts,
+    }
+}
+
+/// Shared-memory allocation granularity and reserved bytes per block: 256 B and none on cc
+/// 7.x, 128 B and 1 KiB from cc 8.0 (`cudaOccSMemAllocationGranularity`,
+/// `reservedSharedMemPerBlock`).
+const SMEM_CC7: (u32, u32) = (256, 0);
+/// See [`SMEM_CC7`].
+const SMEM_CC8_PLUS: (u32, u32) = (128, KIB);
+
+/// The architectures this lab knows, as data, in the order of their compute capability.
+/// Threads, blocks and shared memory per SM and the opt-in per block come from the CUDA C++
+/// Programming Guide, "Compute Capabilities" (CUDA 13: tables 30-32, columns 7.5 to 12.x; cc 7.0,
+/// which CUDA 13 no longer compiles for, from the CUDA 12 guide's table); block caps,
+/// granularities and carveouts from `cuda_occupancy.h` (CUDA 13.0, which covers up to cc 12.1,
+/// Volta included), whose carveouts equal the guide's "SMEM Capacity Sizes".
+pub const ARCHS: [ArchLimits; 12] = [
+    // Volta (V100): 2048 threads, 32 blocks, 96 KiB shared, all of it per block with opt-in.
+    arch((7, 0), "Volta", 2048, 32, 96 * KIB, 96 * KIB, SMEM_CC7, CARVEOUTS_CC70),
     // Turing (T4, RTX 20xx): 1024 threads, 16 blocks, 64 KiB shared.
-    ArchLimits {
-        major: 7,
-        minor: 5,
-        name: "Turing",
-        warp_size: 32,
-        max_threads_per_block: 1024,
-        max_threads_per_sm: 1024,
-        max_warps_per_sm: 32,
-        max_blocks_per_sm: 16,
-        regs_per_sm: 65536,
-        regs_per_block: 65536,
-        max_regs_per_thread: 255,
-        reg_alloc_unit: 256,
-        warp_alloc_granularity: 4,
-        max_smem_per_sm: 64 * KIB,
-        smem_per_block_default: 48 * KIB,
-        smem_per_block_optin: 64 * KIB,
-        smem_alloc_granularity: 256,
-        reserved_smem_per_block: 0,
-        smem_carveouts: CARVEOUTS_CC75,
-    },
+    arch((7, 5), "Turing", 1024, 16, 64 * KIB, 64 * KIB, SMEM_CC7, CARVEOUTS_CC75),
     // Ampere A100: 2048 threads, 32 blocks, 164 KiB shared (163 opt-in).
-    ArchLimits {
-        major: 8,
-        minor: 0,
-        name: "Ampere (A100)",
-        warp_size: 32,
-        max_threads_per_block: 1024,
-        max_threads_per_sm: 2048,
-        max_warps_per_sm: 64,
-        max_blocks_per_sm: 32,
-        regs_per_sm: 65536,
-        regs_per_block: 65536,
-        max_regs_per_thread: 255,
-        reg_alloc_unit: 256,
-        warp_alloc_granularity: 4,
-        max_smem_per_sm: 164 * KIB,
-        smem_per_block_default: 48 * KIB,
-        smem_per_block_optin: 163 * KIB,
-        smem_alloc_granularity: 128,
-        reserved_smem_per_block: KIB,
-        smem_carveouts: CARVEOUTS_CC80,
-    },
+    arch((8, 0), "Ampere (A100)", 2048, 32, 164 * KIB, 163 * KIB, SMEM_CC8_PLUS, CARVEOUTS_CC80),
     // Ampere GA10x: 1536 threads, 16 blocks, 100 KiB shared (99 opt-in).
-    ArchLimits {
-        major: 8,
-        minor: 6,
-        name: "Ampere (GA10x)",
-        warp_size: 32,
-        max_threads_per_block: 1024,
-        max_threads_per_sm: 1536,
-        max_warps_per_sm: 48,
-        max_blocks_per_sm: 16,
-        regs_per_sm: 65536,
-        regs_per_block: 65536,
-        max_regs_per_thread: 255,
-        reg_alloc_unit: 256,
-        warp_alloc_granularity: 4,
-        max_smem_per_sm: 100 * KIB,
-        smem_per_block_default: 48 * KIB,
-        smem_per_block_optin: 99 * KIB,
-        smem_alloc_granularity: 128,
-        reserved_smem_per_block: KIB,
-        smem_carveouts: CARVEOUTS_CC86,
-    },
+    arch((8, 6), "Ampere (GA10x)", 1536, 16, 100 * KIB, 99 * KIB, SMEM_CC8_PLUS, CARVEOUTS_CC86),
+    // Jetson Orin: 1536 threads, 16 blocks, 164 KiB shared (163 opt-in), A100's carveouts.
+    arch((8, 7), "Ampere (Orin)", 1536, 16, 164 * KIB, 163 * KIB, SMEM_CC8_PLUS, CARVEOUTS_CC80),
     // Ada Lovelace: 1536 threads, 24 blocks, 100 KiB shared (99 opt-in).
-    ArchLimits {
-        major: 8,
-        minor: 9,
-        name: "Ada Lovelace",
-        warp_size: 32,
-        max_threads_per_block: 1024,
-        max_threads_per_sm: 1536,
-        max_warps_per_sm: 48,
-        max_blocks_per_sm: 24,
-        regs_per_sm: 65536,
-        regs_per_block: 65536,
-        max_regs_per_thread: 255,
-        reg_alloc_unit: 256,
-        warp_alloc_granularity: 4,
-        max_smem_per_sm: 100 * KIB,
-        smem_per_block_default: 48 * KIB,
-        smem_per_block_optin: 99 * KIB,
-        smem_alloc_granularity: 128,
-        reserved_smem_per_block: KIB,
-        smem_carveouts: CARVEOUTS_CC86,
-    },
+    arch((8, 9), "Ada Lovelace", 1536, 24, 100 * KIB, 99 * KIB, SMEM_CC8_PLUS, CARVEOUTS_CC86),
     // Hopper (H100/H200): 2048 threads, 32 blocks, 228 KiB shared (227 opt-in).
-    ArchLimits {
-        major: 9,
-        minor: 0,
-        name: "Hopper",
-        warp_size: 32,
-        max_threads_per_block: 1024,
-        max_threads_per_sm: 2048,
-        max_warps_per_sm: 64,
-        max_blocks_per_sm: 32,
-        regs_per_sm: 65536,
-        regs_per_block: 65536,
-        max_regs_per_thread: 255,
-        reg_alloc_unit: 256,
-        warp_alloc_granularity: 4,
-        max_smem_per_sm: 228 * KIB,
-        smem_per_block_default: 48 * KIB,
-        smem_per_block_optin: 227 * KIB,
-        smem_alloc_granularity: 128,
-        reserved_smem_per_block: KIB,
-        smem_carveouts: CARVEOUTS_CC90,
-    },
+    arch((9, 0), "Hopper", 2048, 32, 228 * KIB, 227 * KIB, SMEM_CC8_PLUS, CARVEOUTS_CC90),
     // Blackwell data centre (B200): same SM limits as Hopper.
-    ArchLimits {
-        major: 10,
-        minor: 0,
-        name: "Blackwell (B200)",
-        warp_size: 32,
-        max_threads_per_block: 1024,
-        max_threads_per_sm: 2048,
-        max_warps_per_sm: 64,
-        max_blocks_per_sm: 32,
-        regs_per_sm: 65536,
-        regs_per_block: 65536,
-        max_regs_per_thread: 255,
-        reg_alloc_unit: 256,
-        warp_alloc_granularity: 4,
-        max_smem_per_sm: 228 * KIB,
-        smem_per_block_default: 48 * KIB,
-        smem_per_block_optin: 227 * KIB,
-        smem_alloc_granularity: 128,
-        reserved_smem_per_block: KIB,
-        smem_carveouts: CARVEOUTS_CC90,
-    },
+    arch((10, 0), "Blackwell (B200)", 2048, 32, 228 * KIB, 227 * KIB, SMEM_CC8_PLUS, CARVEOUTS_CC90),
+    // Blackwell Ultra (B300): the B200's SM limits.
+    arch((10, 3), "Blackwell Ultra (B300)", 2048, 32, 228 * KIB, 227 * KIB, SMEM_CC8_PLUS, CARVEOUTS_CC90),
+    // Jetson Thor: 1536 threads, 24 blocks, 228 KiB shared (227 opt-in).
+    arch((11, 0), "Blackwell (Thor)", 1536, 24, 228 * KIB, 227 * KIB, SMEM_CC8_PLUS, CARVEOUTS_CC90),
     // Blackwell consumer (RTX 50xx): 1536 threads, 24 blocks, 100 KiB (99 opt-in).
-    ArchLimits {
-        major: 12,
-        minor: 0,
-        name: "Blackwell (RTX 50xx)",
-        warp_size: 32,
-        max_threads_per_block: 1024,
-        max_threads_per_sm: 1536,
-        max_warps_per_sm: 48,
-        max_blocks_per_sm: 24,
-        regs_per_sm: 65536,
-        regs_per_block: 65536,
-        max_regs_per_thread: 255,
-        reg_alloc_unit: 256,
-        warp_alloc_granularity: 4,
-        max_smem_per_sm: 100 * KIB,
-        smem_per_block_default: 48 * KIB,
-        smem_per_block_optin: 99 * KIB,
-        smem_alloc_granularity: 128,
-        reserved_smem_per_block: KIB,
-        smem_carveouts: CARVEOUTS_CC86,
-    },
+    arch((12, 0), "Blackwell (RTX 50xx)", 1536, 24, 100 * KIB, 99 * KIB, SMEM_CC8_PLUS, CARVEOUTS_CC86),
+    // DGX Spark (GB10): the RTX 50xx's SM limits.
+    arch((12, 1), "Blackwell (GB10)", 1536, 24, 100 * KIB, 99 * KIB, SMEM_CC8_PLUS, CARVEOUTS_CC86),
 ];
 
 impl ArchLimits {
@@ -352,13 +271,24 @@ pub struct KernelResources {
     pub static_smem_bytes: u32,
     /// Dynamic shared memory per block, bytes (the launch parameter).
     pub dynamic_smem_bytes: u32,
+    /// Whether the kernel has opted in to more than 48 KiB of shared memory per block
+    /// (`cudaFuncSetAttribute(..., cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)` with
+    /// bytes at least this launch's dynamic shared memory; Programming Guide, "Shared Memory"
+    /// for cc 7.x and later). Without it a block may use 48 KiB, static and dynamic together.
+    pub smem_opt_in: bool,
 }
 
 impl KernelResources {
     /// A block of `threads_per_block` threads using `regs_per_thread`
     /// registers each and no shared memory.
     pub const fn new(threads_per_block: u32, regs_per_thread: u32) -> Self {
-        KernelResources { threads_per_block, regs_per_thread, static_smem_bytes: 0, dynamic_smem_bytes: 0 }
+        KernelResources {
+            threads_per_block,
+            regs_per_thread,
+            static_smem_bytes: 0,
+            dynamic_smem_bytes: 0,
+            smem_opt_in: false,
+        }
     }
 
     /// The same kernel with `bytes` of static shared memory per block.
@@ -371,6 +301,13 @@ impl KernelResources {
     /// block.
     pub const fn with_dynamic_smem(mut self, bytes: u32) -> Self {
         self.dynamic_smem_bytes = bytes;
+        self
+    }
+
+    /// The same kernel after it opted in (`opt_in`) or not to more than 48 KiB of shared
+    /// memory per block.
+    pub const fn with_opt_in(mut self, opt_in: bool) -> Self {
+        self.smem_opt_in = opt_in;
         self
     }
 
@@ -457,6 +394,57 @@ pub struct Occupancy {
     /// SM in Simple mode, active warps / max warps per SM in Hardware mode
     /// (the definition Nsight Compute and the CUDA docs use).
     pub occupancy: f64,
+    /// Why the launch fails, when not even one block fits.
+    pub failure: Option<LaunchFailure>,
+}
+
+/// Why a launch of the kernel fails: one block asks for more than an SM may give one block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchFailure {
+    /// The block's registers exceed the per-block limit (the launch fails with
+    /// `cudaErrorLaunchOutOfResources`, "too many resources requested for launch").
+    Registers {
+        /// Registers allocated to the block: per warp, rounded to the allocation unit.
+        allocated: u32,
+        /// What the hardware's check assumes: the warp count rounded up to the sub-partitions.
+        assumed: u32,
+        /// Registers one block may have.
+        limit: u32,
+    },
+    /// Static plus dynamic shared memory exceeds what one block may have (the launch fails
+    /// with `cudaErrorInvalidValue`; above 48 KiB the kernel must opt in first).
+    SharedMemory {
+        /// Static + dynamic bytes asked for.
+        requested: u64,
+        /// The per-block limit that applies: 48 KiB, or the opt-in maximum.
+        limit: u32,
+        /// Whether the kernel opted in.
+        opted_in: bool,
+    },
+}
+
+impl fmt::Display for LaunchFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            LaunchFailure::Registers { allocated, assumed, limit } => write!(
+                f,
+                "too many resources requested for launch: the block needs {allocated} registers ({assumed} as the \
+                 hardware checks it, warps rounded up to the 4 sub-partitions), more than the {limit} one block may \
+                 have"
+            ),
+            LaunchFailure::SharedMemory { requested, limit, opted_in: true } => write!(
+                f,
+                "invalid argument: {requested} B of static + dynamic shared memory per block exceeds the opt-in \
+                 limit of {limit} B (the limit applies to the sum)"
+            ),
+            LaunchFailure::SharedMemory { requested, limit, opted_in: false } => write!(
+                f,
+                "invalid argument: {requested} B of static + dynamic shared memory per block exceeds the {limit} B a \
+                 kernel may use without opting in (cudaFuncSetAttribute with \
+                 cudaFuncAttributeMaxDynamicSharedMemorySize)"
+            ),
+        }
+    }
 }
 
 impl Occupancy {
@@ -489,18 +477,19 @@ pub enum OccupancyError {
         /// The architecture's maximum threads per block.
         max: u32,
     },
+    /// More static shared memory (`__shared__` arrays) than a kernel may declare: 48 KiB;
+    /// larger buffers must be dynamic (Programming Guide, "Shared Memory" for cc 7.x and later).
+    TooMuchStaticSharedMemory {
+        /// Static bytes asked for.
+        bytes: u32,
+        /// The static limit, bytes.
+        max: u32,
+    },
     /// More registers per thread than the architecture allows.
     TooManyRegisters {
         /// Registers per thread requested.
         regs: u32,
         /// The architecture's maximum registers per thread.
-        max: u32,
-    },
-    /// More shared memory per block than the opt-in limit.
-    TooMuchSharedMemory {
-        /// Static + dynamic shared memory per block requested, bytes.
-        bytes: u64,
-        /// The opt-in maximum per block, bytes.
         max: u32,
     },
 }
@@ -514,11 +503,13 @@ impl fmt::Display for OccupancyError {
             OccupancyError::TooManyThreads { threads, max } => {
                 write!(f, "threads per block {threads} exceeds the limit of {max}")
             }
+            OccupancyError::TooMuchStaticSharedMemory { bytes, max } => write!(
+                f,
+                "static shared memory {bytes} B exceeds the {max} B a kernel may declare in __shared__ arrays \
+                 (larger buffers must be dynamic shared memory)"
+            ),
             OccupancyError::TooManyRegisters { regs, max } => {
                 write!(f, "registers per thread {regs} exceeds the limit of {max}")
-            }
-            OccupancyError::TooMuchSharedMemory { bytes, max } => {
-                write!(f, "shared memory per block {bytes} bytes exceeds the opt-in limit of {max} bytes")
             }
         }
     }
@@ -549,25 +540,48 @@ fn validate(arch: &ArchLimits, res: &KernelResources) -> Result<(), OccupancyErr
     if res.regs_per_thread > arch.max_regs_per_thread {
         return Err(OccupancyError::TooManyRegisters { regs: res.regs_per_thread, max: arch.max_regs_per_thread });
     }
-    // A launch above 48 KiB must have opted in; the opt-in maximum is the
-    // hard ceiling either way (`cudaOccSMemPerBlock`).
-    if res.smem_bytes() > u64::from(arch.smem_per_block_optin) {
-        return Err(OccupancyError::TooMuchSharedMemory { bytes: res.smem_bytes(), max: arch.smem_per_block_optin });
+    if res.static_smem_bytes > arch.smem_per_block_default {
+        return Err(OccupancyError::TooMuchStaticSharedMemory {
+            bytes: res.static_smem_bytes,
+            max: arch.smem_per_block_default,
+        });
     }
     Ok(())
 }
 
-/// Blocks allowed by registers, and the registers charged per block.
-fn regs_limit(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> (u32, u32) {
+/// What one resource allows: blocks per SM, what one block is charged, and why a launch fails
+/// when not one block fits.
+struct ResourceLimit {
+    blocks: u32,
+    per_block: u32,
+    failure: Option<LaunchFailure>,
+}
+
+/// Blocks allowed by registers (`cudaOccMaxBlocksPerSMRegsLimit` in hardware mode).
+fn regs_limit(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> ResourceLimit {
     let threads = u64::from(res.threads_per_block);
     let regs = u64::from(res.regs_per_thread);
     if regs == 0 {
-        return (UNLIMITED, 0);
+        return ResourceLimit { blocks: UNLIMITED, per_block: 0, failure: None };
     }
+    let cap = u64::from(arch.regs_per_block);
+    let fail = |allocated: u64, assumed: u64| {
+        Some(LaunchFailure::Registers {
+            allocated: clamp_u32(allocated),
+            assumed: clamp_u32(assumed),
+            limit: arch.regs_per_block,
+        })
+    };
     match mode {
         Mode::Simple => {
             let per_block = threads * regs;
-            (clamp_u32(u64::from(arch.regs_per_sm) / per_block), clamp_u32(per_block))
+            let blocks = clamp_u32(u64::from(arch.regs_per_sm) / per_block);
+            let failure = if per_block > cap || blocks == 0 { fail(per_block, per_block) } else { None };
+            ResourceLimit {
+                blocks: if failure.is_some() { 0 } else { blocks },
+                per_block: clamp_u32(per_block),
+                failure,
+            }
         }
         Mode::Hardware => {
             let warp = u64::from(arch.warp_size);
@@ -579,53 +593,61 @@ fn regs_limit(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> (u32, u32
             // The hardware's per-block check pretends every sub-partition
             // gets a share, so the warp count is rounded up to `parts`.
             let assumed = per_warp * round_up(warps, parts);
-            let cap = u64::from(arch.regs_per_block);
             if assumed > cap || per_block > cap {
-                return (0, clamp_u32(per_block));
+                return ResourceLimit { blocks: 0, per_block: clamp_u32(per_block), failure: fail(per_block, assumed) };
             }
             // A warp's registers live in one sub-partition's slice of the
             // register file, so leftovers in different slices cannot pool.
             let warps_per_part = (u64::from(arch.regs_per_sm) / parts) / per_warp;
-            (clamp_u32(warps_per_part * parts / warps), clamp_u32(per_block))
+            ResourceLimit {
+                blocks: clamp_u32(warps_per_part * parts / warps),
+                per_block: clamp_u32(per_block),
+                failure: None,
+            }
         }
     }
 }
 
-/// Blocks allowed by shared memory, and the bytes charged per block.
-fn smem_limit(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> (u32, u32) {
-    match mode {
-        Mode::Simple => {
-            let per_block = res.smem_bytes();
-            if per_block == 0 {
-                return (UNLIMITED, 0);
-            }
-            (clamp_u32(u64::from(arch.max_smem_per_sm) / per_block), clamp_u32(per_block))
-        }
+/// Blocks allowed by shared memory (`cudaOccMaxBlocksPerSMSmemLimit` in hardware mode). The
+/// per-block limit is 48 KiB, or the opt-in maximum after opting in, and applies to static
+/// plus dynamic bytes (`cudaOccSMemPerBlock`); the driver's reserve is added to both sides.
+fn smem_limit(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> ResourceLimit {
+    let limit = if res.smem_opt_in { arch.smem_per_block_optin } else { arch.smem_per_block_default };
+    let failure = (res.smem_bytes() > u64::from(limit)).then_some(LaunchFailure::SharedMemory {
+        requested: res.smem_bytes(),
+        limit,
+        opted_in: res.smem_opt_in,
+    });
+    let (per_block, per_sm) = match mode {
+        Mode::Simple => (res.smem_bytes(), u64::from(arch.max_smem_per_sm)),
         Mode::Hardware => {
             let used = res.smem_bytes() + u64::from(arch.reserved_smem_per_block);
             let per_block = round_up(used, u64::from(arch.smem_alloc_granularity));
-            if per_block == 0 {
-                return (UNLIMITED, 0);
-            }
-            let per_block32 = clamp_u32(per_block);
             // No carveout preference: the SM offers its full capacity,
             // aligned to a supported carveout; if one block needed more the
             // driver would align up to that block's size instead.
             let mut per_sm = arch.align_up_carveout(arch.max_smem_per_sm);
             if u64::from(per_sm) < per_block {
-                per_sm = arch.align_up_carveout(per_block32);
+                per_sm = arch.align_up_carveout(clamp_u32(per_block));
             }
-            (clamp_u32(u64::from(per_sm) / per_block), per_block32)
+            (per_block, u64::from(per_sm))
         }
-    }
+    };
+    let blocks = match (failure, per_block) {
+        (Some(_), _) => 0,
+        (None, 0) => UNLIMITED,
+        (None, b) => clamp_u32(per_sm / b),
+    };
+    ResourceLimit { blocks, per_block: clamp_u32(per_block), failure }
 }
 
 /// Computes resident blocks per SM and occupancy for `res` on `arch`.
 ///
 /// # Errors
-/// Returns an [`OccupancyError`] when the block could not launch at all:
-/// zero or too many threads, too many registers per thread, or more shared
-/// memory than the opt-in limit.
+/// Returns an [`OccupancyError`] for a block no compiler or launch could ask for: zero or more
+/// than 1024 threads, more than 255 registers per thread, more than 48 KiB of static shared
+/// memory. A block that asks for more registers
+/// or shared memory than one block may have gets 0 blocks and a [`LaunchFailure`].
 pub fn occupancy(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> Result<Occupancy, OccupancyError> {
     validate(arch, res)?;
     let threads = res.threads_per_block;
@@ -634,8 +656,10 @@ pub fn occupancy(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> Result
         Mode::Simple => arch.max_threads_per_sm / threads,
         Mode::Hardware => arch.max_warps_per_sm / warps_per_block,
     };
-    let (blocks_by_regs, regs_per_block) = regs_limit(arch, res, mode);
-    let (blocks_by_smem, smem_per_block) = smem_limit(arch, res, mode);
+    let regs = regs_limit(arch, res, mode);
+    let smem = smem_limit(arch, res, mode);
+    let (blocks_by_regs, regs_per_block) = (regs.blocks, regs.per_block);
+    let (blocks_by_smem, smem_per_block) = (smem.blocks, smem.per_block);
     let blocks_by_block_cap = arch.max_blocks_per_sm;
     let active_blocks = blocks_by_warps.min(blocks_by_regs).min(blocks_by_smem).min(blocks_by_block_cap);
     let limiting = if active_blocks == blocks_by_warps {
@@ -666,6 +690,7 @@ pub fn occupancy(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> Result
         active_warps,
         active_threads,
         occupancy,
+        failure: regs.failure.or(smem.failure),
     })
 }
 
@@ -688,14 +713,45 @@ fn largest_satisfying(lo: u32, hi: u32, pred: impl Fn(u32) -> bool) -> Option<u3
     Some(good)
 }
 
-/// The largest registers per thread (1..=255) for which the register file
-/// alone still admits `blocks` blocks of `threads_per_block` threads, or
-/// `None` if even 1 register per thread does not.
-pub fn max_regs_per_thread_for(arch: &ArchLimits, threads_per_block: u32, blocks: u32, mode: Mode) -> Option<u32> {
+/// The inverse question (what `__launch_bounds__(threads, blocks)` or `-maxrregcount` asks of
+/// the compiler): the largest registers per thread (1..=255) at which `blocks` blocks of
+/// `res` are still resident, everything else unchanged; `None` if even 1 register per thread
+/// does not reach it (another limit caps the blocks below `blocks`).
+pub fn max_regs_for_blocks(arch: &ArchLimits, res: &KernelResources, blocks: u32, mode: Mode) -> Option<u32> {
     largest_satisfying(1, arch.max_regs_per_thread, |r| {
-        let res = KernelResources::new(threads_per_block, r);
-        regs_limit(arch, &res, mode).0 >= blocks
+        occupancy(arch, &KernelResources { regs_per_thread: r, ..*res }, mode).is_ok_and(|o| o.active_blocks >= blocks)
     })
+}
+
+/// The block size `cudaOccupancyMaxPotentialBlockSize` picks, and what it gives.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BlockSizeSuggestion {
+    /// Threads per block.
+    pub threads: u32,
+    /// Resident blocks per SM at that size.
+    pub blocks: u32,
+    /// Occupancy at that size.
+    pub occupancy: f64,
+}
+
+/// The block size the CUDA occupancy API would suggest for a kernel with `res`'s registers and
+/// shared memory (its `threads_per_block` is ignored): from the largest multiple of the warp
+/// size down, the first size with the most resident threads, stopping early at a full SM
+/// (`cudaOccMaxPotentialOccupancyBlockSize` in `cuda_occupancy.h`). `None` if no size fits.
+pub fn suggest_block_size(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> Option<BlockSizeSuggestion> {
+    let mut best: Option<BlockSizeSuggestion> = None;
+    let mut best_threads = 0;
+    for threads in (1..=arch.max_threads_per_block / arch.warp_size).rev().map(|w| w * arch.warp_size) {
+        let Ok(o) = occupancy(arch, &KernelResources { threads_per_block: threads, ..*res }, mode) else { continue };
+        if o.active_threads > best_threads {
+            best_threads = o.active_threads;
+            best = Some(BlockSizeSuggestion { threads, blocks: o.active_blocks, occupancy: o.occupancy });
+        }
+        if best_threads == arch.max_threads_per_sm {
+            break;
+        }
+    }
+    best
 }
 
 /// Register budgets around a kernel's current occupancy.
@@ -724,17 +780,10 @@ pub fn register_targets(
     mode: Mode,
 ) -> Result<RegisterTargets, OccupancyError> {
     let current = occupancy(arch, res, mode)?;
-    let blocks_with = |r: u32| {
-        let mut k = *res;
-        k.regs_per_thread = r;
-        occupancy(arch, &k, mode).map_or(0, |o| o.active_blocks)
-    };
     let best = occupancy(arch, &KernelResources { regs_per_thread: 1, ..*res }, mode)?;
     // Both searches start at 1 register, where blocks >= both targets.
-    let keep_current =
-        largest_satisfying(1, arch.max_regs_per_thread, |r| blocks_with(r) >= current.active_blocks).unwrap_or(1);
-    let for_best =
-        largest_satisfying(1, arch.max_regs_per_thread, |r| blocks_with(r) >= best.active_blocks).unwrap_or(1);
+    let keep_current = max_regs_for_blocks(arch, res, current.active_blocks, mode).unwrap_or(1);
+    let for_best = max_regs_for_blocks(arch, res, best.active_blocks, mode).unwrap_or(1);
     Ok(RegisterTargets { keep_current, best_blocks: best.active_blocks, best_occupancy: best.occupancy, for_best })
 }
 
@@ -766,8 +815,8 @@ pub fn shared_memory_targets(
         k.dynamic_smem_bytes = d;
         occupancy(arch, &k, mode).map_or(0, |o| o.active_blocks)
     };
-    // validate() guarantees static <= opt-in.
-    let max_dynamic = arch.smem_per_block_optin - res.static_smem_bytes;
+    let limit = if res.smem_opt_in { arch.smem_per_block_optin } else { arch.smem_per_block_default };
+    let max_dynamic = limit.saturating_sub(res.static_smem_bytes);
     let keep_current = largest_satisfying(0, max_dynamic, |d| blocks_with(d) >= current.active_blocks).unwrap_or(0);
     let target = current.active_blocks.saturating_add(1);
     let next_step = largest_satisfying(0, max_dynamic, |d| blocks_with(d) >= target).map(|d| (target, d));
@@ -786,9 +835,10 @@ mod tests {
         occupancy(&SM, &KernelResources::new(threads, regs), Mode::Simple).unwrap()
     }
 
+    /// Hardware mode on cc 9.0, the kernel opted in to the full shared memory per block.
     fn h200(res: KernelResources) -> Occupancy {
         let arch = ArchLimits::for_cc(9, 0).unwrap();
-        occupancy(arch, &res, Mode::Hardware).unwrap()
+        occupancy(arch, &res.with_opt_in(true), Mode::Hardware).unwrap()
     }
 
     #[test]
@@ -853,7 +903,7 @@ mod tests {
         assert_eq!(o.active_threads, 256);
         assert_eq!(o.occupancy, 0.125);
         assert_eq!(o.limiting, Limit::Registers);
-        assert_eq!(max_regs_per_thread_for(&SM, 128, 16, Mode::Simple), Some(32));
+        assert_eq!(max_regs_for_blocks(&SM, &KernelResources::new(128, 255), 16, Mode::Simple), Some(32));
         let t = register_targets(&SM, &KernelResources::new(128, 255), Mode::Simple).unwrap();
         assert_eq!(t.best_blocks, 16);
         assert_eq!(t.best_occupancy, 1.0);
@@ -910,7 +960,7 @@ mod tests {
         assert_eq!(o.active_blocks, 2);
         assert_eq!(o.occupancy, 8.0 / 64.0);
         let arch = ArchLimits::for_cc(9, 0).unwrap();
-        assert_eq!(max_regs_per_thread_for(arch, 128, 16, Mode::Hardware), Some(32));
+        assert_eq!(max_regs_for_blocks(arch, &KernelResources::new(128, 255), 16, Mode::Hardware), Some(32));
     }
 
     #[test]
@@ -961,7 +1011,7 @@ mod tests {
         // 100 KiB dynamic keeps 2 blocks up to floor(233472 / 2 / 128) * 128
         // - 1024 = 115712 bytes; 3 blocks need <= 233472 / 3 - 1024 = 76800.
         let arch = ArchLimits::for_cc(9, 0).unwrap();
-        let res = KernelResources::new(256, 32).with_dynamic_smem(100 * 1024);
+        let res = KernelResources::new(256, 32).with_dynamic_smem(100 * 1024).with_opt_in(true);
         let t = shared_memory_targets(arch, &res, Mode::Hardware).unwrap();
         assert_eq!(t.keep_current, 115_712);
         assert_eq!(t.next_step, Some((3, 76_800)));
@@ -1039,12 +1089,130 @@ mod tests {
         assert_eq!(e.to_string(), "threads per block 1025 exceeds the limit of 1024");
         let e = occupancy(arch, &KernelResources::new(128, 256), Mode::Hardware).unwrap_err();
         assert_eq!(e.to_string(), "registers per thread 256 exceeds the limit of 255");
+        // Shared memory beyond the per-block limit is a launch that fails: 0 blocks, and why.
         let res = KernelResources::new(128, 32).with_static_smem(1024).with_dynamic_smem(227 * 1024);
-        let e = occupancy(arch, &res, Mode::Hardware).unwrap_err();
-        assert_eq!(e.to_string(), "shared memory per block 233472 bytes exceeds the opt-in limit of 232448 bytes");
+        let o = h200(res);
+        assert_eq!((o.active_blocks, o.blocks_by_smem), (0, 0));
+        assert_eq!(o.failure, Some(LaunchFailure::SharedMemory { requested: 233_472, limit: 232_448, opted_in: true }));
         // Exactly at the opt-in limit is fine: one block.
         let res = KernelResources::new(128, 32).with_dynamic_smem(227 * 1024);
-        assert_eq!(occupancy(arch, &res, Mode::Hardware).unwrap().active_blocks, 1);
+        assert_eq!(h200(res).active_blocks, 1);
+        assert_eq!(h200(res).failure, None);
+        // Without opting in, 48 KiB is the limit for static and dynamic together.
+        let o =
+            occupancy(arch, &KernelResources::new(128, 32).with_dynamic_smem(48 * 1024 + 1), Mode::Hardware).unwrap();
+        assert_eq!(o.active_blocks, 0);
+        assert!(
+            o.failure
+                .unwrap()
+                .to_string()
+                .contains("49153 B of static + dynamic shared memory per block exceeds the 49152 B")
+        );
+    }
+
+    #[test]
+    fn cc86_opt_in_limit_applies_to_static_plus_dynamic() {
+        // 101120 < 101376 (99 KiB), but with 512 B static the sum is over.
+        let ga10x = ArchLimits::for_cc(8, 6).unwrap();
+        let res = KernelResources::new(256, 32).with_static_smem(512).with_dynamic_smem(101_120).with_opt_in(true);
+        let o = occupancy(ga10x, &res, Mode::Hardware).unwrap();
+        assert_eq!(o.active_blocks, 0);
+        assert_eq!(o.failure, Some(LaunchFailure::SharedMemory { requested: 101_632, limit: 101_376, opted_in: true }));
+        let fits = occupancy(ga10x, &res.with_static_smem(256), Mode::Hardware).unwrap();
+        assert_eq!((fits.active_blocks, fits.smem_per_block), (1, 102_400));
+        // The same launch without the opt-in fails at 48 KiB.
+        let o = occupancy(ga10x, &res.with_opt_in(false).with_static_smem(0), Mode::Hardware).unwrap();
+        assert_eq!(o.failure, Some(LaunchFailure::SharedMemory { requested: 101_120, limit: 49_152, opted_in: false }));
+    }
+
+    #[test]
+    fn too_many_registers_per_block_is_a_failed_launch() {
+        // 1024 threads x 65 registers: 2080 per warp -> 2304, x 32 warps = 73728 > 65536.
+        let o = h200(KernelResources::new(1024, 65));
+        assert_eq!(o.active_blocks, 0);
+        assert_eq!(o.failure, Some(LaunchFailure::Registers { allocated: 73_728, assumed: 73_728, limit: 65_536 }));
+        assert!(o.failure.unwrap().to_string().starts_with("too many resources requested for launch"));
+        // 992 threads (31 warps) x 64: 63488 allocated, but the check assumes 32 warps: 65536 fits.
+        assert_eq!(h200(KernelResources::new(992, 64)).active_blocks, 1);
+        // 992 x 65: 71424 allocated, 73728 assumed.
+        let o = h200(KernelResources::new(992, 65));
+        assert_eq!(o.failure, Some(LaunchFailure::Registers { allocated: 71_424, assumed: 73_728, limit: 65_536 }));
+    }
+
+    #[test]
+    fn cc89_reserved_kib_costs_a_block_against_the_textbook() {
+        // 256 threads, 40 registers, 20 KiB: the textbook divides 100 KiB by 20 KiB = 5; the
+        // driver charges 20 KiB + 1 KiB reserved = 21504 B, 102400 / 21504 = 4.
+        let ada = ArchLimits::for_cc(8, 9).unwrap();
+        let res = KernelResources::new(256, 40).with_dynamic_smem(20 * 1024);
+        let textbook = occupancy(ada, &res, Mode::Simple).unwrap();
+        let driver = occupancy(ada, &res, Mode::Hardware).unwrap();
+        assert_eq!((textbook.active_blocks, textbook.blocks_by_smem), (5, 5));
+        assert_eq!((driver.active_blocks, driver.blocks_by_smem, driver.smem_per_block), (4, 4, 21_504));
+        assert_eq!(driver.limiting, Limit::SharedMemory);
+    }
+
+    #[test]
+    fn suggest_picks_what_the_occupancy_api_picks() {
+        let h = ArchLimits::for_cc(9, 0).unwrap();
+        // Light kernel: 1024 threads already fill the SM (2 blocks x 1024).
+        let s = suggest_block_size(h, &KernelResources::new(1, 32), Mode::Hardware).unwrap();
+        assert_eq!((s.threads, s.blocks, s.occupancy), (1024, 2, 1.0));
+        // 64 registers: 32 warps per SM at most; 1024 threads x 1 block reaches it first.
+        let s = suggest_block_size(h, &KernelResources::new(1, 64), Mode::Hardware).unwrap();
+        assert_eq!((s.threads, s.blocks, s.occupancy), (1024, 1, 0.5));
+        // 65 registers: 2304 per warp, 7 warps per sub-partition, 28 per SM. 1024 threads fail
+        // the per-block check; 896 (28 warps, one block) is the first size to reach 28 warps,
+        // and 448 x 2 later only ties it.
+        let s = suggest_block_size(h, &KernelResources::new(1, 65), Mode::Hardware).unwrap();
+        assert_eq!((s.threads, s.blocks), (896, 1));
+        // Nothing fits: over 48 KiB without opting in.
+        assert_eq!(
+            suggest_block_size(h, &KernelResources::new(1, 32).with_dynamic_smem(64 * 1024), Mode::Hardware),
+            None
+        );
+    }
+
+    #[test]
+    fn inverse_registers_for_n_blocks() {
+        let h = ArchLimits::for_cc(9, 0).unwrap();
+        // 256 threads, 3 blocks: 24 warps, 6 per sub-partition: 16384 / 6 = 2730 -> 2560 per
+        // warp -> 80 registers.
+        let res = KernelResources::new(256, 128);
+        assert_eq!(max_regs_for_blocks(h, &res, 3, Mode::Hardware), Some(80));
+        // At 128 registers: 4096 per warp, 16 warps per SM, 2 blocks.
+        assert_eq!(occupancy(h, &res, Mode::Hardware).unwrap().active_blocks, 2);
+        assert_eq!(h200(KernelResources::new(256, 80)).active_blocks, 3);
+        assert_eq!(h200(KernelResources::new(256, 81)).active_blocks, 2);
+        // 9 blocks of 256 threads never fit (64 warps): no register count reaches it.
+        assert_eq!(max_regs_for_blocks(h, &res, 9, Mode::Hardware), None);
+    }
+
+    #[test]
+    fn new_capabilities_are_in_the_table() {
+        for (cc, threads, blocks, smem) in [
+            ((7, 0), 2048, 32, 96 * 1024),
+            ((8, 7), 1536, 16, 164 * 1024),
+            ((10, 3), 2048, 32, 228 * 1024),
+            ((11, 0), 1536, 24, 228 * 1024),
+            ((12, 1), 1536, 24, 100 * 1024),
+        ] {
+            let a = ArchLimits::for_cc(cc.0, cc.1).unwrap();
+            assert_eq!(
+                (a.max_threads_per_sm, a.max_blocks_per_sm, a.max_smem_per_sm),
+                (threads, blocks, smem),
+                "{cc:?}"
+            );
+        }
+        // Volta: 256-byte granularity, nothing reserved, 96 KiB per block after opting in.
+        let v100 = ArchLimits::for_cc(7, 0).unwrap();
+        let o = occupancy(
+            v100,
+            &KernelResources::new(128, 32).with_dynamic_smem(96 * 1024).with_opt_in(true),
+            Mode::Hardware,
+        )
+        .unwrap();
+        assert_eq!((o.active_blocks, o.smem_per_block), (1, 98_304));
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! per step it stages a `BM x BK` tile of `A` and a `BK x BN` tile of `B` in shared memory and
 //! every thread accumulates a `TM x TN` block of results in registers.
 
+use memlab_contracts::sgemm::{BK, RUNG2_THREADS, RUNG2_TILE, RUNG2_TM, THREADS, TILE, TM};
+
 use super::Gemm;
 use crate::device::{block_idx_x, block_idx_y, dynamic_shared, fma, sync_threads, thread_idx_x};
 
@@ -97,7 +99,7 @@ pub unsafe extern "ptx-kernel" fn sgemm_2_register_1d(
     n: u32,
     k: u32,
 ) {
-    unsafe { register_blocked::<64, 64, 8, 8, 1, 512>(Gemm { a, b, c, m, n, k }) }
+    unsafe { register_blocked::<RUNG2_TILE, RUNG2_TILE, BK, RUNG2_TM, 1, RUNG2_THREADS>(Gemm { a, b, c, m, n, k }) }
 }
 
 /// Rung 3, 2D register blocking: each thread computes an `8 x 8` block of a `128 x 128` tile
@@ -118,5 +120,5 @@ pub unsafe extern "ptx-kernel" fn sgemm_3_register_2d(
     n: u32,
     k: u32,
 ) {
-    unsafe { register_blocked::<128, 128, 8, 8, 8, 256>(Gemm { a, b, c, m, n, k }) }
+    unsafe { register_blocked::<TILE, TILE, BK, TM, TM, THREADS>(Gemm { a, b, c, m, n, k }) }
 }

@@ -12,10 +12,10 @@
 use super::Gemm;
 use crate::device::{block_idx_x, block_idx_y, dynamic_shared, fma, load4, store4, sync_threads, thread_idx_x};
 
-/// Tile of `C` per block: `TILE x TILE`.
-pub(super) const TILE: u32 = 128;
-/// Depth of one step (columns of `A`, rows of `B` staged at once).
-pub(super) const BK: u32 = 8;
+use memlab_contracts::sgemm::{A_PITCH, A_PITCH_PADDED, STAGES};
+/// Tile of `C` per block, `TILE x TILE`, and the depth of one step (columns of `A`, rows of
+/// `B` staged at once).
+pub(super) use memlab_contracts::sgemm::{BK, TILE};
 
 /// Where a thread's `8 x 8` results sit in the block's tile: two groups of 4 rows starting at
 /// `rows[0]`, `rows[1]` and two groups of 4 columns starting at `cols[0]`, `cols[1]`.
@@ -310,7 +310,7 @@ pub unsafe extern "ptx-kernel" fn sgemm_4_vectorized(
     n: u32,
     k: u32,
 ) {
-    unsafe { tiled_128::<128, 1>(Gemm { a, b, c, m, n, k }, Layout::Contiguous) }
+    unsafe { tiled_128::<A_PITCH, 1>(Gemm { a, b, c, m, n, k }, Layout::Contiguous) }
 }
 
 /// Rung 5: rung 4 with a conflict-free shared layout. Each thread's results are 4 x 4 groups 64
@@ -333,7 +333,7 @@ pub unsafe extern "ptx-kernel" fn sgemm_5_conflict_free(
     n: u32,
     k: u32,
 ) {
-    unsafe { tiled_128::<132, 1>(Gemm { a, b, c, m, n, k }, Layout::Split) }
+    unsafe { tiled_128::<A_PITCH_PADDED, 1>(Gemm { a, b, c, m, n, k }, Layout::Split) }
 }
 
 /// Rung 6: two shared-memory stages (double buffering through registers: the next step's
@@ -354,5 +354,5 @@ pub unsafe extern "ptx-kernel" fn sgemm_6_double_buffered(
     n: u32,
     k: u32,
 ) {
-    unsafe { tiled_128::<132, 2>(Gemm { a, b, c, m, n, k }, Layout::Warp) }
+    unsafe { tiled_128::<A_PITCH_PADDED, STAGES>(Gemm { a, b, c, m, n, k }, Layout::Warp) }
 }

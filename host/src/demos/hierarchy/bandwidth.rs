@@ -2,21 +2,25 @@
 //! times, and over one much larger than L2, read once) and host <-> device copies over the bus
 //! from pageable and from pinned (page-locked) host memory.
 
-use std::ffi::c_void;
-
 use anyhow::Result;
 use cust::memory::{DeviceBuffer, LockedBuffer};
-use cust::sys::{CUresult, cudaError_enum::CUDA_SUCCESS};
+use memlab_contracts::hierarchy::READ_CG_VECTOR_BYTES;
+use memlab_contracts::probes::BLOCK;
 
-use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poisoned, upload};
+use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poison, poisoned, upload};
 use crate::gpu::describe;
-use crate::gpu::launch::{Arg, LaunchShape};
+use crate::gpu::launch::LaunchShape;
+use crate::gpu::memory::{copy_to_device_async, copy_to_host_async};
 use crate::gpu::timing::{Repeats, Timing, time};
 use crate::verify::{self, Check};
 use crate::{reference, refuse};
 
-/// Threads per block of `read_cg`.
-const BLOCK: u32 = 256;
+crate::kernels! {
+    /// `read_cg`: `blocks` one-dimensional blocks of 256 threads sum the `vectors` 16-byte
+    /// vectors of `input` (`ld.global.cg`) `passes` times; `out` holds one word per thread.
+    fn read_cg(blocks: u32; input: &DeviceBuffer<u32>, vectors: u32, passes: u32, out: &mut DeviceBuffer<u32>)
+        => LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: 0 };
+}
 
 /// `read_cg` over `bytes` (a multiple of 16) read `passes` times by a full GPU of threads;
 /// the rate counts every byte read (`bytes * passes`).
@@ -30,21 +34,21 @@ pub fn read(
 ) -> Result<KernelRow> {
     let (blocks, threads) = crate::demos::full_gpu(&lab.gpu.info, BLOCK);
     // read_cg counts 16-byte vectors in a u32 and steps its index by the thread count.
-    let vectors = bytes / 16;
+    let vectors = bytes / READ_CG_VECTOR_BYTES;
     if vectors > u32::MAX as usize - threads {
         refuse!(
             "{lesson}: {bytes} bytes is too large for read_cg (at most {} bytes)",
-            16 * (u32::MAX as usize - threads)
+            READ_CG_VECTOR_BYTES * (u32::MAX as usize - threads)
         );
     }
     ensure_free(lesson, bytes.saturating_add(4 * threads))?;
     let words: Vec<u32> = (0..bytes / 4).map(reference::strided_word).collect();
     let input = upload(&words)?;
-    let out = poisoned::<u32>(threads)?;
-    let shape = LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: 0 };
-    let args = [Arg::from(&input), Arg::U32(vectors as u32), Arg::U32(passes), Arg::from(&out)];
+    let mut out = poisoned::<u32>(threads)?;
+    let launch = kernels::read_cg(blocks, &input, vectors as u32, passes, &mut out);
     let work = Work { flop: 0.0, bytes: bytes as f64 * passes as f64, level };
-    let run = KernelRun { kernel: "read_cg", lesson, prediction, shape, args: &args, work };
+    let size = format!("{bytes} B x {passes}");
+    let run = KernelRun { launch, lesson, prediction, work, size, reset: &|| poison(&out) };
     let check = || {
         let want = reference::read_sums(&words, threads, passes);
         Ok((verify::exact_u32(&download(&out)?, |g| want[g]), "checksums"))
@@ -69,13 +73,6 @@ pub struct Transfer {
     pub check: Check,
 }
 
-fn driver(what: &str, r: CUresult) -> Result<()> {
-    if r != CUDA_SUCCESS {
-        refuse!("{what} failed: {r:?}");
-    }
-    Ok(())
-}
-
 /// Copies `bytes` host -> device and device -> host, from a pageable `Vec` and from a pinned
 /// `LockedBuffer` (`cuMemHostAlloc`), each timed with events around `cuMemcpy*Async` on the
 /// lab's stream (a pageable copy is staged through a driver buffer, so it returns late).
@@ -88,22 +85,14 @@ pub fn transfers(lab: &Lab, bytes: usize, repeats: Repeats) -> Result<Vec<Transf
     let pinned = LockedBuffer::from_slice(&words).map_err(pinned_alloc)?;
     let mut back = vec![0u32; n];
     let mut back_pinned = LockedBuffer::new(&0u32, n).map_err(pinned_alloc)?;
-    let (stream, dev) = (lab.gpu.stream.as_inner(), device.as_device_ptr().as_raw());
-    let hosts =
-        [("pageable", words.as_ptr(), back.as_mut_ptr()), ("pinned", pinned.as_ptr(), back_pinned.as_mut_ptr())];
+    let hosts: [(&'static str, &[u32], *mut u32); 2] =
+        [("pageable", &words, back.as_mut_ptr()), ("pinned", &pinned, back_pinned.as_mut_ptr())];
     let mut out = Vec::new();
     for (memory, src, dst) in hosts {
-        // SAFETY: `src` and `dst` hold `bytes` bytes each and outlive the synchronised copies.
-        let h2d = || {
-            driver("cuMemcpyHtoDAsync", unsafe {
-                cust::sys::cuMemcpyHtoDAsync_v2(dev, src as *const c_void, bytes, stream)
-            })
-        };
-        let d2h = || {
-            driver("cuMemcpyDtoHAsync", unsafe {
-                cust::sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, dev, bytes, stream)
-            })
-        };
+        // SAFETY: `src` and `dst` hold `n` words each and outlive the copies, which `time`
+        // synchronises before returning; nothing else touches `dst` meanwhile.
+        let h2d = || unsafe { copy_to_device_async(&lab.gpu, &device, src) };
+        let d2h = || unsafe { copy_to_host_async(&lab.gpu, dst, n, &device) };
         let timing = time(&lab.gpu, repeats, h2d)?;
         let check = verify::exact_u32(&download(&device)?, |i| words[i]);
         out.push(Transfer { direction: "host to device", memory, bytes, gbs: timing.gbs(bytes as f64), timing, check });

@@ -7,19 +7,41 @@ use std::ffi::CStr;
 
 use anyhow::Result;
 use cust::memory::{CopyDestination, DeviceBuffer};
+use memlab_contracts::hierarchy::{
+    CONST_CHAIN_WORDS, CONST_CHASE_THREADS, LOCAL_CHAIN_WORDS, RECORD_WORDS, SHARED_CHASE_THREADS,
+};
 
 use super::chain::{self, LINE_BYTES};
 use crate::demos::{Lab, download, upload};
 use crate::gpu::describe;
-use crate::gpu::launch::{Arg, LaunchShape, launch};
+use crate::gpu::launch::{Launch, LaunchShape};
 use crate::reference;
 use crate::refuse;
 use crate::verify::{self, Check};
 
-/// Words of `chase_local`'s per-thread chain (kernels-gpu `LOCAL_CHAIN_WORDS`).
-pub const LOCAL_CHAIN_WORDS: usize = 32;
-/// Words of the constant-memory chain (kernels-gpu `CONST_CHAIN_WORDS`).
-pub const CONST_CHAIN_WORDS: usize = 256;
+/// One block of `threads` threads with `smem` dynamic shared bytes: every latency probe.
+fn one_block(threads: u32, smem: u32) -> LaunchShape {
+    LaunchShape { grid: (1, 1), block: (threads, 1), smem_bytes: smem }
+}
+
+crate::kernels! {
+    /// `chase_global`: one thread follows the chain at device address `start` (`ld.global`),
+    /// `warm` links untimed, `steps` timed; writes the probe record to `out`.
+    fn chase_global(; start: u64, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>) => one_block(1, 0);
+    /// `chase_global_cg`: as [`chase_global`], with `ld.global.cg` (L2 only).
+    fn chase_global_cg(; start: u64, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>) => one_block(1, 0);
+    /// `chase_shared`: one block of 256 threads copies the `words`-word chain into `4 * words`
+    /// bytes of dynamic shared memory; one thread follows it (`ld.shared`).
+    fn chase_shared(; chain: &DeviceBuffer<u32>, words: u32, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>)
+        => one_block(SHARED_CHASE_THREADS, 4 * words);
+    /// `chase_local`: one thread follows a 32-word chain in its local memory (`ld.local`).
+    fn chase_local(; chain: &DeviceBuffer<u32>, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>) => one_block(1, 0);
+    /// `const_chase`: one warp follows the `.const` chain from lane offsets `lane * lane_stride`.
+    fn const_chase(; lane_stride: u32, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>)
+        => one_block(CONST_CHASE_THREADS, 0);
+    /// `register_chain`: one thread runs `steps` dependent `x = fma(x, a, b)`.
+    fn register_chain(; x: f32, a: f32, b: f32, steps: u32, out: &mut DeviceBuffer<u64>) => one_block(1, 0);
+}
 
 /// One probe's timed loads, per load.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -44,20 +66,23 @@ struct Record {
     words: Vec<u64>,
 }
 
-/// Launches a probe kernel once on one block and reads back its record of `out_words` words.
-fn probe(lab: &Lab, kernel: &str, block: u32, smem_bytes: u32, args: &[Arg], steps: u32) -> Result<Record> {
+/// Launches a probe once with a fresh record buffer (`make` builds the launch on it) and reads
+/// the record back.
+fn probe(lab: &Lab, steps: u32, make: impl FnOnce(&mut DeviceBuffer<u64>) -> Launch) -> Result<Record> {
     let gpu = &lab.gpu;
-    let out = upload(&[u64::MAX; 3 + 32])?;
-    let mut all = args.to_vec();
-    all.push(Arg::from(&out));
-    launch(gpu, kernel, &LaunchShape { grid: (1, 1), block: (block, 1), smem_bytes }, &all)?;
+    let mut out = upload(&[u64::MAX; RECORD_WORDS])?;
+    let launch = make(&mut out);
+    launch.enqueue(gpu)?;
     if let Err(e) = gpu.stream.synchronize() {
-        refuse!("probe `{kernel}` failed: {}", describe(e));
+        refuse!("probe `{}` failed: {}", launch.kernel, describe(e));
     }
     let words = download(&out)?;
     let per = |total: u64| total as f64 / steps as f64;
     Ok(Record { latency: Latency { cycles: per(words[0]), ns: per(words[1]) }, words })
 }
+
+/// The typed launch of a global-memory chase: `(start, warm, steps, out)`.
+type ChaseLaunch = fn(u64, u32, u32, &mut DeviceBuffer<u64>) -> Launch;
 
 /// One working-set size of the ladder: the chase with default caching and with L2 only.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,14 +121,14 @@ pub fn ladder(lab: &Lab, sizes: &[usize], steps: u32, warm_cap: usize) -> Result
         let image = chain::global_image(&next, base);
         buffer.index(..image.len()).copy_from(&image).map_err(|e| anyhow::anyhow!("upload: {}", describe(e)))?;
         let warm = slots.min(warm_cap) as u32;
-        let mut run = |kernel| -> Result<Latency> {
+        let mut run = |kernel: ChaseLaunch| -> Result<Latency> {
             let (latency, end, expected) = chase(lab, kernel, base, &next, warm, steps)?;
             got.push(end);
             want.push(expected);
             Ok(latency)
         };
-        let default = run("chase_global")?;
-        let l2_only = run("chase_global_cg")?;
+        let default = run(kernels::chase_global)?;
+        let l2_only = run(kernels::chase_global_cg)?;
         points.push(LadderPoint { bytes, default, l2_only });
     }
     Ok((points, verify::exact_u32(&got, |i| want[i])))
@@ -111,9 +136,15 @@ pub fn ladder(lab: &Lab, sizes: &[usize], steps: u32, warm_cap: usize) -> Result
 
 /// One walk of `kernel` over the chain `next` laid out at device address `base`: its latency,
 /// the slot it ended on and the slot the CPU's walk ends on.
-fn chase(lab: &Lab, kernel: &str, base: u64, next: &[u32], warm: u32, steps: u32) -> Result<(Latency, u32, u32)> {
-    let args = [Arg::Ptr(base), Arg::U32(warm), Arg::U32(steps)];
-    let record = probe(lab, kernel, 1, 0, &args, steps)?;
+fn chase(
+    lab: &Lab,
+    kernel: ChaseLaunch,
+    base: u64,
+    next: &[u32],
+    warm: u32,
+    steps: u32,
+) -> Result<(Latency, u32, u32)> {
+    let record = probe(lab, steps, |out| kernel(base, warm, steps, out))?;
     Ok((record.latency, slot_of(record.words[2], base), chain::walk(next, 0, warm as u64 + steps as u64)))
 }
 
@@ -131,7 +162,7 @@ pub fn chain_at(
 ) -> Result<(Latency, Check)> {
     let next = chain::random_cycle(bytes / LINE_BYTES, bytes as u64 ^ 0x5eed);
     write(&chain::global_image(&next, base))?;
-    let (latency, end, want) = chase(lab, "chase_global", base, &next, warm.min(next.len() as u32), steps)?;
+    let (latency, end, want) = chase(lab, kernels::chase_global, base, &next, warm.min(next.len() as u32), steps)?;
     Ok((latency, verify::exact_u32(&[end], |_| want)))
 }
 
@@ -140,8 +171,7 @@ pub fn shared(lab: &Lab, bytes: usize, steps: u32) -> Result<(Latency, Check)> {
     let next = chain::random_cycle(bytes / LINE_BYTES, 3);
     let image = upload(&chain::shared_image(&next))?;
     let warm = next.len() as u32;
-    let args = [Arg::from(&image), Arg::U32((bytes / 4) as u32), Arg::U32(warm), Arg::U32(steps)];
-    let record = probe(lab, "chase_shared", 256, bytes as u32, &args, steps)?;
+    let record = probe(lab, steps, |out| kernels::chase_shared(&image, (bytes / 4) as u32, warm, steps, out))?;
     let end = chain::walk(&next, 0, warm as u64 + steps as u64) as u64 * LINE_BYTES as u64;
     Ok((record.latency, verify::exact_u32(&[record.words[2] as u32], |_| end as u32)))
 }
@@ -151,7 +181,7 @@ pub fn local(lab: &Lab, steps: u32) -> Result<(Latency, Check)> {
     let next = chain::random_cycle(LOCAL_CHAIN_WORDS, 5);
     let chain = upload(&next)?;
     let warm = next.len() as u32;
-    let record = probe(lab, "chase_local", 1, 0, &[Arg::from(&chain), Arg::U32(warm), Arg::U32(steps)], steps)?;
+    let record = probe(lab, steps, |out| kernels::chase_local(&chain, warm, steps, out))?;
     let end = chain::walk(&next, 0, warm as u64 + steps as u64);
     Ok((record.latency, verify::exact_u32(&[record.words[2] as u32], |_| end)))
 }
@@ -173,9 +203,8 @@ pub fn constant(lab: &Lab, steps: u32) -> Result<(Latency, Latency, Check)> {
     let warm = CONST_CHAIN_WORDS as u32;
     let (mut got, mut want) = (Vec::new(), Vec::new());
     let mut run = |lane_stride: u32| -> Result<Latency> {
-        let record =
-            probe(lab, "const_chase", 32, 0, &[Arg::U32(lane_stride), Arg::U32(warm), Arg::U32(steps)], steps)?;
-        for lane in 0..32u32 {
+        let record = probe(lab, steps, |out| kernels::const_chase(lane_stride, warm, steps, out))?;
+        for lane in 0..CONST_CHASE_THREADS {
             got.push(record.words[3 + lane as usize] as u32);
             want.push(4 * chain::walk(&next, lane * lane_stride, warm as u64 + steps as u64));
         }
@@ -189,8 +218,7 @@ pub fn constant(lab: &Lab, steps: u32) -> Result<(Latency, Latency, Check)> {
 /// Register latency: `steps` dependent FMAs in one thread.
 pub fn register(lab: &Lab, steps: u32) -> Result<(Latency, Check)> {
     let (x, a, b) = (0.25f32, 0.5f32, 1.0f32);
-    let args = [Arg::U32(x.to_bits()), Arg::U32(a.to_bits()), Arg::U32(b.to_bits()), Arg::U32(steps)];
-    let record = probe(lab, "register_chain", 1, 0, &args, steps)?;
+    let record = probe(lab, steps, |out| kernels::register_chain(x, a, b, steps, out))?;
     let want = reference::fma_chain(x, a, b, steps).to_bits();
     Ok((record.latency, verify::exact_u32(&[record.words[2] as u32], |_| want)))
 }

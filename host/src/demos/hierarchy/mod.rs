@@ -17,9 +17,10 @@
 //!   chain in a `.const` array with `ld.const`, all lanes on one address (broadcast) or on 32
 //!   different ones. Registers: a chain of dependent FMAs.
 //! - **Bandwidth.** Shared memory: `shared_bank_probe` at stride 1 on every SM (the banks
-//!   demo). L2: `read_cg` (16-byte `ld.global.cg` loads) over a quarter of the L2, 256 passes.
-//!   DRAM: `read_cg` over the strided-read buffer (1 GiB) once, the device-to-device memcpy,
-//!   and the theoretical figure from memory clock x bus width. The bus: 256 MiB host <-> device,
+//!   demo's probe, measured here). L2: `read_cg` (16-byte `ld.global.cg` loads) over a quarter
+//!   of the L2, 256 passes. DRAM: `read_cg` over a buffer of `--dram-bytes` (1 GiB) once, the
+//!   device-to-device memcpy (the run's ceiling, passed in), and the theoretical figure from
+//!   memory clock x bus width. The bus: 256 MiB host <-> device,
 //!   pageable against pinned memory.
 //! - **Outer levels.** Host memory read by kernels (`demos::host_memory`: mapped pinned
 //!   memory's stride-1 read and a chain's latency over the bus; managed memory's first-touch
@@ -56,7 +57,7 @@ pub mod spills;
 
 use anyhow::Result;
 
-use super::{KernelRow, Lab, Level, Section};
+use super::{Inputs, KernelRow, Lab, Level, Section};
 use crate::series::{Series, names};
 use crate::verify::Check;
 use bandwidth::Transfer;
@@ -128,8 +129,9 @@ pub struct Measured {
     pub dram_read: KernelRow,
     /// `shared_bank_probe` at stride 1.
     pub shared_read: KernelRow,
-    /// Device-to-device memcpy, GB/s (read + write).
-    pub memcpy_gbs: f64,
+    /// Device-to-device memcpy, GB/s (read + write), when the run measured it and its copy
+    /// was right.
+    pub memcpy_gbs: Option<f64>,
     /// Host <-> device copies.
     pub transfers: Vec<Transfer>,
     /// The spill pair's rows and notes.
@@ -152,8 +154,20 @@ pub struct Measured {
 }
 
 /// Runs the demo with the default options (the `run-demos` entry).
-pub fn run(lab: &mut Lab) -> Result<Section> {
-    Ok(measure_all(lab, &Options::default())?.section())
+pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
+    Ok(measure_all(lab, &Options::default(), inputs)?.section())
+}
+
+/// `--dram-bytes`: the hierarchy's DRAM read, a multiple of 16 bytes (`read_cg`'s vectors)
+/// that `read_cg` can count in a `u32` of vectors.
+///
+/// # Errors
+/// A refusal naming the rule.
+pub fn check_dram_bytes(bytes: usize) -> Result<usize> {
+    if !bytes.is_multiple_of(16) || bytes > 16 * (u32::MAX as usize) {
+        crate::refuse!("--dram-bytes {bytes} must be a multiple of 16 bytes and at most 64 GiB");
+    }
+    Ok(bytes)
 }
 
 /// The ladder's largest working set for a device with `l2_bytes` of L2.
@@ -161,8 +175,8 @@ pub fn default_ladder_max(l2_bytes: usize) -> usize {
     (4 * l2_bytes.max(LADDER_MIN)).next_power_of_two()
 }
 
-/// Measures every row of the table.
-pub fn measure_all(lab: &mut Lab, opts: &Options) -> Result<Measured> {
+/// Measures every row of the table; the memcpy row is the run's ceiling from `inputs`.
+pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measured> {
     let l2_bytes = lab.gpu.info.l2_bytes as usize;
     let max = opts.ladder_max.unwrap_or_else(|| default_ladder_max(l2_bytes));
     let steps = opts.steps;
@@ -186,7 +200,7 @@ pub fn measure_all(lab: &mut Lab, opts: &Options) -> Result<Measured> {
         "a quarter of L2, read 256 times",
         format!("{} x {L2_PASSES} passes, L2 hits", bytes(l2_ws)),
     )?;
-    let dram_bytes = lab.sizes.strided_bytes / 16 * 16;
+    let dram_bytes = lab.sizes.dram_bytes / 16 * 16;
     let dram_read = bandwidth::read(
         lab,
         dram_bytes,
@@ -195,14 +209,8 @@ pub fn measure_all(lab: &mut Lab, opts: &Options) -> Result<Measured> {
         "a buffer far larger than L2, read once",
         format!("{}, every byte from DRAM", bytes(dram_bytes)),
     )?;
-    let shared_read = super::banks::run(lab)?.kernels.remove(0);
-    let memcpy_gbs = match lab.memcpy_gbs {
-        Some(g) => g,
-        None => {
-            super::memcpy::run(lab)?;
-            lab.memcpy_gbs.unwrap_or(f64::NAN)
-        }
-    };
+    let shared_read = super::banks::measure_stride(lab, 1)?;
+    let memcpy_gbs = inputs.memcpy_gbs();
     let repeats = crate::gpu::timing::Repeats { warmup: 1, runs: 5 };
     let transfers = bandwidth::transfers(lab, opts.transfer_bytes, repeats)?;
 
@@ -345,9 +353,9 @@ impl Measured {
             seed(3),
             at(dram),
             format!(
-                "read {}, memcpy {:.0} GB/s, clock x bus {:.0} GB/s",
+                "read {}, memcpy {}, clock x bus {:.0} GB/s",
                 gbs(&self.dram_read),
-                self.memcpy_gbs,
+                self.memcpy_gbs.map_or("not measured".into(), |g| format!("{g:.0} GB/s")),
                 self.theoretical_gbs
             ),
             format!("chase_global, {dram_where}; read_cg; cuMemcpyDtoD"),
@@ -451,7 +459,7 @@ impl Measured {
         kernels.extend(self.spill_pair.0.iter().cloned());
         kernels.extend(self.sweep.iter().cloned());
         Section {
-            name: "hierarchy",
+            name: "hierarchy".into(),
             title: "The memory hierarchy, measured: latency ladder, bandwidth per level, spills".into(),
             lesson: "Each level down the hierarchy is bigger and slower: dependent loads show the latency of the level that holds the working set, many threads show its bandwidth, and an array indexed at run time leaves the registers for local memory.".into(),
             kernels,

@@ -3,17 +3,28 @@
 //! (`register_pressure` under a falling JIT register cap: spills appear, occupancy rises).
 
 use anyhow::Result;
+use cust::memory::DeviceBuffer;
+use memlab_contracts::probes::BLOCK;
 
+use crate::demos::occupancy::kernels::register_pressure;
 use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, measure, poison, poisoned, upload};
 use crate::gpu::Gpu;
-use crate::gpu::launch::{Arg, LaunchShape};
+use crate::gpu::launch::LaunchShape;
 use crate::ptx::{count_ops, entry_body};
 use crate::ptxas::{self, PtxasKernel};
 use crate::reference;
 use crate::verify::{self, Check};
 
-/// Threads per block of both lessons.
-const BLOCK: u32 = 256;
+crate::kernels! {
+    /// `local_array_constant_index`: thread `g < threads` runs `iters` rounds over its 16-float
+    /// array (`input` holds `17 * threads` floats), constant indices; one-dimensional blocks of 256.
+    fn local_array_constant_index(; input: &DeviceBuffer<f32>, out: &mut DeviceBuffer<f32>, threads: u32, iters: u32)
+        => LaunchShape::linear(threads, BLOCK, 0);
+    /// `local_array_runtime_index`: the same with the neighbour index shifted by `shift` (1 gives
+    /// the same result) at run time.
+    fn local_array_runtime_index(; input: &DeviceBuffer<f32>, out: &mut DeviceBuffer<f32>, threads: u32, iters: u32, shift: u32)
+        => LaunchShape::linear(threads, BLOCK, 0);
+}
 /// Threads checked against the CPU reference (spread over the grid).
 const SAMPLES: usize = 2048;
 
@@ -22,8 +33,8 @@ const SAMPLES: usize = 2048;
 pub const CAPS: [u32; 7] = [255, 168, 128, 96, 64, 48, 32];
 
 /// Threads of a full GPU: every SM at its thread limit.
-fn full_gpu_threads(lab: &Lab) -> (u32, usize) {
-    crate::demos::full_gpu(&lab.gpu.info, BLOCK)
+fn full_gpu_threads(lab: &Lab) -> usize {
+    crate::demos::full_gpu(&lab.gpu.info, BLOCK).1
 }
 
 /// Compares `got[g]` with `want(g)` bit for bit at `SAMPLES` threads spread over `threads`.
@@ -51,30 +62,32 @@ pub fn ptxas_phrase(figures: &Result<PtxasKernel, String>) -> String {
 /// The spill pair, measured: both kernels' rows and one note per kernel with the PTX and ptxas
 /// evidence of where the array lives.
 pub fn local_array_pair(lab: &Lab, iters: u32) -> Result<(Vec<KernelRow>, Vec<String>)> {
-    let (blocks, threads) = full_gpu_threads(lab);
+    let threads = full_gpu_threads(lab);
     let words = reference::LOCAL_ARRAY_WORDS;
     let input_host = reference::random_f32((words + 1) * threads, 21);
     let input = upload(&input_host)?;
     let mut out = poisoned::<f32>(threads)?;
-    let shape = LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: 0 };
-    let base = [Arg::from(&input), Arg::from(&out), Arg::U32(threads as u32), Arg::U32(iters)];
-    let runtime = [&base[..], &[Arg::U32(1)]].concat();
+    let t = threads as u32;
     let pair = [
-        ("local_array_constant_index", "16-float array, constant indices", &base[..]),
-        ("local_array_runtime_index", "the same array indexed by a runtime shift", &runtime[..]),
+        (kernels::local_array_constant_index(&input, &mut out, t, iters), "16-float array, constant indices"),
+        (
+            kernels::local_array_runtime_index(&input, &mut out, t, iters, 1),
+            "the same array indexed by a runtime shift",
+        ),
     ];
     let (mut rows, mut notes) = (Vec::new(), Vec::new());
-    for (kernel, lesson, args) in pair {
-        // Both kernels compute the same values: a kernel that wrote nothing must not pass on
-        // the other's output.
-        poison(&mut out)?;
+    for (launch, lesson) in pair {
+        let kernel = launch.kernel;
+        // Both kernels compute the same values: the reset poisons the output, so a kernel that
+        // wrote nothing never passes on the other's output.
         let body = entry_body(lab.gpu.ptx.text, kernel).unwrap_or_default();
         let (loads, stores) = (count_ops(body, "ld.local"), count_ops(body, "st.local"));
         let figures = ptxas_figures(lab, kernel, &[]);
         let prediction = format!("PTX: {loads} ld.local, {stores} st.local");
         let flops = 2.0 * (threads * words) as f64 * iters as f64;
         let work = Work { flop: flops, bytes: 0.0, level: Level::Registers };
-        let run = KernelRun { kernel, lesson, prediction: prediction.clone(), shape, args, work };
+        let size = format!("{threads} threads x {iters}");
+        let run = KernelRun { launch, lesson, prediction: prediction.clone(), work, size, reset: &|| poison(&out) };
         let check = || {
             let got = download(&out)?;
             Ok((
@@ -102,22 +115,23 @@ pub fn local_array_pair(lab: &Lab, iters: u32) -> Result<(Vec<KernelRow>, Vec<St
 /// the buffers serve every module), and the driver's JIT, not the PTX, decides the spills.
 /// Each row's prediction is ptxas's view of the same cap.
 pub fn register_sweep(lab: &Lab, iters: u32) -> Result<Vec<KernelRow>> {
-    let (blocks, threads) = full_gpu_threads(lab);
+    let threads = full_gpu_threads(lab);
     let input_host = reference::random_f32(iters as usize * threads, 22);
     let input = upload(&input_host)?;
     let mut out = poisoned::<f32>(threads)?;
-    let args = [Arg::from(&input), Arg::from(&out), Arg::U32(threads as u32), Arg::U32(iters)];
-    let shape = LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: 0 };
     let flops = 2.0 * (threads * reference::PRESSURE_ACCUMULATORS) as f64 * iters as f64;
     let mut rows = Vec::new();
     for cap in CAPS {
-        poison(&mut out)?;
         let figures = ptxas_figures(lab, "register_pressure", &[&format!("-maxrregcount={cap}")]);
-        let capped = Lab { gpu: Gpu::open(lab.gpu.ordinal, Some(cap))?, sizes: lab.sizes.clone(), memcpy_gbs: None };
-        let prediction = format!("cap {cap}: {}", ptxas_phrase(&figures));
-        let lesson = "128 live accumulators under a register cap";
-        let work = Work { flop: flops, bytes: 0.0, level: Level::Registers };
-        let run = KernelRun { kernel: "register_pressure", lesson, prediction, shape, args: &args, work };
+        let capped = Lab::new(Gpu::open(lab.gpu.ordinal, Some(cap))?, lab.sizes.clone());
+        let run = KernelRun {
+            launch: register_pressure(&input, &mut out, threads as u32, iters),
+            lesson: "128 live accumulators under a register cap",
+            prediction: format!("cap {cap}: {}", ptxas_phrase(&figures)),
+            work: Work { flop: flops, bytes: 0.0, level: Level::Registers },
+            size: format!("cap {cap}"),
+            reset: &|| poison(&out),
+        };
         let check = || {
             let want = |g| reference::register_pressure(&input_host, threads, iters as usize, g);
             Ok((sampled(&download(&out)?, threads, want), "sampled threads"))

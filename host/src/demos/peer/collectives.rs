@@ -210,7 +210,7 @@ pub fn section(
         Collective::AllGather => "all-gather (f32)",
     };
     Section {
-        name: "collectives",
+        name: "collectives".into(),
         title: format!("NCCL {name} across {n} GPUs"),
         lesson: "A collective's bus bandwidth is the rate each GPU's link carries: it approaches the peer copy rate once messages are large enough to hide the per-call latency.".into(),
         sweep: Some((header.map(String::from).to_vec(), rows)),

@@ -29,9 +29,10 @@ use super::hierarchy::latency::{Latency, chain_at};
 use super::{KernelRow, KernelRun, Lab, Section, Sizes, Work, coalescing, measure};
 use crate::gpu::Gpu;
 use crate::gpu::host_memory::PinnedHost;
-use crate::gpu::launch::Arg;
+use crate::gpu::memory::Owned;
 use crate::gpu::peer::{self, DeviceMemory};
 use crate::gpu::timing::{self, Repeats};
+use crate::kernels;
 use crate::verify::{self, Check};
 use crate::{reference, refuse};
 use matrix::{PairMatrix, ordered_pairs, unordered_pairs};
@@ -163,10 +164,8 @@ pub fn run(ordinals: &[u32], opts: &Options) -> Result<PeerRecord> {
     }
     let topology = Topology::query(ordinals)?;
     let sizes = Sizes { strided_bytes: opts.strided_bytes, repeats: opts.repeats, ..Sizes::default() };
-    let labs = ordinals
-        .iter()
-        .map(|&o| Ok(Lab { gpu: Gpu::open(o, None)?, sizes: sizes.clone(), memcpy_gbs: None }))
-        .collect::<Result<Vec<_>>>()?;
+    let labs =
+        ordinals.iter().map(|&o| Ok(Lab::new(Gpu::open(o, None)?, sizes.clone()))).collect::<Result<Vec<_>>>()?;
     let gpus: Vec<&Gpu> = labs.iter().map(|l| &l.gpu).collect();
     for (i, j) in ordered_pairs(n) {
         if topology.paths.get(i, j).is_some_and(|p| p.peer_access()) {
@@ -259,7 +258,7 @@ fn copies(
     }
     let (header, rows) = gbs.table(labels, "GB/s, one way", |v| format!("{v:.1}"));
     let section = Section {
-        name: "peer",
+        name: "peer".into(),
         title: format!("Copy engines: cuMemcpyPeerAsync of {} MiB, every ordered pair", bytes >> 20),
         lesson: "A copy between GPUs runs on the copy engines over the link between them; the diagonal is each GPU copying within its own HBM.".into(),
         sweep: Some((header, rows)),
@@ -310,7 +309,7 @@ fn both_ways(
     }
     let (header, rows) = gbs.table(labels, "GB/s, both ways", |v| format!("{v:.1}"));
     let section = Section {
-        name: "peer",
+        name: "peer".into(),
         title: "Copy engines both ways at once".into(),
         lesson: "NVLink carries each direction on its own lanes: two copies the opposite ways should each keep the one-way rate.".into(),
         sweep: Some((header, rows)),
@@ -335,9 +334,6 @@ fn kernels_over_link(
 ) -> Result<Section> {
     let bytes = opts.copy_bytes;
     let rows = bytes / (4 * COPY_COLS);
-    // The copy ceiling of the transpose lesson, with its launch contract.
-    let copy = super::transpose::KERNELS[0];
-    let shape = copy.shape(rows, COPY_COLS);
     let mut kernels: Vec<KernelRow> = Vec::new();
     let mut table = Vec::new();
     let mut notes = Vec::new();
@@ -352,14 +348,16 @@ fn kernels_over_link(
         let mut one = |input: &DeviceMemory, output: &DeviceMemory, want: &[u32], lesson: &'static str| {
             output.poison()?;
             labs[i].gpu.make_current()?;
-            let args = [Arg::Ptr(input.ptr), Arg::Ptr(output.ptr), Arg::U32(rows as u32), Arg::U32(COPY_COLS as u32)];
+            // The copy ceiling of the transpose lesson, with its launch contract.
+            let n = rows * COPY_COLS;
+            let launch = kernels::copy(&input.view(n), &mut output.view(n), rows as u32, COPY_COLS as u32);
             let run = KernelRun {
-                kernel: copy.name,
+                launch,
                 lesson,
                 prediction: format!("{} -> {}: at most the link's rate", labels[i], labels[j]),
-                shape,
-                args: &args,
                 work: Work::global_bytes(bytes as f64),
+                size: format!("{rows}x{COPY_COLS}"),
+                reset: &|| output.poison(),
             };
             let row =
                 measure(&labs[i], run, || Ok((same(&output.read()?, want), "exact, read back on the receiving GPU")))?;
@@ -384,7 +382,7 @@ fn kernels_over_link(
     let header =
         ["kernel on", "memory of", "read GB/s", "of link", "write GB/s", "of link", "engine GB/s", "link GB/s"];
     Ok(Section {
-        name: "peer",
+        name: "peer".into(),
         title: format!("Kernels over the link: `copy` of {} MiB through peer access", bytes >> 20),
         lesson:
             "With peer access a kernel loads and stores the other GPU's memory directly, at the link's rate, not HBM's."
@@ -412,7 +410,7 @@ fn strided(
     for (i, j) in pairs {
         labs[i].gpu.make_current()?;
         let lesson = if i == j { "strided reads of local HBM" } else { "strided reads of the peer's memory" };
-        let points = coalescing::sweep(&labs[i], inputs[j].ptr, words, lesson)?;
+        let points = coalescing::sweep(&labs[i], &inputs[j].view(words), words, lesson)?;
         curves.push(Curve {
             accessor: i,
             owner: j,
@@ -432,7 +430,7 @@ fn strided(
         let mut kernels: Vec<KernelRow> = points.into_iter().map(|(_, r)| r).collect();
         let checks = kernels.drain(1..).map(|r| r.check).collect();
         sections.push(Section {
-            name: "peer",
+            name: "peer".into(),
             title: format!("strided_read on {} over {}'s memory ({} MiB)", labels[i], labels[j], opts.strided_bytes >> 20),
             lesson: "The link moves whole sectors too: the coalescing fall-off of local HBM repeats over the link, at the link's rate.".into(),
             kernels,
@@ -480,7 +478,7 @@ fn latency(
     }
     let header = ["kernel on", "chain in", "cycles per load", "ns per load", "vs local HBM", "check"];
     let section = Section {
-        name: "peer",
+        name: "peer".into(),
         title: format!("Dependent-load latency: chase_global over a {} MiB chain", opts.chain_bytes >> 20),
         lesson: "One thread's dependent loads pay the full round trip: across the link each load waits for the peer's memory and the link both ways.".into(),
         sweep: Some((header.map(String::from).to_vec(), rows)),

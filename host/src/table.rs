@@ -1,0 +1,242 @@
+//! How tables and text reach the reader: full Markdown tables (`--format markdown`, and the
+//! report folder), or tables that fit the terminal: cells wrapped by comfy-table's dynamic
+//! arrangement, columns whose cell is the same on every row said once above the table, and
+//! paragraphs wrapped to the width.
+//!
+//! The width is `COLUMNS` when set, else the terminal's, else [`PIPE_WIDTH`] when the output
+//! is not a terminal.
+
+use std::sync::OnceLock;
+
+use comfy_table::{ColumnConstraint, ContentArrangement, Table, Width, presets::ASCII_MARKDOWN};
+
+/// Width of the terminal layout when the output is not a terminal and `COLUMNS` is not set.
+pub const PIPE_WIDTH: u16 = 120;
+
+/// Narrowest width laid out; a narrower terminal gets this width (and lines that wrap).
+pub const MIN_WIDTH: u16 = 60;
+
+/// Characters of a table's first column kept on one line (the longest kernel name is 26).
+const FIRST_COLUMN: usize = 28;
+
+/// Characters of a word kept whole in the other columns.
+const WORD: usize = 18;
+
+/// What `--format` asks for.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Tables that fit the terminal's width (120 columns when not a terminal).
+    #[default]
+    Terminal,
+    /// Full Markdown tables, every column, one line per row.
+    Markdown,
+}
+
+/// A resolved layout: Markdown, or the terminal layout at a width in columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Full Markdown tables.
+    Markdown,
+    /// Every line at most this many columns.
+    Terminal(u16),
+}
+
+static FORMAT: OnceLock<Format> = OnceLock::new();
+
+/// Sets the format of this process's output (`main` calls it once, from `--format`).
+pub fn set_format(format: Format) {
+    let _ = FORMAT.set(format);
+}
+
+impl Layout {
+    /// The layout of this process's standard output.
+    pub fn current() -> Layout {
+        match FORMAT.get().copied().unwrap_or_default() {
+            Format::Markdown => Layout::Markdown,
+            Format::Terminal => Layout::Terminal(terminal_width()),
+        }
+    }
+
+    /// Whether this is the terminal layout.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Layout::Terminal(_))
+    }
+}
+
+/// `COLUMNS` when it is a number, else the terminal's width, else [`PIPE_WIDTH`]; never below
+/// [`MIN_WIDTH`].
+pub fn terminal_width() -> u16 {
+    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<u16>().ok());
+    // comfy-table reads the terminal's size only when stdout is one.
+    columns.or_else(|| Table::new().width()).unwrap_or(PIPE_WIDTH).max(MIN_WIDTH)
+}
+
+/// A table of `header` and `rows`: Markdown (one line per row), or fitted to the terminal's
+/// width, cells wrapped.
+pub fn render(layout: Layout, header: Vec<String>, rows: Vec<Vec<String>>) -> String {
+    let mut t = Table::new();
+    t.load_preset(ASCII_MARKDOWN);
+    let words = longest_words(&header, &rows);
+    t.set_header(header);
+    for row in rows {
+        t.add_row(row);
+    }
+    if let Layout::Terminal(width) = layout {
+        t.set_content_arrangement(ContentArrangement::Dynamic).set_width(width);
+        // Words stay whole where the width allows it: up to FIRST_COLUMN characters in the first
+        // column (it names the row: a kernel, a level), up to WORD in the others.
+        let bounds: Vec<usize> =
+            words.iter().enumerate().map(|(c, &w)| w.min(if c == 0 { FIRST_COLUMN } else { WORD })).collect();
+        // The first column first, then the narrowest, while the table still fits (a column
+        // takes its words, 2 of padding and a border; an unbounded one at least 4).
+        let mut order: Vec<usize> = (1..bounds.len()).collect();
+        order.sort_by_key(|&c| bounds[c]);
+        let mut used = 1 + 4 * bounds.len();
+        for c in std::iter::once(0).chain(order) {
+            if used + bounds[c].saturating_sub(1) > width as usize {
+                break;
+            }
+            used += bounds[c].saturating_sub(1);
+            if let Some(column) = t.column_mut(c) {
+                column.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(bounds[c] as u16 + 2)));
+            }
+        }
+    }
+    t.to_string()
+}
+
+/// The longest word (space-separated) of each column, header included, in characters.
+fn longest_words(header: &[String], rows: &[Vec<String>]) -> Vec<usize> {
+    let mut longest = vec![0; header.len()];
+    for row in rows.iter().chain([&header.to_vec()]) {
+        for (c, cell) in row.iter().enumerate().take(header.len()) {
+            let w = cell.split_whitespace().map(|w| w.chars().count()).max().unwrap_or(0);
+            longest[c] = longest[c].max(w);
+        }
+    }
+    longest
+}
+
+/// [`render`] after [`condense`] in the terminal layout: columns with one value on every row
+/// (of two or more) become a line above the table.
+pub fn render_condensed(layout: Layout, header: Vec<String>, rows: Vec<Vec<String>>) -> String {
+    if !layout.is_terminal() {
+        return render(layout, header, rows);
+    }
+    let Condensed { common, header, rows } = condense(header, rows);
+    let mut out = String::new();
+    if !common.is_empty() {
+        let said: Vec<String> = common.iter().map(|(h, v)| format!("{h} {v}")).collect();
+        out += &text(layout, &format!("Every row: {}.", said.join("; ")));
+        out += "\n";
+    }
+    out + &render(layout, header, rows)
+}
+
+/// A table with the columns that hold one value on every row taken out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condensed {
+    /// Header and value of each column taken out.
+    pub common: Vec<(String, String)>,
+    /// The remaining header.
+    pub header: Vec<String>,
+    /// The remaining rows.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// Takes out the columns (but the first) whose cells are equal on every row, when there are two
+/// rows or more.
+pub fn condense(header: Vec<String>, rows: Vec<Vec<String>>) -> Condensed {
+    if rows.len() < 2 {
+        return Condensed { common: Vec::new(), header, rows };
+    }
+    let same = |c: usize| rows.iter().all(|r| r.get(c) == rows[0].get(c));
+    let keep: Vec<bool> = (0..header.len()).map(|c| c == 0 || !same(c)).collect();
+    let common = (0..header.len()).filter(|&c| !keep[c]).map(|c| (header[c].clone(), rows[0][c].clone())).collect();
+    let pick = |cells: Vec<String>| cells.into_iter().zip(&keep).filter(|(_, k)| **k).map(|(c, _)| c).collect();
+    let rows = rows.into_iter().map(pick).collect();
+    Condensed { common, header: pick(header), rows }
+}
+
+/// A paragraph: unchanged in Markdown, wrapped to the width in the terminal layout.
+pub fn text(layout: Layout, paragraph: &str) -> String {
+    wrap(layout, paragraph, "", "")
+}
+
+/// A bullet (`- item`): wrapped in the terminal layout with its continuation lines indented.
+pub fn bullet(layout: Layout, item: &str) -> String {
+    wrap(layout, item, "- ", "  ")
+}
+
+/// `paragraph` after `first`, continuation lines after `rest`: wrapped to the width in the
+/// terminal layout, one line in Markdown.
+pub fn wrap(layout: Layout, paragraph: &str, first: &str, rest: &str) -> String {
+    match layout {
+        Layout::Markdown => format!("{first}{paragraph}"),
+        Layout::Terminal(width) => {
+            let options =
+                textwrap::Options::new(width as usize).initial_indent(first).subsequent_indent(rest).break_words(true);
+            textwrap::fill(paragraph, options)
+        }
+    }
+}
+
+/// Every line of `text` is at most `width` columns (counted in characters).
+pub fn fits(text: &str, width: u16) -> bool {
+    text.lines().all(|l| l.chars().count() <= width as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cells(rows: &[&[&str]]) -> Vec<Vec<String>> {
+        rows.iter().map(|r| r.iter().map(|c| c.to_string()).collect()).collect()
+    }
+
+    #[test]
+    fn markdown_tables_keep_one_line_per_row() {
+        let t = render(Layout::Markdown, vec!["a".into(), "b".into()], cells(&[&["1", &"x".repeat(300)]]));
+        let lines: Vec<_> = t.lines().collect();
+        assert_eq!(lines.len(), 3, "{t}");
+        assert!(lines[0].starts_with('|') && lines[0].contains(" a ") && lines[0].contains(" b "));
+        assert!(lines[1].starts_with("|-"));
+        assert!(lines[2].len() > 300);
+    }
+
+    #[test]
+    fn terminal_tables_wrap_cells_to_the_width() {
+        let long = "word ".repeat(60);
+        let rows = cells(&[&["kernel_name", &long, "42"], &["other", "short", "7"]]);
+        for width in [60, 100, 160] {
+            let t = render(Layout::Terminal(width), vec!["k".into(), "text".into(), "n".into()], rows.clone());
+            assert!(fits(&t, width), "{width}:\n{t}");
+            assert!(t.lines().count() > 4, "the long cell wraps at {width}:\n{t}");
+            assert_eq!(t.matches("word").count(), 60, "no word lost at {width}");
+        }
+    }
+
+    #[test]
+    fn repeated_columns_are_said_once() {
+        let rows = cells(&[&["a", "0", "1"], &["b", "0", "2"]]);
+        let c = condense(vec!["k".into(), "local B".into(), "n".into()], rows);
+        assert_eq!(c.common, vec![("local B".to_string(), "0".to_string())]);
+        assert_eq!(c.header, ["k", "n"]);
+        assert_eq!(c.rows, cells(&[&["a", "1"], &["b", "2"]]));
+        let one = cells(&[&["a", "0"]]);
+        assert!(condense(vec!["k".into(), "x".into()], one).common.is_empty(), "one row keeps its columns");
+        let out = render_condensed(
+            Layout::Terminal(80),
+            vec!["k".into(), "local B".into()],
+            cells(&[&["a", "0"], &["b", "0"]]),
+        );
+        assert!(out.starts_with("Every row: local B 0.\n"), "{out}");
+    }
+
+    #[test]
+    fn bullets_wrap_with_an_indent() {
+        let b = bullet(Layout::Terminal(60), &"lorem ipsum ".repeat(20));
+        assert!(fits(&b, 60) && b.starts_with("- ") && b.lines().skip(1).all(|l| l.starts_with("  ")), "{b}");
+        assert_eq!(bullet(Layout::Markdown, "x y"), "- x y");
+    }
+}

@@ -1,0 +1,76 @@
+//! The layering rules of ARCHITECTURE.md that text can show: raw driver calls only in `gpu/`,
+//! records that own their strings, demos that never run one another.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `dir`, recursively.
+fn sources(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(sources(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Files under `src/` (relative path, text) whose text contains `needle`.
+fn files_containing(needle: &str) -> Vec<String> {
+    let root = src();
+    sources(&root)
+        .into_iter()
+        .filter(|f| fs::read_to_string(f).unwrap().contains(needle))
+        .map(|f| f.strip_prefix(&root).unwrap().display().to_string())
+        .collect()
+}
+
+#[test]
+fn raw_driver_calls_live_only_in_gpu() {
+    let outside: Vec<String> = files_containing("cust::sys").into_iter().filter(|f| !f.starts_with("gpu/")).collect();
+    assert!(outside.is_empty(), "cust::sys outside gpu/: {outside:?}");
+    // The rule is live: gpu/ does call the driver directly.
+    assert!(files_containing("cust::sys").iter().any(|f| f == "gpu/memory.rs"));
+}
+
+#[test]
+fn records_own_their_strings() {
+    let leaks = files_containing(&["Box::", "leak"].concat());
+    assert!(leaks.is_empty(), "leaked strings in {leaks:?}");
+}
+
+#[test]
+fn no_demo_runs_another() {
+    let root = src().join("demos");
+    for file in sources(&root) {
+        let text = fs::read_to_string(&file).unwrap();
+        let rel = file.strip_prefix(&root).unwrap().display().to_string();
+        for demo in memlab::demos::NAMES {
+            let own = rel == format!("{demo}.rs") || rel.starts_with(&format!("{demo}/"));
+            if rel == "mod.rs" || own {
+                continue;
+            }
+            assert!(!text.contains(&format!("{demo}::run(")), "demos/{rel} runs the `{demo}` demo");
+        }
+    }
+}
+
+#[test]
+fn commands_launch_no_kernel_of_their_own() {
+    // Launch shapes and argument lists belong to the typed launches in demos/: a command runs
+    // demos (or one demo's measurement) and never builds a launch.
+    let root = src().join("commands");
+    for file in sources(&root) {
+        let text = fs::read_to_string(&file).unwrap();
+        for needle in ["LaunchShape", "Launch::new", "kernels::"] {
+            assert!(!text.contains(needle), "{} uses {needle}", file.display());
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! Every line of the terminal layout fits its width: the `run-demos` report rendered from the
+//! recorded H200 run (the same functions `run-demos` prints its sections with), and the
+//! commands that need no GPU, run with `COLUMNS`.
+
+use std::path::Path;
+
+use memlab::report;
+use memlab::report_dir::RunRecord;
+use memlab::table::{Layout, fits};
+
+fn recorded() -> RunRecord {
+    RunRecord::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json")).expect("the recorded run")
+}
+
+/// The `run-demos` output of the recorded run in `layout`.
+fn run_demos_output(layout: Layout) -> String {
+    let r = recorded();
+    let mut out = report::device_in(layout, r.ordinal, &r.device, &r.ptx_arch) + "\n\n";
+    for s in &r.sections {
+        out += &report::section_in(layout, s, r.memcpy_gbs);
+        out += "\n";
+    }
+    out
+}
+
+fn too_wide(text: &str, width: u16) -> Vec<&str> {
+    text.lines().filter(|l| l.chars().count() > width as usize).collect()
+}
+
+#[test]
+fn the_recorded_run_fits_100_120_and_160_columns() {
+    for width in [100, 120, 160] {
+        let out = run_demos_output(Layout::Terminal(width));
+        assert!(fits(&out, width), "{width} columns, too wide: {:#?}", too_wide(&out, width));
+        // Nothing is lost: every kernel row, its block and its replay command are there.
+        for s in &recorded().sections {
+            for k in &s.kernels {
+                let cmd = &k.occupancy_command;
+                assert!(cmd.starts_with("memlab occupancy --cc 9.0 --threads "), "{cmd}");
+                let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+                assert!(flat.contains(&format!("replay: {cmd}")), "{width}: no replay of {}", k.kernel);
+                assert!(flat.contains(&format!("- {}: {}", k.kernel, k.prediction)), "{width}: {}", k.kernel);
+            }
+        }
+    }
+}
+
+#[test]
+fn markdown_keeps_one_full_line_per_row() {
+    let out = run_demos_output(Layout::Markdown);
+    let header = out.lines().find(|l| l.starts_with("| kernel") && l.contains("| lesson")).expect("a kernel table");
+    for col in ["model predicts", "block", "blocks/SM (driver)", "blocks/SM (model)", "min ms", "occupancy replay"] {
+        assert!(header.contains(col), "{col} in {header}");
+    }
+    let row = out.lines().find(|l| l.starts_with("| transpose_padded ")).expect("a transpose_padded row");
+    assert!(
+        row.contains("| 32x8 ") && row.contains("`memlab occupancy --cc 9.0 --threads 256 --regs 24 --smem 4224B`"),
+        "{row}"
+    );
+    assert!(!fits(&out, 160), "Markdown rows are not wrapped");
+}
+
+/// `memlab occupancy` as the binary parses it.
+#[derive(clap::Parser)]
+#[command(name = "memlab")]
+enum Memlab {
+    Occupancy(memlab::commands::occupancy::Args),
+}
+
+#[test]
+fn every_rows_occupancy_command_parses_and_replays_its_block_count() {
+    use clap::Parser;
+    use memlab::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
+    let record = recorded();
+    let rows: Vec<_> = record.sections.iter().flat_map(|s| &s.kernels).collect();
+    assert!(rows.len() > 30, "every demo's rows");
+    for row in rows {
+        let words: Vec<&str> = row.occupancy_command.split_whitespace().collect();
+        let Memlab::Occupancy(args) = Memlab::try_parse_from(&words).unwrap_or_else(|e| panic!("{words:?}: {e}"));
+        let (major, minor) = args.cc.expect("the command names the device's cc");
+        assert_eq!((args.threads, args.regs), (row.shape.threads_per_block(), Some(row.attrs.regs)));
+        let res = KernelResources::new(args.threads, args.regs.unwrap()).with_dynamic_smem(args.smem as u32);
+        let o = occupancy(ArchLimits::for_cc(major, minor).unwrap(), &res, Mode::Hardware).unwrap();
+        assert_eq!(Some(o.active_blocks), row.model_blocks, "{}", row.occupancy_command);
+        assert_eq!(o.active_blocks, row.occupancy.active_blocks, "the driver's count too: {}", row.occupancy_command);
+    }
+}
+
+#[test]
+fn the_roofline_table_tells_repeated_kernels_apart_and_names_what_passes_a_roof() {
+    let record = recorded();
+    let roofline = record.sections.iter().find(|s| s.name == "roofline").expect("rebuilt on load");
+    let (_, rows) = roofline.sweep.as_ref().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    // Measured by the matmul and the sgemm demos at 4096³, and by the ladder at 8192³.
+    assert!(names.contains(&"matmul_tiled_32 4096³ (x2)") && names.contains(&"matmul_tiled_32 8192³"), "{names:?}");
+    assert!(names.contains(&"register_pressure (x7)") && names.contains(&"sgemm_7_async_copy 8192³"), "{names:?}");
+    // read_cg twice: L2-resident and from DRAM, told apart by the bound.
+    let unique: std::collections::BTreeSet<(&str, &str)> =
+        rows.iter().map(|r| (r[0].as_str(), r[2].as_str())).collect();
+    assert_eq!(unique.len(), names.len(), "no two rows alike: {names:?}");
+    let naive = rows.iter().find(|r| r[0] == "matmul_naive").unwrap();
+    assert_eq!(naive[5], "above it: L1/L2 reuse", "no percentage of a roof the kernel did not meet");
+    let read_cg = rows.iter().find(|r| r[0] == "read_cg" && r[2] == "memory").unwrap();
+    assert_eq!(read_cg[5], "above memcpy");
+}

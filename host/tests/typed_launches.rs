@@ -1,0 +1,116 @@
+//! The typed launches' shapes and argument bytes, on the CPU: each launch function is called
+//! with buffers at made-up device addresses (no context, never dereferenced, never freed), and
+//! the launch it returns must have the shape the kernel's doc comment states.
+
+use std::mem::ManuallyDrop;
+
+use cust::memory::{DeviceBuffer, DeviceCopy, DevicePointer};
+use memlab::gpu::launch::LaunchShape;
+use memlab::kernels;
+
+/// A buffer that names device address `addr` and is never freed (no driver is involved).
+fn fake<T: DeviceCopy>(addr: u64, len: usize) -> ManuallyDrop<DeviceBuffer<T>> {
+    // SAFETY: the buffer is only read for its address; ManuallyDrop keeps Drop from freeing it.
+    ManuallyDrop::new(unsafe { DeviceBuffer::from_raw_parts(DevicePointer::from_raw(addr), len) })
+}
+
+fn shape(grid: (u32, u32), block: (u32, u32), smem_bytes: u32) -> LaunchShape {
+    LaunchShape { grid, block, smem_bytes }
+}
+
+#[test]
+fn transposes_cover_the_matrix_with_their_documented_tiles() {
+    let (input, mut output) = (fake::<f32>(0x1000, 4), fake::<f32>(0x2000, 4));
+    let (rows, cols) = (33, 4097);
+    let l = kernels::copy(&input, &mut output, rows, cols);
+    assert_eq!((l.kernel, l.shape), ("copy", shape((129, 2), (32, 8), 0)));
+    assert_eq!(kernels::transpose_naive(&input, &mut output, rows, cols).shape, shape((129, 2), (32, 8), 0));
+    assert_eq!(kernels::transpose_tiled(&input, &mut output, rows, cols).shape, shape((129, 2), (32, 8), 4096));
+    assert_eq!(kernels::transpose_padded(&input, &mut output, rows, cols).shape, shape((129, 2), (32, 8), 4224));
+    assert_eq!(kernels::transpose_vectorized(&input, &mut output, rows, cols).shape, shape((65, 1), (16, 16), 16640));
+    // Arguments in the entry's order: the two addresses, then rows and cols as 4-byte values.
+    let args = kernels::transpose_padded(&input, &mut output, rows, cols).args().to_vec();
+    assert_eq!(
+        args,
+        [0x1000u64.to_ne_bytes(), 0x2000u64.to_ne_bytes(), slot(&33u32.to_ne_bytes()), slot(&4097u32.to_ne_bytes())]
+    );
+}
+
+/// Four value bytes in an 8-byte slot.
+fn slot(bytes: &[u8; 4]) -> [u8; 8] {
+    let mut s = [0; 8];
+    s[..4].copy_from_slice(bytes);
+    s
+}
+
+#[test]
+fn matmuls_and_rungs_have_their_documented_blocks_and_shared_bytes() {
+    let (a, b, mut c) = (fake::<f32>(0x1000, 1), fake::<f32>(0x2000, 1), fake::<f32>(0x3000, 1));
+    let (m, n, k) = (517, 389, 263);
+    let launches = [
+        (kernels::matmul_naive(&a, &b, &mut c, m, n, k), shape((25, 33), (16, 16), 0)),
+        (kernels::matmul_tiled_16(&a, &b, &mut c, m, n, k), shape((25, 33), (16, 16), 2048)),
+        (kernels::matmul_tiled_32(&a, &b, &mut c, m, n, k), shape((13, 17), (32, 32), 8192)),
+        (kernels::matmul_tiled_32_missing_barrier(&a, &b, &mut c, m, n, k), shape((13, 17), (32, 32), 8192)),
+        (kernels::sgemm_2_register_1d(&a, &b, &mut c, m, n, k), shape((7, 9), (512, 1), 4096)),
+        (kernels::sgemm_3_register_2d(&a, &b, &mut c, m, n, k), shape((4, 5), (256, 1), 8192)),
+        (kernels::sgemm_4_vectorized(&a, &b, &mut c, m, n, k), shape((4, 5), (256, 1), 8192)),
+        (kernels::sgemm_5_conflict_free(&a, &b, &mut c, m, n, k), shape((4, 5), (256, 1), 8320)),
+        (kernels::sgemm_6_double_buffered(&a, &b, &mut c, m, n, k), shape((4, 5), (256, 1), 16640)),
+        (kernels::sgemm_7_async_copy(&a, &b, &mut c, m, n, k), shape((4, 5), (256, 1), 16640)),
+    ];
+    for (launch, want) in launches {
+        assert_eq!(launch.shape, want, "{}", launch.kernel);
+        assert_eq!(launch.args()[5], slot(&263u32.to_ne_bytes()), "{}: k is the sixth argument", launch.kernel);
+    }
+}
+
+#[test]
+fn probes_launch_the_documented_shapes() {
+    let (words, mut out) = (fake::<u32>(0x1000, 1), fake::<u32>(0x2000, 1));
+    assert_eq!(kernels::strided_read(&words, &mut out, 1000, 4).shape, shape((4, 1), (256, 1), 0));
+    assert_eq!(kernels::misaligned_read(&words, &mut out, 1024, 1).shape, shape((4, 1), (256, 1), 0));
+    assert_eq!(kernels::shared_bank_probe(1056, &mut out, 32, 8).shape, shape((1056, 1), (256, 1), 16384));
+    assert_eq!(kernels::read_cg(1056, &words, 64, 1, &mut out).shape, shape((1056, 1), (256, 1), 0));
+    let (input, mut floats) = (fake::<f32>(0x3000, 1), fake::<f32>(0x4000, 1));
+    assert_eq!(kernels::register_pressure(&input, &mut floats, 1 << 20, 64).shape, shape((4096, 1), (256, 1), 0));
+    let runtime = kernels::local_array_runtime_index(&input, &mut floats, 512, 4, 1);
+    assert_eq!((runtime.shape, runtime.args().len()), (shape((2, 1), (256, 1), 0), 5));
+}
+
+#[test]
+fn latency_probes_run_one_block_and_pass_floats_as_floats() {
+    let (chain, mut record) = (fake::<u32>(0x1000, 1), fake::<u64>(0x2000, 35));
+    assert_eq!(kernels::chase_global(0x7000, 1, 64, &mut record).shape, shape((1, 1), (1, 1), 0));
+    assert_eq!(kernels::chase_shared(&chain, 4096, 128, 64, &mut record).shape, shape((1, 1), (256, 1), 16384));
+    assert_eq!(kernels::const_chase(1, 256, 64, &mut record).shape, shape((1, 1), (32, 1), 0));
+    let fma = kernels::register_chain(0.25, 0.5, 1.0, 64, &mut record);
+    assert_eq!(fma.shape, shape((1, 1), (1, 1), 0));
+    assert_eq!(
+        fma.args()[..3],
+        [slot(&0.25f32.to_ne_bytes()), slot(&0.5f32.to_ne_bytes()), slot(&1.0f32.to_ne_bytes())]
+    );
+    assert_eq!(fma.args()[4], 0x2000u64.to_ne_bytes());
+}
+
+#[test]
+fn every_rung_names_the_entry_its_launch_runs() {
+    let (a, b, mut c) = (fake::<f32>(0x1000, 1), fake::<f32>(0x2000, 1), fake::<f32>(0x3000, 1));
+    for rung in memlab::demos::sgemm::RUNGS {
+        let launch = (rung.launch)(&a, &b, &mut c, 128, 128, 8);
+        assert_eq!(launch.kernel, rung.entry.name);
+        assert_eq!(launch.shape.grid, (128u32.div_ceil(rung.tile), 128u32.div_ceil(rung.tile)), "{}", launch.kernel);
+    }
+}
+
+#[test]
+fn demos_are_registered_once_in_run_order() {
+    // NAMES is computed from the registry at compile time. (Reading DEMOS itself would link the
+    // demos' driver calls into this test, which then needs libcuda.so.1 to start.)
+    let names = memlab::demos::NAMES;
+    assert_eq!(names, ["memcpy", "transpose", "matmul", "sgemm", "coalescing", "banks", "occupancy", "hierarchy"]);
+    let mut sorted = names.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), names.len(), "a demo registered twice");
+}
