@@ -24,6 +24,17 @@ pub const BANK_PROBE_UNROLL: usize = 8;
 /// Dynamic shared bytes of `shared_bank_probe`.
 pub const BANK_PROBE_SMEM: u32 = (BANK_PROBE_WORDS * 4) as u32;
 
+/// Bytes of the dynamic shared array of `shared_bank_probe_8` and `shared_bank_probe_16`.
+pub const WIDE_PROBE_SMEM: u32 = 32768;
+/// Lane offsets of the wide bank probes are below this many bytes.
+pub const WIDE_PROBE_MAX_OFFSET: u32 = 16384;
+/// The window, in bytes, that the wide probes' step offset wraps in (a power of two); with the
+/// largest lane offset and unrolled offset (`7 * 128`) the highest byte stays inside the array.
+pub const WIDE_PROBE_WINDOW: usize = 8192;
+/// Bytes between the unrolled loads of a wide probe step: one full row of 32 banks, so every
+/// load keeps the lane pattern's banks.
+pub const WIDE_PROBE_ROW: usize = 128;
+
 /// The value stored in word `w` of the bank probe's array; the host uses it for the checksum.
 #[inline(always)]
 pub const fn bank_probe_word(w: u32) -> u32 {

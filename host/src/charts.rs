@@ -102,14 +102,25 @@ fn log_range(values: impl IntoIterator<Item = f64>) -> std::ops::Range<f64> {
     2f64.powf(lo.log2().floor() - 0.25)..2f64.powf(hi.log2().ceil() + 0.25)
 }
 
+/// Most decades a log axis labels at 1, 2 and 5; a wider range gets powers of ten only, every
+/// so many decades, so that an extreme (but valid) value cannot flood the axis with labels.
+const DENSE_DECADES: i32 = 6;
+
 /// Ticks at 1, 2 and 5 times each power of ten inside `range` (10, 20, 50, 100, ...), so a
-/// log axis can be read between its decades.
+/// log axis can be read between its decades; past [`DENSE_DECADES`] decades, at most about
+/// a dozen powers of ten.
 pub fn log_ticks(range: &std::ops::Range<f64>) -> Vec<f64> {
     if !(range.start > 0.0 && range.end.is_finite() && range.start < range.end) {
         return Vec::new();
     }
     let (lo, hi) = (range.start.log10().floor() as i32, range.end.log10().ceil() as i32);
-    (lo..=hi).flat_map(|d| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(d))).filter(|v| range.contains(v)).collect()
+    let (step, marks): (usize, &[f64]) =
+        if hi - lo <= DENSE_DECADES { (1, &[1.0, 2.0, 5.0]) } else { (((hi - lo) / 12).max(1) as usize, &[1.0]) };
+    (lo..=hi)
+        .step_by(step)
+        .flat_map(|d| marks.iter().map(move |m| m * 10f64.powi(d)))
+        .filter(|v| range.contains(v))
+        .collect()
 }
 
 /// `range` grown down to the 1-2-5 tick below it, so that the lowest values have a labelled
@@ -124,7 +135,11 @@ fn down_to_tick(range: std::ops::Range<f64>) -> std::ops::Range<f64> {
 }
 
 fn log_label(v: f64) -> String {
-    if v >= 1.0 { format!("{v:.0}") } else { format!("{v:.3}").trim_end_matches('0').to_string() }
+    match v {
+        v if !(1e-3..1e7).contains(&v) => format!("{v:.0e}"),
+        v if v >= 1.0 => format!("{v:.0}"),
+        v => format!("{v:.3}").trim_end_matches('0').to_string(),
+    }
 }
 
 /// A measured sweep against one or two models, x as labelled categories (the sweep's points in

@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 pub use memlab_contracts::hierarchy::LOCAL_ARRAY_WORDS;
 pub use memlab_contracts::probes::{
     BANK_PROBE_UNROLL, BANK_PROBE_WINDOW, BANK_PROBE_WORDS, PRESSURE_ACCUMULATORS, STRIDED_READS_PER_THREAD,
-    bank_probe_word,
+    WIDE_PROBE_ROW, WIDE_PROBE_WINDOW, bank_probe_word,
 };
 
 /// `n` floats uniform in `[-1, 1)` from seed `seed`.
@@ -63,6 +63,17 @@ pub fn bank_probe_address(lane: usize, stride: usize, k: usize) -> usize {
 /// The sum every thread of lane `lane` writes in the bank probe.
 pub fn bank_probe_sum(lane: usize, stride: usize, iters: usize) -> u32 {
     (0..iters).fold(0u32, |s, k| s.wrapping_add(bank_probe_word(bank_probe_address(lane, stride, k) as u32)))
+}
+
+/// The sum every thread of a lane whose byte offset is `offset` writes in the wide bank probe of
+/// `width` bytes (8 or 16): load `k` reads the `width / 4` words at byte
+/// `offset + (1024 * (k / 8)) mod 8192 + 128 * (k mod 8)`.
+pub fn wide_bank_probe_sum(offset: usize, width: usize, iters: usize) -> u32 {
+    (0..iters).fold(0u32, |s, k| {
+        let step = (k / BANK_PROBE_UNROLL * BANK_PROBE_UNROLL * WIDE_PROBE_ROW) % WIDE_PROBE_WINDOW;
+        let byte = offset + step + (k % BANK_PROBE_UNROLL) * WIDE_PROBE_ROW;
+        (0..width / 4).fold(s, |s, w| s.wrapping_add(bank_probe_word((byte / 4 + w) as u32)))
+    })
 }
 
 /// What `register_pressure` writes for thread `g` of `threads`: 128 accumulators start at 0,
@@ -186,6 +197,17 @@ mod tests {
         }
         assert_eq!(bank_probe_sum(3, 1, 8), (0..8).fold(0u32, |s, u| s.wrapping_add(bank_probe_word(3 + 32 * u))));
     }
+    #[test]
+    fn the_wide_probe_sums_every_word_of_each_load() {
+        // 8 bytes at byte 8, loads 0..8 at +128 each: words 2 + 32u and 3 + 32u.
+        let want = (0..8u32)
+            .fold(0u32, |s, u| s.wrapping_add(bank_probe_word(2 + 32 * u)).wrapping_add(bank_probe_word(3 + 32 * u)));
+        assert_eq!(wide_bank_probe_sum(8, 8, 8), want);
+        // The ninth load starts the next step, 1024 bytes on (word 256 + 4).
+        let ninth = wide_bank_probe_sum(16, 16, 9).wrapping_sub(wide_bank_probe_sum(16, 16, 8));
+        assert_eq!(ninth, (260..264).fold(0u32, |s, w| s.wrapping_add(bank_probe_word(w))));
+    }
+
     #[test]
     fn register_pressure_matches_a_hand_computed_thread() {
         // One thread, two reads x = 0.5 then 2: a[j] = (0 * 0.5 + j) * 2 + j = 3j; sum 3 * 8128.

@@ -6,7 +6,7 @@ use memlab::ptx::{self, count_ops, entry_body};
 use memlab::ptxas;
 
 /// The demo kernels of the main lessons (other lessons add their own and test them).
-const DEMO_KERNELS: [&str; 9] = [
+const DEMO_KERNELS: [&str; 11] = [
     "matmul_naive",
     "matmul_tiled_16",
     "matmul_tiled_32",
@@ -16,11 +16,20 @@ const DEMO_KERNELS: [&str; 9] = [
     "transpose_padded",
     "strided_read",
     "shared_bank_probe",
+    "shared_bank_probe_8",
+    "shared_bank_probe_16",
 ];
 
 /// Kernels that stage data in shared memory.
-const SHARED: [&str; 5] =
-    ["matmul_tiled_16", "matmul_tiled_32", "transpose_tiled", "transpose_padded", "shared_bank_probe"];
+const SHARED: [&str; 7] = [
+    "matmul_tiled_16",
+    "matmul_tiled_32",
+    "transpose_tiled",
+    "transpose_padded",
+    "shared_bank_probe",
+    "shared_bank_probe_8",
+    "shared_bank_probe_16",
+];
 /// Kernels that must touch global memory only.
 const GLOBAL_ONLY: [&str; 4] = ["matmul_naive", "copy", "transpose_naive", "strided_read"];
 
@@ -113,6 +122,21 @@ fn bank_probe_loop_loads_one_bank_pattern_with_immediate_offsets() {
         // The host's checksum uses the same word values.
         let k = memlab::reference::bank_probe_word(1);
         assert!(b.contains(&k.to_string()) || b.contains(&(k as i32).to_string()), "{}: word hash differs", p.arch);
+    }
+}
+
+#[test]
+fn wide_bank_probes_load_8_and_16_bytes_a_lane_from_one_base() {
+    for p in &ptx::ALL {
+        for (kernel, op) in [("shared_bank_probe_8", "ld.shared.b64"), ("shared_bank_probe_16", "ld.shared.v4.b32")] {
+            let b = body(p, kernel);
+            // One 8- or 16-byte load per unrolled step slot, each one 128-byte bank row apart.
+            assert_eq!(count_ops(b, op), memlab::reference::BANK_PROBE_UNROLL, "{}: {kernel}", p.arch);
+            for u in 1..memlab::reference::BANK_PROBE_UNROLL {
+                assert!(b.contains(&format!("+{}]", u * 128)), "{}: {kernel} no load at +{}", p.arch, u * 128);
+            }
+            assert_eq!(count_ops(b, "ld.shared.b32"), 0, "{}: {kernel} splits its loads", p.arch);
+        }
     }
 }
 

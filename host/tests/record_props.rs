@@ -20,8 +20,28 @@ enum Outcome {
     Refused(String),
 }
 
-/// Reads `json` back as `memlab report` does and writes the report; panics past one second.
+/// How long one record may take: a second, or four times what the real record takes on this
+/// machine now if that is longer (a loaded 2-core CI machine draws the PNGs slower; a hang
+/// still never ends).
+fn limit() -> Duration {
+    static LIMIT: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("memlab-record-props-{}-calibrate", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("run.json");
+        std::fs::write(&path, REAL).unwrap();
+        let start = std::time::Instant::now();
+        let record = RunRecord::load(&path).expect("the real record loads");
+        report_dir::write(&dir.join("out"), &record).expect("the real record's report");
+        let took = start.elapsed();
+        std::fs::remove_dir_all(&dir).unwrap();
+        Duration::from_secs(1).max(4 * took)
+    })
+}
+
+/// Reads `json` back as `memlab report` does and writes the report; panics past [`limit`].
 fn report(json: String) -> Outcome {
+    let limit = limit();
     static CASES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let case = CASES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("memlab-record-props-{}-{case}", std::process::id()));
@@ -34,7 +54,7 @@ fn report(json: String) -> Outcome {
         let outcome = RunRecord::load(&path).and_then(|record| report_dir::write(&work.join("out"), &record));
         let _ = send.send(outcome.map(|files| files.len()).map_err(|e| format!("{e:#}")));
     });
-    let outcome = receive.recv_timeout(Duration::from_secs(1)).expect("a report or a refusal within a second");
+    let outcome = receive.recv_timeout(limit).unwrap_or_else(|_| panic!("a report or a refusal within {limit:?}"));
     let result = match outcome {
         Ok(files) => {
             assert!(files > 1 && dir.join("out/report.md").is_file());

@@ -3,14 +3,14 @@
 //! `core::intrinsics::gpu`.
 
 use core::arch::nvptx;
-
+// ANCHOR: thread_idx_x
 /// `threadIdx.x`, the thread's index inside its block along x.
 #[inline(always)]
 pub fn thread_idx_x() -> u32 {
     // SAFETY: reading a special register has no preconditions inside a kernel.
     unsafe { nvptx::_thread_idx_x() }
 }
-
+// ANCHOR_END: thread_idx_x
 /// `threadIdx.y`.
 #[inline(always)]
 pub fn thread_idx_y() -> u32 {
@@ -57,7 +57,7 @@ pub fn lane_id() -> u32 {
 pub unsafe fn sync_threads() {
     unsafe { nvptx::_syncthreads() }
 }
-
+// ANCHOR: dynamic_shared
 /// The block's dynamic shared memory, sized by the launch (`sharedMemBytes` of `cuLaunchKernel`),
 /// as a pointer in the `.shared` state space, so accesses compile to `ld.shared`/`st.shared`.
 ///
@@ -66,7 +66,7 @@ pub unsafe fn sync_threads() {
 pub fn dynamic_shared<T>() -> *mut T {
     core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<T>()
 }
-
+// ANCHOR_END: dynamic_shared
 /// Fused multiply-add `a * b + c` with one rounding (`fma.rn.f32`), what nvcc emits for
 /// `a * b + c` by default (`-fmad=true`); rustc does not contract on its own.
 #[inline(always)]

@@ -70,6 +70,7 @@ unsafe fn record(out: *mut u64, start: (u64, u64), end: u64) {
     }
 }
 
+// ANCHOR: global_chase
 /// The global chase (see [`chase_global`]); `L2_ONLY` picks the load: `ld.global.cg` (cache in
 /// L2, not in L1) or a plain `ld.global`, the load every kernel uses, cached in L1 as well by
 /// default on cc >= 7.0 (CUDA C++ Programming Guide, "Compute Capabilities", global memory of
@@ -94,6 +95,7 @@ unsafe fn global_chase<const L2_ONLY: bool>(start: u64, warm: u32, steps: u32, o
     let (p, t) = warm_then_time(start, warm, steps, hop);
     unsafe { record(out, t, p) };
 }
+// ANCHOR_END: global_chase
 
 /// Global-memory latency, default caching (L1 and L2): one thread follows `warm` links
 /// untimed (to fill the caches with the chain), then times `steps` more with a plain
@@ -282,6 +284,7 @@ pub unsafe extern "ptx-kernel" fn read_cg(input: *const u32, vectors: u32, passe
     unsafe { *out.add(g as usize) = sum };
 }
 
+// ANCHOR: local_array
 /// The spill pair's body: thread `g < threads` loads its 16-float array
 /// `a[j] = input[j * threads + g]` and `x = input[16 * threads + g]`, runs `iters` rounds of
 /// `a[j] = fma(a[(j + shift) % 16], x, j)` for `j = 0..16` in order, and writes the sum of the
@@ -356,3 +359,4 @@ pub unsafe extern "ptx-kernel" fn local_array_runtime_index(
 ) {
     unsafe { local_array_rounds(input, out, threads, iters, shift as usize) }
 }
+// ANCHOR_END: local_array

@@ -7,6 +7,7 @@ use memlab_contracts::matmul::{NAIVE_BLOCK, TILE_16, TILE_32};
 
 use crate::device::{block_idx_x, block_idx_y, dynamic_shared, fma, load, sync_threads, thread_idx_x, thread_idx_y};
 
+// ANCHOR: matmul_naive
 /// One thread per element of `C`; every operand comes straight from global memory.
 ///
 /// - Launch: block `16 x 16` threads, grid `(ceil(n / 16), ceil(m / 16))`; x runs along columns
@@ -36,7 +37,9 @@ pub unsafe extern "ptx-kernel" fn matmul_naive(a: *const f32, b: *const f32, c: 
     }
     unsafe { *c.add((row * n + col) as usize) = acc };
 }
+// ANCHOR_END: matmul_naive
 
+// ANCHOR: matmul_tiled
 /// Shared-memory tiling with `T x T` tiles: the body of [`matmul_tiled_16`] and
 /// [`matmul_tiled_32`] (`SECOND_BARRIER = true`), and of the race lesson's broken variant
 /// (`false`, [`crate::race`]).
@@ -90,6 +93,7 @@ pub(crate) unsafe fn matmul_tiled<const T: usize, const SECOND_BARRIER: bool>(
         unsafe { *c.add(row * n + col) = acc };
     }
 }
+// ANCHOR_END: matmul_tiled
 
 /// Tiled matmul with 16 x 16 tiles.
 ///

@@ -2,11 +2,12 @@
 
 pub use memlab_contracts::probes::{
     BANK_PROBE_UNROLL, BANK_PROBE_WINDOW, BANK_PROBE_WORDS, MISALIGNED_READS_PER_THREAD, PRESSURE_ACCUMULATORS,
-    STRIDED_READS_PER_THREAD, bank_probe_word,
+    STRIDED_READS_PER_THREAD, WIDE_PROBE_ROW, WIDE_PROBE_SMEM, WIDE_PROBE_WINDOW, bank_probe_word,
 };
 
 use crate::device::{block_dim_x, dynamic_shared, fma, global_idx_x, lane_id, sync_threads, thread_idx_x};
 
+// ANCHOR: strided_read
 /// Global-memory coalescing probe: warp lanes read words `stride` elements apart.
 ///
 /// Thread `g < threads` reads the 4-byte words at element index `(g + r * threads) * stride`
@@ -32,7 +33,9 @@ pub unsafe extern "ptx-kernel" fn strided_read(input: *const u32, partial: *mut 
     }
     unsafe { *partial.add(g) = sum };
 }
+// ANCHOR_END: strided_read
 
+// ANCHOR: shared_bank_probe
 /// Shared-memory bank-conflict probe: lane `t` of every warp reads word `t * stride` plus an
 /// offset that is a multiple of 32 words, so every load has the same bank pattern.
 /// `stride = 0` is the broadcast case: all lanes read one word.
@@ -75,6 +78,75 @@ pub unsafe extern "ptx-kernel" fn shared_bank_probe(out: *mut u32, stride: u32, 
     }
     unsafe { *out.add(global_idx_x() as usize) = sum };
 }
+// ANCHOR_END: shared_bank_probe
+
+/// A 16-byte shared-memory word, so a load of it is one `ld.shared.v4.u32`.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct U4([u32; 4]);
+
+/// The body of the wide bank probes: lane `t` of every warp loads `size_of::<T>()` bytes at
+/// byte `offsets[t]` plus a step offset that is a multiple of 128 bytes (so every load has the
+/// lane pattern's banks), and folds what it read into a wrapping sum with `fold`.
+///
+/// # Safety
+/// As for [`shared_bank_probe_8`].
+#[inline(always)]
+unsafe fn wide_bank_probe<T: Copy>(offsets: *const u32, out: *mut u32, iters: u32, fold: impl Fn(T) -> u32) {
+    let words = dynamic_shared::<u32>();
+    let mut w = thread_idx_x();
+    while w < WIDE_PROBE_SMEM / 4 {
+        unsafe { *words.add(w as usize) = bank_probe_word(w) };
+        w += block_dim_x();
+    }
+    unsafe { sync_threads() };
+    let lane = unsafe { dynamic_shared::<u8>().add(*offsets.add(lane_id() as usize) as usize) };
+    let mut sum = 0u32;
+    let mut offset = 0usize;
+    for _ in 0..iters as usize / BANK_PROBE_UNROLL {
+        let step = unsafe { lane.add(offset) };
+        for u in 0..BANK_PROBE_UNROLL {
+            sum = sum.wrapping_add(fold(unsafe { *step.add(u * WIDE_PROBE_ROW).cast::<T>() }));
+        }
+        offset = (offset + BANK_PROBE_UNROLL * WIDE_PROBE_ROW) & (WIDE_PROBE_WINDOW - 1);
+    }
+    unsafe { *out.add(global_idx_x() as usize) = sum };
+}
+
+/// Shared-memory bank probe for 8-byte loads (`ld.shared.b64`): lane `t` of every warp reads
+/// the 8 bytes at byte `offsets[t] + (1024 * (k / 8)) mod 8192 + 128 * (k mod 8)` on load `k`,
+/// so any lane pattern the bank model describes can be timed. Word `w` of the array holds
+/// [`bank_probe_word`]`(w)`; each thread writes the wrapping sum of the words it loaded to
+/// `out[g]`. 8-byte accesses are served in phases of half a warp (128 bytes; the bank model,
+/// `host/src/model/banks.rs`, with the H200's measured phases), so a conflict-free request
+/// costs 2 wavefronts.
+///
+/// - Launch: one-dimensional, block size a multiple of 32; `out` holds one word per thread.
+/// - Shared memory: `32768` bytes of dynamic shared memory. Memory level: shared.
+///
+/// # Safety
+/// `offsets` holds 32 multiples of 8 below `WIDE_PROBE_MAX_OFFSET` (16384); `iters` is a
+/// multiple of 8; 32768 dynamic shared bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn shared_bank_probe_8(offsets: *const u32, out: *mut u32, iters: u32) {
+    unsafe { wide_bank_probe::<u64>(offsets, out, iters, |v| (v as u32).wrapping_add((v >> 32) as u32)) }
+}
+
+/// Shared-memory bank probe for 16-byte loads (`ld.shared.v4.b32`), as [`shared_bank_probe_8`]
+/// with 16-byte words: phases of a quarter warp, so a conflict-free request costs 4 wavefronts.
+///
+/// - Launch and shared memory: as for [`shared_bank_probe_8`]. Memory level: shared.
+///
+/// # Safety
+/// As for [`shared_bank_probe_8`], with offsets multiples of 16.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn shared_bank_probe_16(offsets: *const u32, out: *mut u32, iters: u32) {
+    unsafe {
+        wide_bank_probe::<U4>(offsets, out, iters, |U4(v)| {
+            v[0].wrapping_add(v[1]).wrapping_add(v[2]).wrapping_add(v[3])
+        })
+    }
+}
 
 /// Expands `$step!(i)` for `i` in `$base..$base + 16`, as literal indices: LLVM does not fully
 /// unroll a 128-iteration loop, and a loop index would send the array to local memory.
@@ -113,6 +185,7 @@ macro_rules! each_accumulator {
     };
 }
 
+// ANCHOR: register_pressure
 /// Register-pressure probe: each thread keeps [`PRESSURE_ACCUMULATORS`] floats live across a
 /// loop. Every index into the array is a literal, so without a cap the array lives in
 /// registers; a cap (`CU_JIT_MAX_REGISTERS`) below the natural count spills part of it to local
@@ -153,6 +226,7 @@ pub unsafe extern "ptx-kernel" fn register_pressure(input: *const f32, out: *mut
     each_accumulator!(add);
     unsafe { *out.add(g) = sum };
 }
+// ANCHOR_END: register_pressure
 
 /// Global-memory alignment probe: the lanes of a warp read 32 consecutive words that start
 /// `offset` words past the warp's 128-byte boundary.

@@ -48,7 +48,7 @@ fn load_tile_rows(input: *const f32, x: usize, y: usize, rows: usize, cols: usiz
     for_tile_rows(x, y, rows, cols, |x, y, j| v[j / BLOCK_ROWS] = unsafe { *input.add(y * cols + x) });
     v
 }
-
+// ANCHOR: copy_and_naive
 /// Moves this thread's 4 elements of its tile from `input[y][x]` to `output[dest(x, y, rows,
 /// cols)]` through registers: the body of [`copy`] and [`transpose_naive`].
 ///
@@ -95,7 +95,7 @@ pub unsafe extern "ptx-kernel" fn copy(input: *const f32, output: *mut f32, rows
 pub unsafe extern "ptx-kernel" fn transpose_naive(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
     unsafe { move_via_registers(input, output, rows, cols, |x, y, rows, _| x * rows + y) }
 }
-
+// ANCHOR_END: copy_and_naive  ANCHOR: transpose_via_tile
 /// Transpose through a shared-memory tile of `TILE x PITCH` floats: the body of
 /// [`transpose_tiled`] (`PITCH = 32`) and [`transpose_padded`] (`PITCH = 33`).
 ///
@@ -131,7 +131,7 @@ unsafe fn transpose_via_tile<const PITCH: u32>(input: *const f32, output: *mut f
         }
     }
 }
-
+// ANCHOR_END: transpose_via_tile  ANCHOR: tiled_and_padded
 /// Transpose through a `32 x 32` shared tile: coalesced global traffic, but the column read of
 /// the tile puts all 32 lanes of a warp on one bank (word `32 t + c`): a 32-way bank conflict.
 ///
@@ -159,7 +159,7 @@ pub unsafe extern "ptx-kernel" fn transpose_tiled(input: *const f32, output: *mu
 pub unsafe extern "ptx-kernel" fn transpose_padded(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
     unsafe { transpose_via_tile::<{ contract::PADDED_PITCH }>(input, output, rows, cols) }
 }
-
+// ANCHOR_END: tiled_and_padded
 /// Tile edge of [`transpose_vectorized`], in elements.
 const WIDE_TILE: usize = contract::WIDE_TILE as usize;
 /// Row pitch of its shared tile, in floats: one pad word, as in [`transpose_padded`].

@@ -7,7 +7,8 @@
 //!   headers (`cuda_occupancy.h`) from PyPI for the CPU tests; it prints what it found and
 //!   where. The kernels' nightly toolchain is installed by `host/build.rs` itself, the host
 //!   toolchain by `./x`.
-//! - `test`: setup, then formatting, clippy and every test of the workspace.
+//! - `test`: setup, then formatting, clippy, every test of the workspace and `book --check`.
+//! - `book [--check]`: generate, check and build the memlab book (`book/mod.rs`).
 //! - `run-demos [ARGS]` and every other `memlab` command (`occupancy`, `inspect`, `report`,
 //!   `hierarchy`, `race-lesson`, `devices`): setup, build the `memlab` binary, run it.
 //! - `bench [ARGS]`: build the CUDA C++ twins (`bench/twins.cu`) with the machine's nvcc for its
@@ -16,6 +17,7 @@
 //! - `sanitize-script DIR`: write `DIR/sanitize.sh`, the compute-sanitizer matrix (see
 //!   `sanitize.rs`) to run next to a bundled `memlab` on a GPU machine.
 
+mod book;
 mod sanitize;
 
 use std::env;
@@ -45,10 +47,11 @@ fn main() -> ExitCode {
         Some("bundle") => bundle(args.get(1).map(PathBuf::from)),
         Some("sanitize-script") => sanitize::write(args.get(1).map(PathBuf::from)),
         Some("bench") => bench(&args[1..]),
+        Some("book") => book::run(&args[1..]),
         Some(command) if !command.starts_with('-') => memlab(&args),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | test | bundle DIR | sanitize-script DIR | bench [ARGS] | MEMLAB-COMMAND [ARGS]> (memlab commands: run-demos, devices, occupancy, inspect, report, hierarchy, race-lesson, peer, host-memory, collectives)"
+                "usage: cargo xtask <setup | test | bundle DIR | sanitize-script DIR | bench [ARGS] | book [--check] | MEMLAB-COMMAND [ARGS]> (memlab commands: run-demos, devices, occupancy, inspect, report, hierarchy, race-lesson, peer, host-memory, collectives)"
             );
             return ExitCode::from(2);
         }
@@ -204,7 +207,8 @@ fn test() -> Result<()> {
         .env("CUDA_LIBRARY_PATH", &tools.cuda_link)
         .env("MEMLAB_CUDA_BIN", &tools.cuda_bin)
         .env("MEMLAB_CUDA_INCLUDE", &tools.cuda_include)
-        .env("MEMLAB_CUDA12_BIN", &tools.cuda12_bin))
+        .env("MEMLAB_CUDA12_BIN", &tools.cuda12_bin))?;
+    book::run(&["--check".into()])
 }
 
 fn build_release(tools: &Tools) -> Result<PathBuf> {

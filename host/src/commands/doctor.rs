@@ -2,7 +2,6 @@
 //! gets each missing piece. Runs anywhere; exits 0 when `run-demos` can run (a driver, and a
 //! GPU that loads the lab's PTX), 2 otherwise.
 
-use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -162,7 +161,7 @@ fn gpus(nvml: Option<&Nvml>) -> (Vec<String>, Result<()>) {
             gpu.ptx.arch,
             context::ptx_isa_version(gpu.ptx.text),
         ));
-        let bus = pci_bus_id(ordinal);
+        let bus = crate::gpu::device::pci_bus_id(ordinal);
         let (clocks, others) = match (nvml, &bus) {
             (Some(nvml), Some(bus)) => (nvml.clocks(bus), nvml.other_processes(bus)),
             _ => (None, None),
@@ -194,11 +193,6 @@ fn gpus(nvml: Option<&Nvml>) -> (Vec<String>, Result<()>) {
         Err(crate::error::Refusal(format!("none of the {count} GPU(s) can load the lab's PTX")).into())
     };
     (lines, usable)
-}
-
-/// The PCI bus id of device `ordinal`, e.g. `"0000:19:00.0"`, as NVML looks devices up by.
-fn pci_bus_id(ordinal: u32) -> Option<CString> {
-    crate::gpu::peer::pci_bus_id(ordinal).ok().and_then(|id| CString::new(id).ok())
 }
 
 /// Prints the report; `Ok(true)` when `run-demos` can run.

@@ -68,17 +68,6 @@ pub fn caps(accessor: u32, owner: u32) -> Result<PeerCaps> {
     })
 }
 
-/// The device's PCI bus id as the driver writes it, e.g. `"0000:1B:00.0"` (what NVML looks
-/// devices up by).
-pub fn pci_bus_id(ordinal: u32) -> Result<String> {
-    let d = device_handle(ordinal)?;
-    let mut buf = [0 as std::ffi::c_char; 32];
-    // SAFETY: the buffer holds 32 bytes, the call writes a NUL-terminated id of at most 13.
-    check("cuDeviceGetPCIBusId", unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), 32, d) })?;
-    // SAFETY: the driver NUL-terminated the buffer.
-    Ok(unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
-}
-
 /// Lets kernels on `accessor` load and store `owner`'s memory (`cuCtxEnablePeerAccess`);
 /// enabling twice is not an error.
 ///

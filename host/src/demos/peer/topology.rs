@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::matrix::{PairMatrix, ordered_pairs};
 use crate::gpu::nvml::{Links, Nvml, Remote, normalise_bus_id};
 use crate::gpu::peer::{self, PeerCaps};
+use crate::refuse;
 
 /// How data goes from one device to another.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -119,7 +120,13 @@ impl Topology {
     /// A driver error as one line.
     pub fn query(ordinals: &[u32]) -> Result<Topology> {
         let n = ordinals.len();
-        let bus_ids = ordinals.iter().map(|&o| peer::pci_bus_id(o)).collect::<Result<Vec<_>>>()?;
+        let bus_ids = ordinals
+            .iter()
+            .map(|&o| match crate::gpu::device::pci_bus_id(o) {
+                Some(id) => Ok(id.to_string_lossy().into_owned()),
+                None => refuse!("the driver gives no PCI bus id for device {o}"),
+            })
+            .collect::<Result<Vec<_>>>()?;
         let nvml = Nvml::open().ok();
         let links: Vec<Option<Links>> =
             bus_ids.iter().map(|id| nvml.as_ref().and_then(|nv| nv.links(id).ok())).collect();
