@@ -41,6 +41,8 @@ pub(crate) const FONT: &str = "sans-serif";
 const MEASURED: RGBColor = RGBColor(0x1f, 0x5f, 0xbf);
 const MODEL_A: RGBColor = RGBColor(0xd9, 0x5f, 0x02);
 const MODEL_B: RGBColor = RGBColor(0x1b, 0x9e, 0x77);
+/// A third model line (the DRAM-granularity model of the coalescing sweep).
+const MODEL_C: RGBColor = RGBColor(0x75, 0x70, 0xb3);
 const MARK: RGBColor = RGBColor(0xd0, 0x10, 0x10);
 
 fn register_font() {
@@ -158,13 +160,15 @@ pub struct SweepChart {
 
 impl SweepChart {
     /// The coalescing sweep: measured useful bandwidth / stride 1 against the sector and
-    /// segment models; `None` when the run has no coalescing section with series.
+    /// segment models, and the DRAM-granularity model where the run has it (runs recorded
+    /// before it existed do not); `None` when the run has no coalescing section with series.
     pub fn coalescing(sections: &[Section]) -> Option<Self> {
         let s = section(sections, "coalescing")?;
-        let series = [names::MEASURED, names::SECTOR_MODEL, names::SEGMENT_MODEL]
+        let mut series = [names::MEASURED, names::SECTOR_MODEL, names::SEGMENT_MODEL]
             .iter()
             .map(|n| series(s, n).cloned())
             .collect::<Option<Vec<_>>>()?;
+        series.extend(self::series(s, names::DRAM_MODEL).cloned());
         let x_desc = series[0].x.clone();
         Some(SweepChart {
             stem: "coalescing",
@@ -245,7 +249,7 @@ impl Chart for SweepChart {
             .label_style((FONT, 15))
             .axis_desc_style((FONT, 16))
             .draw()?;
-        let colours = [MEASURED, MODEL_A, MODEL_B];
+        let colours = [MEASURED, MODEL_A, MODEL_B, MODEL_C];
         // Measured first, the models on top of it, dashed with open markers larger than the
         // measured dots: where a model predicts the measurement exactly, both stay visible.
         for (k, s) in self.series.iter().enumerate() {

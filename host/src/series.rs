@@ -11,6 +11,8 @@ pub mod names {
     pub const SECTOR_MODEL: &str = "32-byte sector model";
     /// Coalescing: the 128-byte-segment model's bandwidth fraction.
     pub const SEGMENT_MODEL: &str = "128-byte segment model";
+    /// Coalescing: the DRAM-granularity model's bandwidth fraction (`model::dram`).
+    pub const DRAM_MODEL: &str = "DRAM model (64-B fetches, H200)";
     /// Banks: the bank model's serialization factor.
     pub const BANK_MODEL: &str = "bank model";
     /// Roofline placement: x = arithmetic intensity (FLOP/byte), y = measured TFLOP/s, one

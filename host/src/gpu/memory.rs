@@ -51,7 +51,9 @@ pub fn copy_on_device<T: DeviceCopy>(gpu: &Gpu, dst: &DeviceBuffer<T>, src: &Dev
     if dst.len() != src.len() {
         refuse!("device copy of {} elements into {}", src.len(), dst.len());
     }
-    let bytes = std::mem::size_of_val(&**src);
+    // The elements times their size: a `DeviceSlice` is a (pointer, length) pair on the host,
+    // so `size_of_val` of it is 16 bytes, not the buffer.
+    let bytes = src.len() * std::mem::size_of::<T>();
     // SAFETY: both buffers hold `bytes` bytes and are borrowed for the call; the caller
     // synchronises the stream before dropping them.
     let r = unsafe {
