@@ -35,7 +35,8 @@ pub trait Chart {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB>;
 }
 
-const FONT: &str = "sans-serif";
+/// The font family every chart draws text in (DejaVu Sans, registered by [`save`]).
+pub(crate) const FONT: &str = "sans-serif";
 /// Colours: measured data, first model, second model, marked point.
 const MEASURED: RGBColor = RGBColor(0x1f, 0x5f, 0xbf);
 const MODEL_A: RGBColor = RGBColor(0xd9, 0x5f, 0x02);

@@ -8,9 +8,11 @@
 pub mod banks;
 pub mod coalescing;
 pub mod hierarchy;
+pub mod host_memory;
 pub mod matmul;
 pub mod memcpy;
 pub mod occupancy;
+pub mod peer;
 pub mod race;
 pub mod roofline;
 pub mod sgemm;
