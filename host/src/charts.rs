@@ -35,7 +35,8 @@ pub trait Chart {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB>;
 }
 
-const FONT: &str = "sans-serif";
+/// The font family every chart draws text in (DejaVu Sans, registered by [`save`]).
+pub(crate) const FONT: &str = "sans-serif";
 /// Colours: measured data, first model, second model, marked point.
 const MEASURED: RGBColor = RGBColor(0x1f, 0x5f, 0xbf);
 const MODEL_A: RGBColor = RGBColor(0xd9, 0x5f, 0x02);
@@ -511,10 +512,7 @@ impl BarChart {
                 .get(n)
                 .and_then(|r| r.0.split_once(' '))
                 .map_or(format!("size {}", n + 1), |r| r.1.to_string());
-            match text.split('x').collect::<Vec<_>>()[..] {
-                [a, b, c] if a == b && b == c => format!("{a}³"),
-                _ => text,
-            }
+            crate::cli::cubed(&text)
         };
         let mut rungs: Vec<(String, Vec<f64>)> = Vec::new();
         for k in &s.kernels {

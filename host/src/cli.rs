@@ -1,4 +1,5 @@
-//! Command-line parsing helpers: sizes like `8192x8192` and byte counts like `1GiB`.
+//! Command-line parsing helpers: sizes like `8192x8192`, byte counts like `1GiB`, and device
+//! lists like `all` or `0,1`.
 
 /// Parses `AxB...` with exactly `N` positive factors that each fit in a `u32` (the kernels take
 /// sizes as `u32`).
@@ -47,11 +48,75 @@ pub fn bytes(text: &str) -> Result<usize, String> {
     }
 }
 
+/// The devices a command runs on: every visible one, or the listed ordinals in the given order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Devices {
+    /// `all`: every device the driver reports.
+    All,
+    /// `0` or `0,1`: these ordinals, each once.
+    List(Vec<u32>),
+}
+
+/// Parses `--device`: `all`, one ordinal (`0`) or a comma-separated list (`0,1`).
+///
+/// # Errors
+/// A one-line message for an empty list or entry, a non-number, or a device named twice.
+pub fn devices(text: &str) -> Result<Devices, String> {
+    let t = text.trim();
+    let usage = "give `all`, one ordinal like 0, or a list like 0,1";
+    if t.is_empty() {
+        return Err(format!("the device list is empty: {usage}"));
+    }
+    if t.eq_ignore_ascii_case("all") {
+        return Ok(Devices::All);
+    }
+    let mut list = Vec::new();
+    for part in t.split(',') {
+        let part = part.trim();
+        if part.is_empty() {
+            return Err(format!("`{text}` has an empty entry: {usage}"));
+        }
+        let d: u32 = part.parse().map_err(|_| format!("`{part}` in `{text}` is not a device ordinal: {usage}"))?;
+        if list.contains(&d) {
+            return Err(format!("`{text}` names device {d} twice: list each device once"));
+        }
+        list.push(d);
+    }
+    Ok(Devices::List(list))
+}
+
+impl Devices {
+    /// The ordinals on a machine with `count` devices.
+    ///
+    /// # Errors
+    /// A one-line message naming an ordinal out of range and the valid ones.
+    pub fn resolve(&self, count: u32) -> Result<Vec<u32>, String> {
+        match self {
+            Devices::All => Ok((0..count).collect()),
+            Devices::List(list) => match list.iter().find(|&&d| d >= count) {
+                Some(d) => Err(format!(
+                    "--device {d} is out of range: this machine has {count} CUDA device(s), valid 0..={}",
+                    count.saturating_sub(1)
+                )),
+                None => Ok(list.clone()),
+            },
+        }
+    }
+}
+
 /// `n` and `noun`, plural unless `n` is 1: `count(1, "block")` is `"1 block"`, `count(2, "warp")`
 /// is `"2 warps"`.
 pub fn count(n: impl std::fmt::Display, noun: &str) -> String {
     let n = n.to_string();
     if n == "1" { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
+/// A size as a person reads it: `4096x4096x4096` -> `4096³`, anything else unchanged.
+pub fn cubed(size: &str) -> String {
+    match size.split('x').collect::<Vec<_>>()[..] {
+        [a, b, c] if a == b && b == c => format!("{a}³"),
+        _ => size.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -78,6 +143,32 @@ mod tests {
         assert!(bytes("0MiB").unwrap_err().contains("at least 1 byte"));
         assert!(bytes("5TB").unwrap_err().contains("unknown unit"));
         assert!(bytes("lots").is_err());
+    }
+
+    #[test]
+    fn parses_device_lists() {
+        assert_eq!(devices("all"), Ok(Devices::All));
+        assert_eq!(devices("ALL"), Ok(Devices::All));
+        assert_eq!(devices("0"), Ok(Devices::List(vec![0])));
+        assert_eq!(devices("1, 0"), Ok(Devices::List(vec![1, 0])));
+        assert_eq!(
+            devices("").unwrap_err(),
+            "the device list is empty: give `all`, one ordinal like 0, or a list like 0,1"
+        );
+        assert_eq!(devices("0,0").unwrap_err(), "`0,0` names device 0 twice: list each device once");
+        assert!(devices("0,,1").unwrap_err().starts_with("`0,,1` has an empty entry"));
+        assert!(devices("gpu0").unwrap_err().starts_with("`gpu0` in `gpu0` is not a device ordinal"));
+        assert!(devices("-1").is_err());
+    }
+
+    #[test]
+    fn resolves_device_lists_against_the_machine() {
+        assert_eq!(Devices::All.resolve(2), Ok(vec![0, 1]));
+        assert_eq!(Devices::List(vec![1]).resolve(2), Ok(vec![1]));
+        assert_eq!(
+            Devices::List(vec![0, 7]).resolve(2).unwrap_err(),
+            "--device 7 is out of range: this machine has 2 CUDA device(s), valid 0..=1"
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod kernels;
 pub mod line_tables;
 pub mod model;
 pub mod output;
+pub mod peer_report;
 pub mod progress;
 pub mod ptx;
 pub mod ptxas;

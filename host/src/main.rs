@@ -28,7 +28,7 @@ struct Cli {
 enum Command {
     /// Run the demos (all, or those named with --only) and print the report.
     RunDemos(commands::run_demos::Args),
-    /// Print the device report for every visible GPU.
+    /// Print the device report for every visible GPU, then the peer topology (links, speeds).
     Devices,
     /// What this machine has for the lab, and how to get what is missing (no GPU needed).
     ///
@@ -52,6 +52,12 @@ enum Command {
     Hierarchy(commands::hierarchy::Args),
     /// Time every Rust kernel against its CUDA C++ twin (bench/twins.cu) and print the ratios.
     Bench(commands::bench::Args),
+    /// Peer GPU memory over NVLink or PCIe: copy engines, kernels and latency, every pair.
+    Peer(commands::peer::Args),
+    /// Host memory read by kernels: zero-copy mapped memory and managed memory.
+    HostMemory(commands::host_memory::Args),
+    /// NCCL all-reduce and all-gather bus bandwidth across the GPUs (NCCL loaded at run time).
+    Collectives(commands::collectives::Args),
 }
 
 /// Whether clap refused an argument like `-4` or `-4x4x4`: a negative value, which clap takes for
@@ -84,6 +90,11 @@ fn quiet_on_broken_pipe() {
 }
 
 fn main() -> ExitCode {
+    // NCCL reads its environment when it is loaded: NVLink SHARP / multicast stays off for this
+    // process (the GPU machines' rule). Set first, before any thread exists.
+    let (key, value) = memlab::gpu::nccl::NVLS_ENV;
+    // SAFETY: no other thread runs yet, so nothing reads the environment concurrently.
+    unsafe { std::env::set_var(key, value) };
     quiet_on_broken_pipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -143,5 +154,8 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Report(args) => commands::report::run(args),
         Command::Hierarchy(args) => commands::hierarchy::run(args),
         Command::Bench(args) => commands::bench::run(args),
+        Command::Peer(args) => commands::peer::run(args),
+        Command::HostMemory(args) => commands::host_memory::run(args),
+        Command::Collectives(args) => commands::collectives::run(args),
     }
 }

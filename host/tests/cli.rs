@@ -4,7 +4,13 @@
 use std::process::{Command, Output, Stdio};
 
 fn memlab(args: &[&str]) -> Output {
+    memlab_env(args, &[])
+}
+
+/// `memlab ARGS` with extra environment variables.
+fn memlab_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlab"));
+    cmd.envs(env.iter().copied());
     // The binary loads libcuda.so.1 when a command needs the GPU; on a machine without a driver,
     // the library `cargo xtask setup` fetched (cust's CUDA_LIBRARY_PATH) stands in, so cuInit is
     // reached and finds no device (`tests/no_driver.rs` runs with no library at all).
@@ -114,6 +120,40 @@ fn hierarchy_refuses_bad_sizes_before_touching_the_gpu() {
 }
 
 #[test]
+fn device_lists_are_refused_before_touching_the_gpu() {
+    for command in ["run-demos", "hierarchy", "bench", "peer", "host-memory", "collectives"] {
+        assert_refused(&[command, "--device", "0,0"], "`0,0` names device 0 twice: list each device once");
+        assert_refused(&[command, "--device", ""], "the device list is empty: give `all`, one ordinal like 0");
+        assert_refused(&[command, "--device", "0,,1"], "`0,,1` has an empty entry");
+        assert_refused(&[command, "--device", "one"], "`one` in `one` is not a device ordinal");
+    }
+    // A well-formed list reaches the driver, which has no GPU here.
+    assert_refused(&["run-demos", "--device", "all"], "no usable NVIDIA driver or GPU");
+    assert_refused(&["hierarchy", "--device", "0,1"], "no usable NVIDIA driver or GPU");
+}
+
+#[test]
+fn peer_and_host_memory_sizes_are_refused_before_touching_the_gpu() {
+    assert_refused(&["peer", "--copy-bytes", "1000"], "--copy-bytes 1000 must be a multiple of 16384 bytes");
+    assert_refused(&["peer", "--chain-bytes", "100"], "--chain-bytes 100 must be a multiple of 128 bytes");
+    assert_refused(&["peer", "--strided-bytes", "1KiB"], "out of range for the strided-read sweep");
+    assert_refused(&["host-memory", "--managed-bytes", "8GiB"], "--managed-bytes 8589934592 is out of range");
+    assert_refused(&["collectives", "--max-bytes", "2GiB"], "allowed 8 <= min <= max <= 1073741824");
+    // With sizes in range, the peer lesson reaches the driver.
+    assert_refused(&["peer"], "no usable NVIDIA driver or GPU");
+}
+
+#[test]
+fn collectives_without_nccl_are_skipped_with_one_line() {
+    let o = memlab_env(&["collectives"], &[("MEMLAB_NCCL", "/nonexistent/libnccl.so.2")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert_eq!(out.trim_end(), "collectives: skipped: NCCL not found (set MEMLAB_NCCL=/path/to/libnccl.so.2)");
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+}
+
+#[test]
 fn a_closed_pipe_ends_quietly_with_exit_0() {
     // `memlab occupancy ... | head -0`: the reader is gone before the first line is printed.
     let mut child = Command::new(env!("CARGO_BIN_EXE_memlab"))
@@ -135,6 +175,9 @@ fn output_paths_are_checked_before_any_work() {
         (&["run-demos", "--json", "/missing/dir/x.json"][..], "--json /missing/dir/x.json"),
         (&["run-demos", "--report", "/missing/dir/report"], "--report /missing/dir/report"),
         (&["bench", "--json", "/missing/dir/x.json"], "--json /missing/dir/x.json"),
+        (&["run-demos", "--device", "all", "--json", "/missing/dir/x.json"], "--json /missing/dir/x.json"),
+        (&["peer", "--json", "/missing/dir/x.json"], "--json /missing/dir/x.json"),
+        (&["peer", "--report", "/missing/dir/report"], "--report /missing/dir/report"),
         (&["occupancy", "--threads", "256", "--regs", "40", "--chart", "/missing/dir/c"], "--chart /missing/dir/c"),
         (&["report", run, "--out", "/missing/dir/r"], "--out /missing/dir/r"),
     ] {

@@ -94,7 +94,9 @@ fn the_roofline_table_tells_repeated_kernels_apart_and_names_what_passes_a_roof(
     let names: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
     // Measured by the matmul and the sgemm demos at 4096³, and by the ladder at 8192³.
     assert!(names.contains(&"matmul_tiled_32 4096³ (x2)") && names.contains(&"matmul_tiled_32 8192³"), "{names:?}");
-    assert!(names.contains(&"register_pressure (x7)") && names.contains(&"sgemm_7_async_copy 8192³"), "{names:?}");
+    // register_pressure under the occupancy demo's seven register caps: one row, counted.
+    assert!(names.iter().any(|n| n.starts_with("register_pressure") && n.ends_with("(x7)")), "{names:?}");
+    assert!(names.contains(&"sgemm_7_async_copy 8192³"), "{names:?}");
     // read_cg twice: L2-resident and from DRAM, told apart by the bound.
     let unique: std::collections::BTreeSet<(&str, &str)> =
         rows.iter().map(|r| (r[0].as_str(), r[2].as_str())).collect();

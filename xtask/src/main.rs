@@ -51,7 +51,7 @@ fn main() -> ExitCode {
         Some(command) if !command.starts_with('-') => memlab(&args),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | test | bundle DIR | sanitize-script DIR | bench [ARGS] | book [--check] | MEMLAB-COMMAND [ARGS]> (memlab commands: run-demos, devices, occupancy, inspect, report, hierarchy, race-lesson)"
+                "usage: cargo xtask <setup | test | bundle DIR | sanitize-script DIR | bench [ARGS] | book [--check] | MEMLAB-COMMAND [ARGS]> (memlab commands: run-demos, devices, occupancy, inspect, report, hierarchy, race-lesson, peer, host-memory, collectives)"
             );
             return ExitCode::from(2);
         }

@@ -26,9 +26,9 @@ use crate::{refuse, report};
 /// Options of `bench`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: u32,
+    /// CUDA device: one ordinal, a list like 0,1, or `all` (each in turn, then side by side).
+    #[arg(long, default_value = "0", value_parser = crate::cli::devices)]
+    pub device: crate::cli::Devices,
     /// The CUDA C++ twins, a cubin or PTX built from bench/twins.cu for this GPU (`cargo xtask
     /// bench` builds it; by hand: nvcc -O3 -arch=sm_90 -cubin -o bench/build/twins.cubin bench/twins.cu).
     #[arg(long, default_value = "bench/build/twins.cubin")]
@@ -103,12 +103,39 @@ fn ceiling(row: &TwinRow, memcpy: Option<f64>, cublas: &[(String, f64)]) -> Ceil
     }
 }
 
-/// Runs the comparison; returns whether every result (Rust and twin) was right.
+/// Runs the comparison on each chosen device, then puts the devices side by side; returns
+/// whether every result (Rust and twin) was right.
 pub fn run(args: Args) -> Result<bool> {
+    // The path as given is checked before the driver is asked for the devices; each device's
+    // own (suffixed when several run, in the same folder) once they are known.
     if let Some(path) = &args.json {
         crate::output::check_file("--json", path)?;
     }
-    let gpu = Gpu::open(args.device, None)?;
+    let ordinals = super::multi::resolve(&args.device)?;
+    let several = ordinals.len() > 1;
+    let json_paths: Vec<Option<PathBuf>> =
+        ordinals.iter().map(|&o| args.json.as_ref().map(|p| super::multi::per_device_path(p, o, several))).collect();
+    for path in json_paths.iter().flatten() {
+        crate::output::check_file("--json", path)?;
+    }
+    let (mut passed, mut figures) = (true, Vec::new());
+    for (&ordinal, json) in ordinals.iter().zip(&json_paths) {
+        let (ok, f) = run_on(&args, ordinal, json.as_deref())?;
+        passed &= ok;
+        figures.push(f);
+    }
+    if several {
+        let labels: Vec<String> = ordinals.iter().map(|o| format!("GPU {o}")).collect();
+        let (header, rows) = super::multi::side_by_side(&labels, &figures);
+        println!("\n{}\n\n{}", super::multi::heading(&ordinals), report::table(header, rows));
+    }
+    Ok(passed)
+}
+
+/// The comparison on one device; returns whether every result was right, and its figures
+/// (memcpy, then each kernel's speed ratio) for the side-by-side table.
+fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Result<(bool, Vec<(String, String)>)> {
+    let gpu = Gpu::open(ordinal, None)?;
     let module = match Module::from_file(&args.twins) {
         Ok(m) => m,
         Err(e) => refuse!(
@@ -118,7 +145,7 @@ pub fn run(args: Args) -> Result<bool> {
             args.twins.display()
         ),
     };
-    println!("# memlab bench on {}\n\n{}\n", gpu.info.name, report::device(args.device, &gpu.info, gpu.ptx.arch));
+    println!("# memlab bench on {}\n\n{}\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
     let rounds = args.rounds as usize;
     let sizes = args.shapes.apply(Sizes { repeats: Repeats { warmup: 3, runs: rounds }, ..Sizes::default() });
     let twins = Twins { module, rounds, rows: RefCell::default(), missing: RefCell::default() };
@@ -155,13 +182,20 @@ pub fn run(args: Args) -> Result<bool> {
     println!("speed ratio = CUDA C++ median time / Rust median time (1.00: equal, above 1: Rust faster)");
     let passed = sections.iter().all(Section::passed)
         && rows.iter().all(|r| r.twin.checks.0.passed() && r.twin.checks.1.passed());
-    if let Some(path) = &args.json {
+    if let Some(path) = json_path {
         let doc = json(&lab, rounds, &rows, memcpy, &cublas);
         crate::output::write(path, serde_json::to_string_pretty(&doc)?)?;
         println!("wrote {}", path.display());
     }
     println!("{}", if passed { "All results verified." } else { "SOME RESULTS ARE WRONG: see the check column." });
-    Ok(passed)
+    let memcpy_text = memcpy.map_or("not measured".into(), |g| format!("{g:.0} GB/s"));
+    let figures = std::iter::once(("memcpy device-to-device".to_string(), memcpy_text))
+        .chain(super::multi::numbered(
+            rows.iter()
+                .map(|r| (format!("{} {} speed ratio", r.twin.kernel, r.twin.size), format!("{:.3}", r.speed_ratio()))),
+        ))
+        .collect();
+    Ok((passed, figures))
 }
 
 fn rate_text(rate: Rate) -> String {

@@ -11,9 +11,9 @@ use crate::{cli, refuse, report};
 /// Options of `hierarchy`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: u32,
+    /// CUDA device: one ordinal, a list like 0,1, or `all` (each in turn, then side by side).
+    #[arg(long, default_value = "0", value_parser = cli::devices)]
+    pub device: cli::Devices,
     /// Largest working set of the latency ladder, a power of two from 4KiB (default: the
     /// smallest power of two at least 4 x the device's L2).
     #[arg(long, value_parser = cli::bytes)]
@@ -44,8 +44,27 @@ pub fn run(args: Args) -> Result<bool> {
         refuse!("--transfer-bytes {} must be at least 4 bytes", args.transfer_bytes);
     }
     let bank_iters = banks::check_iters(args.bank_iters)?;
-    let gpu = Gpu::open(args.device, None)?;
-    println!("# memlab hierarchy on {}\n\n{}\n", gpu.info.name, report::device(args.device, &gpu.info, gpu.ptx.arch));
+    let ordinals = super::multi::resolve(&args.device)?;
+    let (mut passed, mut figures) = (true, Vec::new());
+    for &ordinal in &ordinals {
+        let (ok, table) = run_on(&args, ordinal, dram_bytes, bank_iters)?;
+        passed &= ok;
+        // level -> "latency; bandwidth", the measured columns.
+        figures.push(table.into_iter().map(|r| (r[0].clone(), format!("{}; {}", r[2], r[4]))).collect());
+    }
+    if ordinals.len() > 1 {
+        let labels: Vec<String> = ordinals.iter().map(|o| format!("GPU {o}")).collect();
+        let (header, rows) = super::multi::side_by_side(&labels, &figures);
+        println!("{}\n\n{}\n", super::multi::heading(&ordinals), report::table(header, rows));
+    }
+    Ok(passed)
+}
+
+/// Measures and prints the table on one device; returns whether every check passed and the
+/// table's rows.
+fn run_on(args: &Args, ordinal: u32, dram_bytes: usize, bank_iters: usize) -> Result<(bool, Vec<Vec<String>>)> {
+    let gpu = Gpu::open(ordinal, None)?;
+    println!("# memlab hierarchy on {}\n\n{}\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
     let lab = Lab::new(gpu, Sizes { dram_bytes, bank_iters, ..Sizes::default() });
     let opts = Options { ladder_max: args.ladder_max, steps: args.steps, transfer_bytes: args.transfer_bytes };
     // The memcpy ceiling, measured by its owner and passed in.
@@ -57,5 +76,5 @@ pub fn run(args: Args) -> Result<bool> {
     println!("## The latency ladder\n\n{}\n", report::table(header, rows));
     let passed = section.passed();
     println!("{}", if passed { "All results verified." } else { "SOME RESULTS ARE WRONG: see the checks." });
-    Ok(passed)
+    Ok((passed, measured.table().1))
 }

@@ -1,21 +1,19 @@
 //! `memlab run-demos`: open the device, run the demos, print the report.
 
-use std::path::PathBuf;
-
 use anyhow::Result;
 
 use crate::demos::{self, Lab, Sizes, coalescing, hierarchy};
 use crate::gpu::Gpu;
-use crate::gpu::timing::Repeats;
 use crate::report_dir::{self, RunRecord};
-use crate::{cli, output, progress, report};
+use crate::{cli, progress, report};
 
 /// Options of `run-demos`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: u32,
+    /// CUDA device: one ordinal, a list like 0,1, or `all` (each in turn, then side by side;
+    /// --json and --report then write one file or folder per device, suffixed `-gpuN`).
+    #[arg(long, default_value = "0", value_parser = cli::devices)]
+    pub device: cli::Devices,
     /// Demos to run (default: all, in the listed order).
     #[arg(long, num_args = 1.., value_parser = clap::builder::PossibleValuesParser::new(demos::NAMES))]
     pub only: Vec<String>,
@@ -34,18 +32,12 @@ pub struct Args {
     /// Shared-memory loads per thread in the bank probe (a multiple of 8).
     #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
     pub bank_iters: u32,
-    /// Timed runs per kernel (the median and minimum are reported).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub runs: u32,
-    /// Untimed warm-up runs per kernel.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=100))]
-    pub warmup: u32,
-    /// Also write every figure of the run as JSON to FILE (`memlab report` reads it back).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Also write a Markdown report with SVG and PNG charts into DIR.
-    #[arg(long, value_name = "DIR")]
-    pub report: Option<PathBuf>,
+    /// Timed and warm-up runs.
+    #[command(flatten)]
+    pub runs: super::Runs,
+    /// Output files.
+    #[command(flatten)]
+    pub outputs: super::Outputs,
 }
 
 /// `--strided-bytes`: a byte count the strided-read sweep can use.
@@ -53,38 +45,76 @@ fn strided_bytes(text: &str) -> Result<usize, String> {
     coalescing::check_bytes(cli::bytes(text)?)
 }
 
-/// Runs the demos and prints the report once all have run, so that a refusal on the way (a size
-/// the device has no memory for, a shape it cannot launch) prints nothing as a result; returns
-/// whether every check passed.
+/// Runs the demos on each chosen device, then puts the devices side by side; returns whether
+/// every check passed.
 pub fn run(args: Args) -> Result<bool> {
     let mut sizes = args.shapes.apply(Sizes {
         strided_bytes: args.strided_bytes,
         dram_bytes: hierarchy::check_dram_bytes(args.dram_bytes)?,
         bank_iters: demos::banks::check_iters(args.bank_iters)?,
-        repeats: Repeats { warmup: args.warmup as usize, runs: args.runs as usize },
+        repeats: args.runs.repeats(),
         ..Sizes::default()
     });
     if let Some([m, n, k]) = args.matmul_naive {
         sizes.matmul_naive = (m, n, k);
     }
+    // The paths as given are checked before the driver is asked for the devices; each device's
+    // own (suffixed when several run, in the same folders) once they are known.
+    args.outputs.for_device(0, false)?;
+    let ordinals = super::multi::resolve(&args.device)?;
+    let several = ordinals.len() > 1;
     let selected =
         if args.only.is_empty() { demos::NAMES.to_vec() } else { args.only.iter().map(String::as_str).collect() };
-    // Checked before the GPU work, so a run never ends in "cannot write".
-    if let Some(path) = &args.json {
-        output::check_file("--json", path)?;
-    }
-    if let Some(dir) = &args.report {
-        output::check_dir("--report", dir)?;
-    }
     let selected = selected.into_iter().map(demos::find).collect::<Result<Vec<_>>>()?;
-    let lab = Lab::new(Gpu::open(args.device, None)?, sizes);
+    let outputs = ordinals.iter().map(|&o| args.outputs.for_device(o, several)).collect::<Result<Vec<_>>>()?;
+    let (mut passed, mut figures) = (true, Vec::new());
+    for (&ordinal, outputs) in ordinals.iter().zip(&outputs) {
+        let (ok, record) = run_on(&selected, sizes.clone(), ordinal, outputs)?;
+        passed &= ok;
+        figures.push(run_figures(&record));
+    }
+    if several {
+        let labels: Vec<String> = ordinals.iter().map(|o| format!("GPU {o}")).collect();
+        let (header, rows) = super::multi::side_by_side(&labels, &figures);
+        println!("{}\n\n{}\n", super::multi::heading(&ordinals), report::table(header, rows));
+    }
+    Ok(passed)
+}
+
+/// The figures a run puts side by side with other devices': the memcpy ceiling, then every
+/// kernel row's rate, named `demo: kernel`.
+pub fn run_figures(record: &RunRecord) -> Vec<(String, String)> {
+    let memcpy = record.memcpy_gbs.map(|g| ("memcpy: device-to-device".to_string(), format!("{g:.0} GB/s")));
+    let kernels = record.sections.iter().flat_map(|s| {
+        s.kernels.iter().map(move |k| {
+            let rate = match k.rate {
+                demos::Rate::Gbs(v) => format!("{v:.0} GB/s"),
+                demos::Rate::SharedGbs(v) => format!("{v:.0} GB/s shared"),
+                demos::Rate::Tflops(v) => format!("{v:.2} TFLOP/s"),
+            };
+            (format!("{}: {}", s.name, k.kernel), format!("{rate}{}", if k.check.passed() { "" } else { " WRONG" }))
+        })
+    });
+    memcpy.into_iter().chain(super::multi::numbered(kernels)).collect()
+}
+
+/// Runs the demos on one device and prints the report once all have run, so that a refusal on
+/// the way (a size the device has no memory for, a shape it cannot launch) prints nothing as a
+/// result; returns whether every check passed, and the run's record.
+fn run_on(
+    selected: &[&'static demos::Demo],
+    sizes: Sizes,
+    ordinal: u32,
+    outputs: &super::Outputs,
+) -> Result<(bool, RunRecord)> {
+    let lab = Lab::new(Gpu::open(ordinal, None)?, sizes);
     let mut out = format!(
         "# memlab on {}\n\n{}\n\n",
         lab.gpu.info.name,
-        report::device(args.device, &lab.gpu.info, lab.gpu.ptx.arch)
+        report::device(ordinal, &lab.gpu.info, lab.gpu.ptx.arch)
     );
     let bar = progress::bar(selected.len());
-    let (inputs, mut sections) = demos::run_all(&lab, &selected, |demo, done| match done {
+    let (inputs, mut sections) = demos::run_all(&lab, selected, |demo, done| match done {
         false => bar.set_message(demo.name),
         true => bar.inc(1),
     })?;
@@ -104,18 +134,18 @@ pub fn run(args: Args) -> Result<bool> {
         if all_passed { "All results verified." } else { "SOME RESULTS ARE WRONG: see the check column." }
     );
     let record = RunRecord {
-        ordinal: args.device,
+        ordinal,
         device: lab.gpu.info.clone(),
         ptx_arch: lab.gpu.ptx.arch.to_string(),
         memcpy_gbs,
         sections,
     };
-    if let Some(path) = &args.json {
+    if let Some(path) = &outputs.json {
         record.save(path)?;
     }
-    if let Some(dir) = &args.report {
+    if let Some(dir) = &outputs.report {
         let files = report_dir::write(dir, &record)?;
         eprintln!("report: {} files in {}", files.len(), dir.display());
     }
-    Ok(all_passed)
+    Ok((all_passed, record))
 }

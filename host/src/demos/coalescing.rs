@@ -95,7 +95,7 @@ pub fn check_bytes(bytes: usize) -> Result<usize, String> {
 }
 
 /// Useful bandwidth relative to stride 1 when memory moves 32-byte sectors.
-fn sector_model(stride: usize) -> f64 {
+pub fn sector_model(stride: usize) -> f64 {
     bandwidth_fraction_vs_unit_stride(4, stride as u64, TransactionModel::Sector32)
 }
 
@@ -110,24 +110,71 @@ fn dram_model(stride: usize) -> f64 {
     dram::strided_fraction(4, stride as u64, &dram::DramLocality::H200)
 }
 
-/// Runs the stride sweep over a buffer of `lab.sizes.strided_bytes`.
+/// Runs the stride sweep over a buffer of `lab.sizes.strided_bytes` in the device's memory, then
+/// the alignment sweep over the same buffer.
 pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let words = lab.sizes.strided_bytes / 4;
     let max_threads = words / STRIDED_READS_PER_THREAD;
-    ensure_free("the strided-read demo", f32_bytes(&[words, max_threads]))?;
+    // The input, the sweep's partial sums, the alignment sweep's.
+    ensure_free("the strided-read demo", f32_bytes(&[words, max_threads, max_threads]))?;
     let input = upload(&(0..words).map(reference::strided_word).collect::<Vec<_>>())?;
+    let points = sweep(lab, &input, words, "lanes read 4-byte words `stride` elements apart")?;
+    let (sweep, mut notes, series) = table(&points);
+    let mut kernels: Vec<_> = points.into_iter().map(|(_, row)| row).collect();
+    let mut checks: Vec<_> = kernels.drain(1..).map(|row| row.check).collect();
+    let mut partial = poisoned::<u32>(max_threads)?;
+    let aligned = alignment_sweep(lab, &input, &mut partial, words)?;
+    let aligned_gbs = aligned[0].1.rate.value();
+    for (offset, row) in &aligned {
+        let sectors = misaligned_sectors(*offset);
+        notes.push(format!(
+            "misaligned_read, offset {offset} words: {:.0} GB/s, {:.3}x of offset 0 (model 1.000x: {sectors} L1 sectors per warp, each DRAM sector once); {}",
+            row.rate.value(),
+            row.rate.value() / aligned_gbs,
+            row.check.summary(&row.check_kind)
+        ));
+    }
+    // The offset-1 row carries the driver's figures; every other offset adds its check.
+    for (offset, row) in aligned {
+        match offset {
+            1 => kernels.push(row),
+            _ => checks.push(row.check),
+        }
+    }
+    Ok(Section {
+        name: "coalescing".into(),
+        title: format!("Global-memory coalescing: strided_read over {} MiB", lab.sizes.strided_bytes >> 20),
+        lesson: "A warp's loads are served in 32-byte sectors: once lanes are 32 bytes or more apart, every 4-byte load drags in a whole sector.".into(),
+        kernels,
+        sweep: Some(sweep),
+        checks,
+        notes,
+        series,
+    })
+}
+
+/// `strided_read` at every stride of [`STRIDES`] over the `words` words of `input` (the
+/// device's own memory, or a view of a peer GPU's or of mapped host memory: any memory the
+/// lab's device can load, see `gpu::memory::View`), word `i` holding [`reference::strided_word`]`(i)`. Each point is checked
+/// against the CPU's sums before it is timed.
+pub fn sweep(
+    lab: &Lab,
+    input: &DeviceBuffer<u32>,
+    words: usize,
+    lesson: &'static str,
+) -> Result<Vec<(usize, KernelRow)>> {
+    let max_threads = words / STRIDED_READS_PER_THREAD;
     let mut partial = poisoned::<u32>(max_threads)?;
     let mut points = Vec::new();
     for stride in STRIDES {
         let threads = words / (STRIDED_READS_PER_THREAD * stride);
-        let launch = kernels::strided_read(&input, &mut partial, threads as u32, stride as u32);
+        let launch = kernels::strided_read(input, &mut partial, threads as u32, stride as u32);
         let prediction = format!(
             "sectors: {:.3}x, segments: {:.3}x, DRAM: {:.3}x of stride 1",
             sector_model(stride),
             segment_model(stride),
             dram_model(stride)
         );
-        let lesson = "lanes read 4-byte words `stride` elements apart";
         let useful = (threads * STRIDED_READS_PER_THREAD * 4) as f64;
         let run = KernelRun {
             launch,
@@ -143,6 +190,15 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
         };
         points.push((stride, measure(lab, run, check)?));
     }
+    Ok(points)
+}
+
+/// A sweep table: header and rows.
+pub type Table = (Vec<String>, Vec<Vec<String>>);
+
+/// The sweep against the sector and segment models: the table, the note on which model is
+/// closer, and the chart series (measured / stride 1 and both models).
+pub fn table(points: &[(usize, KernelRow)]) -> (Table, Vec<String>, Vec<Series>) {
     let base_gbs = points[0].1.rate.value();
     let header = [
         "stride",
@@ -178,7 +234,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
             ]
         })
         .collect();
-    let mut notes = vec![format!(
+    let notes = vec![format!(
         "Closer to the 32-byte sector model at {} of {} strides, to the 128-byte segment model at {}; ratios near 1.00 mean the model predicts the measured fall-off.",
         closer_counts[0],
         points.len(),
@@ -191,36 +247,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
         Series::new(names::SEGMENT_MODEL, x, y, STRIDES.map(|s| (s as f64, segment_model(s)))),
         Series::new(names::DRAM_MODEL, x, y, STRIDES.map(|s| (s as f64, dram_model(s)))),
     ];
-    let mut kernels: Vec<_> = points.into_iter().map(|(_, row)| row).collect();
-    let mut checks: Vec<_> = kernels.drain(1..).map(|row| row.check).collect();
-    let aligned = alignment_sweep(lab, &input, &mut partial, words)?;
-    let aligned_gbs = aligned[0].1.rate.value();
-    for (offset, row) in &aligned {
-        let sectors = misaligned_sectors(*offset);
-        notes.push(format!(
-            "misaligned_read, offset {offset} words: {:.0} GB/s, {:.3}x of offset 0 (model 1.000x: {sectors} L1 sectors per warp, each DRAM sector once); {}",
-            row.rate.value(),
-            row.rate.value() / aligned_gbs,
-            row.check.summary(&row.check_kind)
-        ));
-    }
-    // The offset-1 row carries the driver's figures; every other offset adds its check.
-    for (offset, row) in aligned {
-        match offset {
-            1 => kernels.push(row),
-            _ => checks.push(row.check),
-        }
-    }
-    Ok(Section {
-        name: "coalescing".into(),
-        title: format!("Global-memory coalescing: strided_read over {} MiB", lab.sizes.strided_bytes >> 20),
-        lesson: "A warp's loads are served in 32-byte sectors: once lanes are 32 bytes or more apart, every 4-byte load drags in a whole sector.".into(),
-        kernels,
-        sweep: Some((header.iter().map(|s| s.to_string()).collect(), rows)),
-        checks,
-        notes,
-        series,
-    })
+    ((header.iter().map(|s| s.to_string()).collect(), rows), notes, series)
 }
 
 #[cfg(test)]

@@ -8,9 +8,11 @@
 pub mod banks;
 pub mod coalescing;
 pub mod hierarchy;
+pub mod host_memory;
 pub mod matmul;
 pub mod memcpy;
 pub mod occupancy;
+pub mod peer;
 pub mod race;
 pub mod roofline;
 pub mod sgemm;
@@ -204,6 +206,10 @@ pub struct TwinRow {
 pub struct KernelRow {
     /// Kernel entry point.
     pub kernel: String,
+    /// The problem size as the demo names it ("4096x4096x4096", "stride 8"; empty in runs
+    /// recorded before it existed).
+    #[serde(default)]
+    pub size: String,
     /// What it teaches, one line.
     pub lesson: String,
     /// The model's prediction for it, one short phrase.
@@ -506,6 +512,7 @@ pub fn measure(lab: &Lab, run: KernelRun<'_>, check: impl Fn() -> Result<(Check,
     };
     Ok(KernelRow {
         kernel: name.to_string(),
+        size: run.size.clone(),
         lesson: run.lesson.to_string(),
         prediction: run.prediction,
         attrs,

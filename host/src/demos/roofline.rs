@@ -52,7 +52,7 @@ pub fn build(info: &DeviceInfo, memcpy_gbs: Option<f64>, sections: &[Section]) -
             let sizes = unique.iter().filter(|(u, _)| u.kernel == k.kernel && u.work.level == k.work.level).count();
             let mut name = k.kernel.to_string();
             if sizes > 1 {
-                name += &format!(" {}", size(k.work.flop));
+                name += &format!(" {}", if k.size.is_empty() { size(k.work.flop) } else { crate::cli::cubed(&k.size) });
             }
             if n > 1 {
                 name += &format!(" (x{n})");
@@ -102,7 +102,8 @@ pub fn build(info: &DeviceInfo, memcpy_gbs: Option<f64>, sections: &[Section]) -
     })
 }
 
-/// A matmul's size from its FLOP (`2 m n k`): `4096³` when cubic, else the FLOP count.
+/// A matmul's size from its FLOP (`2 m n k`), for records without sizes: `4096³` when cubic,
+/// else the FLOP count.
 fn size(flop: f64) -> String {
     let n = (flop / 2.0).cbrt().round();
     if n > 0.0 && 2.0 * n * n * n == flop { format!("{n:.0}³") } else { format!("{flop:.3e} FLOP") }

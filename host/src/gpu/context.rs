@@ -97,6 +97,25 @@ impl Gpu {
         };
         Ok(Gpu { ordinal, info, ptx, module, stream, _context: context })
     }
+
+    /// Makes this device's (primary) context the calling thread's current one: allocations,
+    /// copies and launches go to the current context, so a program holding several `Gpu`s
+    /// switches before working on each (`gpu::peer`).
+    ///
+    /// # Errors
+    /// A refusal with the driver's error.
+    pub fn make_current(&self) -> Result<()> {
+        if let Err(e) = cust::context::CurrentContext::set_current(&self._context) {
+            refuse!("cannot make device {}'s context current: {}", self.ordinal, describe(e));
+        }
+        Ok(())
+    }
+
+    /// The raw context handle, for the driver calls that name two contexts (peer copies and
+    /// peer access, `gpu::peer`).
+    pub(crate) fn raw_context(&self) -> cust::sys::CUcontext {
+        self._context.as_raw()
+    }
 }
 
 /// Loads `ptx` into the current context, letting the driver JIT-compile it for the device,

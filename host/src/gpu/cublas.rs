@@ -2,14 +2,12 @@
 //! `libloading`), so the binary still needs only the driver: where no `libcublas.so*` is found,
 //! the callers skip the comparison with a note.
 //!
-//! Search order: `$MEMLAB_CUBLAS` (a file), then every folder of `$LD_LIBRARY_PATH`, the CUDA
-//! toolkit's and the system's library folders, and the `nvidia/cublas/lib`, `nvidia/cu13/lib`
-//! and `nvidia/cu12/lib` folders of every Python `sys.path` entry (where PyPI's cuBLAS wheels,
-//! and so PyTorch, keep it).
+//! Search order: `$MEMLAB_CUBLAS` (a file), then the folders of [`super::libs`], with the
+//! `nvidia/cublas/lib`, `nvidia/cu13/lib` and `nvidia/cu12/lib` folders of the Python
+//! packages (where PyPI's cuBLAS wheels, and so PyTorch, keep it).
 
 use std::ffi::{c_int, c_void};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
@@ -57,39 +55,10 @@ pub struct Cublas {
     _lib: libloading::Library,
 }
 
-/// Candidate folders for `libcublas.so*`, in search order.
-fn search_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var("LD_LIBRARY_PATH")
-        .unwrap_or_default()
-        .split(':')
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .collect();
-    dirs.extend(["/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"].map(PathBuf::from));
-    let python = Command::new("python3").args(["-c", "import sys; print('\\n'.join(sys.path))"]).output();
-    if let Ok(out) = python {
-        let text = String::from_utf8_lossy(&out.stdout);
-        for entry in text.lines().filter(|l| !l.is_empty()) {
-            dirs.extend(["nvidia/cublas/lib", "nvidia/cu13/lib", "nvidia/cu12/lib"].map(|d| Path::new(entry).join(d)));
-        }
-    }
-    dirs
-}
-
-/// The first `libcublas.so*` (not `libcublasLt`) found, highest version first within a folder.
+/// The first `libcublas.so*` (not `libcublasLt`) found by [`super::libs::find`], with
+/// `$MEMLAB_CUBLAS` and the wheels' `nvidia/cublas/lib`, `nvidia/cu13/lib`, `nvidia/cu12/lib`.
 pub fn find() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("MEMLAB_CUBLAS").map(PathBuf::from).filter(|p| p.is_file()) {
-        return Some(p);
-    }
-    search_dirs().into_iter().find_map(|dir| {
-        let mut libs: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .ok()?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("libcublas.so")))
-            .collect();
-        libs.sort();
-        libs.pop()
-    })
+    super::libs::find("MEMLAB_CUBLAS", "libcublas.so", &["nvidia/cublas/lib", "nvidia/cu13/lib", "nvidia/cu12/lib"])
 }
 
 fn status(what: &str, code: c_int) -> Result<()> {

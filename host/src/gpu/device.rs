@@ -99,9 +99,8 @@ impl DeviceInfo {
     }
 }
 
-/// The H200's figures as its driver reports them (the device report, 2026-11-30), for CPU tests
-/// of code that takes a [`DeviceInfo`].
-/// `cuDeviceGetPCIBusId` of device `ordinal`, e.g. `"0000:19:00.0"`.
+/// `cuDeviceGetPCIBusId` of device `ordinal`, e.g. `"0000:19:00.0"` (what NVML looks devices up
+/// by); `None` when the driver has no such device.
 pub fn pci_bus_id(ordinal: u32) -> Option<std::ffi::CString> {
     let device = cust::device::Device::get_device(ordinal).ok()?;
     let mut text = [0 as std::ffi::c_char; 32];

@@ -18,8 +18,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use cust::sys::{
-    CUcontext, CUdevice, CUdevice_attribute, CUdeviceptr, CUevent, CUfunction, CUfunction_attribute, CUjit_option,
-    CUmodule, CUresult, CUstream,
+    CUcontext, CUdevice, CUdevice_P2PAttribute, CUdevice_attribute, CUdeviceptr, CUevent, CUfunction,
+    CUfunction_attribute, CUjit_option, CUmodule, CUresult, CUstream,
 };
 
 /// The driver library's name, as the NVIDIA driver installs it.
@@ -108,6 +108,22 @@ forward! {
     cuDevicePrimaryCtxRetain(context: *mut CUcontext, device: CUdevice);
     cuDevicePrimaryCtxRelease_v2(device: CUdevice);
     cuCtxSetCurrent(context: CUcontext);
+    cuCtxGetCurrent(context: *mut CUcontext);
+    cuCtxEnablePeerAccess(peer: CUcontext, flags: c_uint);
+    cuDeviceCanAccessPeer(can_access: *mut c_int, device: CUdevice, peer: CUdevice);
+    cuDeviceGetP2PAttribute(value: *mut c_int, attribute: CUdevice_P2PAttribute, src: CUdevice, dst: CUdevice);
+    cuMemAllocManaged(pointer: *mut CUdeviceptr, bytes: usize, flags: c_uint);
+    cuMemPrefetchAsync(pointer: CUdeviceptr, bytes: usize, device: CUdevice, stream: CUstream);
+    cuMemHostAlloc(pointer: *mut *mut c_void, bytes: usize, flags: c_uint);
+    cuMemHostGetDevicePointer_v2(device_pointer: *mut CUdeviceptr, host: *mut c_void, flags: c_uint);
+    cuMemcpyPeerAsync(
+        dst: CUdeviceptr,
+        dst_context: CUcontext,
+        src: CUdeviceptr,
+        src_context: CUcontext,
+        bytes: usize,
+        stream: CUstream,
+    );
     cuMemGetInfo_v2(free: *mut usize, total: *mut usize);
     cuMemAlloc_v2(pointer: *mut CUdeviceptr, bytes: usize);
     cuMemFree_v2(pointer: CUdeviceptr);
@@ -153,6 +169,7 @@ forward! {
     );
     cuStreamCreateWithPriority(stream: *mut CUstream, flags: c_uint, priority: c_int);
     cuStreamSynchronize(stream: CUstream);
+    cuStreamWaitEvent(stream: CUstream, event: CUevent, flags: c_uint);
     cuStreamDestroy_v2(stream: CUstream);
     cuEventCreate(event: *mut CUevent, flags: c_uint);
     cuEventRecord(event: CUevent, stream: CUstream);

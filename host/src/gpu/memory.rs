@@ -109,3 +109,60 @@ pub unsafe fn copy_to_host_async<T: DeviceCopy>(
         cust::sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src.as_device_ptr().as_raw(), bytes, stream)
     })
 }
+
+/// Memory a kernel can load that is not a [`DeviceBuffer`] (`peer::DeviceMemory`,
+/// `host_memory::PinnedHost`, `host_memory::Managed`): [`Owned::view`] gives it to the typed
+/// launches.
+///
+/// # Safety
+/// `bytes()` bytes at `address()` stay valid for as long as the value lives.
+pub unsafe trait Owned {
+    /// The device address (unified addressing).
+    fn address(&self) -> u64;
+    /// Size, bytes.
+    fn bytes(&self) -> usize;
+    /// The memory as `len` elements of `T`, for a typed launch.
+    ///
+    /// # Panics
+    /// When `len` elements do not fit in [`Owned::bytes`] (a bug in the caller).
+    fn view<T: DeviceCopy>(&self, len: usize) -> View<'_, T> {
+        assert!(len * std::mem::size_of::<T>() <= self.bytes(), "a view past the end of the memory");
+        // SAFETY: the trait's contract: the memory lives as long as `self`, which outlives the view.
+        unsafe { View::new(self.address(), len) }
+    }
+}
+
+/// Memory the lab does not own through a [`DeviceBuffer`] (a peer GPU's allocation, mapped
+/// pinned host memory, managed memory), seen as a `DeviceBuffer<T>` of `len` elements for the
+/// typed launches (`memlab::kernels`), which pass only its address. Never freed through the
+/// view: the owner frees it, and outlives the view (`'a`).
+pub struct View<'a, T: DeviceCopy> {
+    buffer: std::mem::ManuallyDrop<DeviceBuffer<T>>,
+    _owner: std::marker::PhantomData<&'a ()>,
+}
+
+impl<T: DeviceCopy> View<'_, T> {
+    /// The `len` elements at device address `address` (unified addressing: valid on every
+    /// device that can load it).
+    ///
+    /// # Safety
+    /// `address` holds `len` elements of `T` for as long as the view lives.
+    pub unsafe fn new(address: u64, len: usize) -> Self {
+        // SAFETY: the caller keeps the memory alive; ManuallyDrop never frees it.
+        let buffer = unsafe { DeviceBuffer::from_raw_parts(cust::memory::DevicePointer::from_raw(address), len) };
+        View { buffer: std::mem::ManuallyDrop::new(buffer), _owner: std::marker::PhantomData }
+    }
+}
+
+impl<T: DeviceCopy> std::ops::Deref for View<'_, T> {
+    type Target = DeviceBuffer<T>;
+    fn deref(&self) -> &DeviceBuffer<T> {
+        &self.buffer
+    }
+}
+
+impl<T: DeviceCopy> std::ops::DerefMut for View<'_, T> {
+    fn deref_mut(&mut self) -> &mut DeviceBuffer<T> {
+        &mut self.buffer
+    }
+}

@@ -1,15 +1,21 @@
 //! Everything that talks to the CUDA driver (through `cust`): the driver library loaded at run
 //! time, context and module, device and kernel attributes, occupancy, launches, device memory,
-//! event timing. Raw driver calls (`cust::sys`) live here and nowhere else (`tests/layering.rs`).
+//! event timing; several devices (`peer`), host memory the GPU reads (`host_memory`), and the
+//! other libraries loaded at run time (`libs` finds cuBLAS and NCCL; NVML). Raw driver calls
+//! (`cust::sys`) live here and nowhere else (`tests/layering.rs`).
 
 pub mod context;
 pub mod cublas;
 pub mod device;
 pub mod driver;
+pub mod host_memory;
 pub mod kernel;
 pub mod launch;
+pub mod libs;
 pub mod memory;
+pub mod nccl;
 pub mod nvml;
+pub mod peer;
 pub mod timing;
 
 pub use context::Gpu;

@@ -122,16 +122,48 @@ pub fn ladder(lab: &Lab, sizes: &[usize], steps: u32, warm_cap: usize) -> Result
         buffer.index(..image.len()).copy_from(&image).map_err(|e| anyhow::anyhow!("upload: {}", describe(e)))?;
         let warm = slots.min(warm_cap) as u32;
         let mut run = |kernel: ChaseLaunch| -> Result<Latency> {
-            let record = probe(lab, steps, |out| kernel(base, warm, steps, out))?;
-            got.push(slot_of(record.words[2], base));
-            want.push(chain::walk(&next, 0, warm as u64 + steps as u64));
-            Ok(record.latency)
+            let (latency, end, expected) = chase(lab, kernel, base, &next, warm, steps)?;
+            got.push(end);
+            want.push(expected);
+            Ok(latency)
         };
         let default = run(kernels::chase_global)?;
         let l2_only = run(kernels::chase_global_cg)?;
         points.push(LadderPoint { bytes, default, l2_only });
     }
     Ok((points, verify::exact_u32(&got, |i| want[i])))
+}
+
+/// One walk of `kernel` over the chain `next` laid out at device address `base`: its latency,
+/// the slot it ended on and the slot the CPU's walk ends on.
+fn chase(
+    lab: &Lab,
+    kernel: ChaseLaunch,
+    base: u64,
+    next: &[u32],
+    warm: u32,
+    steps: u32,
+) -> Result<(Latency, u32, u32)> {
+    let record = probe(lab, steps, |out| kernel(base, warm, steps, out))?;
+    Ok((record.latency, slot_of(record.words[2], base), chain::walk(next, 0, warm as u64 + steps as u64)))
+}
+
+/// Latency of `chase_global` (plain loads) over a random chain of `bytes` (a multiple of 128)
+/// at device address `base`: any memory the lab's device can load (its own, a peer GPU's over
+/// the link, mapped host memory over the bus). `write` puts the chain's image
+/// ([`chain::global_image`]) there; `warm` links are walked untimed, then `steps` timed.
+pub fn chain_at(
+    lab: &Lab,
+    base: u64,
+    bytes: usize,
+    warm: u32,
+    steps: u32,
+    write: impl FnOnce(&[u64]) -> Result<()>,
+) -> Result<(Latency, Check)> {
+    let next = chain::random_cycle(bytes / LINE_BYTES, bytes as u64 ^ 0x5eed);
+    write(&chain::global_image(&next, base))?;
+    let (latency, end, want) = chase(lab, kernels::chase_global, base, &next, warm.min(next.len() as u32), steps)?;
+    Ok((latency, verify::exact_u32(&[end], |_| want)))
 }
 
 /// Shared-memory latency over a chain of `bytes` (a multiple of 128) in dynamic shared memory.

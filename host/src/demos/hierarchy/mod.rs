@@ -22,6 +22,10 @@
 //!   device-to-device memcpy (the run's ceiling, passed in), and the theoretical figure from
 //!   memory clock x bus width. The bus: 256 MiB host <-> device,
 //!   pageable against pinned memory.
+//! - **Outer levels.** Host memory read by kernels (`demos::host_memory`: mapped pinned
+//!   memory's stride-1 read and a chain's latency over the bus; managed memory's first-touch
+//!   fault migration and prefetch) and, on a machine with two or more GPUs, the next GPU's
+//!   memory over the link (`demos::peer::nearest_level`: a chain's latency, the copy rate).
 //! - **Spills.** `local_array_constant_index` against `local_array_runtime_index` (PTX
 //!   `ld.local`/`st.local`, `ptxas -v`, the driver's local bytes, time), and
 //!   `register_pressure` under JIT register caps 255 .. 32.
@@ -136,6 +140,9 @@ pub struct Measured {
     pub sweep: Vec<KernelRow>,
     /// Checks of the probes (chain ends, FMA result, transfers).
     pub checks: Vec<(&'static str, Check)>,
+    /// The outer levels' rows (host mapped, managed, the nearest peer GPU), in the table's
+    /// six columns.
+    pub outer: Vec<Vec<String>>,
     /// The device's L2, bytes.
     pub l2_bytes: usize,
     /// The device's compute capability.
@@ -207,6 +214,16 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
     let repeats = crate::gpu::timing::Repeats { warmup: 1, runs: 5 };
     let transfers = bandwidth::transfers(lab, opts.transfer_bytes, repeats)?;
 
+    // The outer levels: host memory read by kernels, then the nearest peer GPU (if any).
+    let host = super::host_memory::measure_all(lab, &super::host_memory::Options::for_hierarchy(steps))?;
+    let mut outer = host.hierarchy_rows();
+    let mut outer_checks: Vec<(&'static str, Check)> = host.checks.iter().map(|c| ("host memory", c.clone())).collect();
+    outer_checks.extend(host.mapped_sweep.iter().map(|(_, r)| ("mapped strided_read", r.check.clone())));
+    if let Some(peer) = super::peer::nearest_level(lab, 16 << 20, steps)? {
+        outer.push(peer.hierarchy_row());
+        outer_checks.extend(peer.checks.into_iter().map(|c| ("peer GPU", c)));
+    }
+
     let spill_pair = spills::local_array_pair(lab, LOCAL_ARRAY_ITERS)?;
     let sweep = spills::register_sweep(lab, PRESSURE_ITERS)?;
 
@@ -218,6 +235,7 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
         ("constant chain ends (32 lanes x 2)", constant_check),
     ];
     checks.extend(transfers.iter().map(|t| ("transfer data", t.check.clone())));
+    checks.extend(outer_checks);
     let info = &lab.gpu.info;
     Ok(Measured {
         ladder,
@@ -235,6 +253,7 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
         spill_pair,
         sweep,
         checks,
+        outer,
         l2_bytes,
         cc: lab.gpu.info.cc,
         peak_clock_ghz: info.sm_clock_khz as f64 / 1e6,
@@ -356,6 +375,7 @@ impl Measured {
                 format!("cuMemcpy*Async, {}", bytes(t.bytes)),
             );
         }
+        rows.extend(self.outer.iter().cloned());
         (header.map(String::from).to_vec(), rows)
     }
 

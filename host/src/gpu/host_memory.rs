@@ -1,0 +1,156 @@
+//! Host memory a kernel reads directly: mapped pinned memory (zero-copy: `cuMemHostAlloc` with
+//! `CU_MEMHOSTALLOC_DEVICEMAP`, every load crosses the bus) and managed memory
+//! (`cuMemAllocManaged`: pages migrate to the device that touches them, on a page fault or
+//! ahead of time with `cuMemPrefetchAsync`). CUDA C++ Programming Guide, "Mapped Memory" and
+//! "Unified Memory Programming".
+
+use std::ffi::c_void;
+
+use anyhow::Result;
+use cust::sys::{self, CUdevice_attribute as A};
+
+use super::Gpu;
+use super::peer::check;
+use crate::refuse;
+
+/// `CU_DEVICE_CPU`: the host as the target of a prefetch (`cuda.h`).
+const CPU: sys::CUdevice = -1;
+
+/// Pinned (page-locked) host memory, mapped into the device's address space.
+pub struct PinnedHost {
+    /// Host address.
+    pub host: *mut c_void,
+    /// The address kernels use for it.
+    pub device_ptr: u64,
+    /// Size, bytes.
+    pub bytes: usize,
+}
+
+// SAFETY: `bytes` mapped bytes at `device_ptr` stay allocated until the value is dropped.
+unsafe impl super::memory::Owned for PinnedHost {
+    fn address(&self) -> u64 {
+        self.device_ptr
+    }
+    fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl PinnedHost {
+    /// `bytes` of pinned host memory, portable (every context may use it) and mapped.
+    ///
+    /// # Errors
+    /// A refusal when the host cannot pin that much.
+    pub fn new(bytes: usize) -> Result<PinnedHost> {
+        let mut host = std::ptr::null_mut();
+        let flags = sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE;
+        // SAFETY: cuMemHostAlloc writes one pointer.
+        check(&format!("cuMemHostAlloc of {bytes} bytes"), unsafe { sys::cuMemHostAlloc(&mut host, bytes, flags) })?;
+        let mut device_ptr = 0;
+        let pinned = PinnedHost { host, device_ptr: 0, bytes };
+        // SAFETY: `host` was allocated with DEVICEMAP just now.
+        check("cuMemHostGetDevicePointer", unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device_ptr, host, 0) })?;
+        Ok(PinnedHost { device_ptr, ..pinned })
+    }
+
+    /// The memory as words (`bytes / 4` of them).
+    pub fn words_mut(&mut self) -> &mut [u32] {
+        // SAFETY: the allocation holds `bytes` and is page-aligned; nothing on the device
+        // touches it while the host holds this borrow (callers synchronise first).
+        unsafe { std::slice::from_raw_parts_mut(self.host as *mut u32, self.bytes / 4) }
+    }
+}
+
+impl Drop for PinnedHost {
+    fn drop(&mut self) {
+        // SAFETY: allocated by cuMemHostAlloc and freed once.
+        unsafe { sys::cuMemFreeHost(self.host) };
+    }
+}
+
+/// Managed memory: one address valid on the host and on the device, pages moved on demand.
+pub struct Managed {
+    /// The address, on host and device alike.
+    pub ptr: u64,
+    /// Size, bytes.
+    pub bytes: usize,
+}
+
+// SAFETY: `bytes` managed bytes at `ptr` stay allocated until the value is dropped.
+unsafe impl super::memory::Owned for Managed {
+    fn address(&self) -> u64 {
+        self.ptr
+    }
+    fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Managed {
+    /// `bytes` of managed memory attached globally, in the current context.
+    ///
+    /// # Errors
+    /// A refusal when the driver cannot allocate it.
+    pub fn new(gpu: &Gpu, bytes: usize) -> Result<Managed> {
+        gpu.make_current()?;
+        let mut ptr = 0;
+        // SAFETY: cuMemAllocManaged writes one address.
+        check(&format!("cuMemAllocManaged of {bytes} bytes"), unsafe {
+            sys::cuMemAllocManaged(&mut ptr, bytes, sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32)
+        })?;
+        Ok(Managed { ptr, bytes })
+    }
+
+    /// The memory as words, for the host to write (its pages then live on the host).
+    pub fn words_mut(&mut self) -> &mut [u32] {
+        // SAFETY: managed memory is host-addressable; callers synchronise the device first.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u32, self.bytes / 4) }
+    }
+
+    /// Enqueues a migration of every page to `gpu` (`Some`) or to the host (`None`) on
+    /// `gpu`'s stream.
+    pub fn prefetch(&self, gpu: &Gpu, to_device: bool) -> Result<()> {
+        let target = if to_device { super::peer::device_handle(gpu.ordinal)? } else { CPU };
+        // SAFETY: the range is this allocation.
+        check("cuMemPrefetchAsync", unsafe {
+            sys::cuMemPrefetchAsync(self.ptr, self.bytes, target, gpu.stream.as_inner())
+        })
+    }
+}
+
+impl Drop for Managed {
+    fn drop(&mut self) {
+        // SAFETY: allocated by cuMemAllocManaged and freed once.
+        unsafe { sys::cuMemFree_v2(self.ptr) };
+    }
+}
+
+/// Whether the device migrates managed pages on a fault while the host may touch them too
+/// (`CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS`); without it, a launch moves the whole
+/// allocation up front.
+pub fn on_demand_paging(gpu: &Gpu) -> Result<bool> {
+    let mut v = 0;
+    // SAFETY: one int for a valid device.
+    let d = super::peer::device_handle(gpu.ordinal)?;
+    let r = unsafe { sys::cuDeviceGetAttribute(&mut v, A::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, d) };
+    if r != sys::cudaError_enum::CUDA_SUCCESS {
+        refuse!("cuDeviceGetAttribute(CONCURRENT_MANAGED_ACCESS) failed: {r:?}");
+    }
+    Ok(v == 1)
+}
+
+/// The device's free memory, bytes (`cuMemGetInfo` in its context).
+///
+/// # Errors
+/// A refusal with the driver's error.
+pub fn free_bytes(gpu: &Gpu) -> Result<usize> {
+    gpu.make_current()?;
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: cuMemGetInfo writes two sizes for the current context.
+    check("cuMemGetInfo", unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
+    Ok(free)
+}
+
+/// Bytes of one host page: the unit the per-page migration figure is counted in (4 KiB on
+/// Linux x86-64; the driver may migrate larger blocks at once, which the per-GiB figure shows).
+pub const HOST_PAGE_BYTES: usize = 4096;
