@@ -250,7 +250,18 @@ mod tests {
     #[test]
     fn every_chapter_of_the_summary_is_checked_in_the_browser() {
         let pages = chapter_pages(&book_dir().join("src/SUMMARY.md"), Path::new("/b")).unwrap();
-        for chapter in ["machine", "global-memory", "shared-memory", "tiling", "registers", "latency", "rust-cuda"] {
+        for chapter in [
+            "machine",
+            "global-memory",
+            "shared-memory",
+            "tiling",
+            "registers",
+            "latency",
+            "beyond",
+            "rust-cuda",
+            "using-the-tool",
+            "measured-on-the-h200",
+        ] {
             assert!(pages.contains(&Path::new("/b").join(format!("{chapter}.html"))), "{chapter}: {pages:?}");
         }
     }
