@@ -15,9 +15,7 @@ pub use memlab_contracts::hierarchy::{
     CONST_CHAIN_WORDS, LOCAL_ARRAY_WORDS, LOCAL_CHAIN_WORDS, SM_CLOCK_CHAINS, SM_CLOCK_RECORD_WORDS,
 };
 
-use crate::device::{
-    block_dim_x, block_idx_x, dynamic_shared, fma, global_idx_x, lane_id, sync_threads, thread_idx_x,
-};
+use crate::device::{block_dim_x, block_idx_x, dynamic_shared, fma, global_idx_x, lane_id, sync_threads, thread_idx_x};
 
 // The constant-memory chain: Rust has no `__constant__`, so the array is declared in the PTX
 // `.const` state space here and the host fills it with `cuModuleGetGlobal` + a copy (what
