@@ -124,6 +124,15 @@ pub fn section(
     clock: Option<&SmClock>,
 ) -> Option<Section> {
     let mut s = build(info, memcpy_gbs, clock.and_then(SmClock::ghz), sections)?;
+    if let Some(c) = clock.filter(|c| !c.check.passed()) {
+        s.notes.insert(
+            1,
+            format!(
+                "sm_clock_under_load failed its check ({}): the roof stays at the driver's clock.",
+                c.check.summary("sums and clocks")
+            ),
+        );
+    }
     s.checks.extend(clock.map(|c| c.check.clone()));
     Some(s)
 }
