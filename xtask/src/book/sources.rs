@@ -133,7 +133,7 @@ pub const EXERCISES: &[Exercise] = &[
         question: "Lane t reads shared word 16 t. How many passes does the bank model say the \
                    request takes?",
         source: Source::RecordedRun,
-        pick: Pick::Cell { column: "model factor", row: &["16"] },
+        pick: Pick::Cell { column: "model wavefronts", row: &["4 B, stride 16"] },
         answer: "16",
         why: "Word 16 t sits in bank (16 t) mod 32, which is 0 or 16: each of those two banks holds \
               16 distinct words of the request, and a bank serves one word per pass.",
@@ -215,7 +215,7 @@ pub const EXERCISES: &[Exercise] = &[
         question: "And when the chain was larger than L2?",
         source: Source::RecordedRun,
         pick: Pick::Cell { column: "measured latency", row: &["global memory (HBM)"] },
-        answer: "659 cycles (333 ns)",
+        answer: "658 cycles (332 ns)",
         why: "The last plateau, from 64 MiB: every load goes to HBM, more than twice the L2 time.",
     },
 ];
