@@ -16,3 +16,10 @@ pub const LOCAL_CHAIN_WORDS: usize = 32;
 pub const LOCAL_ARRAY_WORDS: usize = 16;
 /// Bytes `read_cg` reads per load: one 16-byte vector (`ld.global.cg.v4.u32`).
 pub const READ_CG_VECTOR_BYTES: usize = 16;
+/// Threads per block of `sm_clock_under_load` (the grid fills every SM with these blocks).
+pub const SM_CLOCK_THREADS: u32 = 256;
+/// Independent FMA chains per thread of `sm_clock_under_load`: enough independent FMAs in
+/// flight per warp to keep the FP32 pipes busy despite the FMA's latency.
+pub const SM_CLOCK_CHAINS: usize = 8;
+/// Words per block of `sm_clock_under_load`'s clock record: `[cycles, ns]`.
+pub const SM_CLOCK_RECORD_WORDS: usize = 2;

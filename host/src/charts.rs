@@ -17,6 +17,7 @@ use plotters::prelude::*;
 
 use crate::demos::{KernelRow, Level, Rate, Section};
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
+use crate::model::roofline::{AboveRoof, above_roof};
 use crate::output;
 use crate::series::{Point, Series, names};
 
@@ -611,8 +612,11 @@ fn compact(v: f64) -> String {
 /// intensity (the [`names::ROOFLINE`] series of each section).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RooflineChart {
-    /// FP32 peak, TFLOP/s.
+    /// FP32 peak, TFLOP/s, at the SM clock measured under load (the driver's when not measured).
     pub peak_tflops: f64,
+    /// FP32 peak at the driver's SM clock, TFLOP/s (dashed when it differs from the roof): a
+    /// compute-bound point above it is the clock's doing, not the caches'.
+    pub driver_peak_tflops: f64,
     /// Measured memcpy bandwidth, GB/s (the solid memory roof).
     pub memcpy_gbs: f64,
     /// Clock x bus bandwidth, GB/s (dashed).
@@ -641,7 +645,12 @@ impl RooflineChart {
         if points.is_empty() {
             return None;
         }
-        Some(RooflineChart { peak_tflops, memcpy_gbs, theoretical_gbs, points })
+        Some(RooflineChart { peak_tflops, driver_peak_tflops: peak_tflops, memcpy_gbs, theoretical_gbs, points })
+    }
+
+    /// The chart with the FP32 peak at the driver's clock, TFLOP/s, beside the measured roof.
+    pub fn with_driver_peak(self, driver_peak_tflops: f64) -> Self {
+        RooflineChart { driver_peak_tflops, ..self }
     }
 
     /// The balance point, FLOP/byte, against the memcpy roof.
@@ -702,6 +711,15 @@ impl Chart for RooflineChart {
             .draw_series(DashedLineSeries::new(roof(self.theoretical_gbs), 6, 4, BLACK.stroke_width(1)))?
             .label(format!("clock x bus {:.0} GB/s", self.theoretical_gbs))
             .legend(|(x, y)| EmptyElement::at((x, y)) + DashedPathElement::new(vec![(0, 0), (22, 0)], 6, 4, BLACK));
+        if (self.driver_peak_tflops / self.peak_tflops - 1.0).abs() > 1e-3 {
+            let driver = [(self.balance(), self.driver_peak_tflops), (x.end, self.driver_peak_tflops)];
+            chart
+                .draw_series(DashedLineSeries::new(driver, 3, 3, MEASURED.stroke_width(1)))?
+                .label(format!("FP32 peak at the driver's clock {:.1} TFLOP/s", self.driver_peak_tflops))
+                .legend(|(x, y)| {
+                    EmptyElement::at((x, y)) + DashedPathElement::new(vec![(0, 0), (22, 0)], 3, 3, MEASURED)
+                });
+        }
         // Kernels within a factor of about 2 in intensity, such as the SGEMM rungs, share one
         // label column right of their points, one line each, joined to its point by a thin
         // line; lone points alternate above and below.
@@ -720,19 +738,27 @@ impl Chart for RooflineChart {
             }
             let pixels: Vec<(i32, i32)> = group.iter().map(|p| chart.backend_coord(&(p.1, p.2))).collect();
             let x = pixels[0].0 + 18;
+            let roof_at = group[0].1 * self.memcpy_gbs / 1e3;
+            let top = pixels[0].1.max(chart.backend_coord(&(group[0].1, roof_at.min(self.peak_tflops))).1 + 16);
             for (j, ((label, ai, tflops), &point)) in group.iter().zip(&pixels).enumerate() {
-                let text = format!("{label}: {tflops:.2}");
-                // Above the memory roof the model's bytes overcount DRAM traffic: L1 and L2
-                // served part of the requested loads. Said above-left, where the chart is empty.
-                if *tflops > ai * self.memcpy_gbs / 1e3 * 1.001 {
+                let (peak, driver) = (self.peak_tflops * 1e12, self.driver_peak_tflops * 1e12);
+                let text = match above_roof(*ai, tflops * 1e12, driver, peak, self.memcpy_gbs * 1e9) {
+                    Some(AboveRoof::Clock) => format!("{label}: {tflops:.2} (clock)"),
+                    Some(AboveRoof::Unexplained) => format!("{label}: {tflops:.2} (> FP32 peak)"),
+                    _ => format!("{label}: {tflops:.2}"),
+                };
+                // Above the memory roof below the balance point the model's bytes overcount
+                // DRAM traffic: L1 and L2 served part of the requested loads. Said above-left,
+                // where the chart is empty.
+                if above_roof(*ai, tflops * 1e12, driver, peak, self.memcpy_gbs * 1e9) == Some(AboveRoof::CacheReuse) {
                     let (lx, ly) = (point.0 - 110, point.1 - 46);
                     root.draw(&Text::new(text, (lx, ly), font.clone()))?;
                     root.draw(&Text::new("above the DRAM roof: L1/L2 reuse", (lx, ly + 17), font.clone()))?;
                     continue;
                 }
-                // A column runs down from its highest point, below the roof.
+                // A column runs down from its highest point, clear of the roof above it.
                 let y = if group.len() > 1 {
-                    pixels[0].1 + 17 * j as i32
+                    top + 17 * j as i32
                 } else if i % 2 == 0 {
                     point.1 - 14
                 } else {

@@ -12,6 +12,7 @@ pub use crate::demos::hierarchy::spills::kernels::*;
 pub use crate::demos::matmul::kernels::*;
 pub use crate::demos::occupancy::kernels::*;
 pub use crate::demos::race::kernels::*;
+pub use crate::demos::roofline::kernels::*;
 pub use crate::demos::sgemm::kernels::*;
 pub use crate::demos::transpose::kernels::*;
 
@@ -19,7 +20,7 @@ use crate::demos;
 use crate::gpu::launch::Entry;
 
 /// The entries of every typed launch, module by module.
-pub const TABLES: [&[Entry]; 10] = [
+pub const TABLES: [&[Entry]; 11] = [
     demos::banks::ENTRIES,
     demos::coalescing::ENTRIES,
     demos::hierarchy::bandwidth::ENTRIES,
@@ -28,6 +29,7 @@ pub const TABLES: [&[Entry]; 10] = [
     demos::matmul::ENTRIES,
     demos::occupancy::ENTRIES,
     demos::race::ENTRIES,
+    demos::roofline::ENTRIES,
     demos::sgemm::ENTRIES,
     demos::transpose::ENTRIES,
 ];

@@ -82,6 +82,9 @@ pub fn check(record: &RunRecord) -> Result<(), Refusal> {
     if let Some(gbs) = record.memcpy_gbs {
         positive("memcpy_gbs", gbs)?;
     }
+    if let Some(ghz) = record.sm_clock_ghz {
+        positive("sm_clock_ghz", ghz)?;
+    }
     for (i, section) in record.sections.iter().enumerate() {
         let at = format!("sections[{i}] ({})", section.name);
         for (j, k) in section.kernels.iter().enumerate() {

@@ -28,6 +28,11 @@ pub struct RunRecord {
     pub ptx_arch: String,
     /// Device-to-device memcpy bandwidth, GB/s, when the memcpy demo ran.
     pub memcpy_gbs: Option<f64>,
+    /// The SM clock under a full FP32 load, GHz (the median block of `sm_clock_under_load`),
+    /// when measured and checked; absent from runs recorded before it was measured, whose
+    /// roofline keeps the driver's clock.
+    #[serde(default)]
+    pub sm_clock_ghz: Option<f64>,
     /// One section per demo, in run order.
     pub sections: Vec<Section>,
 }
@@ -71,18 +76,22 @@ impl RunRecord {
     }
 
     /// Rebuilds the roofline section (derived from the other sections' kernels) with this
-    /// version's rules, when the run has one.
+    /// version's rules and the recorded SM clock, when the run has one; the clock
+    /// measurement's check is kept.
     pub fn rebuild_roofline(&mut self) {
         let Some(i) = self.sections.iter().position(|s| s.name == "roofline") else { return };
-        if let Some(fresh) = crate::demos::roofline::build(&self.device, self.memcpy_gbs, &self.sections) {
+        let fresh = crate::demos::roofline::build(&self.device, self.memcpy_gbs, self.sm_clock_ghz, &self.sections);
+        if let Some(mut fresh) = fresh {
+            fresh.checks = std::mem::take(&mut self.sections[i].checks);
             self.sections[i] = fresh;
         }
     }
 
-    /// FP32 peak, TFLOP/s, from the SM count, the FP32 lanes of the architecture and the
-    /// driver's SM clock; `None` for an architecture the roofline model has no lanes for.
+    /// FP32 peak, TFLOP/s, from the SM count, the FP32 lanes of the architecture and the SM
+    /// clock measured under load (the driver's SM clock for runs recorded without it); `None`
+    /// for an architecture the roofline model has no lanes for.
     pub fn peak_tflops(&self) -> Option<f64> {
-        crate::demos::roofline::peak_fp32(&self.device).map(|p| p / 1e12)
+        crate::demos::roofline::peak_fp32(&self.device, self.sm_clock_ghz).map(|p| p / 1e12)
     }
 }
 
@@ -145,13 +154,15 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
     }
     let roofline = match (record.peak_tflops(), record.memcpy_gbs) {
         (Some(peak), Some(memcpy)) => {
+            let driver = crate::demos::roofline::peak_fp32(&record.device, None).map_or(peak, |p| p / 1e12);
             RooflineChart::new(sections, peak, memcpy, record.device.theoretical_bandwidth_gbs())
+                .map(|c| c.with_driver_peak(driver))
         }
         _ => None,
     };
     add(
         roofline.map(|c| {
-            figure(&c, dir, "Kernels that compute, each at its first size, at their arithmetic intensity by requested global loads (the tiling model; caches ignored, so a kernel whose loads hit L1/L2, like `matmul_naive`, sits above the DRAM roof).".into())
+            figure(&c, dir, "Kernels that compute, each at its first size, at their arithmetic intensity by requested global loads (the tiling model; caches ignored, so a kernel whose loads hit L1/L2, like `matmul_naive`, sits above the DRAM roof). The FP32 roof is at the SM clock measured under load, when the run measured it; a dashed line marks the peak at the driver's clock, and a compute-bound point above that is the clock's, not the caches'.".into())
         }),
         "roofline (needs the `memcpy` and `matmul` demos)",
     )?;

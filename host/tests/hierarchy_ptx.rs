@@ -5,7 +5,7 @@
 use memlab::ptx::{self, count_ops, entry_body};
 use memlab::ptxas::{self, PtxasKernel};
 use memlab::reference::LOCAL_ARRAY_WORDS;
-use memlab_contracts::hierarchy::{CONST_CHAIN_WORDS, LOCAL_CHAIN_WORDS};
+use memlab_contracts::hierarchy::{CONST_CHAIN_WORDS, LOCAL_CHAIN_WORDS, SM_CLOCK_CHAINS};
 
 fn body<'a>(p: &'a ptx::Ptx, kernel: &str) -> &'a str {
     entry_body(p.text, kernel).unwrap_or_else(|| panic!("{} PTX lacks kernel {kernel}", p.arch))
@@ -88,5 +88,23 @@ fn a_register_cap_below_the_need_makes_register_pressure_spill() {
             assert!(k.spill_stores > last_spill && k.spill_loads > 0, "{} cap {cap}: {k:?}", p.arch);
             last_spill = k.spill_stores;
         }
+    }
+}
+
+#[test]
+fn the_clock_kernel_runs_its_fma_chains_between_two_clock_and_timer_reads() {
+    for p in &ptx::ALL {
+        let b = body(p, "sm_clock_under_load");
+        assert_eq!((b.matches("%clock64").count(), b.matches("%globaltimer").count()), (2, 2), "{}", p.arch);
+        let (first, last) = (b.find("%globaltimer").unwrap(), b.rfind("%clock64").unwrap());
+        let window = &b[first..last];
+        // Every FMA inside the window: one per chain per round, the rounds unrolled whole.
+        let fmas = count_ops(window, "fma.rn.f32");
+        assert!(fmas >= SM_CLOCK_CHAINS && fmas.is_multiple_of(SM_CLOCK_CHAINS), "{}: {fmas} FMAs", p.arch);
+        assert_eq!(count_ops(b, "fma.rn.f32"), fmas, "{}: an FMA outside the timed window", p.arch);
+        // Barriers on both sides, and nothing read from memory: the pipes under test are FP32.
+        assert!(count_ops(b, "bar.sync") >= 2 && !b.contains("ld.global"), "{}", p.arch);
+        let k = ptxas_kernel(p, "sm_clock_under_load", &[]);
+        assert_eq!((k.stack_bytes, k.spill_stores, k.spill_loads), (0, 0, 0), "{}: {k:?}", p.arch);
     }
 }

@@ -10,7 +10,7 @@ use memlab::peer_report;
 
 fn record() -> PeerRecord {
     let access = PeerCaps { access: true, rank: 0, atomics: true };
-    let link = Path::NvSwitch { links: 18, version: Some(4), gbs_per_link: Some(26.5625) };
+    let link = Path::NvSwitch { links: 18, version: Some(6), gbs_per_link: Some(25.0) };
     let mut caps = PairMatrix::new(2);
     let mut paths = PairMatrix::new(2);
     for (i, j) in [(0, 1), (1, 0)] {
@@ -64,7 +64,7 @@ fn record() -> PeerRecord {
 fn markdown_shows_the_topology_and_the_matrix() {
     let md = peer_report::markdown(&record());
     assert!(md.starts_with("# memlab peer: GPU 0 (NVIDIA H200), GPU 1 (NVIDIA H200)"), "{md}");
-    assert!(md.contains("NVLink 4 via NVSwitch, 18 x 26.6 = 478 GB/s each way"), "{md}");
+    assert!(md.contains("NVLink 4.0 via NVSwitch, 18 x 25.0 = 450 GB/s each way"), "{md}");
     assert!(md.contains("| GPU 0 -> GPU 1 | yes    | 0    | yes     |"), "{md}");
     assert!(md.contains("PCI: GPU 0 at 0000:1B:00.0, GPU 1 at 0000:43:00.0"), "{md}");
     assert!(md.contains("| from GPU 0    | 1950.0   | 389.5    |"), "{md}");

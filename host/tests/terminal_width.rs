@@ -106,3 +106,42 @@ fn the_roofline_table_tells_repeated_kernels_apart_and_names_what_passes_a_roof(
     let read_cg = rows.iter().find(|r| r[0] == "read_cg" && r[2] == "memory").unwrap();
     assert_eq!(read_cg[5], "above memcpy");
 }
+
+#[test]
+fn the_roof_is_drawn_at_the_recorded_clock_and_a_point_past_the_drivers_peak_is_the_clocks() {
+    // A run recorded before the clock was measured keeps the driver's 1.98 GHz.
+    let mut record = recorded();
+    assert_eq!(record.sm_clock_ghz, None);
+    let notes = |r: &RunRecord| r.sections.iter().find(|s| s.name == "roofline").unwrap().notes.join("\n");
+    assert!(
+        notes(&record).contains("x 1.98 GHz, the driver's peak clock (the SM clock was not measured"),
+        "{}",
+        notes(&record)
+    );
+    // Measured at 2.1 GHz: the peak is 132 x 128 x 2 x 2.1 GHz, both clocks are printed.
+    record.sm_clock_ghz = Some(2.1);
+    let peak = record.peak_tflops().unwrap();
+    assert!((peak - 70.96).abs() < 0.01, "{peak}");
+    // The first sgemm_7 rung (4096³) sped up past the driver's peak (66.9 TFLOP/s) but not past 2.1 GHz's.
+    let row =
+        record.sections.iter_mut().flat_map(|s| &mut s.kernels).find(|k| k.kernel == "sgemm_7_async_copy").unwrap();
+    row.timing.median_ms = row.work.flop / 68e12 * 1e3;
+    record.rebuild_roofline();
+    let text = notes(&record);
+    assert!(
+        text.contains("FP32 peak 71.0 TFLOP/s = 132 SMs x 128 lanes x 2 x 2.10 GHz, the SM clock measured"),
+        "{text}"
+    );
+    assert!(text.contains("at the driver's peak clock of 1.98 GHz it would be 66.9 TFLOP/s"), "{text}");
+    let clock_note = text.lines().find(|l| l.starts_with("Above the FP32 roof at the driver's 1.98 GHz")).expect(&text);
+    assert!(clock_note.contains("sgemm_7_async_copy") && clock_note.contains("2.10 GHz under load"), "{clock_note}");
+    // matmul_naive stays the caches': below the balance point.
+    let reuse = text.lines().find(|l| l.starts_with("Above the memory roof")).expect(&text);
+    assert!(reuse.contains("matmul_naive") && !reuse.contains("sgemm_7"), "{reuse}");
+    let roofline = record.sections.iter().find(|s| s.name == "roofline").unwrap();
+    let rows = &roofline.sweep.as_ref().unwrap().1;
+    let rung = rows.iter().find(|r| r[0].starts_with("sgemm_7_async_copy")).unwrap();
+    assert_eq!(rung[5], "96%, past driver clock", "{rung:?}");
+    let out = report::section_in(Layout::Terminal(100), roofline, record.memcpy_gbs);
+    assert!(fits(&out, 100), "too wide: {:#?}", too_wide(&out, 100));
+}

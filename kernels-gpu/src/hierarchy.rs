@@ -11,9 +11,11 @@
 
 use core::arch::{asm, global_asm};
 
-pub use memlab_contracts::hierarchy::{CONST_CHAIN_WORDS, LOCAL_ARRAY_WORDS, LOCAL_CHAIN_WORDS};
+pub use memlab_contracts::hierarchy::{
+    CONST_CHAIN_WORDS, LOCAL_ARRAY_WORDS, LOCAL_CHAIN_WORDS, SM_CLOCK_CHAINS, SM_CLOCK_RECORD_WORDS,
+};
 
-use crate::device::{block_dim_x, dynamic_shared, fma, global_idx_x, lane_id, sync_threads, thread_idx_x};
+use crate::device::{block_dim_x, block_idx_x, dynamic_shared, fma, global_idx_x, lane_id, sync_threads, thread_idx_x};
 
 // The constant-memory chain: Rust has no `__constant__`, so the array is declared in the PTX
 // `.const` state space here and the host fills it with `cuModuleGetGlobal` + a copy (what
@@ -247,6 +249,61 @@ pub unsafe extern "ptx-kernel" fn const_chase(lane_stride: u32, warm: u32, steps
 pub unsafe extern "ptx-kernel" fn register_chain(x: f32, a: f32, b: f32, steps: u32, out: *mut u64) {
     let (x, t) = warm_then_time(x, 0, steps, |x| fma(x, a, b));
     unsafe { record(out, t, x.to_bits() as u64) };
+}
+
+/// The SM clock under a full FP32 load: every thread runs [`SM_CLOCK_CHAINS`] independent FMA
+/// chains `x = fma(x, a, b)` for `iters` rounds, chain `c` of lane `l` starting at
+/// `x0 + (SM_CLOCK_CHAINS * l + c) / 256`, and writes the sum of its chains in chain order to
+/// `sums[g]`. Thread 0 of each block reads `%clock64` and `%globaltimer` after a barrier before
+/// the chains and again after a barrier behind them (the sums stored first, so the arithmetic
+/// stays inside the window), and writes `[cycles, ns]` of its block to
+/// `clocks[2 * block ..]`: cycles over ns is the SM clock (GHz) while the FP32 pipes were busy,
+/// the clock the compute roof is drawn at (PTX ISA, "Special Registers: %clock64" and
+/// "%globaltimer").
+///
+/// - Launch: one-dimensional, blocks of `SM_CLOCK_THREADS` threads, enough blocks to fill every
+///   SM. Shared memory: none. Memory level: registers (one store per thread, one record per
+///   block).
+///
+/// # Safety
+/// `sums` holds one float per thread launched, `clocks` `SM_CLOCK_RECORD_WORDS` words per block.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn sm_clock_under_load(
+    x0: f32,
+    a: f32,
+    b: f32,
+    iters: u32,
+    sums: *mut f32,
+    clocks: *mut u64,
+) {
+    let first = thread_idx_x() == 0;
+    let mut x = [0.0f32; SM_CLOCK_CHAINS];
+    for (c, v) in x.iter_mut().enumerate() {
+        *v = x0 + (SM_CLOCK_CHAINS as u32 * lane_id() + c as u32) as f32 / 256.0;
+    }
+    unsafe { sync_threads() };
+    let start = if first { (clock64(), globaltimer()) } else { (0, 0) };
+    for _ in 0..iters {
+        for v in x.iter_mut() {
+            *v = fma(*v, a, b);
+        }
+    }
+    let mut sum = 0.0f32;
+    for v in x {
+        sum += v;
+    }
+    unsafe {
+        *sums.add(global_idx_x() as usize) = sum;
+        sync_threads();
+    }
+    if first {
+        let (cycles, ns) = (clock64(), globaltimer());
+        let out = unsafe { clocks.add(SM_CLOCK_RECORD_WORDS * block_idx_x() as usize) };
+        unsafe {
+            *out = cycles.wrapping_sub(start.0);
+            *out.add(1) = ns.wrapping_sub(start.1);
+        }
+    }
 }
 
 /// Read bandwidth through L2: every thread sums 16-byte vectors `g, g + T, g + 2T, ...` of

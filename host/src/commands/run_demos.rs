@@ -123,11 +123,14 @@ fn run_on(
     for section in &sections {
         out += &format!("{}\n", report::section(section, memcpy_gbs));
     }
-    let all_passed = sections.iter().all(|s| s.passed());
-    if let Some(roofline) = demos::roofline::section(&lab.gpu.info, &sections, memcpy_gbs) {
+    // The roof's clock, measured once when there are kernels to place.
+    let clock =
+        sections.iter().any(|s| !s.kernels.is_empty()).then(|| demos::roofline::measure_clock(&lab)).transpose()?;
+    if let Some(roofline) = demos::roofline::section(&lab.gpu.info, &sections, memcpy_gbs, clock.as_ref()) {
         out += &format!("{}\n", report::section(&roofline, memcpy_gbs));
         sections.push(roofline);
     }
+    let all_passed = sections.iter().all(|s| s.passed());
     // The report is printed whole at the end: a refusal midway prints no partial result.
     println!(
         "{out}{}",
@@ -138,6 +141,7 @@ fn run_on(
         device: lab.gpu.info.clone(),
         ptx_arch: lab.gpu.ptx.arch.to_string(),
         memcpy_gbs,
+        sm_clock_ghz: clock.as_ref().and_then(demos::roofline::SmClock::ghz),
         sections,
     };
     if let Some(path) = &outputs.json {

@@ -1,38 +1,159 @@
 //! The roofline of this run: every global-memory kernel placed by its arithmetic intensity
-//! against the device's FP32 peak (`SMs x FP32 lanes x 2 x clock`) and the memcpy bandwidth
-//! measured in the same run.
+//! against the device's FP32 peak (`SMs x FP32 lanes x 2 x clock`, the clock measured under a
+//! full FP32 load in the same run) and the memcpy bandwidth measured in the same run.
+//!
+//! This module owns the clock measurement ([`measure_clock`]); the runner takes it once per run
+//! and passes it to [`section`].
 
-use super::{KernelRow, Level, Section};
+use anyhow::Result;
+use cust::memory::DeviceBuffer;
+use memlab_contracts::hierarchy::{SM_CLOCK_CHAINS, SM_CLOCK_RECORD_WORDS, SM_CLOCK_THREADS};
+
+use super::{KernelRow, Lab, Level, Section, download, full_gpu, poisoned};
+use crate::gpu::describe;
 use crate::gpu::device::DeviceInfo;
+use crate::gpu::launch::LaunchShape;
 use crate::model::roofline::{
-    Bound, arithmetic_intensity, attainable, balance_point, bound, fp32_lanes_per_sm, peak_fp32_flops,
+    AboveRoof, Bound, above_roof, arithmetic_intensity, attainable, balance_point, bound, fp32_lanes_per_sm,
+    peak_fp32_flops,
 };
+use crate::refuse;
 use crate::series::{Series, names};
+use crate::verify::{self, Check};
 
-/// The device's FP32 peak, FLOP/s: `SMs x FP32 lanes x 2 x the driver's SM clock`; `None` for
-/// an architecture the roofline model has no lanes for.
-pub fn peak_fp32(info: &DeviceInfo) -> Option<f64> {
+crate::kernels! {
+    /// `sm_clock_under_load`: `blocks` blocks of `SM_CLOCK_THREADS` threads each run
+    /// `SM_CLOCK_CHAINS` independent FMA chains of `iters` rounds; one float per thread to
+    /// `sums`, `[cycles, ns]` per block to `clocks`.
+    fn sm_clock_under_load(blocks: u32; x0: f32, a: f32, b: f32, iters: u32, sums: &mut DeviceBuffer<f32>, clocks: &mut DeviceBuffer<u64>)
+        => LaunchShape { grid: (blocks, 1), block: (SM_CLOCK_THREADS, 1), smem_bytes: 0 };
+}
+
+/// FMA rounds per chain: a full SM on cc 9.0 runs 2048 threads x 8 chains x 40 000 rounds over
+/// its 128 FP32 lanes in about 5 million cycles, a few milliseconds, long against
+/// `%globaltimer`'s update interval (a microsecond or less).
+const CLOCK_ITERS: u32 = 40_000;
+/// The chains' inputs: `x = 0.9999 x + 0.0001` stays near 1 for any number of rounds.
+const CLOCK_FMA: (f32, f32, f32) = (1.0, 0.9999, 0.0001);
+/// SM clocks a GPU can run at, GHz: a block's cycles over ns outside it is a broken record.
+const PLAUSIBLE_GHZ: (f64, f64) = (0.1, 5.0);
+
+/// The SM clock measured under a full FP32 load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SmClock {
+    /// Cycles over nanoseconds of each block, GHz.
+    pub block_ghz: Vec<f64>,
+    /// The chains' sums against the CPU reference, and every block's clock in
+    /// [`PLAUSIBLE_GHZ`].
+    pub check: Check,
+}
+
+impl SmClock {
+    /// The median over blocks, GHz; `None` when the check failed (no roof from a wrong run).
+    pub fn ghz(&self) -> Option<f64> {
+        if !self.check.passed() {
+            return None;
+        }
+        let mut v = self.block_ghz.clone();
+        v.sort_by(f64::total_cmp);
+        Some(v[v.len() / 2])
+    }
+}
+
+/// The sums one warp's lanes write (every warp writes the same 32): lane `l`'s chains from
+/// `x0 + (SM_CLOCK_CHAINS l + c) / 256`, `iters` rounds of `x = fma(x, a, b)`, summed in chain
+/// order, as `sm_clock_under_load` computes them.
+pub fn clock_reference((x0, a, b): (f32, f32, f32), iters: u32) -> Vec<f32> {
+    (0..32u32)
+        .map(|lane| {
+            (0..SM_CLOCK_CHAINS as u32).fold(0.0f32, |sum, c| {
+                let start = x0 + (SM_CLOCK_CHAINS as u32 * lane + c) as f32 / 256.0;
+                sum + (0..iters).fold(start, |x, _| x.mul_add(a, b))
+            })
+        })
+        .collect()
+}
+
+/// Runs `sm_clock_under_load` over the whole GPU (every SM full) once and reads each block's
+/// clock.
+///
+/// # Errors
+/// Not enough device memory, or a failed launch.
+pub fn measure_clock(lab: &Lab) -> Result<SmClock> {
+    let gpu = &lab.gpu;
+    let (blocks, threads) = full_gpu(&gpu.info, SM_CLOCK_THREADS);
+    let mut sums = poisoned::<f32>(threads)?;
+    let mut clocks = poisoned::<u64>(SM_CLOCK_RECORD_WORDS * blocks as usize)?;
+    let (x0, a, b) = CLOCK_FMA;
+    let launch = kernels::sm_clock_under_load(blocks, x0, a, b, CLOCK_ITERS, &mut sums, &mut clocks);
+    launch.enqueue(gpu)?;
+    if let Err(e) = gpu.stream.synchronize() {
+        refuse!("`{}` failed: {}", launch.kernel, describe(e));
+    }
+    let want = clock_reference(CLOCK_FMA, CLOCK_ITERS);
+    let sums = download(&sums)?;
+    let records = download(&clocks)?;
+    let block_ghz: Vec<f64> = records.chunks(SM_CLOCK_RECORD_WORDS).map(|r| r[0] as f64 / r[1] as f64).collect();
+    let mut check = verify::sampled_f32(&sums, sums.len(), |g| want[g % 32]);
+    let bad = block_ghz.iter().enumerate().filter(|(_, g)| !(PLAUSIBLE_GHZ.0..=PLAUSIBLE_GHZ.1).contains(*g));
+    for (i, ghz) in bad {
+        check.mismatches += 1;
+        let range = format!("{}..{} GHz", PLAUSIBLE_GHZ.0, PLAUSIBLE_GHZ.1);
+        check.first_bad.get_or_insert_with(|| (threads + i, format!("block {i} at {ghz:.3} GHz"), range));
+    }
+    check.checked += block_ghz.len();
+    Ok(SmClock { block_ghz, check })
+}
+
+/// The device's FP32 peak, FLOP/s: `SMs x FP32 lanes x 2 x clock`, the clock `clock_ghz` when
+/// measured, else the driver's SM clock; `None` for an architecture the roofline model has no
+/// lanes for.
+pub fn peak_fp32(info: &DeviceInfo, clock_ghz: Option<f64>) -> Option<f64> {
     let lanes = fp32_lanes_per_sm(info.cc.0, info.cc.1)?;
-    Some(peak_fp32_flops(info.sms, lanes, info.sm_clock_khz as f64 * 1e3))
+    let hz = clock_ghz.map_or(info.sm_clock_khz as f64 * 1e3, |g| g * 1e9);
+    Some(peak_fp32_flops(info.sms, lanes, hz))
 }
 
 /// The roofline section for the kernels of `sections` on `info`'s device with the run's memcpy
-/// ceiling (GB/s), or `None` when no kernel ran or the device's FP32 lanes are not in the
-/// model's table.
-pub fn section(info: &DeviceInfo, sections: &[Section], memcpy_gbs: Option<f64>) -> Option<Section> {
-    build(info, memcpy_gbs, sections)
+/// ceiling (GB/s) and SM clock, or `None` when no kernel ran or the device's FP32 lanes are not
+/// in the model's table. The clock's check is the section's.
+pub fn section(
+    info: &DeviceInfo,
+    sections: &[Section],
+    memcpy_gbs: Option<f64>,
+    clock: Option<&SmClock>,
+) -> Option<Section> {
+    let mut s = build(info, memcpy_gbs, clock.and_then(SmClock::ghz), sections)?;
+    if let Some(c) = clock.filter(|c| !c.check.passed()) {
+        s.notes.insert(
+            1,
+            format!(
+                "sm_clock_under_load failed its check ({}): the roof stays at the driver's clock.",
+                c.check.summary("sums and clocks")
+            ),
+        );
+    }
+    s.checks.extend(clock.map(|c| c.check.clone()));
+    Some(s)
 }
 
-/// [`section`] from a device's figures and the memcpy bandwidth (GB/s) of a run, so that a
-/// recorded run's roofline is rebuilt from its kernels; a `roofline` section among `sections`
-/// is skipped.
+/// [`section`] from a device's figures, the memcpy bandwidth (GB/s) and the SM clock measured
+/// under load (GHz; the driver's clock when `None`, as in runs recorded before it was
+/// measured) of a run, so that a recorded run's roofline is rebuilt from its kernels; a
+/// `roofline` section among `sections` is skipped.
 ///
 /// A kernel measured more than once with the same work (a size run by two demos, the same
 /// probe under several register caps) is one row, its kernel named with the count; a kernel
 /// left at several sizes is named with its size.
-pub fn build(info: &DeviceInfo, memcpy_gbs: Option<f64>, sections: &[Section]) -> Option<Section> {
+pub fn build(
+    info: &DeviceInfo,
+    memcpy_gbs: Option<f64>,
+    clock_ghz: Option<f64>,
+    sections: &[Section],
+) -> Option<Section> {
     let lanes = fp32_lanes_per_sm(info.cc.0, info.cc.1)?;
-    let peak = peak_fp32(info)?;
+    let driver_ghz = info.sm_clock_khz as f64 / 1e6;
+    let peaks = Peaks { driver: peak_fp32(info, None)?, measured: peak_fp32(info, clock_ghz)? };
     let (bw, bw_source) = match memcpy_gbs {
         Some(g) => (g * 1e9, "memcpy measured in this run"),
         None => (info.theoretical_bandwidth_gbs() * 1e9, "theoretical (memcpy not run)"),
@@ -46,6 +167,7 @@ pub fn build(info: &DeviceInfo, memcpy_gbs: Option<f64>, sections: &[Section]) -
             None => unique.push((k, 1)),
         }
     }
+    let mut above: Vec<(AboveRoof, String)> = Vec::new();
     let rows: Vec<Vec<String>> = unique
         .iter()
         .map(|&(k, n)| {
@@ -58,7 +180,11 @@ pub fn build(info: &DeviceInfo, memcpy_gbs: Option<f64>, sections: &[Section]) -
                 name += &format!(" (x{n})");
             }
             let mut cells = match k.work.level {
-                Level::Global => row(k, peak, bw),
+                Level::Global => {
+                    let (cells, why) = row(k, peaks, bw);
+                    above.extend(why.map(|w| (w, name.clone())));
+                    cells
+                }
                 Level::L2 => off_roofline(k, "L2-resident: above this DRAM roofline"),
                 Level::Shared => off_roofline(k, "shared memory: on-chip, off this roofline"),
                 Level::Registers => off_roofline(k, "registers/local: off this roofline"),
@@ -81,25 +207,66 @@ pub fn build(info: &DeviceInfo, memcpy_gbs: Option<f64>, sections: &[Section]) -
     }
     let series = vec![Series::labelled(names::ROOFLINE, "arithmetic intensity (FLOP/byte)", "TFLOP/s", points)];
     let header = ["kernel", "FLOP/byte", "bound", "roof", "achieved", "% of roof"];
+    let clock = match clock_ghz {
+        Some(g) => format!(
+            "{g:.2} GHz, the SM clock measured under a full FP32 load (sm_clock_under_load); at the driver's peak clock of {driver_ghz:.2} GHz it would be {:.1} TFLOP/s",
+            peaks.driver / 1e12
+        ),
+        None => format!("{driver_ghz:.2} GHz, the driver's peak clock (the SM clock was not measured in this run)"),
+    };
+    let mut notes = vec![format!(
+        "FP32 peak {:.1} TFLOP/s = {} SMs x {lanes} lanes x 2 x {clock}. Memory roof {:.0} GB/s ({bw_source}); balance point {:.1} FLOP/byte.",
+        peaks.measured / 1e12,
+        info.sms,
+        bw / 1e9,
+        balance_point(peaks.measured, bw)
+    )];
+    notes.extend(above_notes(&above, driver_ghz, clock_ghz));
+    notes.push("Bytes are the global-memory requests the lesson's model counts. A stream that only reads (read_cg) can pass memcpy, which also writes.".into());
     Some(Section {
         name: "roofline".into(),
         title: "Roofline: arithmetic intensity against the FP32 peak and the memory roof".into(),
         lesson: "A kernel below the balance point cannot beat bandwidth x intensity, however fast its arithmetic: the fix is fewer bytes per FLOP (tiling), not more FLOP/s.".into(),
         sweep: Some((header.map(String::from).to_vec(), rows)),
-        notes: vec![
-            format!(
-                "FP32 peak {:.1} TFLOP/s ({} SMs x {lanes} lanes x 2 x {:.2} GHz); memory roof {:.0} GB/s ({bw_source}); balance point {:.1} FLOP/byte.",
-                peak / 1e12,
-                info.sms,
-                info.sm_clock_khz as f64 / 1e6,
-                bw / 1e9,
-                balance_point(peak, bw)
-            ),
-            "Bytes are the global-memory requests the lesson's model counts. Above the DRAM roof, L1 and L2 served part of them: matmul_naive's threads re-read the same rows of A and columns of B, so DRAM moves far fewer bytes than requested. A stream that only reads (read_cg) can pass memcpy, which also writes.".into(),
-        ],
+        notes,
         series,
         ..Section::default()
     })
+}
+
+/// The FP32 peaks, FLOP/s: at the driver's clock and at the clock measured under load.
+#[derive(Debug, Clone, Copy)]
+struct Peaks {
+    driver: f64,
+    measured: f64,
+}
+
+/// One sentence per reason some kernels lie above their roof, naming them.
+fn above_notes(above: &[(AboveRoof, String)], driver_ghz: f64, clock_ghz: Option<f64>) -> Vec<String> {
+    let names = |why: AboveRoof| above.iter().filter(|(w, _)| *w == why).map(|(_, n)| n.as_str()).collect::<Vec<_>>();
+    let mut notes = Vec::new();
+    let cached = names(AboveRoof::CacheReuse);
+    if !cached.is_empty() {
+        notes.push(format!(
+            "Above the memory roof, below the balance point ({}): L1 and L2 served part of the bytes the model counts, so DRAM moved fewer than requested (threads re-reading the same rows and columns).",
+            cached.join(", ")
+        ));
+    }
+    let boosted = names(AboveRoof::Clock);
+    if let (false, Some(g)) = (boosted.is_empty(), clock_ghz) {
+        notes.push(format!(
+            "Above the FP32 roof at the driver's {driver_ghz:.2} GHz ({}): the clock, not the caches: the SMs ran at {g:.2} GHz under load, and the roof here is drawn at that clock.",
+            boosted.join(", ")
+        ));
+    }
+    let unexplained = names(AboveRoof::Unexplained);
+    if !unexplained.is_empty() {
+        notes.push(format!(
+            "Above the FP32 peak with no faster clock measured ({}): FP32 pipes cannot do this, so its FLOP count or timing is wrong, or it used other units (tensor cores).",
+            unexplained.join(", ")
+        ));
+    }
+    notes
 }
 
 /// A matmul's size from its FLOP (`2 m n k`), for records without sizes: `4096³` when cubic,
@@ -114,32 +281,68 @@ fn off_roofline(k: &KernelRow, why: &str) -> Vec<String> {
     vec![k.kernel.to_string(), "-".into(), why.into(), "-".into(), "-".into(), "-".into()]
 }
 
-/// One kernel's place on the roofline. Kernels without arithmetic are measured against the
-/// memory roof in GB/s, the others against `min(peak, intensity x bandwidth)` in TFLOP/s.
-fn row(k: &KernelRow, peak: f64, bw: f64) -> Vec<String> {
+/// One kernel's place on the roofline, and why it lies above its roof when it does. Kernels
+/// without arithmetic are measured against the memory roof in GB/s, the others against
+/// `min(peak, intensity x bandwidth)` in TFLOP/s at the measured clock.
+fn row(k: &KernelRow, peaks: Peaks, bw: f64) -> (Vec<String>, Option<AboveRoof>) {
     let seconds = k.timing.median_ms * 1e-3;
     let ai = arithmetic_intensity(k.work.flop, k.work.bytes);
     let (roof, achieved, unit, scale) = if k.work.flop > 0.0 {
-        (attainable(ai, peak, bw), k.work.flop / seconds, "TFLOP/s", 1e12)
+        (attainable(ai, peaks.measured, bw), k.work.flop / seconds, "TFLOP/s", 1e12)
     } else {
         (bw, k.work.bytes / seconds, "GB/s", 1e9)
     };
-    let limit = match bound(ai, peak, bw) {
+    let limit = match bound(ai, peaks.measured, bw) {
         Bound::Memory => "memory",
         Bound::Compute => "compute",
     };
-    vec![
+    let why = (k.work.flop > 0.0).then(|| above_roof(ai, achieved, peaks.driver, peaks.measured, bw)).flatten();
+    let pct = format!("{:.0}%", 100.0 * achieved / roof);
+    // Above the roof no percentage of a roof the kernel did not meet: the reason instead.
+    let verdict = match (why, achieved > roof) {
+        (Some(AboveRoof::CacheReuse), _) => "above it: L1/L2 reuse".into(),
+        (Some(AboveRoof::Clock), false) => format!("{pct}, past driver clock"),
+        (Some(AboveRoof::Clock), true) => "above it: clock".into(),
+        (Some(AboveRoof::Unexplained), _) => "above it: unexplained".into(),
+        (None, true) => "above memcpy".into(),
+        (None, false) => pct,
+    };
+    let cells = vec![
         k.kernel.to_string(),
         format!("{ai:.2}"),
         limit.to_string(),
         format!("{:.2} {unit}", roof / scale),
         format!("{:.2} {unit}", achieved / scale),
-        // Above the roof the model's bytes overcount DRAM traffic: no percentage of a roof the
-        // kernel did not meet.
-        match (achieved > roof, unit) {
-            (false, _) => format!("{:.0}%", 100.0 * achieved / roof),
-            (true, "TFLOP/s") => "above it: L1/L2 reuse".into(),
-            (true, _) => "above memcpy".into(),
-        },
-    ]
+        verdict,
+    ];
+    (cells, why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_reference_runs_each_lanes_chains_from_its_own_start() {
+        // One round from x: 0.5 x + 1; lane 1's chains start at 1 + (8 + c) / 256.
+        let one = clock_reference((1.0, 0.5, 1.0), 1);
+        let lane1: f32 = (0..8).map(|c| 0.5 * (1.0 + (8 + c) as f32 / 256.0) + 1.0).sum();
+        assert_eq!((one.len(), one[1]), (32, lane1));
+        // The measured chains decay towards 1 (by 0.9999^40000, about e^-4, from starts in 1..2):
+        // sums just above 8, still apart lane by lane, so a lane's misplaced result shows.
+        let long = clock_reference(CLOCK_FMA, CLOCK_ITERS);
+        assert!(long.iter().all(|s| (8.0..8.2).contains(s)), "{long:?}");
+        assert!(long.windows(2).all(|w| w[0] < w[1]), "{long:?}");
+    }
+
+    fn clock(block_ghz: Vec<f64>, passed: bool) -> SmClock {
+        let check = verify::exact_one(u32::from(passed), 1);
+        SmClock { block_ghz, check }
+    }
+
+    #[test]
+    fn the_clock_is_the_median_block_and_only_from_a_checked_run() {
+        assert_eq!(clock(vec![1.9, 2.1, 1.7], true).ghz(), Some(1.9));
+        assert_eq!(clock(vec![1.9, 2.1, 1.7], false).ghz(), None);
+    }
 }

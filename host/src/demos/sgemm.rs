@@ -216,7 +216,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
             checks.push(ops.check()?.0);
         }
     }
-    let peak = super::roofline::peak_fp32(&lab.gpu.info).map(|p| p / 1e12);
+    let peak = super::roofline::peak_fp32(&lab.gpu.info, None).map(|p| p / 1e12);
     let mut kernels: Vec<KernelRow> = Vec::new();
     let mut table: Vec<Vec<String>> = rungs.iter().map(|r| vec![r.entry.name.to_string()]).collect();
     table.push(vec!["cuBLAS SGEMM (FP32)".into()]);

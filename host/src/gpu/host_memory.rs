@@ -46,11 +46,14 @@ impl PinnedHost {
         let flags = sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE;
         // SAFETY: cuMemHostAlloc writes one pointer.
         check(&format!("cuMemHostAlloc of {bytes} bytes"), unsafe { sys::cuMemHostAlloc(&mut host, bytes, flags) })?;
-        let mut device_ptr = 0;
-        let pinned = PinnedHost { host, device_ptr: 0, bytes };
+        // Owned from here on, so an error below frees it. (Not `PinnedHost { device_ptr,
+        // ..pinned }`: that copies the fields and drops `pinned`, freeing the memory it returns.)
+        let mut pinned = PinnedHost { host, device_ptr: 0, bytes };
         // SAFETY: `host` was allocated with DEVICEMAP just now.
-        check("cuMemHostGetDevicePointer", unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device_ptr, host, 0) })?;
-        Ok(PinnedHost { device_ptr, ..pinned })
+        check("cuMemHostGetDevicePointer", unsafe {
+            sys::cuMemHostGetDevicePointer_v2(&mut pinned.device_ptr, host, 0)
+        })?;
+        Ok(pinned)
     }
 
     /// The memory as words (`bytes / 4` of them).

@@ -278,9 +278,29 @@ impl Nvml {
                 let mbps = (field.value & 0xFFFF_FFFF) as f64;
                 links.gbs_per_link = (mbps > 0.0).then_some(mbps / 1000.0);
             }
+            // The H200's driver reports no speed field: fall back to the generation's figure.
+            links.gbs_per_link = links.gbs_per_link.or_else(|| links.version.and_then(nvlink_generation).map(|g| g.1));
             Ok(links)
         }
     }
+}
+
+/// An NVLink generation from NVML's `nvmlNvlinkVersion_t` (nvml.h: 1 = 1.0, 2 = 2.0, 3 = 2.2,
+/// 4 = 3.0, 5 = 3.1, 6 = 4.0, 7 = 5.0), with its nominal bandwidth per link and direction in
+/// GB/s: 20 for NVLink 1.0 (P100), 25 for 2.x to 4.0 (V100, A100: 600 GB/s over 12 links, H100
+/// and H200: 900 GB/s over 18 links, both directions), 50 for 5.0 (B200: 1.8 TB/s over 18), from
+/// NVIDIA's data sheets of those GPUs.
+pub fn nvlink_generation(version: u32) -> Option<(&'static str, f64)> {
+    Some(match version {
+        1 => ("1.0", 20.0),
+        2 => ("2.0", 25.0),
+        3 => ("2.2", 25.0),
+        4 => ("3.0", 25.0),
+        5 => ("3.1", 25.0),
+        6 => ("4.0", 25.0),
+        7 => ("5.0", 50.0),
+        _ => return None,
+    })
 }
 
 impl Drop for Nvml {
@@ -295,6 +315,14 @@ impl Drop for Nvml {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nvml_versions_name_the_generation_and_its_link_rate() {
+        // NVML reports an H200's links as 6: NVLink 4.0, 18 x 25 GB/s = 450 GB/s each way.
+        assert_eq!(nvlink_generation(6), Some(("4.0", 25.0)));
+        assert_eq!(nvlink_generation(7), Some(("5.0", 50.0)));
+        assert_eq!(nvlink_generation(0), None);
+    }
 
     #[test]
     fn bus_ids_from_nvml_and_cuda_compare_equal() {

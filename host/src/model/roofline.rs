@@ -21,8 +21,9 @@ pub struct Fp32Lanes {
 }
 
 /// FP32 lanes per SM by compute capability (Programming Guide, "Arithmetic
-/// Instructions"): 64 on cc 7.5 and 8.0, 128 on 8.6, 8.9, 9.0, 10.0, 12.0.
-pub const FP32_LANES: [Fp32Lanes; 7] = [
+/// Instructions"): 64 on cc 7.0, 7.5 and 8.0, 128 on 8.6, 8.9, 9.0, 10.0, 12.0.
+pub const FP32_LANES: [Fp32Lanes; 8] = [
+    Fp32Lanes { major: 7, minor: 0, lanes_per_sm: 64 },
     Fp32Lanes { major: 7, minor: 5, lanes_per_sm: 64 },
     Fp32Lanes { major: 8, minor: 0, lanes_per_sm: 64 },
     Fp32Lanes { major: 8, minor: 6, lanes_per_sm: 128 },
@@ -73,6 +74,37 @@ pub enum Bound {
 /// balance point it counts as [`Bound::Compute`] (both roofs meet there).
 pub fn bound(ai: f64, peak_flops: f64, bandwidth_bytes_per_s: f64) -> Bound {
     if ai < balance_point(peak_flops, bandwidth_bytes_per_s) { Bound::Memory } else { Bound::Compute }
+}
+
+/// Why a kernel's point lies above its roof.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AboveRoof {
+    /// Below the balance point, above the memory roof: L1 and L2 served part of the bytes the
+    /// model counts as DRAM traffic.
+    CacheReuse,
+    /// At or above the balance point, above the FP32 roof at the driver's clock, and the SM
+    /// clock measured under load was above the driver's figure: the GPU boosted.
+    Clock,
+    /// Above the FP32 roof with no faster clock measured: FP32 pipes cannot do this, so the
+    /// kernel's FLOP count or timing is wrong (or it used other units, such as tensor cores).
+    Unexplained,
+}
+
+/// Why a kernel of intensity `ai` achieving `achieved` FLOP/s lies above its roof, or `None`
+/// when it does not: below the balance point against `ai x bandwidth`, at or above it against
+/// the FP32 peak at the driver's clock (`driver_peak`) and at the clock measured under load
+/// (`measured_peak`), both FLOP/s. The balance point is the measured clock's.
+pub fn above_roof(ai: f64, achieved: f64, driver_peak: f64, measured_peak: f64, bandwidth: f64) -> Option<AboveRoof> {
+    if bound(ai, measured_peak, bandwidth) == Bound::Memory {
+        return (achieved > ai * bandwidth).then_some(AboveRoof::CacheReuse);
+    }
+    if achieved <= driver_peak.min(measured_peak) {
+        None
+    } else if measured_peak > driver_peak {
+        Some(AboveRoof::Clock)
+    } else {
+        Some(AboveRoof::Unexplained)
+    }
 }
 
 /// Measured throughput as a fraction of the roofline at intensity `ai`:
@@ -127,6 +159,7 @@ mod tests {
 
     #[test]
     fn lanes_table() {
+        assert_eq!(fp32_lanes_per_sm(7, 0), Some(64));
         assert_eq!(fp32_lanes_per_sm(7, 5), Some(64));
         assert_eq!(fp32_lanes_per_sm(8, 0), Some(64));
         assert_eq!(fp32_lanes_per_sm(8, 6), Some(128));
@@ -142,5 +175,19 @@ mod tests {
         assert!(close(roof, 129.58e9, 1e-3), "{roof}");
         assert_eq!(attainable(100.0, peak, bw), peak);
         assert!(close(fraction_of_roofline(roof / 2.0, VECTOR_ADD_AI, peak, bw), 0.5, 1e-12));
+    }
+
+    #[test]
+    fn points_above_a_roof_are_attributed_by_their_side_of_the_ridge() {
+        // H200-like: 132 SMs x 128 lanes; driver 1.98 GHz, measured under load 2.1 GHz.
+        let (driver, boosted, bw) = (peak_fp32_flops(132, 128, 1.98e9), peak_fp32_flops(132, 128, 2.1e9), 4.0e12);
+        // Compute side (ridge about 17 FLOP/byte): past the driver's peak, within the boost.
+        assert_eq!(above_roof(64.0, driver * 1.03, driver, boosted, bw), Some(AboveRoof::Clock));
+        assert_eq!(above_roof(64.0, driver * 0.9, driver, boosted, bw), None);
+        // No boost measured: FP32 cannot pass its peak.
+        assert_eq!(above_roof(64.0, driver * 1.03, driver, driver * 0.98, bw), Some(AboveRoof::Unexplained));
+        // Memory side: past AI x bandwidth is cache reuse, whatever the clock.
+        assert_eq!(above_roof(0.25, 0.25 * bw * 3.0, driver, boosted, bw), Some(AboveRoof::CacheReuse));
+        assert_eq!(above_roof(0.25, 0.25 * bw * 0.5, driver, boosted, bw), None);
     }
 }

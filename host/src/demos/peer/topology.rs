@@ -55,11 +55,13 @@ impl Path {
         }
     }
 
-    /// One phrase, e.g. `NVLink 4 via NVSwitch, 18 x 26.6 = 478 GB/s each way` (links x per-link
+    /// One phrase, e.g. `NVLink 4.0 via NVSwitch, 18 x 25.0 = 450 GB/s each way` (links x per-link
     /// GB/s per direction).
     pub fn describe(&self) -> String {
         let nvlink = |how: &str, links: &u32, version: &Option<u32>, speed: &Option<f64>| {
-            let v = version.map_or(String::new(), |v| format!(" {v}"));
+            let v = version.map_or(String::new(), |v| {
+                crate::gpu::nvml::nvlink_generation(v).map_or(format!(" (NVML version {v})"), |g| format!(" {}", g.0))
+            });
             match speed {
                 Some(s) => format!("NVLink{v}{how}, {links} x {s:.1} = {:.0} GB/s each way", s * *links as f64),
                 None => format!("NVLink{v}{how}, {links} links (speed not reported)"),
@@ -181,11 +183,13 @@ mod tests {
 
     #[test]
     fn eighteen_switch_links_give_the_h200_figure() {
-        let links = Links { remotes: vec![Remote::Switch; 18], version: Some(4), gbs_per_link: Some(26.5625) };
+        // What NVML said on the 2-GPU H200 machine: version 6 (NVLink 4.0) on 18 links to an
+        // NVSwitch, no speed field, so the generation's 25 GB/s per link and direction.
+        let links = Links { remotes: vec![Remote::Switch; 18], version: Some(6), gbs_per_link: Some(25.0) };
         let p = path(&ACCESS, 0, 1, &[Some(links.clone()), Some(links)], &ids());
-        assert_eq!(p, Path::NvSwitch { links: 18, version: Some(4), gbs_per_link: Some(26.5625) });
-        assert!((p.theoretical_gbs().unwrap() - 478.125).abs() < 1e-9);
-        assert_eq!(p.describe(), "NVLink 4 via NVSwitch, 18 x 26.6 = 478 GB/s each way");
+        assert_eq!(p, Path::NvSwitch { links: 18, version: Some(6), gbs_per_link: Some(25.0) });
+        assert!((p.theoretical_gbs().unwrap() - 450.0).abs() < 1e-9);
+        assert_eq!(p.describe(), "NVLink 4.0 via NVSwitch, 18 x 25.0 = 450 GB/s each way");
     }
 
     #[test]
