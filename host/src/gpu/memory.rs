@@ -28,18 +28,21 @@ pub fn free_and_total() -> Result<(usize, usize)> {
     Ok((free, total))
 }
 
-/// Sets every 32-bit word of `buf` (elements of 4 bytes) to `value` (`cuMemsetD32`). Takes a
-/// shared borrow: the fill goes through the device address, like a kernel's store.
+/// Sets every 32-bit word of `buf` (elements of a multiple of 4 bytes: a `u64` takes two) to
+/// `value` (`cuMemsetD32`). Takes a shared borrow: the fill goes through the device address,
+/// like a kernel's store.
 ///
 /// # Errors
 /// A driver failure.
 ///
 /// # Panics
-/// When `T` is not 4 bytes.
+/// When `T` is not a multiple of 4 bytes.
 pub fn fill_words<T: DeviceCopy>(buf: &DeviceBuffer<T>, value: u32) -> Result<()> {
-    assert_eq!(std::mem::size_of::<T>(), 4, "fill_words() is for 32-bit elements");
-    // SAFETY: the buffer holds `len` words.
-    driver("cuMemsetD32", unsafe { cust::sys::cuMemsetD32_v2(buf.as_device_ptr().as_raw(), value, buf.len()) })
+    let size = std::mem::size_of::<T>();
+    assert!(size > 0 && size.is_multiple_of(4), "fill_words() is for elements of whole 32-bit words");
+    let words = buf.len() * size / 4;
+    // SAFETY: the buffer holds `words` words.
+    driver("cuMemsetD32", unsafe { cust::sys::cuMemsetD32_v2(buf.as_device_ptr().as_raw(), value, words) })
 }
 
 /// Enqueues a device-to-device copy of all of `src` into `dst` on the lab's stream
