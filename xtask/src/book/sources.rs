@@ -163,7 +163,7 @@ pub const EXERCISES: &[Exercise] = &[
         question: "What fraction of the stride-1 useful bandwidth did the H200 keep at stride 32?",
         source: Source::RecordedRun,
         pick: Pick::Cell { column: "measured vs stride 1", row: &["32"] },
-        answer: "0.057",
+        answer: "0.058",
         why: "Below the sector model's floor of 0.125: past stride 8 each load costs more than one \
               sector of DRAM traffic (see the recorded table's segment column).",
     },
@@ -286,7 +286,7 @@ pub const EXERCISES: &[Exercise] = &[
         question: "And when the chain was larger than L2?",
         source: Source::RecordedRun,
         pick: Pick::Cell { column: "measured latency", row: &["global memory (HBM)"] },
-        answer: "658 cycles (332 ns)",
+        answer: "684 cycles (345 ns)",
         why: "The last plateau, from 64 MiB: every load goes to HBM, more than twice the L2 time.",
     },
 ];
