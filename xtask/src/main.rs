@@ -100,24 +100,18 @@ fn setup() -> Result<Tools> {
     }
     let tools = target.join("cuda-tools");
     let cuda_bin = tools.join("nvidia/cu13/bin");
-    if !cuda_bin.join("ptxas").exists() {
-        eprintln!("xtask: installing NVIDIA's ptxas, nvdisasm and cuobjdump from PyPI into {}", tools.display());
-        run(pip_install(&tools).args(CUDA_TOOL_WHEELS))
-            .context("pip install of the CUDA tool wheels (needs python3 with pip)")?;
-    }
+    ensure_wheels(&tools, &cuda_bin.join("ptxas"), "NVIDIA's ptxas, nvdisasm and cuobjdump", &CUDA_TOOL_WHEELS)?;
     let runtime = target.join("cuda-runtime");
     let cuda_include = runtime.join("nvidia/cu13/include");
-    if !cuda_include.join("cuda_occupancy.h").exists() {
-        eprintln!("xtask: installing NVIDIA's CUDA runtime headers from PyPI into {}", runtime.display());
-        run(pip_install(&runtime).arg(CUDA_RUNTIME_WHEEL))
-            .context("pip install of the CUDA runtime wheel (needs python3 with pip)")?;
-    }
+    ensure_wheels(
+        &runtime,
+        &cuda_include.join("cuda_occupancy.h"),
+        "NVIDIA's CUDA runtime headers",
+        &[CUDA_RUNTIME_WHEEL],
+    )?;
     let tools12 = target.join("cuda-tools-12");
     let cuda12_bin = tools12.join("nvidia/cuda_nvcc/bin");
-    if !cuda12_bin.join("ptxas").exists() {
-        eprintln!("xtask: installing CUDA 12's ptxas (for sm_70) from PyPI into {}", tools12.display());
-        run(pip_install(&tools12).arg(CUDA12_PTXAS_WHEEL)).context("pip install of the CUDA 12 compiler wheel")?;
-    }
+    ensure_wheels(&tools12, &cuda12_bin.join("ptxas"), "CUDA 12's ptxas (for sm_70)", &[CUDA12_PTXAS_WHEEL])?;
     let libcuda = lib64.join("libcuda.so");
     let resolved = fs::canonicalize(&libcuda).unwrap_or_else(|_| libcuda.clone());
     eprintln!("xtask: libcuda.so to link against: {} -> {}", libcuda.display(), resolved.display());
@@ -125,6 +119,17 @@ fn setup() -> Result<Tools> {
     eprintln!("xtask: CUDA 12 ptxas (sm_70): {}", cuda12_bin.display());
     eprintln!("xtask: cuda_occupancy.h: {}", cuda_include.display());
     Ok(Tools { cuda_link, cuda_bin, cuda_include, cuda12_bin })
+}
+
+/// Installs `wheels` from PyPI into `dir` unless `marker`, a file one of them provides, is
+/// there already.
+fn ensure_wheels(dir: &Path, marker: &Path, what: &str, wheels: &[&str]) -> Result<()> {
+    if !marker.exists() {
+        eprintln!("xtask: installing {what} from PyPI into {}", dir.display());
+        run(pip_install(dir).args(wheels))
+            .with_context(|| format!("pip install of {what} (needs python3 with pip)"))?;
+    }
+    Ok(())
 }
 
 /// `pip install` of wheels (no dependencies) into `dir`.
