@@ -26,15 +26,16 @@ struct Build {
 }
 
 /// A baseline every supported GPU can JIT (cc 7.0, so V100s load the lab), Ampere's (cc 8.0, the first with
-/// `cp.async`), Hopper's own (cc 9.0), the load-counting build of the tiling lesson, and
-/// Hopper's with line tables. The sm_80 and sm_90 PTX hold the same instructions today (only
-/// `.version` and `.target` differ: rustc emits nothing Hopper-only for these kernels); the
-/// sm_90 one is what the H200 figures in the README were measured with.
-const BUILDS: [Build; 5] = [
+/// `cp.async`), Hopper's own (cc 9.0), the load-counting builds of the tiling lessons (cc 7.0
+/// for any GPU; cc 9.0 for the cluster matmul, which exists in the sm_90 PTX only), and
+/// Hopper's with line tables. The sm_90 PTX adds the cluster kernels (`kernels-gpu/src/clusters.rs`,
+/// PTX ISA 7.8 instructions); the others hold the same instructions as the sm_80 PTX.
+const BUILDS: [Build; 6] = [
     Build { name: "sm_70", arch: "sm_70", features: "", line_tables: false },
     Build { name: "sm_80", arch: "sm_80", features: "", line_tables: false },
     Build { name: "sm_90", arch: "sm_90", features: "", line_tables: false },
     Build { name: "sm_70_counting", arch: "sm_70", features: "count-loads", line_tables: false },
+    Build { name: "sm_90_counting", arch: "sm_90", features: "count-loads", line_tables: false },
     Build { name: "sm_90_lines", arch: "sm_90", features: "", line_tables: true },
 ];
 

@@ -210,6 +210,20 @@ impl SweepChart {
         })
     }
 
+    /// One sweep of the clusters lesson over cluster sizes: the series `measured` against the
+    /// published figures (`published`); `None` when the run has no clusters section with them.
+    pub fn clusters(
+        sections: &[Section],
+        stem: &'static str,
+        title: &str,
+        measured: &str,
+        published: &str,
+    ) -> Option<Self> {
+        let s = section(sections, "clusters")?;
+        let series = [measured, published].iter().map(|n| series(s, n).cloned()).collect::<Option<Vec<_>>>()?;
+        Some(SweepChart { stem, title: title.into(), x_desc: series[0].x.clone(), series })
+    }
+
     /// The category label of point `i` (its label, else its x).
     fn category(&self, i: usize) -> String {
         let p: &Point = &self.series[0].points[i];

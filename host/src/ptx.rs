@@ -24,6 +24,11 @@ pub const ALL: [Ptx; 3] = [
 pub const COUNTING: Ptx =
     Ptx { arch: "sm_70", cc: (7, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_70_counting.ptx")) };
 
+/// The load-counting build for cc 9.0: as [`COUNTING`], with the kernels only the sm_90 PTX
+/// has (`matmul_dsmem_32`, whose cluster shares its tiles).
+pub const COUNTING_SM90: Ptx =
+    Ptx { arch: "sm_90", cc: (9, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90_counting.ptx")) };
+
 /// The nightly toolchain the PTX was built with.
 pub const NIGHTLY: &str = env!("MEMLAB_NIGHTLY");
 
@@ -48,8 +53,9 @@ pub fn check_kernel(ptx: &Ptx, name: &str) -> Result<(), crate::error::Refusal> 
 }
 
 /// PTX instructions the older targets lack (`cp.async`: sm_80 and up, PTX ISA "Data Movement
-/// and Conversion Instructions: cp.async", target ISA notes).
-const NEWER_INSTRUCTIONS: [&str; 1] = ["cp.async"];
+/// and Conversion Instructions: cp.async"; `mapa` and `barrier.cluster`: sm_90 and up, PTX ISA
+/// 7.8, "mapa", "barrier.cluster"; target ISA notes of each).
+const NEWER_INSTRUCTIONS: [&str; 3] = ["cp.async", "mapa", "barrier.cluster"];
 
 /// When kernel `name` is not in `ptx` but in a newer embedded PTX: one line naming the compute
 /// capability it needs and the instruction that keeps it out (`cp.async` for
@@ -320,6 +326,10 @@ mod tests {
         assert_eq!(check_kernel(&ALL[0], "sgemm_7_async_copy").unwrap_err().0, why);
         assert_eq!(needs_newer(&ALL[0], "copy"), None, "in every PTX");
         assert_eq!(needs_newer(&ALL[2], "sgemm_7_async_copy"), None);
+        assert_eq!(
+            needs_newer(&ALL[1], "matmul_dsmem_32").unwrap(),
+            "kernel `matmul_dsmem_32` needs cc 9.0 or newer (the sm_90 PTX and up have it, it uses mapa, barrier.cluster): it is not in the sm_80 PTX, which cc 8.0 loads"
+        );
     }
 
     #[test]

@@ -3,6 +3,10 @@
 //! `core::intrinsics::gpu`.
 
 use core::arch::nvptx;
+
+// Clusters and distributed shared memory: PTX ISA 7.8 / sm_90 instructions.
+#[cfg(target_feature = "sm_90")]
+pub mod cluster;
 // ANCHOR: thread_idx_x
 /// `threadIdx.x`, the thread's index inside its block along x.
 #[inline(always)]

@@ -24,7 +24,7 @@ global_asm!(".visible .const .align 4 .b32 memlab_const_chain[{}];", const CONST
 
 /// `%clock64`: the SM's cycle counter (PTX ISA, "Special Registers: %clock64").
 #[inline(always)]
-fn clock64() -> u64 {
+pub(crate) fn clock64() -> u64 {
     let t: u64;
     // SAFETY: reading a special register; `asm!` without `pure` is never moved across the
     // other volatile asm blocks (the loads under test), which keeps the timed window exact.
@@ -46,7 +46,7 @@ fn globaltimer() -> u64 {
 /// is one dependent load (its result is the next load's address). Returns the end of the
 /// chain and the timestamps the timed loads started at.
 #[inline(always)]
-fn warm_then_time<P>(start: P, warm: u32, steps: u32, hop: impl Fn(P) -> P) -> (P, (u64, u64)) {
+pub(crate) fn warm_then_time<P>(start: P, warm: u32, steps: u32, hop: impl Fn(P) -> P) -> (P, (u64, u64)) {
     let mut p = start;
     for _ in 0..warm {
         p = hop(p);
@@ -63,7 +63,7 @@ fn warm_then_time<P>(start: P, warm: u32, steps: u32, hop: impl Fn(P) -> P) -> (
 /// # Safety
 /// `out` holds three `u64`.
 #[inline(always)]
-unsafe fn record(out: *mut u64, start: (u64, u64), end: u64) {
+pub(crate) unsafe fn record(out: *mut u64, start: (u64, u64), end: u64) {
     let (cycles, ns) = (clock64(), globaltimer());
     unsafe {
         *out = cycles.wrapping_sub(start.0);

@@ -19,6 +19,9 @@
 )]
 #![allow(internal_features)]
 
+// Thread-block clusters need sm_90 (PTX ISA 7.8): in the sm_90 PTX only.
+#[cfg(target_feature = "sm_90")]
+pub mod clusters;
 pub mod device;
 pub mod hierarchy;
 pub mod matmul;

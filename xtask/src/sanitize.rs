@@ -21,7 +21,7 @@ const TOOLS: [&str; 4] = ["memcheck", "racecheck", "synccheck", "initcheck"];
 /// and SGEMM kernels there (measured on the H200, run alone: 201 s and 247 s) and `JOBS` can run the
 /// groups side by side; the hierarchy demo, whose sizes follow the device, runs as its own
 /// command with small options.
-const PRESETS: [(&str, &str); 8] = [
+const PRESETS: [(&str, &str); 10] = [
     (
         "1x1",
         "run-demos --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 1x1 --matmul 1x1x1 --sgemm 1x1x1 --strided-bytes 2KiB --bank-iters 8",
@@ -41,17 +41,25 @@ const PRESETS: [(&str, &str); 8] = [
     ),
     ("1000x1000-matmul", "run-demos --runs 1 --warmup 0 --only matmul --matmul 1000x1000x1000"),
     ("1000x1000-sgemm", "run-demos --runs 1 --warmup 0 --only sgemm --sgemm 1000x1000x1000"),
-    ("hierarchy", "hierarchy --ladder-max 64KiB --steps 64 --transfer-bytes 64KiB --dram-bytes 1MiB --bank-iters 8"),
+    (
+        "hierarchy",
+        "hierarchy --ladder-max 64KiB --steps 64 --transfer-bytes 64KiB --dram-bytes 1MiB --bank-iters 8 --cluster-reads 8",
+    ),
+    // Thread-block clusters (cc 9.0; skipped in one line below): the chases, reads and barriers
+    // at their fixed sizes with 8 reads per thread, the cluster matmul at odd sizes.
+    ("clusters-1x1", "run-demos --runs 1 --warmup 0 --only clusters --matmul 1x1x1 --cluster-reads 8"),
+    ("clusters-31x33", "run-demos --runs 1 --warmup 0 --only clusters --matmul 31x33x47 --cluster-reads 8"),
 ];
 
 /// The default sizes (8192x8192, 4096^3, 1 GiB, 16384 loads; SGEMM at 4096^3 only), one run
 /// per group of demos so that each group's result stands on its own, under memcheck only: the
 /// other tools take far longer there; with `DEFAULT_SIZES=all` every tool runs them.
-const DEFAULT_PRESETS: [(&str, &str); 4] = [
+const DEFAULT_PRESETS: [(&str, &str); 5] = [
     ("default-transpose", "run-demos --runs 1 --warmup 0 --only memcpy transpose"),
     ("default-matmul", "run-demos --runs 1 --warmup 0 --only matmul"),
     ("default-sgemm", "run-demos --runs 1 --warmup 0 --only sgemm --sgemm 4096x4096x4096"),
     ("default-probes", "run-demos --runs 1 --warmup 0 --only coalescing banks"),
+    ("default-clusters", "run-demos --runs 1 --warmup 0 --only clusters"),
 ];
 
 /// One run: tool, preset name, `memlab` arguments.

@@ -39,9 +39,17 @@ pub struct Args {
     /// Alternating rounds per kernel (medians are reported).
     #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: u32,
+    /// Demos whose kernels to compare (default: every demo with twins).
+    #[arg(long, num_args = 1.., value_parser = clap::builder::PossibleValuesParser::new(twinned()))]
+    pub only: Vec<String>,
     /// Problem shapes.
     #[command(flatten)]
     pub shapes: super::Shapes,
+}
+
+/// The demos whose kernels have CUDA C++ twins.
+fn twinned() -> Vec<&'static str> {
+    demos::DEMOS.iter().filter(|d| d.twins).map(|d| d.name).collect()
 }
 
 /// The ceiling a rate is read against.
@@ -150,7 +158,8 @@ fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Res
     let sizes = args.shapes.apply(Sizes { repeats: Repeats { warmup: 3, runs: rounds }, ..Sizes::default() });
     let twins = Twins { module, rounds, rows: RefCell::default(), missing: RefCell::default() };
     let lab = Lab { gpu, sizes, twins: Some(twins) };
-    let selected: Vec<&demos::Demo> = demos::DEMOS.iter().filter(|d| d.twins).collect();
+    let chosen = |d: &&demos::Demo| args.only.is_empty() || args.only.iter().any(|o| o == d.name);
+    let selected: Vec<&demos::Demo> = demos::DEMOS.iter().filter(|d| d.twins).filter(chosen).collect();
     let (inputs, sections) = demos::run_all(&lab, &selected, |_, _| ())?;
     let memcpy = inputs.memcpy_gbs();
     let cublas = cublas_rates(&sections);

@@ -32,6 +32,9 @@ pub struct Args {
     /// Shared-memory loads per thread in the bank probe (a multiple of 8).
     #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
     pub bank_iters: u32,
+    /// 16-byte reads per thread of the distributed-shared-memory read (a multiple of 8).
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
+    pub cluster_reads: u32,
     /// Timed and warm-up runs.
     #[command(flatten)]
     pub runs: super::Runs,
@@ -52,6 +55,7 @@ pub fn run(args: Args) -> Result<bool> {
         strided_bytes: args.strided_bytes,
         dram_bytes: hierarchy::check_dram_bytes(args.dram_bytes)?,
         bank_iters: demos::banks::check_iters(args.bank_iters)?,
+        cluster_reads: demos::clusters::check_reads(args.cluster_reads)?,
         repeats: args.runs.repeats(),
         ..Sizes::default()
     });

@@ -6,6 +6,7 @@
 //! by its owner and passed in as [`Inputs`]. Every demo is registered in [`DEMOS`].
 
 pub mod banks;
+pub mod clusters;
 pub mod coalescing;
 pub mod hierarchy;
 pub mod host_memory;
@@ -49,7 +50,7 @@ pub struct Demo {
 }
 
 /// Every demo of `run-demos`, in the order it runs them. The race lesson has its own command.
-pub const DEMOS: [Demo; 8] = [
+pub const DEMOS: [Demo; 9] = [
     Demo { name: "memcpy", run: memcpy::run, uses_memcpy: true, twins: true },
     Demo { name: "transpose", run: transpose::run, uses_memcpy: false, twins: true },
     Demo { name: "matmul", run: matmul::run, uses_memcpy: false, twins: true },
@@ -58,6 +59,7 @@ pub const DEMOS: [Demo; 8] = [
     Demo { name: "banks", run: banks::run, uses_memcpy: false, twins: true },
     Demo { name: "occupancy", run: occupancy::run, uses_memcpy: false, twins: true },
     Demo { name: "hierarchy", run: hierarchy::run, uses_memcpy: true, twins: false },
+    Demo { name: "clusters", run: clusters::run, uses_memcpy: false, twins: true },
 ];
 
 /// Names of the demos, in the order `run-demos` runs them.
@@ -132,6 +134,9 @@ pub struct Sizes {
     pub dram_bytes: usize,
     /// Shared-memory loads per thread in the bank probe (a multiple of 8).
     pub bank_iters: usize,
+    /// 16-byte reads per thread of `cluster_shared_read` (a multiple of 8; the clusters demo
+    /// and the hierarchy's distributed-shared-memory row).
+    pub cluster_reads: u32,
     /// Warm-up and timed runs per kernel.
     pub repeats: Repeats,
 }
@@ -146,6 +151,7 @@ impl Default for Sizes {
             strided_bytes: 1 << 30,
             dram_bytes: 1 << 30,
             bank_iters: 16384,
+            cluster_reads: clusters::READ_ITERS,
             repeats: Repeats { warmup: 3, runs: 20 },
         }
     }

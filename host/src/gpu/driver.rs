@@ -70,6 +70,21 @@ fn symbol<F: Copy>(name: &[u8]) -> Option<F> {
     unsafe { lib.get::<F>(name).ok().map(|f| *f) }
 }
 
+/// The body of a forwarder: the driver's function `$symbol`, looked up once, called with the
+/// arguments.
+macro_rules! forwarder_body {
+    ($symbol:expr, ($($arg:ident: $ty:ty),*)) => {{
+        type Signature = unsafe extern "C" fn($($ty),*) -> CUresult;
+        static FUNCTION: OnceLock<Option<Signature>> = OnceLock::new();
+        match FUNCTION.get_or_init(|| symbol($symbol)) {
+            // SAFETY: the caller keeps the driver's contract for this function.
+            Some(function) => unsafe { function($($arg),*) },
+            None if library().is_err() => CUresult::CUDA_ERROR_STUB_LIBRARY,
+            None => CUresult::CUDA_ERROR_NOT_FOUND,
+        }
+    }};
+}
+
 /// Defines each listed driver function as a forwarder to the driver's own. The signature must
 /// be the one `cust::sys` declares: each forwarder coerces cust's declaration to it, so a
 /// mismatch does not compile.
@@ -81,15 +96,24 @@ macro_rules! forward {
         /// The driver API's contract for this function.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
-            type Signature = unsafe extern "C" fn($($ty),*) -> CUresult;
-            const _: Signature = cust::sys::$name;
-            static FUNCTION: OnceLock<Option<Signature>> = OnceLock::new();
-            match FUNCTION.get_or_init(|| symbol(concat!(stringify!($name), "\0").as_bytes())) {
-                // SAFETY: the caller keeps the driver's contract for this function.
-                Some(function) => unsafe { function($($arg),*) },
-                None if library().is_err() => CUresult::CUDA_ERROR_STUB_LIBRARY,
-                None => CUresult::CUDA_ERROR_NOT_FOUND,
-            }
+            const _: unsafe extern "C" fn($($ty),*) -> CUresult = cust::sys::$name;
+            forwarder_body!(concat!(stringify!($name), "\0").as_bytes(), ($($arg: $ty),*))
+        }
+    )*};
+}
+
+/// Defines forwarders for driver functions that `cust::sys` (CUDA 11's headers) lacks, or
+/// whose CUDA 12 enum values its enums lack, with the signature of CUDA 12's `cuda.h`
+/// (integers for enums). Not exported under the driver's name (cust never calls them), so
+/// they live in [`raw`] and may share a name with an exported forwarder.
+macro_rules! forward_raw {
+    ($($name:ident($($arg:ident: $ty:ty),* $(,)?);)*) => {$(
+        #[doc = concat!("Forwards to the driver's `", stringify!($name), "` (CUDA Driver API, CUDA 12).")]
+        ///
+        /// # Safety
+        /// The driver API's contract for this function.
+        pub unsafe fn $name($($arg: $ty),*) -> CUresult {
+            forwarder_body!(concat!(stringify!($name), "\0").as_bytes(), ($($arg: $ty),*))
         }
     )*};
 }
@@ -177,4 +201,24 @@ forward! {
     cuEventSynchronize(event: CUevent);
     cuEventElapsedTime(milliseconds: *mut f32, start: CUevent, end: CUevent);
     cuEventDestroy_v2(event: CUevent);
+}
+
+/// Driver functions of CUDA 12 that cust does not declare: thread-block clusters (types in
+/// [`super::cluster`]).
+#[allow(non_snake_case)]
+pub mod raw {
+    use std::ffi::{c_int, c_void};
+    use std::sync::OnceLock;
+
+    use cust::sys::{CUfunction, CUresult};
+
+    use super::super::cluster::CUlaunchConfig;
+    use super::{library, symbol};
+
+    forward_raw! {
+        cuLaunchKernelEx(config: *const CUlaunchConfig, function: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void);
+        cuOccupancyMaxActiveClusters(clusters: *mut c_int, function: CUfunction, config: *const CUlaunchConfig);
+        cuOccupancyMaxPotentialClusterSize(size: *mut c_int, function: CUfunction, config: *const CUlaunchConfig);
+        cuFuncSetAttribute(function: CUfunction, attribute: c_int, value: c_int);
+    }
 }
