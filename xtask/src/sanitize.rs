@@ -46,9 +46,13 @@ const PRESETS: [(&str, &str); 10] = [
         "hierarchy --ladder-max 64KiB --steps 64 --transfer-bytes 64KiB --dram-bytes 1MiB --bank-iters 8 --cluster-reads 8",
     ),
     // Thread-block clusters (cc 9.0; skipped in one line below): the chases, reads and barriers
-    // at their fixed sizes with 8 reads per thread, the cluster matmul at odd sizes.
+    // at their fixed sizes with 8 reads per thread, the cluster matmul at odd sizes, in clusters
+    // of 2 to 16 blocks and of 3 and 5 (odd clusters, odd matmul shapes 3x1 and 5x1).
     ("clusters-1x1", "run-demos --runs 1 --warmup 0 --only clusters --matmul 1x1x1 --cluster-reads 8"),
-    ("clusters-31x33", "run-demos --runs 1 --warmup 0 --only clusters --matmul 31x33x47 --cluster-reads 8"),
+    (
+        "clusters-31x33",
+        "run-demos --runs 1 --warmup 0 --only clusters --matmul 31x33x47 --cluster-reads 8 --clusters 3,5",
+    ),
 ];
 
 /// The default sizes (8192x8192, 4096^3, 1 GiB, 16384 loads; SGEMM at 4096^3 only), one run

@@ -47,6 +47,7 @@ pub fn run(args: Args) -> Result<bool> {
         refuse!("--transfer-bytes {} must be at least 4 bytes", args.transfer_bytes);
     }
     let bank_iters = banks::check_iters(args.bank_iters)?;
+    crate::demos::clusters::check_reads(args.cluster_reads)?;
     let ordinals = super::multi::resolve(&args.device)?;
     let (mut passed, mut figures) = (true, Vec::new());
     for &ordinal in &ordinals {
@@ -68,8 +69,7 @@ pub fn run(args: Args) -> Result<bool> {
 fn run_on(args: &Args, ordinal: u32, dram_bytes: usize, bank_iters: usize) -> Result<(bool, Vec<Vec<String>>)> {
     let gpu = Gpu::open(ordinal, None)?;
     println!("# memlab hierarchy on {}\n\n{}\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
-    let cluster_reads = crate::demos::clusters::check_reads(args.cluster_reads)?;
-    let lab = Lab::new(gpu, Sizes { dram_bytes, bank_iters, cluster_reads, ..Sizes::default() });
+    let lab = Lab::new(gpu, Sizes { dram_bytes, bank_iters, cluster_reads: args.cluster_reads, ..Sizes::default() });
     let opts = Options { ladder_max: args.ladder_max, steps: args.steps, transfer_bytes: args.transfer_bytes };
     // The memcpy ceiling, measured by its owner and passed in.
     let inputs = Inputs { memcpy: Some(memcpy::measure(&lab)?) };

@@ -35,6 +35,10 @@ pub struct Args {
     /// 16-byte reads per thread of the distributed-shared-memory read (a multiple of 8).
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
     pub cluster_reads: u32,
+    /// Blocks per thread-block cluster the clusters demo sweeps, a list like 2,4,8,16 (1 to
+    /// 16; above 8 is non-portable, cc 9.0).
+    #[arg(long, value_delimiter = ',', default_values = ["2", "4", "8", "16"], value_parser = demos::clusters::cluster_size)]
+    pub clusters: Vec<u32>,
     /// Timed and warm-up runs.
     #[command(flatten)]
     pub runs: super::Runs,
@@ -56,6 +60,7 @@ pub fn run(args: Args) -> Result<bool> {
         dram_bytes: hierarchy::check_dram_bytes(args.dram_bytes)?,
         bank_iters: demos::banks::check_iters(args.bank_iters)?,
         cluster_reads: demos::clusters::check_reads(args.cluster_reads)?,
+        cluster_sizes: args.clusters.clone(),
         repeats: args.runs.repeats(),
         ..Sizes::default()
     });

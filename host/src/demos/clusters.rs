@@ -46,7 +46,7 @@ use super::{
     Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, download, ensure_free, f32_bytes,
     measure, model_blocks, poison, poisoned, upload,
 };
-use crate::gpu::cluster::{CLUSTER_CC, max_active_clusters};
+use crate::gpu::cluster::{CLUSTER_CC, MAX_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE, max_active_clusters};
 use crate::gpu::context::load_ptx_text;
 use crate::gpu::describe;
 use crate::gpu::kernel::{attributes, function};
@@ -112,8 +112,26 @@ pub fn check_reads(reads: u32) -> Result<u32> {
 }
 /// Barriers `cluster_barrier` times.
 pub const BARRIER_ITERS: u32 = 1024;
-/// The cluster shapes of `matmul_dsmem_32`, one per size of [`CLUSTER_SIZES`].
-pub const MATMUL_CLUSTERS: [(u32, u32); 4] = [(2, 1), (2, 2), (4, 2), (4, 4)];
+/// `--clusters`: one cluster size, 1 to [`MAX_CLUSTER_SIZE`].
+///
+/// # Errors
+/// A one-line message naming the size and the limit.
+pub fn cluster_size(text: &str) -> Result<u32, String> {
+    let size: u32 = text.trim().parse().map_err(|_| format!("cluster size `{text}` is not a whole number"))?;
+    if size == 0 || size > MAX_CLUSTER_SIZE {
+        return Err(format!(
+            "cluster size {size} is outside 1..={MAX_CLUSTER_SIZE}: CUDA allows at most {MAX_CLUSTER_SIZE} blocks per cluster (non-portable above {PORTABLE_CLUSTER_SIZE}, cc 9.0)"
+        ));
+    }
+    Ok(size)
+}
+
+/// The `cx x cy` shape of `matmul_dsmem_32`'s clusters of `size` blocks: the most square one,
+/// wider than tall (2 -> 2x1, 4 -> 2x2, 8 -> 4x2, 16 -> 4x4, 6 -> 3x2).
+pub fn matmul_cluster(size: u32) -> (u32, u32) {
+    let cy = (1..=size).filter(|d| size.is_multiple_of(*d) && d * d <= size).max().unwrap_or(1);
+    (size / cy.max(1), cy.max(1))
+}
 
 /// The published figures per cluster size (see the module's header): remote load cycles,
 /// throughput GB/s, barrier cycles.
@@ -157,8 +175,8 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let local_read = read_bandwidth(lab, CLUSTER_SIZES[0], 0)?;
     let counting = load_ptx_text("counting sm_90", ptx::COUNTING_SM90.text, None)?;
     let mut sizes = Vec::new();
-    for (&cluster, &shape) in CLUSTER_SIZES.iter().zip(&MATMUL_CLUSTERS) {
-        sizes.push(at_size(lab, &counting, cluster, shape)?);
+    for &cluster in &lab.sizes.cluster_sizes {
+        sizes.push(at_size(lab, &counting, cluster, matmul_cluster(cluster))?);
     }
     let matmul = matmul_rows(lab)?;
     let mut checks = vec![local_check, own_check, l2_check];
@@ -388,7 +406,7 @@ fn matmul_rows(lab: &Lab) -> Result<Vec<KernelRow>> {
         "32x32 tiles, each block loads both of its tiles",
         size.clone(),
     )];
-    for cluster in MATMUL_CLUSTERS {
+    for cluster in lab.sizes.cluster_sizes.iter().map(|&s| matmul_cluster(s)) {
         let loads = cluster_tiled_global_loads(shape, DSMEM_TILE as u64, (cluster.0 as u64, cluster.1 as u64));
         let launch = kernels::matmul_dsmem_32(cluster, &a, &b, &mut c, mu, nu, ku);
         let lesson = "32x32 tiles shared through DSMEM across the cluster's rows (A) and columns (B)";
@@ -543,6 +561,19 @@ pub fn hierarchy_row(lab: &Lab, steps: u32) -> Result<Option<(Vec<String>, Vec<C
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn matmul_clusters_are_the_most_square_shapes() {
+        let shapes: Vec<(u32, u32)> = [1, 2, 3, 4, 6, 8, 12, 16].map(matmul_cluster).to_vec();
+        assert_eq!(shapes, [(1, 1), (2, 1), (3, 1), (2, 2), (3, 2), (4, 2), (4, 3), (4, 4)]);
+        assert_eq!(cluster_size("16"), Ok(16));
+        assert_eq!(
+            cluster_size("32").unwrap_err(),
+            "cluster size 32 is outside 1..=16: CUDA allows at most 16 blocks per cluster (non-portable above 8, cc 9.0)"
+        );
+        assert!(cluster_size("0").unwrap_err().starts_with("cluster size 0 is outside 1..=16"));
+        assert_eq!(cluster_size("x").unwrap_err(), "cluster size `x` is not a whole number");
+    }
 
     #[test]
     fn matmul_grids_are_whole_clusters_of_tiles() {

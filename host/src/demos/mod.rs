@@ -137,6 +137,8 @@ pub struct Sizes {
     /// 16-byte reads per thread of `cluster_shared_read` (a multiple of 8; the clusters demo
     /// and the hierarchy's distributed-shared-memory row).
     pub cluster_reads: u32,
+    /// Blocks per cluster the clusters demo sweeps (each 1 to 16).
+    pub cluster_sizes: Vec<u32>,
     /// Warm-up and timed runs per kernel.
     pub repeats: Repeats,
 }
@@ -152,6 +154,7 @@ impl Default for Sizes {
             dram_bytes: 1 << 30,
             bank_iters: 16384,
             cluster_reads: clusters::READ_ITERS,
+            cluster_sizes: memlab_contracts::clusters::CLUSTER_SIZES.to_vec(),
             repeats: Repeats { warmup: 3, runs: 20 },
         }
     }
