@@ -24,6 +24,12 @@ pub const ALL: [Ptx; 3] = [
 pub const COUNTING: Ptx =
     Ptx { arch: "sm_70", cc: (7, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_70_counting.ptx")) };
 
+/// The checked build (feature `checked`, sm_90): every index of a global view or shared tile of
+/// the kernels on the device API is bounds-checked and traps when out of bounds; `memlab bench
+/// --checked` times it against the release build.
+pub const CHECKED: Ptx =
+    Ptx { arch: "sm_90", cc: (9, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90_checked.ptx")) };
+
 /// The nightly toolchain the PTX was built with.
 pub const NIGHTLY: &str = env!("MEMLAB_NIGHTLY");
 
