@@ -122,6 +122,26 @@ fn rewritten_kernels_compile_to_the_raw_kernels_memory_instructions_and_register
 }
 
 #[test]
+fn the_checked_build_traps_where_the_release_build_has_no_check() {
+    let release = ptx::ALL.iter().find(|p| p.arch == ptx::CHECKED.arch).unwrap();
+    // Every kernel is in the checked build, so `bench --checked` times each against itself.
+    assert_eq!(ptx::kernel_names(ptx::CHECKED.text), ptx::kernel_names(release.text));
+    let report = ptxas::run(ptx::CHECKED.text, ptx::CHECKED.arch).expect("ptxas assembles the checked build");
+    assert_eq!(report.len(), ptx::kernel_names(release.text).len());
+    // Kernels whose own guards (`row < m`, `x < cols`, ...) imply every bounds check: LLVM
+    // proves the checks true and deletes them, so their checked build is their release build.
+    const IMPLIED: [&str; 3] = ["copy", "transpose_naive", "matmul_naive"];
+    for kernel in KERNELS.iter().filter(|k| !k.ends_with("missing_barrier")) {
+        let traps = |p: &str| entry_body(p, kernel).unwrap().matches("trap;").count();
+        assert_eq!(traps(release.text), 0, "{kernel}: a check left in the release build");
+        let checked = traps(ptx::CHECKED.text);
+        assert_eq!(checked == 0, IMPLIED.contains(kernel), "{kernel}: {checked} traps in the checked build");
+    }
+    // The raw kernels (the race lesson's) have no checks in either.
+    assert_eq!(entry_body(ptx::CHECKED.text, "matmul_tiled_32_missing_barrier").unwrap().matches("trap;").count(), 0);
+}
+
+#[test]
 fn only_the_listed_register_counts_are_accepted() {
     let line = "sm_90 matmul_tiled_16: regs 32 stack 0 spill 0/0 smem 0 | bar.sync x2";
     assert_eq!(with_accepted_regs(line), line.replace("regs 32", "regs 30"));
