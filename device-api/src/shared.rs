@@ -15,6 +15,11 @@
 //! So a read before the barrier that publishes the writes (read-after-write race) and a write
 //! before the barrier that ends the reads (write-after-read race, the race lesson's) do not
 //! compile. The phase is a type, so it costs nothing at run time.
+//!
+//! A [`Line`] (a row or column a thread reads along) holds no borrow, so it can be made once
+//! before the loop over phases, as a raw kernel keeps its row pointer (LLVM then computes it
+//! where the raw kernel did, and the PTX is the same); each read takes its tile, in its read
+//! phase. The tile's slot in its type makes the line readable through its own tile only.
 
 use core::marker::PhantomData;
 
@@ -26,13 +31,17 @@ pub struct Writing;
 pub struct Reading;
 
 /// A `ROWS x COLS` tile of `T` in shared memory with rows `PITCH` elements apart, in phase
-/// `P` ([`Writing`] or [`Reading`]).
-pub struct SharedTile<T, const ROWS: usize, const COLS: usize, const PITCH: usize, P = Writing> {
+/// `P` ([`Writing`] or [`Reading`]). `SLOT` is its place in the kernel's one carve (0, or 1 for
+/// the second of a pair): it tells the tiles of a kernel apart, so a [`Line`] made from one is
+/// read only through that one.
+pub struct SharedTile<T, const ROWS: usize, const COLS: usize, const PITCH: usize, P = Writing, const SLOT: usize = 0> {
     ptr: *mut T,
     phase: PhantomData<P>,
 }
 
-impl<T, const ROWS: usize, const COLS: usize, const PITCH: usize, P> SharedTile<T, ROWS, COLS, PITCH, P> {
+impl<T, const ROWS: usize, const COLS: usize, const PITCH: usize, P, const SLOT: usize>
+    SharedTile<T, ROWS, COLS, PITCH, P, SLOT>
+{
     /// Bytes the tile takes in shared memory.
     pub const BYTES: usize = {
         assert!(PITCH >= COLS, "a tile's pitch is at least its width");
@@ -48,12 +57,14 @@ impl<T, const ROWS: usize, const COLS: usize, const PITCH: usize, P> SharedTile<
 
     /// The same tile in phase `Q`: only a barrier may call it.
     #[inline(always)]
-    fn into_phase<Q>(self) -> SharedTile<T, ROWS, COLS, PITCH, Q> {
+    fn into_phase<Q>(self) -> SharedTile<T, ROWS, COLS, PITCH, Q, SLOT> {
         SharedTile { ptr: self.ptr, phase: PhantomData }
     }
 }
 
-impl<T: Copy, const ROWS: usize, const COLS: usize, const PITCH: usize> SharedTile<T, ROWS, COLS, PITCH, Writing> {
+impl<T: Copy, const ROWS: usize, const COLS: usize, const PITCH: usize, const SLOT: usize>
+    SharedTile<T, ROWS, COLS, PITCH, Writing, SLOT>
+{
     /// Writes element `(r, c)`.
     #[inline(always)]
     pub fn set<I: Index>(&mut self, r: I, c: I, v: T) {
@@ -64,7 +75,9 @@ impl<T: Copy, const ROWS: usize, const COLS: usize, const PITCH: usize> SharedTi
     }
 }
 
-impl<T: Copy, const ROWS: usize, const COLS: usize, const PITCH: usize> SharedTile<T, ROWS, COLS, PITCH, Reading> {
+impl<T: Copy, const ROWS: usize, const COLS: usize, const PITCH: usize, const SLOT: usize>
+    SharedTile<T, ROWS, COLS, PITCH, Reading, SLOT>
+{
     /// Element `(r, c)`.
     #[inline(always)]
     pub fn get<I: Index>(&self, r: I, c: I) -> T {
@@ -84,43 +97,55 @@ impl<T: Copy, const ROWS: usize, const COLS: usize, const PITCH: usize> SharedTi
     }
 }
 
-impl<T: Copy, const ROWS: usize, const COLS: usize, const PITCH: usize> SharedTile<T, ROWS, COLS, PITCH, Reading> {
-    /// Row `r`, to read along (the tiled matmul's `A` fragment). It borrows the tile, so it
-    /// cannot outlive the read phase.
+impl<T: Copy, const ROWS: usize, const COLS: usize, const PITCH: usize, P, const SLOT: usize>
+    SharedTile<T, ROWS, COLS, PITCH, P, SLOT>
+{
+    /// Row `r`, to read along in the tile's read phases ([`Line::get`]; the tiled matmul's `A`
+    /// fragment). Made in any phase, typically once before the loop over phases, as a raw
+    /// kernel keeps a row pointer; reading it needs the tile [`Reading`].
     #[inline(always)]
-    pub fn row<I: Index>(&self, r: I) -> Line<'_, T, COLS, 1> {
+    pub fn row<I: Index>(&self, r: I) -> Line<T, COLS, 1, SLOT> {
         check!(r.below(ROWS));
         // SAFETY: row `r` is inside the tile (checked, or by the launch contract).
-        Line { ptr: unsafe { self.ptr.add(I::offset(r, I::ZERO, PITCH)) }, tile: PhantomData }
+        Line { ptr: unsafe { self.ptr.add(I::offset(r, I::ZERO, PITCH)) } }
     }
 
-    /// Column `c`, to read down (the tiled matmul's `B` fragment); borrows as [`Self::row`].
+    /// Column `c`, to read down ([`Line::get`]; the tiled matmul's `B` fragment).
     #[inline(always)]
-    pub fn col<I: Index>(&self, c: I) -> Line<'_, T, ROWS, PITCH> {
+    pub fn col<I: Index>(&self, c: I) -> Line<T, ROWS, PITCH, SLOT> {
         check!(c.below(COLS));
         // SAFETY: column `c` is inside the tile (checked, or by the launch contract).
-        Line { ptr: unsafe { self.ptr.add(c.as_usize()) }, tile: PhantomData }
+        Line { ptr: unsafe { self.ptr.add(c.as_usize()) } }
     }
 }
 
-/// A row (`STRIDE = 1`) or column (`STRIDE` = the pitch) of a [`Reading`] tile: `LEN` elements
-/// `STRIDE` apart, readable while the tile's read phase lasts.
-pub struct Line<'tile, T, const LEN: usize, const STRIDE: usize> {
+/// A row (`STRIDE = 1`) or column (`STRIDE` = the pitch) of the tile of slot `SLOT`: `LEN`
+/// elements `STRIDE` apart. It holds no borrow, so it can be made before a loop over phases;
+/// each read takes the tile itself, in its [`Reading`] phase.
+#[derive(Clone, Copy)]
+pub struct Line<T, const LEN: usize, const STRIDE: usize, const SLOT: usize> {
     ptr: *const T,
-    tile: PhantomData<&'tile T>,
 }
 
-impl<T: Copy, const LEN: usize, const STRIDE: usize> Line<'_, T, LEN, STRIDE> {
-    /// Element `i` of the line.
+impl<T: Copy, const LEN: usize, const STRIDE: usize, const SLOT: usize> Line<T, LEN, STRIDE, SLOT> {
+    /// Element `i` of the line, read while `tile`, the tile it was made from (the only one of
+    /// slot `SLOT` in the kernel), is [`Reading`].
     #[inline(always)]
-    pub fn get(&self, i: usize) -> T {
+    pub fn get<const ROWS: usize, const COLS: usize, const PITCH: usize>(
+        &self,
+        _tile: &SharedTile<T, ROWS, COLS, PITCH, Reading, SLOT>,
+        i: usize,
+    ) -> T {
         check!(i < LEN);
-        // SAFETY: inside the line, so inside the tile (checked, or by the launch contract).
+        // SAFETY: inside the line, so inside the tile (checked, or by the launch contract); the
+        // tile is in its read phase, so no thread writes it.
         unsafe { *self.ptr.add(i * STRIDE) }
     }
 }
 
-impl<const ROWS: usize, const COLS: usize, const PITCH: usize> SharedTile<f32, ROWS, COLS, PITCH, Reading> {
+impl<const ROWS: usize, const COLS: usize, const PITCH: usize, const SLOT: usize>
+    SharedTile<f32, ROWS, COLS, PITCH, Reading, SLOT>
+{
     /// Element `(r, c)` with the inline `ld.shared.f32` of [`arch::load_shared_in_order`]: kept
     /// in order after the stores before it (the transposes' conflicted column reads).
     #[inline(always)]
@@ -131,11 +156,14 @@ impl<const ROWS: usize, const COLS: usize, const PITCH: usize> SharedTile<f32, R
     }
 }
 
-/// What [`Block::carve`] can make: a tile, or a pair of them laid out one after the other.
-pub trait Carve: Sized {
+/// What [`Block::carve`] can make: a tile, or a pair of them laid out one after the other
+/// (slots 0 and 1).
+pub trait Carve {
     /// Element type of the first tile (the dynamic shared memory is declared with its
     /// alignment).
     type First;
+    /// The tiles as carved, each with its slot.
+    type Carved;
     /// Bytes from the first tile's start to the end of the last.
     const BYTES: usize;
     /// The tiles from `base` on.
@@ -143,11 +171,12 @@ pub trait Carve: Sized {
     /// # Safety
     /// `base` points into the dynamic shared memory with `Self::BYTES` bytes from it.
     #[doc(hidden)]
-    unsafe fn at(base: *mut Self::First, _: Sealed) -> Self;
+    unsafe fn at(base: *mut Self::First, _: Sealed) -> Self::Carved;
 }
 
-impl<T, const ROWS: usize, const COLS: usize, const PITCH: usize> Carve for SharedTile<T, ROWS, COLS, PITCH, Writing> {
+impl<T, const ROWS: usize, const COLS: usize, const PITCH: usize> Carve for SharedTile<T, ROWS, COLS, PITCH> {
     type First = T;
+    type Carved = Self;
     const BYTES: usize = Self::BYTES;
     #[inline(always)]
     unsafe fn at(base: *mut T, _: Sealed) -> Self {
@@ -155,16 +184,21 @@ impl<T, const ROWS: usize, const COLS: usize, const PITCH: usize> Carve for Shar
     }
 }
 
-impl<A: Carve, B: Carve> Carve for (A, B) {
-    type First = A::First;
+impl<T, U, const R: usize, const C: usize, const P: usize, const R2: usize, const C2: usize, const P2: usize> Carve
+    for (SharedTile<T, R, C, P>, SharedTile<U, R2, C2, P2>)
+{
+    type First = T;
+    type Carved = (SharedTile<T, R, C, P, Writing, 0>, SharedTile<U, R2, C2, P2, Writing, 1>);
     const BYTES: usize = {
-        assert!(A::BYTES % align_of::<B::First>() == 0, "the second tile starts aligned");
-        A::BYTES + B::BYTES
+        let first = SharedTile::<T, R, C, P>::BYTES;
+        assert!(first.is_multiple_of(align_of::<U>()), "the second tile starts aligned");
+        first + SharedTile::<U, R2, C2, P2>::BYTES
     };
     #[inline(always)]
-    unsafe fn at(base: *mut A::First, s: Sealed) -> Self {
-        // SAFETY: `A` takes the first `A::BYTES` of the `Self::BYTES` from `base`, `B` the rest.
-        unsafe { (A::at(base, Sealed(())), B::at(base.byte_add(A::BYTES).cast(), s)) }
+    unsafe fn at(base: *mut T, _: Sealed) -> Self::Carved {
+        // SAFETY: the first tile takes its `BYTES` of the pair's from `base`, the second the rest.
+        let second = unsafe { base.byte_add(SharedTile::<T, R, C, P>::BYTES) }.cast();
+        (SharedTile { ptr: base, phase: PhantomData }, SharedTile { ptr: second, phase: PhantomData })
     }
 }
 
@@ -177,7 +211,7 @@ impl Block {
     /// block: the tiles are carved once. The launch gives at least `L::BYTES` dynamic shared
     /// bytes (checked against `%dynamic_smem_size` in the `checked` build).
     #[inline(always)]
-    pub fn carve<L: Carve>(self) -> (Barrier, L) {
+    pub fn carve<L: Carve>(self) -> (Barrier, L::Carved) {
         check!(L::BYTES <= arch::dynamic_shared_bytes());
         // SAFETY: the launch gives `L::BYTES` dynamic shared bytes (the crate's invariant 1).
         (Barrier { _one: () }, unsafe { L::at(arch::dynamic_shared::<L::First>(), Sealed(())) })
@@ -210,16 +244,20 @@ pub trait Phased {
     fn into_next(self, _: Sealed) -> Self::Next;
 }
 
-impl<T, const ROWS: usize, const COLS: usize, const PITCH: usize> Phased for SharedTile<T, ROWS, COLS, PITCH, Writing> {
-    type Next = SharedTile<T, ROWS, COLS, PITCH, Reading>;
+impl<T, const ROWS: usize, const COLS: usize, const PITCH: usize, const SLOT: usize> Phased
+    for SharedTile<T, ROWS, COLS, PITCH, Writing, SLOT>
+{
+    type Next = SharedTile<T, ROWS, COLS, PITCH, Reading, SLOT>;
     #[inline(always)]
     fn into_next(self, _: Sealed) -> Self::Next {
         self.into_phase()
     }
 }
 
-impl<T, const ROWS: usize, const COLS: usize, const PITCH: usize> Phased for SharedTile<T, ROWS, COLS, PITCH, Reading> {
-    type Next = SharedTile<T, ROWS, COLS, PITCH, Writing>;
+impl<T, const ROWS: usize, const COLS: usize, const PITCH: usize, const SLOT: usize> Phased
+    for SharedTile<T, ROWS, COLS, PITCH, Reading, SLOT>
+{
+    type Next = SharedTile<T, ROWS, COLS, PITCH, Writing, SLOT>;
     #[inline(always)]
     fn into_next(self, _: Sealed) -> Self::Next {
         self.into_phase()

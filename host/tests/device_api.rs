@@ -22,7 +22,7 @@ kernel! {
         for c in 0..cols {
             let column = tile.col(c);
             for r in 0..rows {
-                output.set(c, r, column.get(r));
+                output.set(c, r, column.get(&tile, r));
             }
         }
     }

@@ -36,28 +36,6 @@ const KERNELS: [&str; 15] = [
     "register_pressure",
 ];
 
-/// Register counts that moved in the rewrite, and stay accepted: `(target, kernel, before,
-/// after)`. The tiled matmuls' PTX has the raw kernel's memory instructions, but the typed tiles
-/// give their row and column only inside the read phase, so LLVM computes those two pointers in
-/// the loop's preheader instead of the entry block, and ptxas keeps the write slot's address in
-/// a register pair of its own. Occupancy does not move: 32 registers x 2048 threads is the 64K
-/// register file of every cc 7.0-9.0 SM (CUDA C++ Programming Guide, "Compute Capabilities"),
-/// so both block shapes still fit the thread limit; the H200 bench against the CUDA C++ twins
-/// is the judge of speed.
-const ACCEPTED_REGS: [(&str, &str, u32, u32); 2] =
-    [("sm_70", "matmul_tiled_32", 31, 32), ("sm_90", "matmul_tiled_16", 30, 32)];
-
-/// `line` with its register count replaced by the accepted one, when [`ACCEPTED_REGS`] lists it.
-fn with_accepted_regs(line: &str) -> String {
-    for (arch, kernel, before, after) in ACCEPTED_REGS {
-        let head = format!("{arch} {kernel}: regs ");
-        if let Some(rest) = line.strip_prefix(&format!("{head}{after} ")) {
-            return format!("{head}{before} {rest}");
-        }
-    }
-    line.to_string()
-}
-
 /// The PTX targets compared: the oldest the lab loads (CUDA 12's ptxas) and the H200's.
 const ARCHS: [&str; 2] = ["sm_70", "sm_90"];
 
@@ -112,7 +90,7 @@ fn rewritten_kernels_compile_to_the_raw_kernels_memory_instructions_and_register
     let moved: Vec<String> = baseline
         .lines()
         .zip(now.lines())
-        .filter(|(was, is)| *was != with_accepted_regs(is))
+        .filter(|(was, is)| was != is)
         .map(|(was, is)| format!("  was {was}\n  now {is}"))
         .collect();
     assert_eq!(baseline.lines().count(), now.lines().count(), "kernel list changed:\n{now}");
@@ -139,13 +117,4 @@ fn the_checked_build_traps_where_the_release_build_has_no_check() {
     }
     // The raw kernels (the race lesson's) have no checks in either.
     assert_eq!(entry_body(ptx::CHECKED.text, "matmul_tiled_32_missing_barrier").unwrap().matches("trap;").count(), 0);
-}
-
-#[test]
-fn only_the_listed_register_counts_are_accepted() {
-    let line = "sm_90 matmul_tiled_16: regs 32 stack 0 spill 0/0 smem 0 | bar.sync x2";
-    assert_eq!(with_accepted_regs(line), line.replace("regs 32", "regs 30"));
-    for other in [line.replace("regs 32", "regs 33"), line.replace("sm_90", "sm_70")] {
-        assert_eq!(with_accepted_regs(&other), other);
-    }
 }

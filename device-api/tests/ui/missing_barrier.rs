@@ -24,6 +24,7 @@ kernel! {
         let (row, col) = (by * T + ty, bx * T + tx);
         let (m, n, k) = (m as usize, n as usize, k as usize);
         let (a, b, mut c) = (a.matrix(m, k), b.matrix(k, n), c.matrix(m, n));
+        let (a_row, b_col) = (tiles.0.row(ty), tiles.1.col(tx));
         let mut acc = 0.0f32;
         let mut k0 = 0;
         while k0 < k {
@@ -31,9 +32,8 @@ kernel! {
             tiles.0.set(ty, tx, if row < m && ka < k { a.get(row, ka) } else { 0.0 });
             tiles.1.set(ty, tx, if kb < k && col < n { b.get(kb, col) } else { 0.0 });
             let (tile_a, tile_b) = barrier.sync(tiles);
-            let (a_row, b_col) = (tile_a.row(ty), tile_b.col(tx));
             for i in 0..T {
-                acc += a_row.get(i) * b_col.get(i);
+                acc += a_row.get(&tile_a, i) * b_col.get(&tile_b, i);
             }
             // The missing barrier: the next step overwrites tiles other warps may still read.
             tiles = (tile_a, tile_b);
