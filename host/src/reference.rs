@@ -122,6 +122,20 @@ pub fn fma_chain(x: f32, a: f32, b: f32, steps: u32) -> f32 {
     (0..steps).fold(x, |x, _| x.mul_add(a, b))
 }
 
+/// The sums `hot_stream_read` writes: thread `g` of `threads` adds, for every 16-byte vector
+/// `v = g, g + threads, ...` of `stream`, its four words and the four words of vector
+/// `v & (hot vectors - 1)` of `hot` (whose vector count is a power of two).
+pub fn hot_stream_sums(stream: &[u32], hot: &[u32], threads: usize) -> Vec<u32> {
+    let hot = hot.as_chunks::<4>().0;
+    let mask = hot.len() - 1;
+    let mut sums = vec![0u32; threads];
+    for (v, vector) in stream.as_chunks::<4>().0.iter().enumerate() {
+        let s = &mut sums[v % threads];
+        *s = vector.iter().chain(&hot[v & mask]).fold(*s, |acc, &w| acc.wrapping_add(w));
+    }
+    sums
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
