@@ -134,6 +134,10 @@ pub struct Sizes {
     pub dram_bytes: usize,
     /// Shared-memory loads per thread in the bank probe (a multiple of 8).
     pub bank_iters: usize,
+    /// Bytes of the L2 lesson's streamed buffer (a multiple of 16), read once amid the hot one.
+    pub l2_stream_bytes: usize,
+    /// Bytes of the L2 lesson's bandwidth read (a multiple of 16); `None`: a quarter of the L2.
+    pub l2_read_bytes: Option<usize>,
     /// Warm-up and timed runs per kernel.
     pub repeats: Repeats,
 }
@@ -148,6 +152,8 @@ impl Default for Sizes {
             strided_bytes: 1 << 30,
             dram_bytes: 1 << 30,
             bank_iters: 16384,
+            l2_stream_bytes: 1 << 30,
+            l2_read_bytes: None,
             repeats: Repeats { warmup: 3, runs: 20 },
         }
     }

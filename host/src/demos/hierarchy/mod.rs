@@ -7,18 +7,23 @@
 //!   plain `ld.global`, cached in L1 and L2; `chase_global_cg`, `ld.global.cg`, L2 only). The
 //!   host lays the chain out as a random single cycle over slots 128 bytes (one cache line)
 //!   apart ([`chain`]), so each load waits for the previous one, no two consecutive loads share
-//!   a line, and the order defeats any prefetcher. Working sets run from 4 KiB to at least four
-//!   times the L2 the driver reports ([`ladder::sizes`]); the chain is walked once untimed, then
+//!   a line, and the order defeats any prefetcher. Working sets run from 4 KiB to four times the
+//!   L2 the driver reports or 2 GiB, whichever is more ([`ladder::sizes`], [`LADDER_FLOOR`]:
+//!   past the TLBs' reach); the chain is walked once untimed, then
 //!   4096 loads are timed by the SM's `%clock64` (cycles) and the GPU's `%globaltimer` (ns).
 //!   [`ladder::plateaus`] finds the runs of sizes at one latency; where a run ends, the level's
 //!   capacity lies between its last size and the next one.
-//! - **Other levels.** Shared memory: the same chase with `ld.shared` over 16 KiB. Local memory:
+//! - **Other levels.** Shared memory: the same chase with `ld.shared` over 16 KiB, twice: the
+//!   loaded value used as the next address (`chase_shared`) and as an index, `j = s[j]`
+//!   (`chase_shared_index`, an extra shift-and-add per hop, as published tables time it). Local memory:
 //!   a 32-word chain in a per-thread array, `ld.local`. Constant memory: one warp follows a
 //!   chain in a `.const` array with `ld.const`, all lanes on one address (broadcast) or on 32
 //!   different ones. Registers: a chain of dependent FMAs.
 //! - **Bandwidth.** Shared memory: `shared_bank_probe` at stride 1 on every SM (the banks
-//!   demo's probe, measured here). L2: `read_cg` (16-byte `ld.global.cg` loads) over a quarter
-//!   of the L2, 256 passes. DRAM: `read_cg` over a buffer of `--dram-bytes` (1 GiB) once, the
+//!   demo's probe, measured here). L2: `read_cg_unrolled` (four 16-byte `ld.global.cg` loads in
+//!   flight per thread) over a quarter of the L2, 256 passes, beside `read_cg` (one in flight).
+//!   Persisting L2: `hot_stream_read` with and without an access-policy window (`demos::l2`;
+//!   cc 8.0 and later). DRAM: `read_cg` over a buffer of `--dram-bytes` (1 GiB) once, the
 //!   device-to-device memcpy (the run's ceiling, passed in), and the theoretical figure from
 //!   memory clock x bus width. The bus: 256 MiB host <-> device,
 //!   pageable against pinned memory.
@@ -39,7 +44,9 @@
 //! - One thread runs on one SM and sees the L2 as that SM does: the capacity the L2-only ladder
 //!   implies can fall short of the driver's L2 size (on the H200, measured: hits up to 24 MiB
 //!   of the 60 MiB reported, slower hits up to 48 MiB). The L2 is split in two partitions
-//!   (NVIDIA's A100 and H100 whitepapers); how one SM's lines fill them is not documented.
+//!   (NVIDIA's A100 and H100 whitepapers); the ladder labels the step inside the L2 as the
+//!   partition step ([`ladder::partition_step`]), and `demos::l2` times the same lines from every
+//!   SM to show near and far hits.
 //! - Large working sets span many pages: beyond the TLBs' reach a load also pays a page-table
 //!   walk, so the DRAM plateau rises with size and is not DRAM latency alone.
 //! - The latency of a level includes the load's issue and the dependent address use (a few
@@ -324,8 +331,11 @@ fn persisting_row(lab: &Lab) -> Result<Result<Vec<String>, String>> {
     if let Some(why) = persisting::unsupported(lab.gpu.info.cc, &limits) {
         return Ok(Err(why));
     }
-    let hot = persisting::hot_sizes(lab.gpu.info.l2_bytes as usize)[2];
-    let measured = persisting::measure_sizes(lab, limits, &[hot])?;
+    let stream = lab.sizes.l2_stream_bytes;
+    let sizes = persisting::hot_sizes(lab.gpu.info.l2_bytes as usize, stream);
+    // The size whose reuse distance is just past the L2 (the third), or the largest that fits.
+    let hot = sizes[sizes.len().min(3) - 1];
+    let measured = persisting::measure_sizes(lab, limits, stream, &[hot])?;
     Ok(measured.hierarchy_row().ok_or_else(|| "L2 persisting: nothing measured".to_string()))
 }
 

@@ -33,6 +33,21 @@ pub fn l2_footprint(l2_bytes: usize) -> usize {
     (l2_bytes / 4) / READ_CG_VECTOR_BYTES * READ_CG_VECTOR_BYTES
 }
 
+/// `--l2-stream-bytes`, `--l2-read-bytes`: at least one 16-byte vector, a multiple of 16 bytes,
+/// and at most `u32::MAX` vectors (the kernels count vectors in a `u32`).
+///
+/// # Errors
+/// A refusal naming the rule.
+pub fn check_bytes(bytes: usize) -> Result<usize> {
+    let most = READ_CG_VECTOR_BYTES * (u32::MAX as usize / 2);
+    if bytes == 0 || !bytes.is_multiple_of(READ_CG_VECTOR_BYTES) || bytes > most {
+        crate::refuse!(
+            "{bytes} bytes: the L2 lesson reads 16-byte vectors, so give a multiple of 16 from 16 bytes to 32 GiB"
+        );
+    }
+    Ok(bytes)
+}
+
 /// Blocks per SM of the sweep: powers of two up to what the SM's threads allow.
 pub fn blocks_per_sm(max_threads_per_sm: u32) -> Vec<u32> {
     let most = (max_threads_per_sm / BLOCK).max(1);
@@ -64,7 +79,7 @@ pub fn run(lab: &Lab, _inputs: &Inputs) -> Result<Section> {
 /// Measures the three parts.
 pub fn measure(lab: &Lab) -> Result<Measured> {
     let info = &lab.gpu.info;
-    let footprint = l2_footprint(info.l2_bytes as usize);
+    let footprint = lab.sizes.l2_read_bytes.unwrap_or_else(|| l2_footprint(info.l2_bytes as usize));
     let mut bandwidth = Vec::new();
     for blocks in blocks_per_sm(info.max_threads_per_sm) {
         let row = |kernel, loads: usize, lesson| {
@@ -82,7 +97,11 @@ pub fn measure(lab: &Lab) -> Result<Measured> {
     let limits = crate::gpu::l2::limits(&lab.gpu)?;
     let persisting = match persisting::unsupported(info.cc, &limits) {
         Some(why) => Err(why),
-        None => Ok(persisting::measure_sizes(lab, limits, &persisting::hot_sizes(info.l2_bytes as usize))?),
+        None => {
+            let stream = lab.sizes.l2_stream_bytes;
+            let sizes = persisting::hot_sizes(info.l2_bytes as usize, stream);
+            Ok(persisting::measure_sizes(lab, limits, stream, &sizes)?)
+        }
     };
     let partitions = partitions::measure(lab, 0)?;
     Ok(Measured { bandwidth, persisting, partitions, footprint })
@@ -211,5 +230,14 @@ mod tests {
         assert_eq!(in_flight_bytes(1, 1), 4 << 10);
         assert_eq!(l2_footprint(60 << 20), 15 << 20);
         assert_eq!(l2_footprint(100), 16);
+    }
+
+    #[test]
+    fn byte_counts_that_are_not_whole_vectors_are_refused() {
+        assert_eq!(check_bytes(65552).unwrap(), 65552);
+        for bad in [0, 15, 4100, 64 << 30] {
+            let e = check_bytes(bad).unwrap_err().to_string();
+            assert!(e.contains("multiple of 16 from 16 bytes to 32 GiB"), "{e}");
+        }
     }
 }

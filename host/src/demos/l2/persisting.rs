@@ -24,9 +24,6 @@ crate::kernels! {
         => LaunchShape { grid: (blocks, 1), block: (HOT_STREAM_THREADS, 1), smem_bytes: 0 };
 }
 
-/// Bytes of the streamed buffer, read once per launch: far more than any L2.
-pub const STREAM_BYTES: usize = 1 << 30;
-
 /// The compute capability persisting accesses need (CUDA C++ Programming Guide, "L2 Cache
 /// Set-Aside for Persisting Accesses": devices of compute capability 8.0 and above).
 pub const MIN_CC: (u32, u32) = (8, 0);
@@ -69,6 +66,8 @@ pub struct Persisting {
     pub carve_out: usize,
     /// The L2, bytes.
     pub l2_bytes: usize,
+    /// The stream, bytes.
+    pub stream_bytes: usize,
     /// One point per hot size, ascending.
     pub points: Vec<HotPoint>,
 }
@@ -86,21 +85,28 @@ pub fn unsupported(cc: (u32, u32), limits: &PersistingLimits) -> Option<String> 
 }
 
 /// Hot sizes: powers of two from an eighth of the L2 (rounded up to a power of two) to that
-/// power of two itself: the reuse distance (twice the hot bytes) from a quarter of the L2 to
-/// twice it.
-pub fn hot_sizes(l2_bytes: usize) -> Vec<usize> {
+/// power of two itself (the reuse distance, twice the hot bytes, from a quarter of the L2 to
+/// twice it), those no larger than the stream of `stream_bytes`; the largest power of two of
+/// whole vectors within the stream when none is.
+pub fn hot_sizes(l2_bytes: usize, stream_bytes: usize) -> Vec<usize> {
     let top = l2_bytes.max(8 * READ_CG_VECTOR_BYTES).next_power_of_two();
-    [top / 8, top / 4, top / 2, top].to_vec()
+    let sizes: Vec<usize> = [top / 8, top / 4, top / 2, top].into_iter().filter(|&h| h <= stream_bytes).collect();
+    if sizes.is_empty() {
+        let within = 1usize << stream_bytes.max(READ_CG_VECTOR_BYTES).ilog2();
+        return vec![within.max(READ_CG_VECTOR_BYTES)];
+    }
+    sizes
 }
 
-/// Measures the hot sizes `sizes` (powers of two, at least 16 bytes), each without and with a
-/// window, the carve-out set to the device's maximum for the windowed launches only.
-pub fn measure_sizes(lab: &Lab, limits: PersistingLimits, sizes: &[usize]) -> Result<Persisting> {
+/// Measures the hot sizes `sizes` (powers of two, at least 16 bytes) amid a stream of
+/// `stream_bytes` (a multiple of 16), each without and with a window, the carve-out set to the
+/// device's maximum for the windowed launches only.
+pub fn measure_sizes(lab: &Lab, limits: PersistingLimits, stream_bytes: usize, sizes: &[usize]) -> Result<Persisting> {
     let gpu = &lab.gpu;
     let largest = sizes.iter().copied().max().unwrap_or(0);
     let (blocks, threads) = crate::demos::full_gpu(&gpu.info, HOT_STREAM_THREADS);
-    ensure_free("the persisting-L2 lesson", STREAM_BYTES + largest + 4 * threads)?;
-    let stream_words: Vec<u32> = (0..STREAM_BYTES / 4).map(reference::strided_word).collect();
+    ensure_free("the persisting-L2 lesson", stream_bytes + largest + 4 * threads)?;
+    let stream_words: Vec<u32> = (0..stream_bytes / 4).map(reference::strided_word).collect();
     let hot_words: Vec<u32> = (0..largest / 4).map(|i| reference::strided_word(i).rotate_left(7)).collect();
     let stream = upload(&stream_words)?;
     let hot = upload(&hot_words)?;
@@ -117,12 +123,12 @@ pub fn measure_sizes(lab: &Lab, limits: PersistingLimits, sizes: &[usize]) -> Re
             let launch = kernels::hot_stream_read(
                 blocks,
                 &stream,
-                (STREAM_BYTES / READ_CG_VECTOR_BYTES) as u32,
+                (stream_bytes / READ_CG_VECTOR_BYTES) as u32,
                 &hot,
                 hot_vectors - 1,
                 &mut out,
             );
-            let work = Work { flop: 0.0, bytes: 2.0 * STREAM_BYTES as f64, level: Level::Global };
+            let work = Work { flop: 0.0, bytes: 2.0 * stream_bytes as f64, level: Level::Global };
             let (lesson, how) = if windowed {
                 ("a hot buffer re-read amid a stream, its lines persisting in L2", "persisting window")
             } else {
@@ -143,12 +149,12 @@ pub fn measure_sizes(lab: &Lab, limits: PersistingLimits, sizes: &[usize]) -> Re
         let without = run(false)?;
         let with = run(true)?;
         let model =
-            HotStream { l2_bytes: l2_bytes as f64, hot_bytes: hot_bytes as f64, stream_bytes: STREAM_BYTES as f64 };
+            HotStream { l2_bytes: l2_bytes as f64, hot_bytes: hot_bytes as f64, stream_bytes: stream_bytes as f64 };
         let ratio = hit_ratio(window_bytes as f64, carve_out as f64);
         points.push(HotPoint { hot_bytes, window_bytes, hit_ratio: ratio, model, without, with });
     }
     l2::reset_persisting_lines()?;
-    Ok(Persisting { limits, carve_out, l2_bytes, points })
+    Ok(Persisting { limits, carve_out, l2_bytes, stream_bytes, points })
 }
 
 impl Persisting {
@@ -200,7 +206,7 @@ impl Persisting {
             bytes(self.limits.max_carve_out),
             bytes(self.limits.max_window),
             bytes(self.l2_bytes),
-            bytes(STREAM_BYTES)
+            bytes(self.stream_bytes)
         )];
         notes.push(
             "model: between two reads of a hot line the kernel reads the hot buffer and as many streamed bytes; without a window LRU keeps the line only if that fits the L2, with one the persisting share (hitRatio) stays while it fits the carve-out; speed-up = DRAM bytes without / with (DRAM-bound)".into(),
@@ -236,7 +242,7 @@ impl Persisting {
             format!(
                 "hot_stream_read, hot {} amid {}, carve-out {}, hitRatio {:.2}",
                 bytes(p.hot_bytes),
-                bytes(STREAM_BYTES),
+                bytes(self.stream_bytes),
                 bytes(self.carve_out),
                 p.hit_ratio
             ),
@@ -250,9 +256,13 @@ mod tests {
 
     #[test]
     fn hot_sizes_put_the_reuse_distance_around_the_l2() {
-        assert_eq!(hot_sizes(60 << 20), [8 << 20, 16 << 20, 32 << 20, 64 << 20]);
-        assert_eq!(hot_sizes(40 << 20), [8 << 20, 16 << 20, 32 << 20, 64 << 20]);
-        assert_eq!(hot_sizes(0), [16, 32, 64, 128]);
+        assert_eq!(hot_sizes(60 << 20, 1 << 30), [8 << 20, 16 << 20, 32 << 20, 64 << 20]);
+        assert_eq!(hot_sizes(40 << 20, 1 << 30), [8 << 20, 16 << 20, 32 << 20, 64 << 20]);
+        assert_eq!(hot_sizes(60 << 20, 40 << 20), [8 << 20, 16 << 20, 32 << 20]);
+        assert_eq!(hot_sizes(0, 1 << 30), [16, 32, 64, 128]);
+        // A stream smaller than every hot size: the largest power of two inside it.
+        assert_eq!(hot_sizes(60 << 20, 65552), [65536]);
+        assert_eq!(hot_sizes(60 << 20, 16), [16]);
     }
 
     #[test]
