@@ -188,6 +188,17 @@ mod tests {
     }
 
     #[test]
+    fn hot_stream_sums_add_each_streamed_vector_and_its_hot_vector() {
+        // 5 streamed vectors over 2 threads, 2 hot vectors: thread 0 takes vectors 0, 2, 4
+        // (hot 0, 0, 0), thread 1 vectors 1, 3 (hot 1, 1).
+        let stream: Vec<u32> = (0..20).collect();
+        let hot = [100, 100, 100, 100, 1000, 1000, 1000, 1000];
+        let sums = hot_stream_sums(&stream, &hot, 2);
+        let vector = |v: u32| (4 * v..4 * v + 4).sum::<u32>();
+        assert_eq!(sums, [vector(0) + vector(2) + vector(4) + 3 * 400, vector(1) + vector(3) + 2 * 4000]);
+    }
+
+    #[test]
     fn strided_partial_sums_the_right_words() {
         // Thread 1 of 4 at stride 3 reads elements (1 + 4r) * 3.
         let want = (0..8).fold(0u32, |s, r| s.wrapping_add(strided_word((1 + 4 * r) * 3)));

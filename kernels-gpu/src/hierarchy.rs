@@ -148,8 +148,8 @@ unsafe fn shared_chase<const INDEX: bool>(chain: *const u32, words: u32, warm: u
         p
     };
     let (p, t) = warm_then_time(if INDEX { 0 } else { base }, warm, steps, hop);
-    let end = if INDEX { 4 * p } else { p - base };
-    unsafe { record(out, t, end as u64) };
+    // The index as it is: scaling it here would put an instruction inside the timed window.
+    unsafe { record(out, t, if INDEX { p } else { p - base } as u64) };
 }
 
 /// Shared-memory latency, address chase: the block copies `words` words of `chain` (byte
@@ -175,7 +175,7 @@ pub unsafe extern "ptx-kernel" fn chase_shared(chain: *const u32, words: u32, wa
 /// record as [`chase_shared`]; the difference per hop is the address arithmetic's latency.
 ///
 /// - Launch: one block, any size. Shared memory: `4 * words` bytes of dynamic shared memory.
-/// - `out`: the probe record `[cycles, ns, last offset]` (offset = 4 x last index).
+/// - `out`: the probe record `[cycles, ns, last word index]`.
 ///
 /// # Safety
 /// As for [`chase_shared`].

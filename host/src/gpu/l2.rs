@@ -113,8 +113,8 @@ impl<'a> Window<'a> {
 
 impl Drop for Window<'_> {
     fn drop(&mut self) {
-        // Best effort: a failure here leaves the next launch with a stale window, which a
-        // later call reports; nothing to undo it with.
+        // Drop cannot return an error; each call undoes one setting, and one that fails
+        // leaves the others undone all the same.
         let _ = self.gpu.stream.synchronize();
         let _ = set_window(self.gpu, 0, 0, 0.0);
         let _ = reset_persisting_lines();

@@ -181,7 +181,8 @@ pub fn shared(lab: &Lab, bytes: usize, steps: u32) -> Result<(Latency, Latency, 
     let address = probe(lab, steps, |out| kernels::chase_shared(&image, words, warm, steps, out))?;
     let index = probe(lab, steps, |out| kernels::chase_shared_index(&image, words, warm, steps, out))?;
     let end = chain::walk(&next, 0, warm as u64 + steps as u64) * LINE_BYTES as u32;
-    let got = [address.words[2] as u32, index.words[2] as u32];
+    // The address chase ends on a byte offset, the index chase on a word index.
+    let got = [address.words[2] as u32, (index.words[2] as u32).wrapping_mul(4)];
     Ok((address.latency, index.latency, verify::exact_u32(&got, |_| end)))
 }
 
