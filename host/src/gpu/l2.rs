@@ -62,6 +62,16 @@ pub fn set_carve_out(bytes: usize) -> Result<()> {
     })
 }
 
+/// The carve-out the driver grants for a request of `bytes` (it rounds the request and caps
+/// it at the device's maximum): set, read back, and the previous carve-out restored.
+pub fn granted_carve_out(bytes: usize) -> Result<usize> {
+    let previous = carve_out()?;
+    set_carve_out(bytes)?;
+    let granted = carve_out();
+    set_carve_out(previous)?;
+    granted
+}
+
 /// Turns every persisting line of the context back to normal (`cuCtxResetPersistingL2Cache`).
 pub fn reset_persisting_lines() -> Result<()> {
     // SAFETY: no arguments; acts on the current context.
@@ -95,17 +105,15 @@ pub fn set_window(gpu: &Gpu, base: u64, bytes: usize, hit_ratio: f32) -> Result<
 pub struct Window<'a> {
     gpu: &'a Gpu,
     previous_carve_out: usize,
-    /// The carve-out the driver granted, bytes.
-    pub carve_out: usize,
 }
 
 impl<'a> Window<'a> {
     /// Sets the carve-out to `carve_out` bytes and the window `[base, base + bytes)` at
     /// `hit_ratio` on the lab's stream.
     pub fn open(gpu: &'a Gpu, carve_out_bytes: usize, base: u64, bytes: usize, hit_ratio: f32) -> Result<Window<'a>> {
-        let previous_carve_out = carve_out()?;
+        // The guard exists before the first change, so a failure part-way undoes the rest.
+        let window = Window { gpu, previous_carve_out: carve_out()? };
         set_carve_out(carve_out_bytes)?;
-        let window = Window { gpu, previous_carve_out, carve_out: carve_out()? };
         set_window(gpu, base, bytes, hit_ratio)?;
         Ok(window)
     }

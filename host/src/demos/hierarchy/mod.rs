@@ -335,8 +335,8 @@ fn persisting_row(lab: &Lab) -> Result<Result<Vec<String>, String>> {
     let sizes = persisting::hot_sizes(lab.gpu.info.l2_bytes as usize, stream);
     // The size whose reuse distance is just past the L2 (the third), or the largest that fits.
     let hot = sizes[sizes.len().min(3) - 1];
-    let measured = persisting::measure_sizes(lab, limits, stream, &[hot])?;
-    Ok(measured.hierarchy_row().ok_or_else(|| "L2 persisting: nothing measured".to_string()))
+    Ok(persisting::measure_sizes(lab, limits, stream, &[hot])?
+        .and_then(|m| m.hierarchy_row().ok_or_else(|| "L2 persisting: nothing measured".to_string())))
 }
 
 /// `36 cycles (18.2 ns)`.

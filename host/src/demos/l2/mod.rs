@@ -100,7 +100,7 @@ pub fn measure(lab: &Lab) -> Result<Measured> {
         None => {
             let stream = lab.sizes.l2_stream_bytes;
             let sizes = persisting::hot_sizes(info.l2_bytes as usize, stream);
-            Ok(persisting::measure_sizes(lab, limits, stream, &sizes)?)
+            persisting::measure_sizes(lab, limits, stream, &sizes)?
         }
     };
     let partitions = partitions::measure(lab, 0)?;
@@ -171,13 +171,11 @@ impl Measured {
             names::PARTITION_MEDIAN,
             x,
             y,
-            medians.iter().enumerate().map(|(sm, &m)| (sm as f64, m, format!("SM {sm}"))),
+            medians.iter().map(|&(sm, m)| (sm as f64, m, format!("SM {sm}"))),
         ));
         if let Some((near, far, cut)) = self.partitions.split {
-            let class = medians
-                .iter()
-                .enumerate()
-                .map(|(sm, &m)| (sm as f64, if m > cut { far } else { near }, format!("SM {sm}")));
+            let class =
+                medians.iter().map(|&(sm, m)| (sm as f64, if m > cut { far } else { near }, format!("SM {sm}")));
             series.push(Series::labelled(names::PARTITION_MODEL, x, y, class));
         }
         series

@@ -34,8 +34,10 @@ pub const CHAIN_LINES: usize = 2048;
 pub struct Partitions {
     /// The SM that brought the lines into L2.
     pub warm_sm: u32,
-    /// Per SM (index = `%smid`), the cycles of each hop, in chain order.
-    pub hops: Vec<Vec<f64>>,
+    /// Per SM reached (`%smid`, ascending), the cycles of each hop, in chain order.
+    pub hops: Vec<(u32, Vec<f64>)>,
+    /// SM numbers below the SM count that no block ran on (`%smid` may have gaps).
+    pub missed: Vec<u32>,
     /// Near centre, far centre and the threshold between them, cycles (`None`: one level only).
     pub split: Option<(f64, f64, f64)>,
     /// Chain ends and SM numbers, checked.
@@ -77,7 +79,7 @@ pub fn measure(lab: &Lab, warm_sm: u32) -> Result<Partitions> {
     // The chase starts at slot 0; where it ends, as a byte offset from the chain's base.
     let want_end = chain::walk(&next, 0, steps as u64) * LINE_BYTES as u32;
     let mut hops = Vec::with_capacity(sms as usize);
-    let (mut got, mut want) = (Vec::new(), Vec::new());
+    let (mut got, mut want, mut missed) = (Vec::new(), Vec::new(), Vec::new());
     for sm in 0..sms {
         let flush_launch = crate::kernels::read_cg(
             flush_blocks,
@@ -94,16 +96,24 @@ pub fn measure(lab: &Lab, warm_sm: u32) -> Result<Partitions> {
         if let Err(e) = gpu.stream.synchronize() {
             refuse!("kernel `chase_l2_on_sm` failed: {}", describe(e));
         }
-        let record = download(&out)?;
-        // The SM that chased (poison if no block ran on it), and where its walk ended.
+        let (warm_record, record) = (download(&warm_out)?, download(&out)?);
+        if warm_record[0] != warm_sm as u64 {
+            refuse!("the L2 partition probe found no block on SM {warm_sm} to bring the lines into L2");
+        }
+        // A record left poisoned: no block ran on this SM number.
+        if record.iter().all(|&w| w == u64::MAX) {
+            missed.push(sm);
+            continue;
+        }
+        // The SM that chased, and where its walk ended.
         let end = u32::try_from(record[2].wrapping_sub(base)).unwrap_or(u32::MAX);
         got.extend([u32::try_from(record[0]).unwrap_or(u32::MAX), end]);
         want.extend([sm, want_end]);
-        hops.push(record[CHASE_SM_HEADER_WORDS..].iter().map(|&c| c as f64).collect::<Vec<_>>());
+        hops.push((sm, record[CHASE_SM_HEADER_WORDS..].iter().map(|&c| c as f64).collect::<Vec<_>>()));
     }
-    let all: Vec<f64> = hops.iter().flatten().copied().collect();
+    let all: Vec<f64> = hops.iter().flat_map(|h| &h.1).copied().collect();
     let check = verify::exact_u32(&got, |i| want[i]);
-    Ok(Partitions { warm_sm, split: two_means(&all), hops, check })
+    Ok(Partitions { warm_sm, split: two_means(&all), hops, missed, check })
 }
 
 /// The median of `v` (0 for none).
@@ -118,30 +128,35 @@ fn median(v: &[f64]) -> f64 {
 }
 
 impl Partitions {
-    /// Each SM's median hop, cycles.
-    pub fn medians(&self) -> Vec<f64> {
-        self.hops.iter().map(|h| median(h)).collect()
+    /// Each SM's median hop, cycles: `(SM, median)`.
+    pub fn medians(&self) -> Vec<(u32, f64)> {
+        self.hops.iter().map(|(sm, h)| (*sm, median(h))).collect()
     }
 
     /// Each SM's share of far hops (0 when the hops form one level).
-    pub fn far_share(&self) -> Vec<f64> {
-        let Some((_, _, cut)) = self.split else { return vec![0.0; self.hops.len()] };
-        self.hops.iter().map(|h| h.iter().filter(|&&c| c > cut).count() as f64 / h.len().max(1) as f64).collect()
+    fn far_share(&self, hops: &[f64]) -> f64 {
+        let Some((_, _, cut)) = self.split else { return 0.0 };
+        hops.iter().filter(|&&c| c > cut).count() as f64 / hops.len().max(1) as f64
     }
 
-    /// SMs whose hops are mostly far: the other partition from the SM that brought the lines.
+    /// The hops of the SMs that find the lines mostly far: the other partition from the SM
+    /// that brought them.
+    fn far(&self) -> Vec<&(u32, Vec<f64>)> {
+        self.hops.iter().filter(|(_, h)| self.far_share(h) > 0.5).collect()
+    }
+
+    /// SMs whose hops are mostly far.
     pub fn far_sms(&self) -> Vec<u32> {
-        self.far_share().iter().enumerate().filter(|(_, f)| **f > 0.5).map(|(sm, _)| sm as u32).collect()
+        self.far().iter().map(|(sm, _)| *sm).collect()
     }
 
     /// Over the far SMs, each line's share of far hops (by position on the chain).
     pub fn line_far_share(&self) -> Vec<f64> {
         let Some((_, _, cut)) = self.split else { return Vec::new() };
-        let far = self.far_sms();
+        let far = self.far();
         (0..CHAIN_LINES)
             .map(|i| {
-                let n = far.iter().filter(|&&sm| self.hops[sm as usize][i] > cut).count();
-                n as f64 / far.len().max(1) as f64
+                far.iter().filter(|(_, h)| h.get(i).is_some_and(|&c| c > cut)).count() as f64 / far.len().max(1) as f64
             })
             .collect()
     }
@@ -150,21 +165,27 @@ impl Partitions {
     pub fn notes(&self) -> Vec<String> {
         let medians = self.medians();
         let far = self.far_sms();
+        let missed = match self.missed.len() {
+            0 => String::new(),
+            n => format!(" ({n} SM numbers had no block: {:?})", self.missed),
+        };
         let Some((near_c, far_c, cut)) = self.split else {
+            let all: Vec<f64> = medians.iter().map(|m| m.1).collect();
             return vec![format!(
-                "L2 partitions: every SM's hops are one level (median {:.0} cycles): no near/far split seen",
-                median(&medians)
+                "L2 partitions: every SM's hops are one level (median {:.0} cycles): no near/far split seen{missed}",
+                median(&all)
             )];
         };
-        let near_sms: Vec<f64> =
-            medians.iter().enumerate().filter(|(sm, _)| !far.contains(&(*sm as u32))).map(|(_, &m)| m).collect();
-        let far_meds: Vec<f64> = far.iter().map(|&sm| medians[sm as usize]).collect();
+        let pick = |far_side: bool| -> Vec<f64> {
+            medians.iter().filter(|(sm, _)| far.contains(sm) == far_side).map(|m| m.1).collect()
+        };
+        let (far_meds, near_sms) = (pick(true), pick(false));
         let lines = self.line_far_share();
         let all_far = lines.iter().filter(|&&s| s > 0.9).count();
         let none_far = lines.iter().filter(|&&s| s < 0.1).count();
         vec![
             format!(
-                "L2 partitions: {} lines ({}) brought into L2 by SM {}, then every hop timed from each of {} SMs; hops split at {cut:.0} cycles into near ({near_c:.0}) and far ({far_c:.0})",
+                "L2 partitions: {} lines ({}) brought into L2 by SM {}, then every hop timed from each of {} SMs{missed}; hops split at {cut:.0} cycles into near ({near_c:.0}) and far ({far_c:.0})",
                 CHAIN_LINES,
                 bytes(CHAIN_LINES * LINE_BYTES),
                 self.warm_sm,
@@ -201,8 +222,9 @@ mod tests {
     }
 
     fn partitions(hops: Vec<Vec<f64>>) -> Partitions {
-        let all: Vec<f64> = hops.iter().flatten().copied().collect();
-        Partitions { warm_sm: 0, split: two_means(&all), hops, check: verify::exact_u32(&[1], |_| 1) }
+        let hops: Vec<(u32, Vec<f64>)> = hops.into_iter().enumerate().map(|(sm, h)| (sm as u32, h)).collect();
+        let all: Vec<f64> = hops.iter().flat_map(|h| &h.1).copied().collect();
+        Partitions { warm_sm: 0, split: two_means(&all), hops, missed: vec![], check: verify::exact_u32(&[1], |_| 1) }
     }
 
     #[test]

@@ -101,7 +101,15 @@ pub fn hot_sizes(l2_bytes: usize, stream_bytes: usize) -> Vec<usize> {
 /// Measures the hot sizes `sizes` (powers of two, at least 16 bytes) amid a stream of
 /// `stream_bytes` (a multiple of 16), each without and with a window, the carve-out set to the
 /// device's maximum for the windowed launches only.
-pub fn measure_sizes(lab: &Lab, limits: PersistingLimits, stream_bytes: usize, sizes: &[usize]) -> Result<Persisting> {
+///
+/// The inner `Err` is the one line saying why the lesson is skipped: the driver refused the
+/// carve-out (as under MPS or on a partitioned GPU).
+pub fn measure_sizes(
+    lab: &Lab,
+    limits: PersistingLimits,
+    stream_bytes: usize,
+    sizes: &[usize],
+) -> Result<Result<Persisting, String>> {
     let gpu = &lab.gpu;
     let largest = sizes.iter().copied().max().unwrap_or(0);
     let (blocks, threads) = crate::demos::full_gpu(&gpu.info, HOT_STREAM_THREADS);
@@ -113,7 +121,13 @@ pub fn measure_sizes(lab: &Lab, limits: PersistingLimits, stream_bytes: usize, s
     let mut out = poisoned::<u32>(threads)?;
     let l2_bytes = gpu.info.l2_bytes as usize;
     // The carve-out the driver grants for the device's maximum (it rounds the request).
-    let carve_out = Window::open(gpu, limits.max_carve_out, 0, 0, 0.0)?.carve_out;
+    let carve_out = match l2::granted_carve_out(limits.max_carve_out) {
+        Ok(granted) => granted,
+        Err(e) => {
+            let asked = bytes(limits.max_carve_out);
+            return Ok(Err(format!("L2 persisting: skipped, the driver refused a carve-out of {asked}: {e}")));
+        }
+    };
     let mut points = Vec::new();
     for &hot_bytes in sizes {
         let hot_vectors = (hot_bytes / READ_CG_VECTOR_BYTES) as u32;
@@ -154,7 +168,7 @@ pub fn measure_sizes(lab: &Lab, limits: PersistingLimits, stream_bytes: usize, s
         points.push(HotPoint { hot_bytes, window_bytes, hit_ratio: ratio, model, without, with });
     }
     l2::reset_persisting_lines()?;
-    Ok(Persisting { limits, carve_out, l2_bytes, stream_bytes, points })
+    Ok(Ok(Persisting { limits, carve_out, l2_bytes, stream_bytes, points }))
 }
 
 impl Persisting {
