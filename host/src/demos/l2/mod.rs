@@ -165,8 +165,10 @@ impl Measured {
                 p.points.iter().map(|h| (h.hot_bytes as f64, h.model_speedup(p.carve_out), label(h))),
             ));
         }
-        let medians = self.partitions.medians();
-        let (x, y) = ("SM (%smid)", "median cycles per L2 hit");
+        // Sorted by median, so the near SMs and the far ones form two runs (labels: `%smid`).
+        let mut medians = self.partitions.medians();
+        medians.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let (x, y) = ("SMs, sorted by their median L2 hit", "median cycles per L2 hit");
         series.push(Series::labelled(
             names::PARTITION_MEDIAN,
             x,
