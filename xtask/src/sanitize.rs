@@ -44,8 +44,12 @@ const PRESETS: [(&str, &str); 9] = [
     ("hierarchy", "hierarchy --ladder-max 64KiB --steps 64 --transfer-bytes 64KiB --dram-bytes 1MiB --bank-iters 8"),
     // The L2 lesson: a stream of 4097 vectors (not a multiple of any block), a hot
     // buffer of 4096 inside it, a 125001-vector bandwidth read (at 1 block/SM on 132 SMs some
-    // threads take an unrolled step; every block count ends in the one-at-a-time tail).
-    ("l2", "run-demos --runs 1 --warmup 0 --only l2 --l2-stream-bytes 65552 --l2-read-bytes 2000016"),
+    // threads take an unrolled step; every block count ends in the one-at-a-time tail); the
+    // partition probe on 3 SMs (each SM's turn flushes the L2 with a read of twice its size).
+    (
+        "l2",
+        "run-demos --runs 1 --warmup 0 --only l2 --l2-stream-bytes 65552 --l2-read-bytes 2000016 --l2-partition-sms 3",
+    ),
 ];
 
 /// The default sizes (8192x8192, 4096^3, 1 GiB, 16384 loads; SGEMM at 4096^3 only), one run

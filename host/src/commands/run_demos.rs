@@ -38,6 +38,9 @@ pub struct Args {
     /// Bytes of the L2 lesson's bandwidth read (a multiple of 16; default: a quarter of the L2).
     #[arg(long, value_parser = l2_bytes)]
     pub l2_read_bytes: Option<usize>,
+    /// SMs the L2 partition probe times, the first SM numbers (default: every SM).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub l2_partition_sms: Option<u32>,
     /// Timed and warm-up runs.
     #[command(flatten)]
     pub runs: super::Runs,
@@ -65,6 +68,7 @@ pub fn run(args: Args) -> Result<bool> {
         bank_iters: demos::banks::check_iters(args.bank_iters)?,
         l2_stream_bytes: args.l2_stream_bytes,
         l2_read_bytes: args.l2_read_bytes,
+        l2_partition_sms: args.l2_partition_sms,
         repeats: args.runs.repeats(),
         ..Sizes::default()
     });

@@ -138,6 +138,8 @@ pub struct Sizes {
     pub l2_stream_bytes: usize,
     /// Bytes of the L2 lesson's bandwidth read (a multiple of 16); `None`: a quarter of the L2.
     pub l2_read_bytes: Option<usize>,
+    /// SMs the L2 partition probe times (the first SM numbers); `None`: every SM.
+    pub l2_partition_sms: Option<u32>,
     /// Warm-up and timed runs per kernel.
     pub repeats: Repeats,
 }
@@ -154,6 +156,7 @@ impl Default for Sizes {
             bank_iters: 16384,
             l2_stream_bytes: 1 << 30,
             l2_read_bytes: None,
+            l2_partition_sms: None,
             repeats: Repeats { warmup: 3, runs: 20 },
         }
     }

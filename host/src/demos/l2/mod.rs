@@ -103,7 +103,7 @@ pub fn measure(lab: &Lab) -> Result<Measured> {
             persisting::measure_sizes(lab, limits, stream, &sizes)?
         }
     };
-    let partitions = partitions::measure(lab, 0)?;
+    let partitions = partitions::measure(lab, 0, lab.sizes.l2_partition_sms)?;
     Ok(Measured { bandwidth, persisting, partitions, footprint })
 }
 

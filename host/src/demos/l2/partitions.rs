@@ -49,8 +49,9 @@ pub fn one_block_per_sm_smem(smem_per_sm: u32, reserved_per_block: u32) -> u32 {
     (smem_per_sm / 2 + 1).saturating_sub(reserved_per_block).max(CHASE_SM_SCRATCH_BYTES).next_multiple_of(8)
 }
 
-/// Measures the chain from every SM after SM `warm_sm` brought it into L2.
-pub fn measure(lab: &Lab, warm_sm: u32) -> Result<Partitions> {
+/// Measures the chain from each of the first `timed_sms` SM numbers (every SM when `None` or
+/// more) after SM `warm_sm` brought it into L2.
+pub fn measure(lab: &Lab, warm_sm: u32, timed_sms: Option<u32>) -> Result<Partitions> {
     let gpu = &lab.gpu;
     let info = &gpu.info;
     let sms = info.sms;
@@ -80,7 +81,7 @@ pub fn measure(lab: &Lab, warm_sm: u32) -> Result<Partitions> {
     let want_end = chain::walk(&next, 0, steps as u64) * LINE_BYTES as u32;
     let mut hops = Vec::with_capacity(sms as usize);
     let (mut got, mut want, mut missed) = (Vec::new(), Vec::new(), Vec::new());
-    for sm in 0..sms {
+    for sm in 0..timed_sms.map_or(sms, |n| n.min(sms)) {
         let flush_launch = crate::kernels::read_cg(
             flush_blocks,
             &flush,
