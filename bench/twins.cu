@@ -473,3 +473,51 @@ KERNEL void __launch_bounds__(256, 2)
 }
 #endif
 
+
+// ---------------------------------------------------------------- hierarchy.rs, l2.rs (L2 lesson)
+
+DEV unsigned sum4(uint4 w) { return w.x + w.y + w.z + w.w; }
+
+// UNROLL 16-byte __ldcg loads issued before any is added; the tail one at a time.
+template <unsigned UNROLL>
+DEV void read_cg_sum(const unsigned* in, unsigned vectors, unsigned passes, unsigned* out) {
+    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned threads = gridDim.x * blockDim.x;
+    const uint4* v4 = reinterpret_cast<const uint4*>(in);
+    unsigned span = (UNROLL - 1) * threads;
+    unsigned sum = 0;
+    for (unsigned p = 0; p < passes; p++) {
+        unsigned v = g;
+        for (; span < vectors && v < vectors - span; v += UNROLL * threads) {
+            uint4 w[UNROLL];
+#pragma unroll
+            for (unsigned u = 0; u < UNROLL; u++) w[u] = __ldcg(v4 + v + u * threads);
+#pragma unroll
+            for (unsigned u = 0; u < UNROLL; u++) sum += sum4(w[u]);
+        }
+        for (; v < vectors; v += threads) sum += sum4(__ldcg(v4 + v));
+    }
+    out[g] = sum;
+}
+
+KERNEL void read_cg(const unsigned* in, unsigned vectors, unsigned passes, unsigned* out) {
+    read_cg_sum<1>(in, vectors, passes, out);
+}
+
+KERNEL void read_cg_unrolled(const unsigned* in, unsigned vectors, unsigned passes, unsigned* out) {
+    read_cg_sum<4>(in, vectors, passes, out);
+}
+
+KERNEL void hot_stream_read(const unsigned* stream, unsigned stream_vectors, const unsigned* hot, unsigned hot_mask,
+                            unsigned* out) {
+    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned threads = gridDim.x * blockDim.x;
+    const uint4* s4 = reinterpret_cast<const uint4*>(stream);
+    const uint4* h4 = reinterpret_cast<const uint4*>(hot);
+    unsigned sum = 0;
+    for (unsigned v = g; v < stream_vectors; v += threads) {
+        uint4 s = __ldcg(s4 + v), h = __ldcg(h4 + (v & hot_mask));
+        sum += sum4(s) + sum4(h);
+    }
+    out[g] = sum;
+}

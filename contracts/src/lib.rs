@@ -9,6 +9,7 @@
 #![no_std]
 
 pub mod hierarchy;
+pub mod l2;
 pub mod matmul;
 pub mod probes;
 pub mod sgemm;

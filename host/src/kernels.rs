@@ -9,6 +9,8 @@ pub use crate::demos::coalescing::kernels::*;
 pub use crate::demos::hierarchy::bandwidth::kernels::*;
 pub use crate::demos::hierarchy::latency::kernels::*;
 pub use crate::demos::hierarchy::spills::kernels::*;
+pub use crate::demos::l2::partitions::kernels::*;
+pub use crate::demos::l2::persisting::kernels::*;
 pub use crate::demos::matmul::kernels::*;
 pub use crate::demos::occupancy::kernels::*;
 pub use crate::demos::race::kernels::*;
@@ -20,12 +22,14 @@ use crate::demos;
 use crate::gpu::launch::Entry;
 
 /// The entries of every typed launch, module by module.
-pub const TABLES: [&[Entry]; 11] = [
+pub const TABLES: [&[Entry]; 13] = [
     demos::banks::ENTRIES,
     demos::coalescing::ENTRIES,
     demos::hierarchy::bandwidth::ENTRIES,
     demos::hierarchy::latency::ENTRIES,
     demos::hierarchy::spills::ENTRIES,
+    demos::l2::partitions::ENTRIES,
+    demos::l2::persisting::ENTRIES,
     demos::matmul::ENTRIES,
     demos::occupancy::ENTRIES,
     demos::race::ENTRIES,

@@ -139,9 +139,27 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
     )?;
     add(
         SweepChart::ladder(sections).map(|c| {
-            figure(&c, dir, "Cycles per dependent load against the chain's working set (log scale): the plateaus are L1, L2 and HBM.".into())
+            figure(&c, dir, "Cycles per dependent load against the chain's working set (log scale): the plateaus are L1, the near L2 partition, the far one, HBM, and HBM with page-table walks past the TLBs' reach.".into())
         }),
         "latency ladder (run the `hierarchy` demo)",
+    )?;
+    add(
+        SweepChart::l2_bandwidth(sections).map(|c| {
+            figure(&c, dir, "L2 read bandwidth over a quarter of the L2 against blocks per SM (log scale): four 16-byte loads in flight per thread against one.".into())
+        }),
+        "L2 bandwidth sweep (run the `l2` demo)",
+    )?;
+    add(
+        SweepChart::persisting(sections).map(|c| {
+            figure(&c, dir, "Speed-up of a persisting access-policy window over the hot buffer of `hot_stream_read`, measured and predicted by the hit model (DRAM bytes without / with).".into())
+        }),
+        "persisting-L2 sweep (run the `l2` demo on cc 8.0 or later)",
+    )?;
+    add(
+        SweepChart::partitions(sections).map(|c| {
+            figure(&c, dir, "Median cycles per L2 hit from each SM on lines SM 0 brought into L2, and the near or far level (two-means) it falls in.".into())
+        }),
+        "L2 partition probe (run the `l2` demo)",
     )?;
     for kernel in OCCUPANCY_KERNELS {
         add(

@@ -2,6 +2,8 @@
 //! dynamic shared memory, as thin safe wrappers over `core::arch::nvptx` and
 //! `core::intrinsics::gpu`.
 
+pub mod probe;
+
 use core::arch::nvptx;
 // ANCHOR: thread_idx_x
 /// `threadIdx.x`, the thread's index inside its block along x.

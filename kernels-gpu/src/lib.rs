@@ -16,6 +16,7 @@
 
 pub mod device;
 pub mod hierarchy;
+pub mod l2;
 pub mod matmul;
 pub mod probes;
 pub mod race;

@@ -21,7 +21,7 @@ const TOOLS: [&str; 4] = ["memcheck", "racecheck", "synccheck", "initcheck"];
 /// and SGEMM kernels there (measured on the H200, run alone: 201 s and 247 s) and `JOBS` can run the
 /// groups side by side; the hierarchy demo, whose sizes follow the device, runs as its own
 /// command with small options.
-const PRESETS: [(&str, &str); 8] = [
+const PRESETS: [(&str, &str); 9] = [
     (
         "1x1",
         "run-demos --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 1x1 --matmul 1x1x1 --sgemm 1x1x1 --strided-bytes 2KiB --bank-iters 8",
@@ -42,6 +42,14 @@ const PRESETS: [(&str, &str); 8] = [
     ("1000x1000-matmul", "run-demos --runs 1 --warmup 0 --only matmul --matmul 1000x1000x1000"),
     ("1000x1000-sgemm", "run-demos --runs 1 --warmup 0 --only sgemm --sgemm 1000x1000x1000"),
     ("hierarchy", "hierarchy --ladder-max 64KiB --steps 64 --transfer-bytes 64KiB --dram-bytes 1MiB --bank-iters 8"),
+    // The L2 lesson: a stream of 4097 vectors (not a multiple of any block), a hot
+    // buffer of 4096 inside it, a 125001-vector bandwidth read (at 1 block/SM on 132 SMs some
+    // threads take an unrolled step; every block count ends in the one-at-a-time tail); the
+    // partition probe on 3 SMs (each SM's turn flushes the L2 with a read of twice its size).
+    (
+        "l2",
+        "run-demos --runs 1 --warmup 0 --only l2 --l2-stream-bytes 65552 --l2-read-bytes 2000016 --l2-partition-sms 3",
+    ),
 ];
 
 /// The default sizes (8192x8192, 4096^3, 1 GiB, 16384 loads; SGEMM at 4096^3 only), one run

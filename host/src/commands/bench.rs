@@ -47,6 +47,9 @@ pub struct Args {
     /// Write the results to this JSON file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Demos to compare (default: every demo whose kernels have twins).
+    #[arg(long, num_args = 1.., value_parser = clap::builder::PossibleValuesParser::new(demos::NAMES))]
+    pub only: Vec<String>,
     /// Alternating rounds per kernel (medians are reported).
     #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: u32,
@@ -206,7 +209,10 @@ fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Res
     let sizes = args.shapes.apply(Sizes { repeats: Repeats { warmup: 3, runs: rounds }, ..Sizes::default() });
     let twins = Twins { module, rounds, rows: RefCell::default(), missing: RefCell::default() };
     let lab = Lab { gpu, sizes, twins: Some(twins) };
-    let selected: Vec<&demos::Demo> = demos::DEMOS.iter().filter(|d| d.twins).collect();
+    let selected: Vec<&demos::Demo> = demos::DEMOS
+        .iter()
+        .filter(|d| d.twins && (args.only.is_empty() || args.only.iter().any(|o| o == d.name)))
+        .collect();
     let (inputs, sections) = demos::run_all(&lab, &selected, |_, _| ())?;
     let memcpy = inputs.memcpy_gbs();
     let cublas = cublas_rates(&sections);

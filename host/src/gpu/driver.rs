@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use cust::sys::{
     CUcontext, CUdevice, CUdevice_P2PAttribute, CUdevice_attribute, CUdeviceptr, CUevent, CUfunction,
-    CUfunction_attribute, CUjit_option, CUmodule, CUresult, CUstream,
+    CUfunction_attribute, CUjit_option, CUlimit, CUmodule, CUresult, CUstream, CUstreamAttrID, CUstreamAttrValue,
 };
 
 /// The driver library's name, as the NVIDIA driver installs it.
@@ -177,4 +177,8 @@ forward! {
     cuEventSynchronize(event: CUevent);
     cuEventElapsedTime(milliseconds: *mut f32, start: CUevent, end: CUevent);
     cuEventDestroy_v2(event: CUevent);
+    cuCtxGetLimit(value: *mut usize, limit: CUlimit);
+    cuCtxSetLimit(limit: CUlimit, value: usize);
+    cuCtxResetPersistingL2Cache();
+    cuStreamSetAttribute(stream: CUstream, attribute: CUstreamAttrID, value: *const CUstreamAttrValue);
 }

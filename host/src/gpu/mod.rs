@@ -10,6 +10,7 @@ pub mod device;
 pub mod driver;
 pub mod host_memory;
 pub mod kernel;
+pub mod l2;
 pub mod launch;
 pub mod libs;
 pub mod memory;
