@@ -12,6 +12,7 @@ pub mod hierarchy;
 pub mod matmul;
 pub mod probes;
 pub mod sgemm;
+pub mod tma;
 pub mod transpose;
 
 /// Bytes of one `f32` (or `u32`) element of a shared-memory tile.

@@ -2,6 +2,9 @@
 //! dynamic shared memory, as thin safe wrappers over `core::arch::nvptx` and
 //! `core::intrinsics::gpu`.
 
+#[cfg(target_feature = "sm_90")]
+pub mod tma;
+
 use core::arch::nvptx;
 // ANCHOR: thread_idx_x
 /// `threadIdx.x`, the thread's index inside its block along x.

@@ -25,6 +25,8 @@ pub mod matmul;
 pub mod probes;
 pub mod race;
 pub mod sgemm;
+#[cfg(target_feature = "sm_90")]
+pub mod tma;
 pub mod transpose;
 
 #[panic_handler]
