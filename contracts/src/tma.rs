@@ -77,8 +77,9 @@ pub const fn transpose_read(t: u32, i: u32) -> (u32, u32) {
     (idx % TILE, idx / TILE)
 }
 
-/// Chunk sizes (bytes per `cp.async.bulk`) of the bulk-copy curve.
-pub const BULK_CHUNKS: [u32; 6] = [2048, 4096, 8192, 16384, 32768, 65536];
+/// Chunk sizes (bytes per `cp.async.bulk`) of the bulk-copy curve: 1 to 48 KiB, so that 4
+/// blocks of the largest still fit in an SM's 228 KiB of shared memory.
+pub const BULK_CHUNKS: [u32; 7] = [1024, 2048, 4096, 8192, 16384, 32768, 49152];
 /// Blocks per SM of the bulk-copy curve.
 pub const BULK_BLOCKS_PER_SM: [u32; 4] = [1, 2, 3, 4];
 /// Bytes per copy of the `tma_bulk_copy` row in the kernel table.

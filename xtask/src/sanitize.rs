@@ -16,12 +16,12 @@ const TOOLS: [&str; 4] = ["memcheck", "racecheck", "synccheck", "initcheck"];
 
 /// Size presets: name and `memlab` arguments. Every matmul and SGEMM dimension is a multiple of
 /// neither 16 nor 32 (except where it is 1), every transpose has partial tiles (or is a single
-/// element). One run (no warm-up) of every demo that launches kernels at the given sizes; the
+/// element, or, for TMA, a single 4 x 4 box). One run (no warm-up) of every demo that launches kernels at the given sizes; the
 /// 1000x1000 sizes in one run per group of demos, because racecheck takes minutes on the matmul
 /// and SGEMM kernels there (measured on the H200, run alone: 201 s and 247 s) and `JOBS` can run the
 /// groups side by side; the hierarchy demo, whose sizes follow the device, runs as its own
 /// command with small options.
-const PRESETS: [(&str, &str); 8] = [
+const PRESETS: [(&str, &str); 10] = [
     (
         "1x1",
         "run-demos --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 1x1 --matmul 1x1x1 --sgemm 1x1x1 --strided-bytes 2KiB --bank-iters 8",
@@ -42,6 +42,10 @@ const PRESETS: [(&str, &str); 8] = [
     ("1000x1000-matmul", "run-demos --runs 1 --warmup 0 --only matmul --matmul 1000x1000x1000"),
     ("1000x1000-sgemm", "run-demos --runs 1 --warmup 0 --only sgemm --sgemm 1000x1000x1000"),
     ("hierarchy", "hierarchy --ladder-max 64KiB --steps 64 --transfer-bytes 64KiB --dram-bytes 1MiB --bank-iters 8"),
+    // TMA (cc 9.0): a tensor map needs both dimensions a multiple of 4 (16-byte row pitches of
+    // the input and the transposed output), so its odd sizes are partial 64 x 64 tiles instead.
+    ("tma-4x4", "run-demos --runs 1 --warmup 0 --only memcpy tma --transpose 4x4"),
+    ("tma-68x132", "run-demos --runs 1 --warmup 0 --only memcpy tma --transpose 68x132"),
 ];
 
 /// The default sizes (8192x8192, 4096^3, 1 GiB, 16384 loads; SGEMM at 4096^3 only), one run

@@ -132,52 +132,43 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let (r, c) = (rows as u32, cols as u32);
     let bytes = 2.0 * 4.0 * n as f64;
     let size = format!("{rows}x{cols}");
-    let copy_blocks = info.sms * BULK_BLOCKS;
     // Launches hold device addresses, not borrows: built before `reset` borrows the output.
-    let lsu_copy = lsu::copy(&input, &mut output, r, c);
-    let bulk_copy = kernels::tma_bulk_copy(copy_blocks, &input, &mut output, r * c, BULK_CHUNK);
+    let copies = [
+        (lsu::copy(&input, &mut output, r, c), Path::Lsu(4 * 4), "LSU copy: 4 floats per thread through registers"),
+        (
+            kernels::tma_bulk_copy(info.sms * BULK_BLOCKS, &input, &mut output, r * c, BULK_CHUNK),
+            Path::Bulk(BULK_CHUNK, BULK_BLOCKS),
+            "1-D cp.async.bulk: 16 KiB chunks through shared memory, 4 blocks per SM",
+        ),
+        (
+            kernels::tma_copy(r, c, &map_in, &map_out),
+            Path::Tma(TILE_BYTES),
+            "2-D tensor copy: one 64x64 tile per block",
+        ),
+    ];
     let lsu_transpose = lsu::transpose_vectorized(&input, &mut output, r, c);
     let reset = || poison(&output);
-    let timed = |launch: Launch, lesson: &'static str, prediction: String, size: String, want: &[f32]| {
-        let run = KernelRun { launch, lesson, prediction, work: Work::global_bytes(bytes), size, reset: &reset };
-        measure(lab, run, || Ok((verify::exact_f32(&download(&output)?, want), "exact")))
+    let timed = |launch: Launch, path: Path, lesson: &'static str, extra: &str, size: String, want: &[f32]| {
+        let run = KernelRun {
+            launch,
+            lesson,
+            prediction: String::new(),
+            work: Work::global_bytes(bytes),
+            size,
+            reset: &reset,
+        };
+        let row = measure(lab, run, || Ok((verify::exact_f32(&download(&output)?, want), "exact")))?;
+        Ok::<_, anyhow::Error>(KernelRow { prediction: path.in_flight(&row) + extra, ..row })
     };
-    let in_flight = |per_block: u32, blocks: u32| {
-        format!(
-            "{} KiB per copy, {} KiB in flight per SM at {blocks} blocks/SM",
-            per_block / 1024,
-            per_block * blocks / 1024
-        )
-    };
-    let mut kernels: Vec<KernelRow> = vec![
-        timed(
-            lsu_copy,
-            "LSU copy: loads and stores through registers",
-            "coalesced, 4 floats per thread".into(),
-            size.clone(),
-            &input_host,
-        )?,
-        timed(
-            bulk_copy,
-            "1-D cp.async.bulk: 16 KiB chunks through shared memory, 4 blocks per SM",
-            in_flight(BULK_CHUNK, BULK_BLOCKS),
-            size.clone(),
-            &input_host,
-        )?,
-    ];
-    let copy = timed(
-        kernels::tma_copy(r, c, &map_in, &map_out),
-        "2-D tensor copy: one 64x64 tile per block",
-        String::new(),
-        size.clone(),
-        &input_host,
-    )?;
-    let copy_prediction = in_flight(TILE_BYTES, copy.occupancy.active_blocks);
-    kernels.push(KernelRow { prediction: copy_prediction, ..copy });
+    let mut kernels = Vec::new();
+    for (launch, path, lesson) in copies {
+        kernels.push(timed(launch, path, lesson, "", size.clone(), &input_host)?);
+    }
     kernels.push(timed(
         lsu_transpose,
+        Path::Lsu(16 * 4),
         "LSU transpose: 64x65 tile, 128-bit loads and stores",
-        "shared column read 2-way (padded tile)".into(),
+        "; shared column read 2-way",
         size.clone(),
         &transposed,
     )?);
@@ -186,12 +177,11 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         let mode = sw.mode();
         let map = spec(in_addr, rows, cols, box_cols(mode), sw).upload()?;
         let (plain, swizzled, ideal) = column_read_wavefronts(mode);
-        let prediction =
-            format!("float4 column read {}-way ({} wavefronts, ideal {ideal})", swizzled / ideal, swizzled);
         let row = timed(
             kernels::tma_transpose(r, c, &map, &map_out_t, mode),
+            Path::Tma(TILE_BYTES),
             "tensor-copy transpose: tiles in and out by TMA, transposed in shared memory",
-            prediction,
+            &format!("; float4 column read {}-way", swizzled / ideal),
             format!("{size} swizzle {}", sw.name()),
             &transposed,
         )?;
@@ -206,6 +196,9 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         ));
         kernels.push(row);
     }
+    drop(output);
+    kernels.extend(async_rungs(lab)?);
+    let mut output = poisoned::<f32>(n)?;
     let (curve, curve_checks, curve_notes) = bulk_curve(lab, &input, &mut output, &input_host)?;
     let header = [
         "swizzle",
@@ -259,6 +252,80 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         notes,
         series,
     ))
+}
+
+/// How a kernel gets its data into shared memory (or registers), and the bytes one block keeps
+/// in flight there: the table's "bytes in flight per SM" is that times the blocks per SM.
+#[derive(Debug, Clone, Copy)]
+enum Path {
+    /// Plain loads through registers, this many bytes per thread.
+    Lsu(u32),
+    /// `cp.async` and plain loads, this many bytes per block per stage.
+    CpAsync(u32),
+    /// Plain loads into shared memory through registers, bytes per block per stage.
+    SharedLoads(u32),
+    /// TMA tensor copies, bytes per block.
+    Tma(u32),
+    /// 1-D bulk copies: bytes per copy, blocks per SM set by the grid.
+    Bulk(u32, u32),
+}
+
+impl Path {
+    /// The table's cell: path, bytes per block, bytes in flight per SM at the row's blocks/SM.
+    fn in_flight(self, row: &KernelRow) -> String {
+        let driver = row.occupancy.active_blocks;
+        let threads = row.shape.threads_per_block();
+        let (what, per_block, blocks) = match self {
+            Path::Lsu(per_thread) => ("plain loads to registers", per_thread * threads, driver),
+            Path::SharedLoads(b) => ("plain loads to shared", b, driver),
+            Path::CpAsync(b) => ("cp.async (B) + plain loads (A) to shared", b, driver),
+            Path::Tma(b) => ("TMA tensor copies", b, driver),
+            Path::Bulk(b, k) => ("TMA 1-D bulk copies", b, k),
+        };
+        format!(
+            "{what}: {} KiB per block, {} KiB in flight per SM",
+            per_block as f64 / 1024.0,
+            (per_block * blocks) as f64 / 1024.0
+        )
+    }
+}
+
+/// SGEMM rungs 6 (plain loads into shared memory) and 7 (`cp.async`), at the run's first SGEMM
+/// size, for the table of paths into shared memory; each step a block moves its `A` and `B`
+/// tiles (`2 x 128 x 8` floats, 8 KiB) while it computes on the other stage.
+fn async_rungs(lab: &Lab) -> Result<Vec<KernelRow>> {
+    use super::sgemm::{self, Operands};
+    use memlab_contracts::sgemm::{BK, TILE as GEMM_TILE};
+    let Some(&size) = lab.sizes.sgemm.first() else { return Ok(vec![]) };
+    let mut ops = Operands::new(size)?;
+    let step = 2 * GEMM_TILE * BK * 4;
+    let rungs = [
+        (
+            sgemm::kernels::sgemm_6_double_buffered as super::matmul::MatmulLaunch,
+            Path::SharedLoads(step),
+            "SGEMM rung 6: A and B tiles by plain loads into shared memory",
+        ),
+        (
+            sgemm::kernels::sgemm_7_async_copy,
+            Path::CpAsync(step),
+            "SGEMM rung 7: the B tile by cp.async, A by plain loads",
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (kernel, path, lesson) in rungs {
+        let launch = ops.launch(kernel);
+        let run = KernelRun {
+            launch,
+            lesson,
+            prediction: String::new(),
+            work: sgemm::work(&ops, GEMM_TILE),
+            size: ops.label(),
+            reset: &|| poison(&ops.c),
+        };
+        let row = measure(lab, run, || ops.check())?;
+        rows.push(KernelRow { prediction: path.in_flight(&row), ..row });
+    }
+    Ok(rows)
 }
 
 /// The swizzle chart's series of the bank model for the same boxes without swizzle.
