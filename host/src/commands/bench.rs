@@ -148,7 +148,6 @@ fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Res
     println!("# memlab bench on {}\n\n{}\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
     let rounds = args.rounds as usize;
     let sizes = args.shapes.apply(Sizes { repeats: Repeats { warmup: 3, runs: rounds }, ..Sizes::default() });
-    demos::tma::check_matrix(sizes.transpose.0, sizes.transpose.1)?;
     let twins = Twins { module, rounds, rows: RefCell::default(), missing: RefCell::default() };
     let lab = Lab { gpu, sizes, twins: Some(twins) };
     let selected: Vec<&demos::Demo> = demos::DEMOS.iter().filter(|d| d.twins).collect();

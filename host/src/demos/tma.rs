@@ -99,7 +99,8 @@ pub fn curve_series_name(k: u32) -> String {
     format!("{k} block{} per SM", if k == 1 { "" } else { "s" })
 }
 
-/// Runs the lesson on `lab.sizes.transpose`.
+/// Runs the lesson on `lab.sizes.transpose`; skipped in one line below cc 9.0 and for a matrix
+/// its tensor maps cannot describe (`run-demos --only tma` refuses that matrix before any work).
 pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let section = |kernels, sweep, checks, notes, series| {
         Section {
@@ -118,7 +119,9 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         return Ok(section(vec![], None, vec![], vec![skip_line(info.cc)], vec![]));
     }
     let (rows, cols) = lab.sizes.transpose;
-    check_matrix(rows, cols)?;
+    if let Err(why) = check_matrix(rows, cols) {
+        return Ok(section(vec![], None, vec![], vec![format!("skipped: {why}")], vec![]));
+    }
     let n = rows * cols;
     ensure_free("the TMA demo", f32_bytes(&[n, n]))?;
     let input_host = reference::random_f32(n, 13);
