@@ -479,7 +479,7 @@ KERNEL void __launch_bounds__(256, 2)
 // memory (rustc cannot declare a 64-byte aligned by-value kernel parameter, nor one whose
 // address does not make a local copy: no __grid_constant__), so the twins take the same
 // pointers and acquire the maps the same way; same instructions, tiles and launch shapes.
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#if __CUDA_ARCH__ >= 900
 #include <cuda.h>
 
 DEV unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }

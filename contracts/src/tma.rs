@@ -101,7 +101,7 @@ mod tests {
             let mut seen = [false; 1024];
             for offset in (0..repeat).step_by(16) {
                 let s = swizzle(mode, offset);
-                assert!(s < repeat && s % 16 == 0, "mode {mode} offset {offset} -> {s}");
+                assert!(s < repeat && s.is_multiple_of(16), "mode {mode} offset {offset} -> {s}");
                 assert!(!seen[s as usize]);
                 seen[s as usize] = true;
             }

@@ -42,7 +42,7 @@ pub fn row(lab: &Lab, dram_bytes: usize, memcpy_gbs: Option<f64>) -> Result<Opti
         format!(
             "tma_bulk_copy, {} KiB per copy x {BULK_BLOCKS} blocks/SM, {} MiB each way",
             BULK_CHUNK / 1024,
-            4 * n >> 20
+            (4 * n) >> 20
         ),
     ];
     Ok(Some((row, k.check)))
