@@ -67,10 +67,11 @@ pub unsafe extern "ptx-kernel" fn tma_bulk_copy(src: *const f32, dst: *mut f32, 
         return;
     }
     let total = n as u64 * 4;
-    let step = chunk as u64 * grid_blocks();
-    let mut offset = block_idx_x() as u64 * chunk as u64;
+    let chunks = total.div_ceil(chunk as u64) as u32;
     let mut parity = 0;
-    while offset < total {
+    let mut i = block_idx_x();
+    while i < chunks {
+        let offset = i as u64 * chunk as u64;
         let bytes = (total - offset).min(chunk as u64) as u32;
         unsafe {
             mbarrier_arrive_expect_tx(bar, bytes);
@@ -81,16 +82,16 @@ pub unsafe extern "ptx-kernel" fn tma_bulk_copy(src: *const f32, dst: *mut f32, 
         bulk_commit();
         bulk_wait_read();
         parity ^= 1;
-        offset += step;
+        i += grid_blocks();
     }
     bulk_wait();
 }
 
 /// Blocks in the grid along x (`nctaid.x`).
 #[inline(always)]
-fn grid_blocks() -> u64 {
+fn grid_blocks() -> u32 {
     // SAFETY: reading a special register has no preconditions.
-    unsafe { core::arch::nvptx::_grid_dim_x() as u64 }
+    unsafe { core::arch::nvptx::_grid_dim_x() }
 }
 
 /// Copies a `rows x cols` matrix with 2-D tensor copies, one `64 x 64` tile per block: lane 0
