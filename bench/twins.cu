@@ -517,7 +517,7 @@ DEV void tma_store_2d(const CUtensorMap* m, unsigned x, unsigned y, unsigned src
                  ::"l"(m), "r"(x), "r"(y), "r"(src) : "memory");
 }
 DEV void tma_commit_and_wait() {
-    asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group 0;" ::: "memory");
+    asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
 }
 
 // 1-D bulk copies of `chunk` bytes, block b moves chunks b, b + grid, ...; block 32 x 1.
@@ -526,9 +526,10 @@ KERNEL void tma_bulk_copy(const float* src, float* dst, unsigned n, unsigned chu
     unsigned tile = smem_addr(tma_tiles(chunk, &bar));
     tma_init_barrier(bar);
     if (threadIdx.x != 0) return;
-    unsigned long long total = (unsigned long long)n * 4, step = (unsigned long long)chunk * gridDim.x;
-    unsigned parity = 0;
-    for (unsigned long long off = (unsigned long long)blockIdx.x * chunk; off < total; off += step) {
+    unsigned long long total = (unsigned long long)n * 4;
+    unsigned chunks = (unsigned)((total + chunk - 1) / chunk), parity = 0;
+    for (unsigned i = blockIdx.x; i < chunks; i += gridDim.x) {
+        unsigned long long off = (unsigned long long)i * chunk;
         unsigned bytes = (unsigned)min(total - off, (unsigned long long)chunk);
         tma_expect(bar, bytes);
         asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
@@ -539,7 +540,6 @@ KERNEL void tma_bulk_copy(const float* src, float* dst, unsigned n, unsigned chu
         asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
         parity ^= 1;
     }
-    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
 
 // One 64 x 64 tile per block of 32 threads: tensor load, wait, tensor store.

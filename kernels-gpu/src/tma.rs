@@ -14,7 +14,7 @@
 use memlab_contracts::tma as contract;
 
 use crate::device::tma::{
-    SharedAddr, TensorMap, bulk_commit, bulk_load, bulk_store, bulk_wait, bulk_wait_read, fence_proxy_async_shared,
+    SharedAddr, TensorMap, bulk_commit, bulk_load, bulk_store, bulk_wait_read, fence_proxy_async_shared,
     mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, tensor_load_2d, tensor_store_2d, tensormap_acquire,
 };
 use crate::device::{block_idx_x, block_idx_y, dynamic_shared, sync_threads, thread_idx_x, thread_idx_y};
@@ -84,7 +84,6 @@ pub unsafe extern "ptx-kernel" fn tma_bulk_copy(src: *const f32, dst: *mut f32, 
         parity ^= 1;
         i += grid_blocks();
     }
-    bulk_wait();
 }
 
 /// Blocks in the grid along x (`nctaid.x`).
@@ -122,7 +121,8 @@ pub unsafe extern "ptx-kernel" fn tma_copy(map_in: *const TensorMap, map_out: *c
         tensor_store_2d(map_out, x, y, tile);
     }
     bulk_commit();
-    bulk_wait();
+    // The block may exit once the store has read the tile (CUTLASS's epilogue does the same).
+    bulk_wait_read();
 }
 
 /// Transposes a `rows x cols` matrix into `cols x rows` through shared memory, one `64 x 64`
@@ -193,6 +193,6 @@ unsafe fn transpose_tile<const MODE: u32>(map_in: *const TensorMap, map_out: *co
     if t == 0 {
         unsafe { tensor_store_2d(map_out, r0, c0, tile_out) };
         bulk_commit();
-        bulk_wait();
+        bulk_wait_read();
     }
 }

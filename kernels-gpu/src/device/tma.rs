@@ -185,19 +185,12 @@ pub fn bulk_commit() {
 }
 
 /// Waits until every committed bulk group of this thread has finished reading its shared
-/// source (`cp.async.bulk.wait_group.read 0`): the shared memory may then be reused.
+/// source (`cp.async.bulk.wait_group.read 0`): the shared memory may then be reused, or the
+/// block exit; the global writes complete by themselves, before the grid does.
 #[inline(always)]
 pub fn bulk_wait_read() {
     // SAFETY: as for `bulk_commit`.
     unsafe { asm!("cp.async.bulk.wait_group.read 0;") };
-}
-
-/// Waits until every committed bulk group of this thread has completed, its global writes
-/// included (`cp.async.bulk.wait_group 0`).
-#[inline(always)]
-pub fn bulk_wait() {
-    // SAFETY: as for `bulk_commit`.
-    unsafe { asm!("cp.async.bulk.wait_group 0;") };
 }
 
 /// Orders this thread's earlier shared-memory writes (generic proxy) before later bulk copies
