@@ -44,18 +44,21 @@ const PRESETS: [(&str, &str); 10] = [
     ("hierarchy", "hierarchy --ladder-max 64KiB --steps 64 --transfer-bytes 64KiB --dram-bytes 1MiB --bank-iters 8"),
     // TMA (cc 9.0): a tensor map needs both dimensions a multiple of 4 (16-byte row pitches of
     // the input and the transposed output), so its odd sizes are partial 64 x 64 tiles instead.
-    ("tma-4x4", "run-demos --runs 1 --warmup 0 --only memcpy tma --transpose 4x4"),
-    ("tma-68x132", "run-demos --runs 1 --warmup 0 --only memcpy tma --transpose 68x132"),
+    // Its table's SGEMM rungs 6 and 7 run at the first --sgemm size.
+    ("tma-4x4", "run-demos --runs 1 --warmup 0 --only memcpy tma --transpose 4x4 --sgemm 31x33x47"),
+    ("tma-68x132", "run-demos --runs 1 --warmup 0 --only memcpy tma --transpose 68x132 --sgemm 67x131x35"),
 ];
 
-/// The default sizes (8192x8192, 4096^3, 1 GiB, 16384 loads; SGEMM at 4096^3 only), one run
+/// The default sizes (8192x8192, 4096^3, 1 GiB, 16384 loads; SGEMM at 4096^3 only; the TMA
+/// lesson at 8192x8192, its SGEMM rungs small), one run
 /// per group of demos so that each group's result stands on its own, under memcheck only: the
 /// other tools take far longer there; with `DEFAULT_SIZES=all` every tool runs them.
-const DEFAULT_PRESETS: [(&str, &str); 4] = [
+const DEFAULT_PRESETS: [(&str, &str); 5] = [
     ("default-transpose", "run-demos --runs 1 --warmup 0 --only memcpy transpose"),
     ("default-matmul", "run-demos --runs 1 --warmup 0 --only matmul"),
     ("default-sgemm", "run-demos --runs 1 --warmup 0 --only sgemm --sgemm 4096x4096x4096"),
     ("default-probes", "run-demos --runs 1 --warmup 0 --only coalescing banks"),
+    ("default-tma", "run-demos --runs 1 --warmup 0 --only memcpy tma --sgemm 67x131x35"),
 ];
 
 /// One run: tool, preset name, `memlab` arguments.
