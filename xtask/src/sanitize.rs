@@ -253,7 +253,7 @@ mod tests {
         assert!(rows[0].starts_with("| memcheck | 1x1 | 0 |"), "{rows:?}");
         let last = rows.last().unwrap();
         assert!(
-            last.starts_with("| memcheck | default-probes | skipped |") && last.contains("DEADLINE_S=3"),
+            last.starts_with("| memcheck | default-tma | skipped |") && last.contains("DEADLINE_S=3"),
             "{rows:?}"
         );
     }
