@@ -63,7 +63,10 @@ fn tma_kernels_copy_by_bulk_copies_and_wait_on_an_mbarrier() {
         assert!(count_ops(b, "mbarrier.arrive.expect_tx.shared::cta.b64") >= 1, "{kernel}");
         assert!(count_ops(b, "mbarrier.try_wait.parity.shared::cta.b64") >= 1, "{kernel}");
         assert!(count_ops(b, "cp.async.bulk.commit_group") >= 1, "{kernel}");
-        assert!(b.contains("cp.async.bulk.wait_group.read 0;"), "{kernel}: the tile is read before it is reused or freed");
+        assert!(
+            b.contains("cp.async.bulk.wait_group.read 0;"),
+            "{kernel}: the tile is read before it is reused or freed"
+        );
         // No data through registers to or from global memory: the copy engine moves it.
         assert_eq!(count_ops(b, "ld.global") + count_ops(b, "st.global"), 0, "{kernel}");
     }

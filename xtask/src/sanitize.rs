@@ -252,10 +252,7 @@ mod tests {
         assert_eq!(rows.len(), TOOLS.len() * PRESETS.len() + DEFAULT_PRESETS.len());
         assert!(rows[0].starts_with("| memcheck | 1x1 | 0 |"), "{rows:?}");
         let last = rows.last().unwrap();
-        assert!(
-            last.starts_with("| memcheck | default-tma | skipped |") && last.contains("DEADLINE_S=3"),
-            "{rows:?}"
-        );
+        assert!(last.starts_with("| memcheck | default-tma | skipped |") && last.contains("DEADLINE_S=3"), "{rows:?}");
     }
 
     #[test]
