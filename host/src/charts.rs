@@ -263,6 +263,35 @@ impl SweepChart {
         )
     }
 
+    /// The TMA lesson's bulk-copy curve: GB/s against bytes per copy, one series per
+    /// blocks-per-SM count (the first drawn solid, the others dashed).
+    pub fn tma_curve(sections: &[Section]) -> Option<Self> {
+        let s = section(sections, "tma")?;
+        let series: Vec<Series> = s.series.iter().filter(|c| c.name.ends_with("per SM")).cloned().collect();
+        (!series.is_empty() && !series[0].points.is_empty()).then(|| SweepChart {
+            stem: "tma_bulk_curve",
+            title: "TMA bulk copies: bandwidth against bytes per copy and blocks per SM".into(),
+            x_desc: series[0].x.clone(),
+            series,
+        })
+    }
+
+    /// The TMA transpose per swizzle mode: time / the fastest mode against the bank model's
+    /// conflict factor of the tile's float4 column read, swizzled as the map says and unswizzled.
+    pub fn tma_swizzle(sections: &[Section]) -> Option<Self> {
+        let s = section(sections, "tma")?;
+        let series = [names::MEASURED, names::BANK_MODEL, crate::demos::tma::UNSWIZZLED_MODEL]
+            .iter()
+            .map(|n| series(s, n).cloned())
+            .collect::<Option<Vec<_>>>()?;
+        Some(SweepChart {
+            stem: "tma_swizzle",
+            title: "TMA transpose: swizzle modes against the bank model".into(),
+            x_desc: "the input tensor map's swizzle (box 64 rows x span)".into(),
+            series,
+        })
+    }
+
     /// The category label of point `i` (its label, else its x).
     fn category(&self, i: usize) -> String {
         let p: &Point = &self.series[0].points[i];

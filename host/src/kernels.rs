@@ -16,13 +16,14 @@ pub use crate::demos::occupancy::kernels::*;
 pub use crate::demos::race::kernels::*;
 pub use crate::demos::roofline::kernels::*;
 pub use crate::demos::sgemm::kernels::*;
+pub use crate::demos::tma::kernels::*;
 pub use crate::demos::transpose::kernels::*;
 
 use crate::demos;
 use crate::gpu::launch::Entry;
 
 /// The entries of every typed launch, module by module.
-pub const TABLES: [&[Entry]; 13] = [
+pub const TABLES: [&[Entry]; 14] = [
     demos::banks::ENTRIES,
     demos::coalescing::ENTRIES,
     demos::hierarchy::bandwidth::ENTRIES,
@@ -35,6 +36,7 @@ pub const TABLES: [&[Entry]; 13] = [
     demos::race::ENTRIES,
     demos::roofline::ENTRIES,
     demos::sgemm::ENTRIES,
+    demos::tma::ENTRIES,
     demos::transpose::ENTRIES,
 ];
 

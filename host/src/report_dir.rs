@@ -202,6 +202,18 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
         "SGEMM ladder against cuBLAS (this run has no `sgemm` section)",
     )?;
 
+    add(
+        SweepChart::tma_curve(sections).map(|c| {
+            figure(&c, dir, "1-D TMA bulk copies (`tma_bulk_copy`, a 256 MiB copy through shared memory): GB/s against bytes per copy, one line per blocks per SM (log scale). Bytes in flight per SM = bytes per copy x blocks per SM; published for H800/H100: 95-96% of HBM peak only from 8-12 KiB per copy and 2-3 blocks per SM.".into())
+        }),
+        "TMA bulk-copy curve (run the `tma` demo on cc 9.0)",
+    )?;
+    add(
+        SweepChart::tma_swizzle(sections).map(|c| {
+            figure(&c, dir, "`tma_transpose` per swizzle mode of its input tensor map: time relative to the fastest mode, against the bank model's conflict factor of the tile's float4 column read with the map's swizzle and with the same box unswizzled.".into())
+        }),
+        "TMA swizzle chart (run the `tma` demo on cc 9.0)",
+    )?;
     let md = markdown(record, &figures, &missing);
     let path = dir.join("report.md");
     output::write(&path, md)?;

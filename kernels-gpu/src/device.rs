@@ -3,6 +3,8 @@
 //! `core::intrinsics::gpu`.
 
 pub mod probe;
+#[cfg(target_feature = "sm_90")]
+pub mod tma;
 
 use core::arch::nvptx;
 // ANCHOR: thread_idx_x

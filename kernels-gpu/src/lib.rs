@@ -21,4 +21,6 @@ pub mod matmul;
 pub mod probes;
 pub mod race;
 pub mod sgemm;
+#[cfg(target_feature = "sm_90")]
+pub mod tma;
 pub mod transpose;

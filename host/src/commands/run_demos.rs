@@ -75,6 +75,11 @@ pub fn run(args: Args) -> Result<bool> {
     if let Some([m, n, k]) = args.matmul_naive {
         sizes.matmul_naive = (m, n, k);
     }
+    // Asked for by name, a matrix the TMA lesson cannot describe is refused before the driver is
+    // asked anything; among all the demos, the lesson is skipped with a note instead.
+    if args.only.iter().any(|d| d == "tma") {
+        demos::tma::check_matrix(sizes.transpose.0, sizes.transpose.1)?;
+    }
     // The paths as given are checked before the driver is asked for the devices; each device's
     // own (suffixed when several run, in the same folders) once they are known.
     args.outputs.for_device(0, false)?;

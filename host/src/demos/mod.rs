@@ -17,6 +17,7 @@ pub mod peer;
 pub mod race;
 pub mod roofline;
 pub mod sgemm;
+pub mod tma;
 pub mod transpose;
 
 use std::cell::RefCell;
@@ -50,7 +51,7 @@ pub struct Demo {
 }
 
 /// Every demo of `run-demos`, in the order it runs them. The race lesson has its own command.
-pub const DEMOS: [Demo; 9] = [
+pub const DEMOS: [Demo; 10] = [
     Demo { name: "memcpy", run: memcpy::run, uses_memcpy: true, twins: true },
     Demo { name: "transpose", run: transpose::run, uses_memcpy: false, twins: true },
     Demo { name: "matmul", run: matmul::run, uses_memcpy: false, twins: true },
@@ -60,6 +61,7 @@ pub const DEMOS: [Demo; 9] = [
     Demo { name: "occupancy", run: occupancy::run, uses_memcpy: false, twins: true },
     Demo { name: "hierarchy", run: hierarchy::run, uses_memcpy: true, twins: false },
     Demo { name: "l2", run: l2::run, uses_memcpy: false, twins: true },
+    Demo { name: "tma", run: tma::run, uses_memcpy: true, twins: true },
 ];
 
 /// Names of the demos, in the order `run-demos` runs them.

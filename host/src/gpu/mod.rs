@@ -17,6 +17,7 @@ pub mod memory;
 pub mod nccl;
 pub mod nvml;
 pub mod peer;
+pub mod tensor_map;
 pub mod timing;
 
 pub use context::Gpu;

@@ -61,6 +61,7 @@ pub mod chain;
 pub mod ladder;
 pub mod latency;
 pub mod spills;
+pub mod tma_path;
 
 use anyhow::Result;
 
@@ -276,6 +277,10 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
     let mut outer = host.hierarchy_rows();
     let mut outer_checks: Vec<(&'static str, Check)> = host.checks.iter().map(|c| ("host memory", c.clone())).collect();
     outer_checks.extend(host.mapped_sweep.iter().map(|(_, r)| ("mapped strided_read", r.check.clone())));
+    if let Some((row, check)) = tma_path::row(lab, lab.sizes.dram_bytes, inputs.memcpy_gbs())? {
+        outer.push(row);
+        outer_checks.push(("TMA path", check));
+    }
     if let Some(peer) = super::peer::nearest_level(lab, 16 << 20, steps)? {
         outer.push(peer.hierarchy_row());
         outer_checks.extend(peer.checks.into_iter().map(|c| ("peer GPU", c)));
