@@ -15,12 +15,14 @@ use std::path::{Path, PathBuf};
 const RAW_BY_DESIGN: [(&str, usize); 1] = [("race.rs", 8)];
 
 /// Lessons not yet on the API, with their line counts when the others were rewritten.
-const NOT_YET_ON_THE_API: [(&str, usize); 5] = [
-    ("hierarchy.rs", 55),
+const NOT_YET_ON_THE_API: [(&str, usize); 7] = [
+    ("hierarchy.rs", 62),
+    ("l2.rs", 11),
     ("sgemm/async_copy.rs", 17),
     ("sgemm/mod.rs", 6),
     ("sgemm/scalar.rs", 15),
     ("sgemm/vector.rs", 37),
+    ("tma.rs", 25),
 ];
 
 /// Every `.rs` file under `dir`, as paths relative to `root`.
