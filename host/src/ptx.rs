@@ -28,6 +28,11 @@ pub const COUNTING: Ptx =
 /// has (`matmul_dsmem_32`, whose cluster shares its tiles).
 pub const COUNTING_SM90: Ptx =
     Ptx { arch: "sm_90", cc: (9, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90_counting.ptx")) };
+/// The checked build (feature `checked`, sm_90): every index of a global view or shared tile of
+/// the kernels on the device API is bounds-checked and traps when out of bounds; `memlab bench
+/// --checked` times it against the release build.
+pub const CHECKED: Ptx =
+    Ptx { arch: "sm_90", cc: (9, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90_checked.ptx")) };
 
 /// The nightly toolchain the PTX was built with.
 pub const NIGHTLY: &str = env!("MEMLAB_NIGHTLY");
@@ -52,10 +57,11 @@ pub fn check_kernel(ptx: &Ptx, name: &str) -> Result<(), crate::error::Refusal> 
     Err(crate::error::Refusal(format!("unknown kernel `{name}`: the {} PTX has {}", ptx.arch, names.join(", "))))
 }
 
-/// PTX instructions the older targets lack (`cp.async`: sm_80 and up, PTX ISA "Data Movement
-/// and Conversion Instructions: cp.async"; `mapa` and `barrier.cluster`: sm_90 and up, PTX ISA
-/// 7.8, "mapa", "barrier.cluster"; target ISA notes of each).
-const NEWER_INSTRUCTIONS: [&str; 3] = ["cp.async", "mapa", "barrier.cluster"];
+/// PTX instructions the older targets lack, most specific first (`cp.async.bulk.tensor` and
+/// `cp.async.bulk`: sm_90 and up; `cp.async`: sm_80 and up; PTX ISA "Data Movement and
+/// Conversion Instructions"; `mapa` and `barrier.cluster`: sm_90 and up, PTX ISA 7.8, "mapa",
+/// "barrier.cluster"; target ISA notes of each). A kernel is said to use the first it has.
+const NEWER_INSTRUCTIONS: [&str; 5] = ["cp.async.bulk.tensor", "cp.async.bulk", "cp.async", "mapa", "barrier.cluster"];
 
 /// When kernel `name` is not in `ptx` but in a newer embedded PTX: one line naming the compute
 /// capability it needs and the instruction that keeps it out (`cp.async` for
@@ -66,8 +72,8 @@ pub fn needs_newer(ptx: &Ptx, name: &str) -> Option<String> {
     }
     let newer = ALL.iter().find(|p| p.cc > ptx.cc && kernel_names(p.text).contains(&name))?;
     let body = entry_body(newer.text, name).unwrap_or("");
-    let uses: Vec<&str> = NEWER_INSTRUCTIONS.iter().copied().filter(|op| count_ops(body, op) > 0).collect();
-    let uses = if uses.is_empty() { String::new() } else { format!(", it uses {}", uses.join(", ")) };
+    let uses = NEWER_INSTRUCTIONS.iter().find(|op| count_ops(body, op) > 0);
+    let uses = uses.map_or(String::new(), |op| format!(", it uses {op}"));
     Some(format!(
         "kernel `{name}` needs cc {}.{} or newer (the {} PTX and up have it{uses}): it is not in the {} PTX, which cc {}.{} loads",
         newer.cc.0, newer.cc.1, newer.arch, ptx.arch, ptx.cc.0, ptx.cc.1

@@ -19,6 +19,7 @@ fn every_typed_launch_matches_its_entry_in_every_ptx() {
             if !names.contains(&entry.name) {
                 // Rung 7 (`cp.async`) is compiled for sm_80 and up only, the cluster kernels for
                 // sm_90 and up: a newer PTX has them.
+                // Rung 7 (`cp.async`) is compiled for sm_80 and up only, the TMA kernels for sm_90.
                 assert!(ptx::needs_newer(p, entry.name).is_some(), "{} PTX lacks `{}`", p.arch, entry.name);
                 continue;
             }

@@ -22,7 +22,8 @@ use crate::device::{
     block_dim_x, block_idx_x, block_idx_y, dynamic_shared, fma, global_idx_x, load, sync_threads, thread_idx_x,
     thread_idx_y,
 };
-use crate::hierarchy::{clock64, record, warm_then_time};
+use crate::device::probe::clock64;
+use crate::hierarchy::{record, warm_then_time};
 
 /// DSMEM latency: block rank 0 of a one-cluster grid writes a chain into the shared memory of
 /// block rank `target` (`st.shared::cluster`: `base + chain[w]` at word `w`, `base` the

@@ -39,6 +39,15 @@ pub struct Args {
     /// 16; above 8 is non-portable, cc 9.0).
     #[arg(long, value_delimiter = ',', default_values = ["2", "4", "8", "16"], value_parser = demos::clusters::cluster_size)]
     pub clusters: Vec<u32>,
+    /// Bytes of the L2 lesson's streamed buffer, read once amid the hot one (a multiple of 16).
+    #[arg(long, default_value = "1GiB", value_parser = l2_bytes)]
+    pub l2_stream_bytes: usize,
+    /// Bytes of the L2 lesson's bandwidth read (a multiple of 16; default: a quarter of the L2).
+    #[arg(long, value_parser = l2_bytes)]
+    pub l2_read_bytes: Option<usize>,
+    /// SMs the L2 partition probe times, the first SM numbers (default: every SM).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub l2_partition_sms: Option<u32>,
     /// Timed and warm-up runs.
     #[command(flatten)]
     pub runs: super::Runs,
@@ -52,6 +61,11 @@ fn strided_bytes(text: &str) -> Result<usize, String> {
     coalescing::check_bytes(cli::bytes(text)?)
 }
 
+/// `--l2-stream-bytes`, `--l2-read-bytes`: byte counts the L2 lesson's readers can use.
+fn l2_bytes(text: &str) -> Result<usize, String> {
+    demos::l2::check_bytes(cli::bytes(text)?).map_err(|e| e.to_string())
+}
+
 /// Runs the demos on each chosen device, then puts the devices side by side; returns whether
 /// every check passed.
 pub fn run(args: Args) -> Result<bool> {
@@ -61,11 +75,19 @@ pub fn run(args: Args) -> Result<bool> {
         bank_iters: demos::banks::check_iters(args.bank_iters)?,
         cluster_reads: demos::clusters::check_reads(args.cluster_reads)?,
         cluster_sizes: args.clusters.clone(),
+        l2_stream_bytes: args.l2_stream_bytes,
+        l2_read_bytes: args.l2_read_bytes,
+        l2_partition_sms: args.l2_partition_sms,
         repeats: args.runs.repeats(),
         ..Sizes::default()
     });
     if let Some([m, n, k]) = args.matmul_naive {
         sizes.matmul_naive = (m, n, k);
+    }
+    // Asked for by name, a matrix the TMA lesson cannot describe is refused before the driver is
+    // asked anything; among all the demos, the lesson is skipped with a note instead.
+    if args.only.iter().any(|d| d == "tma") {
+        demos::tma::check_matrix(sizes.transpose.0, sizes.transpose.1)?;
     }
     // The paths as given are checked before the driver is asked for the devices; each device's
     // own (suffixed when several run, in the same folders) once they are known.

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use cust::sys::{
     CUcontext, CUdevice, CUdevice_P2PAttribute, CUdevice_attribute, CUdeviceptr, CUevent, CUfunction,
-    CUfunction_attribute, CUjit_option, CUmodule, CUresult, CUstream,
+    CUfunction_attribute, CUjit_option, CUlimit, CUmodule, CUresult, CUstream, CUstreamAttrID, CUstreamAttrValue,
 };
 
 /// The driver library's name, as the NVIDIA driver installs it.
@@ -201,21 +201,40 @@ forward! {
     cuEventSynchronize(event: CUevent);
     cuEventElapsedTime(milliseconds: *mut f32, start: CUevent, end: CUevent);
     cuEventDestroy_v2(event: CUevent);
+    cuCtxGetLimit(value: *mut usize, limit: CUlimit);
+    cuCtxSetLimit(limit: CUlimit, value: usize);
+    cuCtxResetPersistingL2Cache();
+    cuStreamSetAttribute(stream: CUstream, attribute: CUstreamAttrID, value: *const CUstreamAttrValue);
 }
 
 /// Driver functions of CUDA 12 that cust does not declare: thread-block clusters (types in
 /// [`super::cluster`]).
 #[allow(non_snake_case)]
 pub mod raw {
-    use std::ffi::{c_int, c_void};
+    use std::ffi::{c_int, c_uint, c_void};
     use std::sync::OnceLock;
 
     use cust::sys::{CUfunction, CUresult};
 
     use super::super::cluster::CUlaunchConfig;
+    use super::super::tensor_map::TensorMap;
     use super::{library, symbol};
 
     forward_raw! {
+        cuTensorMapEncodeTiled(
+            map: *mut TensorMap,
+            data_type: c_uint,
+            rank: c_uint,
+            address: *mut c_void,
+            dims: *const u64,
+            strides: *const u64,
+            box_dims: *const u32,
+            element_strides: *const u32,
+            interleave: c_uint,
+            swizzle: c_uint,
+            l2_promotion: c_uint,
+            oob_fill: c_uint,
+        );
         cuLaunchKernelEx(config: *const CUlaunchConfig, function: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void);
         cuOccupancyMaxActiveClusters(clusters: *mut c_int, function: CUfunction, config: *const CUlaunchConfig);
         cuOccupancyMaxPotentialClusterSize(size: *mut c_int, function: CUfunction, config: *const CUlaunchConfig);

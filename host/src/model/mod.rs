@@ -24,6 +24,7 @@ pub mod clusters;
 pub mod coalescing;
 pub mod dram;
 pub mod gpus;
+pub mod l2;
 pub mod occupancy;
 pub mod roofline;
 pub mod tiling;
