@@ -21,7 +21,7 @@ const TOOLS: [&str; 4] = ["memcheck", "racecheck", "synccheck", "initcheck"];
 /// and SGEMM kernels there (measured on the H200, run alone: 201 s and 247 s) and `JOBS` can run the
 /// groups side by side; the hierarchy demo, whose sizes follow the device, runs as its own
 /// command with small options.
-const PRESETS: [(&str, &str); 12] = [
+const PRESETS: [(&str, &str); 13] = [
     (
         "1x1",
         "run-demos --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 1x1 --matmul 1x1x1 --sgemm 1x1x1 --strided-bytes 2KiB --bank-iters 8",
@@ -53,7 +53,6 @@ const PRESETS: [(&str, &str); 12] = [
         "clusters-31x33",
         "run-demos --runs 1 --warmup 0 --only clusters --matmul 31x33x47 --cluster-reads 8 --clusters 3,5",
     ),
-    ("hierarchy", "hierarchy --ladder-max 64KiB --steps 64 --transfer-bytes 64KiB --dram-bytes 1MiB --bank-iters 8"),
     // The L2 lesson: a stream of 4097 vectors (not a multiple of any block), a hot
     // buffer of 4096 inside it, a 125001-vector bandwidth read (at 1 block/SM on 132 SMs some
     // threads take an unrolled step; every block count ends in the one-at-a-time tail); the
@@ -73,7 +72,7 @@ const PRESETS: [(&str, &str); 12] = [
 /// lesson at 8192x8192, its SGEMM rungs small), one run
 /// per group of demos so that each group's result stands on its own, under memcheck only: the
 /// other tools take far longer there; with `DEFAULT_SIZES=all` every tool runs them.
-const DEFAULT_PRESETS: [(&str, &str); 5] = [
+const DEFAULT_PRESETS: [(&str, &str); 6] = [
     ("default-transpose", "run-demos --runs 1 --warmup 0 --only memcpy transpose"),
     ("default-matmul", "run-demos --runs 1 --warmup 0 --only matmul"),
     ("default-sgemm", "run-demos --runs 1 --warmup 0 --only sgemm --sgemm 4096x4096x4096"),
@@ -273,10 +272,6 @@ mod tests {
         assert_eq!(rows.len(), TOOLS.len() * PRESETS.len() + DEFAULT_PRESETS.len());
         assert!(rows[0].starts_with("| memcheck | 1x1 | 0 |"), "{rows:?}");
         let last = rows.last().unwrap();
-        assert!(
-            last.starts_with("| memcheck | default-clusters | skipped |") && last.contains("DEADLINE_S=3"),
-            "{rows:?}"
-        );
         assert!(last.starts_with("| memcheck | default-tma | skipped |") && last.contains("DEADLINE_S=3"), "{rows:?}");
     }
 
