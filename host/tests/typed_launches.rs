@@ -110,7 +110,19 @@ fn demos_are_registered_once_in_run_order() {
     let names = memlab::demos::NAMES;
     assert_eq!(
         names,
-        ["memcpy", "transpose", "matmul", "sgemm", "coalescing", "banks", "occupancy", "hierarchy", "l2", "tma", "clusters"]
+        [
+            "memcpy",
+            "transpose",
+            "matmul",
+            "sgemm",
+            "coalescing",
+            "banks",
+            "occupancy",
+            "hierarchy",
+            "l2",
+            "tma",
+            "clusters"
+        ]
     );
     let mut sorted = names.to_vec();
     sorted.sort_unstable();
