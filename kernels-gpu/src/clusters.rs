@@ -18,11 +18,11 @@ use crate::device::cluster::{
     cluster_nctaid_y, cluster_nctarank, cluster_sync, cluster_wait, load_local4, load_remote, load_remote_f32,
     load_remote4, map_shared_rank, shared_address, store_remote,
 };
+use crate::device::probe::clock64;
 use crate::device::{
     block_dim_x, block_idx_x, block_idx_y, dynamic_shared, fma, global_idx_x, load, sync_threads, thread_idx_x,
     thread_idx_y,
 };
-use crate::device::probe::clock64;
 use crate::hierarchy::{record, warm_then_time};
 
 /// DSMEM latency: block rank 0 of a one-cluster grid writes a chain into the shared memory of
