@@ -40,7 +40,7 @@ pub static GLOBAL_LOADS: core::sync::atomic::AtomicU64 = core::sync::atomic::Ato
 /// # Safety
 /// `p` is valid for a read.
 #[inline(always)]
-unsafe fn load<T: Copy>(p: *const T) -> T {
+pub unsafe fn load<T: Copy>(p: *const T) -> T {
     #[cfg(feature = "count-loads")]
     GLOBAL_LOADS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
     unsafe { *p }

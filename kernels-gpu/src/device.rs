@@ -169,3 +169,6 @@ pub mod cluster;
 fn panic(_: &core::panic::PanicInfo) -> ! {
     memlab_device_api::arch::trap()
 }
+
+/// The counted global load (counted in the `count-loads` build) for kernels not yet on the views.
+pub use memlab_device_api::global::load;
