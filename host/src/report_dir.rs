@@ -228,14 +228,6 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
         "SGEMM ladder against cuBLAS (this run has no `sgemm` section)",
     )?;
 
-    // The clusters lesson's sweeps, drawn when the run has the lesson (a cc 9.0 GPU); a run
-    // without it has nothing to miss.
-    for (stem, title, measured, published, caption) in CLUSTER_CHARTS {
-        if let Some(c) = SweepChart::clusters(sections, stem, title, measured, published) {
-            figures.push(figure(&c, dir, caption.into())?);
-        }
-    }
-
     add(
         SweepChart::tma_curve(sections).map(|c| {
             figure(&c, dir, "1-D TMA bulk copies (`tma_bulk_copy`, a 256 MiB copy through shared memory): GB/s against bytes per copy, one line per blocks per SM (log scale). Bytes in flight per SM = bytes per copy x blocks per SM; published for H800/H100: 95-96% of HBM peak only from 8-12 KiB per copy and 2-3 blocks per SM.".into())
@@ -248,6 +240,14 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
         }),
         "TMA swizzle chart (run the `tma` demo on cc 9.0)",
     )?;
+    // The clusters lesson's sweeps, drawn when the run has the lesson (a cc 9.0 GPU); a run
+    // without it has nothing to miss.
+    for (stem, title, measured, published, caption) in CLUSTER_CHARTS {
+        if let Some(c) = SweepChart::clusters(sections, stem, title, measured, published) {
+            figures.push(figure(&c, dir, caption.into())?);
+        }
+    }
+
     let md = markdown(record, &figures, &missing);
     let path = dir.join("report.md");
     output::write(&path, md)?;

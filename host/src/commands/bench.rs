@@ -47,15 +47,12 @@ pub struct Args {
     /// Write the results to this JSON file.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Demos to compare (default: every demo whose kernels have twins).
-    #[arg(long, num_args = 1.., value_parser = clap::builder::PossibleValuesParser::new(demos::NAMES))]
+    /// Demos whose kernels to compare (default: every demo with twins).
+    #[arg(long, num_args = 1.., value_parser = clap::builder::PossibleValuesParser::new(twinned()))]
     pub only: Vec<String>,
     /// Alternating rounds per kernel (medians are reported).
     #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: u32,
-    /// Demos whose kernels to compare (default: every demo with twins).
-    #[arg(long, num_args = 1.., value_parser = clap::builder::PossibleValuesParser::new(twinned()))]
-    pub only: Vec<String>,
     /// Problem shapes.
     #[command(flatten)]
     pub shapes: super::Shapes,

@@ -169,7 +169,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     if cc < CLUSTER_CC {
         return Ok(skipped(cc));
     }
-    let (local, local_check) = latency::shared(lab, CHAIN_BYTES, STEPS)?;
+    let (local, _index_chase, local_check) = latency::shared(lab, CHAIN_BYTES, STEPS)?;
     let (own_window, own_check) = dsmem_chase(lab, 2, 0, STEPS)?;
     let (l2, l2_check) = l2_latency(lab)?;
     let local_read = read_bandwidth(lab, CLUSTER_SIZES[0], 0)?;

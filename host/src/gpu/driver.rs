@@ -112,6 +112,7 @@ macro_rules! forward_raw {
         ///
         /// # Safety
         /// The driver API's contract for this function.
+        #[allow(clippy::too_many_arguments)] // the driver's own signature
         pub unsafe fn $name($($arg: $ty),*) -> CUresult {
             forwarder_body!(concat!(stringify!($name), "\0").as_bytes(), ($($arg: $ty),*))
         }
