@@ -334,7 +334,7 @@ mod tests {
         assert_eq!(needs_newer(&ALL[2], "sgemm_7_async_copy"), None);
         assert_eq!(
             needs_newer(&ALL[1], "matmul_dsmem_32").unwrap(),
-            "kernel `matmul_dsmem_32` needs cc 9.0 or newer (the sm_90 PTX and up have it, it uses mapa, barrier.cluster): it is not in the sm_80 PTX, which cc 8.0 loads"
+            "kernel `matmul_dsmem_32` needs cc 9.0 or newer (the sm_90 PTX and up have it, it uses mapa): it is not in the sm_80 PTX, which cc 8.0 loads"
         );
     }
 
