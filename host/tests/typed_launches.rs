@@ -119,9 +119,9 @@ fn demos_are_registered_once_in_run_order() {
             "banks",
             "occupancy",
             "hierarchy",
+            "clusters",
             "l2",
-            "tma",
-            "clusters"
+            "tma"
         ]
     );
     let mut sorted = names.to_vec();
