@@ -36,6 +36,25 @@ const KERNELS: [&str; 15] = [
     "register_pressure",
 ];
 
+/// Phase 2 of #19: the hierarchy and L2 probes (`hierarchy.rs`, `l2.rs`), recorded from their
+/// raw kernels before the rewrite.
+const PROBE_KERNELS: [&str; 14] = [
+    "chase_global",
+    "chase_global_cg",
+    "chase_shared",
+    "chase_shared_index",
+    "chase_local",
+    "const_chase",
+    "register_chain",
+    "sm_clock_under_load",
+    "read_cg",
+    "read_cg_unrolled",
+    "local_array_constant_index",
+    "local_array_runtime_index",
+    "hot_stream_read",
+    "chase_l2_on_sm",
+];
+
 /// The PTX targets compared: the oldest the lab loads (CUDA 12's ptxas) and the H200's.
 const ARCHS: [&str; 2] = ["sm_70", "sm_90"];
 
@@ -53,7 +72,7 @@ fn figures() -> String {
     for arch in ARCHS {
         let p = ptx::ALL.iter().find(|p| p.arch == arch).expect("an embedded PTX per compared target");
         let report = ptxas::run(p.text, arch).expect("ptxas (install it with `cargo xtask setup`)");
-        for kernel in KERNELS {
+        for kernel in KERNELS.into_iter().chain(PROBE_KERNELS) {
             let body = entry_body(p.text, kernel).unwrap_or_else(|| panic!("{arch} PTX lacks {kernel}"));
             let k = report.iter().find(|k| k.kernel == kernel).expect("ptxas compiled every entry");
             let mut ops: BTreeMap<&str, usize> = BTreeMap::new();
