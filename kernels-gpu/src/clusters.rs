@@ -18,12 +18,12 @@ use crate::device::cluster::{
     cluster_nctaid_y, cluster_nctarank, cluster_sync, cluster_wait, load_local4, load_remote, load_remote_f32,
     load_remote4, map_shared_rank, shared_address, store_remote,
 };
-use crate::device::probe::clock64;
+use crate::device::probe::{clock64, globaltimer};
 use crate::device::{
     block_dim_x, block_idx_x, block_idx_y, dynamic_shared, fma, global_idx_x, load, sync_threads, thread_idx_x,
     thread_idx_y,
 };
-use crate::hierarchy::{record, warm_then_time};
+use crate::hierarchy::warm_then_time;
 
 /// DSMEM latency: block rank 0 of a one-cluster grid writes a chain into the shared memory of
 /// block rank `target` (`st.shared::cluster`: `base + chain[w]` at word `w`, `base` the
@@ -65,7 +65,15 @@ pub unsafe extern "ptx-kernel" fn chase_dsmem(
     if cluster_ctarank() == 0 && thread_idx_x() == 0 {
         // SAFETY: every word of the target's array holds the cluster address of another word.
         let (p, t) = warm_then_time(base, warm, steps, |p| unsafe { load_remote(p) });
-        unsafe { record(out, t, (p - base) as u64) };
+        let (cycles, ns) = (clock64(), globaltimer());
+        // SAFETY: `out` holds three `u64` (the probe record of `hierarchy.rs`).
+        unsafe {
+            (
+                out.write(cycles.wrapping_sub(t.0)),
+                out.add(1).write(ns.wrapping_sub(t.1)),
+                out.add(2).write((p - base) as u64),
+            )
+        };
     }
     // The target stays resident until the chase is over.
     cluster_sync();
