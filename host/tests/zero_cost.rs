@@ -36,6 +36,10 @@ const KERNELS: [&str; 15] = [
     "register_pressure",
 ];
 
+/// The cluster lesson's kernels (`clusters.rs`), in the sm_90 PTX only (PTX ISA 7.8), recorded
+/// from their raw kernels before the rewrite on the distributed-shared-memory API.
+const SM_90_KERNELS: [&str; 4] = ["chase_dsmem", "cluster_shared_read", "cluster_barrier", "matmul_dsmem_32"];
+
 /// The PTX targets compared: the oldest the lab loads (CUDA 12's ptxas) and the H200's.
 const ARCHS: [&str; 2] = ["sm_70", "sm_90"];
 
@@ -53,7 +57,8 @@ fn figures() -> String {
     for arch in ARCHS {
         let p = ptx::ALL.iter().find(|p| p.arch == arch).expect("an embedded PTX per compared target");
         let report = ptxas::run(p.text, arch).expect("ptxas (install it with `cargo xtask setup`)");
-        for kernel in KERNELS {
+        let sm_90_only = if arch == "sm_90" { &SM_90_KERNELS[..] } else { &[] };
+        for &kernel in KERNELS.iter().chain(sm_90_only) {
             let body = entry_body(p.text, kernel).unwrap_or_else(|| panic!("{arch} PTX lacks {kernel}"));
             let k = report.iter().find(|k| k.kernel == kernel).expect("ptxas compiled every entry");
             let mut ops: BTreeMap<&str, usize> = BTreeMap::new();
