@@ -594,6 +594,9 @@ KERNEL void matmul_dsmem_32(const float* a, const float* b, float* c, unsigned m
     }
     if (row < m && col < n) c[row * n + col] = acc;
     cluster_sync();
+}
+#endif
+
 // ---------------------------------------------------------------- hierarchy.rs, l2.rs (L2 lesson)
 
 DEV unsigned sum4(uint4 w) { return w.x + w.y + w.z + w.w; }

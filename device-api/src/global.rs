@@ -128,6 +128,14 @@ impl<T: Copy, A> Slice<T, A> {
         unsafe { load(self.ptr.add(i)) }
     }
 
+    /// The first element's address, for loads the view has no method for (the probes'
+    /// `ld.global.cg`, `kernels-gpu/src/device/probe.rs`); reading through it is the caller's
+    /// `unsafe`, inside the view's `len`.
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr
+    }
+
     /// The view without its first `n` elements.
     #[inline(always)]
     pub fn skip(self, n: usize) -> Self {

@@ -29,17 +29,7 @@ use crate::device::{
     GlobalIn, GlobalOut, block_dim_x, block_idx_x, block_idx_y, fma, global_idx_x, grid_threads_x, kernel,
     thread_idx_x, thread_idx_y,
 };
-use crate::hierarchy::warm_then_time;
-
-/// Writes the probe record `[cycles, ns, end]` (`hierarchy.rs`'s layout), the clocks read at
-/// once.
-#[inline(always)]
-fn record(out: &mut Slice<u64, ReadWrite>, start: (u64, u64), end: u64) {
-    let (cycles, ns) = (clock64(), globaltimer());
-    out.set(0, cycles.wrapping_sub(start.0));
-    out.set(1, ns.wrapping_sub(start.1));
-    out.set(2, end);
-}
+use crate::hierarchy::{record, warm_then_time};
 
 kernel! {
     /// DSMEM latency: block rank 0 of a one-cluster grid writes a chain into the shared memory

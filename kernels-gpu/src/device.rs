@@ -39,6 +39,12 @@ pub fn block_dim_x() -> u32 {
     unsafe { nvptx::_block_dim_x() }
 }
 
+/// `gridDim.x`, blocks of the grid along x.
+#[inline(always)]
+pub fn grid_dim_x() -> u32 {
+    unsafe { nvptx::_grid_dim_x() }
+}
+
 /// Threads of the grid along x: `gridDim.x * blockDim.x`.
 #[inline(always)]
 pub fn grid_threads_x() -> u32 {
