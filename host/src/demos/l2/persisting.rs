@@ -308,7 +308,7 @@ impl Persisting {
                 bytes(self.stream_bytes)
             ),
             format!(
-                "h, the hit fraction of the hot re-reads, from the time t: h = (t_miss - t) / (t_miss - t_hit), t_hit {:.3} ms (the stream as its own hot buffer), t_miss {:.3} ms (a second {} buffer); a fully kept hot buffer measures about 0.94 (its hits still cost L2 time)",
+                "h, the hit fraction of the hot re-reads, from the time t: h = (t_miss - t) / (t_miss - t_hit), t_hit {:.3} ms (the stream as its own hot buffer), t_miss {:.3} ms (a second {} buffer)",
                 b.all_hit.timing.median_ms,
                 b.all_miss.timing.median_ms,
                 bytes(1usize << self.stream_bytes.max(READ_CG_VECTOR_BYTES).ilog2())
