@@ -777,3 +777,42 @@ KERNEL void tma_transpose(const CUtensorMap* map_in, const CUtensorMap* map_out,
     }
 }
 #endif
+// ---------------------------------------------------------------- l2_policies.rs
+// The L2 lesson's answers: the suite's work split (many short blocks, each a fixed 512 KiB
+// region of 32 chunks of 16 KiB) and an evict_first policy on the streamed loads. The policy
+// twin needs createpolicy (sm_80, PTX ISA 7.4); the Rust kernel is in the sm_90 PTX only.
+KERNEL void read_cg_chunks(const unsigned* input, unsigned regions, unsigned* out) {
+    if (regions == 0) return;
+    const uint4* in4 = reinterpret_cast<const uint4*>(input);
+    unsigned t = threadIdx.x, r = blockIdx.x % regions, sum = 0;
+    for (unsigned i = 0; i < 32; i++) {
+        unsigned chunk = (regions * i + r) * 1024 + t;
+        uint4 w[4];
+#pragma unroll
+        for (unsigned j = 0; j < 4; j++) w[j] = __ldcg(in4 + chunk + j * 256);
+#pragma unroll
+        for (unsigned j = 0; j < 4; j++) sum += sum4(w[j]);
+    }
+    out[r * 256 + t] = sum;
+}
+
+#if __CUDA_ARCH__ >= 800
+KERNEL void hot_stream_read_evict_first(const unsigned* stream, unsigned stream_vectors, const unsigned* hot,
+                                        unsigned hot_mask, unsigned* out) {
+    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned threads = gridDim.x * blockDim.x;
+    const uint4* s4 = reinterpret_cast<const uint4*>(stream);
+    const uint4* h4 = reinterpret_cast<const uint4*>(hot);
+    unsigned long long first;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(first));
+    unsigned sum = 0;
+    for (unsigned v = g; v < stream_vectors; v += threads) {
+        uint4 s, h = __ldcg(h4 + (v & hot_mask));
+        asm volatile("ld.global.cg.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+                     : "=r"(s.x), "=r"(s.y), "=r"(s.z), "=r"(s.w)
+                     : "l"(s4 + v), "l"(first));
+        sum += sum4(s) + sum4(h);
+    }
+    out[g] = sum;
+}
+#endif

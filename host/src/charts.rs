@@ -243,13 +243,14 @@ impl SweepChart {
         )
     }
 
-    /// The persisting window's speed-up against the hot buffer's size, measured and modelled.
+    /// The hot re-reads' hit fraction against the hot buffer's size: `evict_first` measured
+    /// and modelled, no policy and the window measured.
     pub fn persisting(sections: &[Section]) -> Option<Self> {
         Self::l2(
             sections,
             "l2_persisting",
-            "Persisting L2 window: hot buffer re-read amid a stream",
-            &[names::PERSISTING_MEASURED, names::PERSISTING_MODEL],
+            "Hot buffer re-read amid a stream: L2 hit fraction by policy",
+            &[names::PERSISTING_MEASURED, names::PERSISTING_MODEL, names::PERSISTING_PLAIN, names::PERSISTING_WINDOW],
         )
     }
 

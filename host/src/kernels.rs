@@ -12,6 +12,7 @@ pub use crate::demos::hierarchy::latency::kernels::*;
 pub use crate::demos::hierarchy::spills::kernels::*;
 pub use crate::demos::l2::partitions::kernels::*;
 pub use crate::demos::l2::persisting::kernels::*;
+pub use crate::demos::l2::policies::kernels::*;
 pub use crate::demos::matmul::kernels::*;
 pub use crate::demos::occupancy::kernels::*;
 pub use crate::demos::race::kernels::*;
@@ -24,7 +25,7 @@ use crate::demos;
 use crate::gpu::launch::Entry;
 
 /// The entries of every typed launch, module by module.
-pub const TABLES: [&[Entry]; 15] = [
+pub const TABLES: [&[Entry]; 16] = [
     demos::banks::ENTRIES,
     demos::clusters::ENTRIES,
     demos::coalescing::ENTRIES,
@@ -33,6 +34,7 @@ pub const TABLES: [&[Entry]; 15] = [
     demos::hierarchy::spills::ENTRIES,
     demos::l2::partitions::ENTRIES,
     demos::l2::persisting::ENTRIES,
+    demos::l2::policies::ENTRIES,
     demos::matmul::ENTRIES,
     demos::occupancy::ENTRIES,
     demos::race::ENTRIES,

@@ -60,8 +60,10 @@ pub fn check_kernel(ptx: &Ptx, name: &str) -> Result<(), crate::error::Refusal> 
 /// PTX instructions the older targets lack, most specific first (`cp.async.bulk.tensor` and
 /// `cp.async.bulk`: sm_90 and up; `cp.async`: sm_80 and up; PTX ISA "Data Movement and
 /// Conversion Instructions"; `mapa` and `barrier.cluster`: sm_90 and up, PTX ISA 7.8, "mapa",
-/// "barrier.cluster"; target ISA notes of each). A kernel is said to use the first it has.
-const NEWER_INSTRUCTIONS: [&str; 5] = ["cp.async.bulk.tensor", "cp.async.bulk", "cp.async", "mapa", "barrier.cluster"];
+/// "barrier.cluster"; target ISA notes of each; `createpolicy`: PTX ISA 7.4, which only the sm_90
+/// build declares, "createpolicy"). A kernel is said to use the first it has.
+const NEWER_INSTRUCTIONS: [&str; 6] =
+    ["cp.async.bulk.tensor", "cp.async.bulk", "cp.async", "mapa", "barrier.cluster", "createpolicy"];
 
 /// When kernel `name` is not in `ptx` but in a newer embedded PTX: one line naming the compute
 /// capability it needs and the instruction that keeps it out (`cp.async` for

@@ -136,6 +136,26 @@ pub fn hot_stream_sums(stream: &[u32], hot: &[u32], threads: usize) -> Vec<u32> 
     sums
 }
 
+/// The sums `read_cg_chunks` writes over `regions` regions of `words` (`regions *
+/// REGION_VECTORS` 16-byte vectors): word `r * 256 + t` adds, for each chunk `i` of region
+/// `r` (chunk index `regions * i + r`), the words of its vectors `t, t + 256, t + 512, t + 768`.
+pub fn chunk_sums(words: &[u32], regions: usize) -> Vec<u32> {
+    use memlab_contracts::l2::{CHUNK_LOADS, CHUNK_THREADS, CHUNK_VECTORS, CHUNKS_PER_BLOCK};
+    let vectors = words.as_chunks::<4>().0;
+    let threads = CHUNK_THREADS as usize;
+    let mut sums = vec![0u32; regions * threads];
+    for (slot, sum) in sums.iter_mut().enumerate() {
+        let (r, t) = (slot / threads, slot % threads);
+        for i in 0..CHUNKS_PER_BLOCK as usize {
+            let chunk = (regions * i + r) * CHUNK_VECTORS as usize + t;
+            for j in 0..CHUNK_LOADS as usize {
+                *sum = vectors[chunk + j * threads].iter().fold(*sum, |acc, &w| acc.wrapping_add(w));
+            }
+        }
+    }
+    sums
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,5 +312,19 @@ mod tests {
         assert_eq!(fma_chain(0.0, 0.5, 1.0, 0), 0.0);
         assert_eq!(fma_chain(0.0, 0.5, 1.0, 2), 1.5);
         assert_eq!(fma_chain(0.0, 0.5, 1.0, 200), 2.0);
+    }
+
+    #[test]
+    fn chunk_sums_add_each_threads_four_vectors_of_every_chunk_of_its_region() {
+        use memlab_contracts::l2::REGION_VECTORS;
+        // Two regions; word w holds w, so a sum is the sum of the word indices read.
+        let words: Vec<u32> = (0..2 * 4 * REGION_VECTORS).collect();
+        let sums = chunk_sums(&words, 2);
+        assert_eq!(sums.len(), 512);
+        // Region 1, thread 3: chunks 2i + 1, vectors 1024 (2i + 1) + 3 + 256 j, words 4v..4v+4.
+        let want = (0..32u32)
+            .flat_map(|i| (0..4u32).map(move |j| 1024 * (2 * i + 1) + 3 + 256 * j))
+            .fold(0u32, |s, v| s.wrapping_add(16 * v + 6));
+        assert_eq!(sums[256 + 3], want);
     }
 }

@@ -38,10 +38,15 @@ pub mod names {
     pub const L2_READ_UNROLLED: &str = "read_cg_unrolled (4 loads in flight per thread)";
     /// L2: `read_cg`'s GB/s against blocks per SM.
     pub const L2_READ_PLAIN: &str = "read_cg (1 load in flight per thread)";
-    /// L2: measured speed-up of the persisting window against the hot buffer's size.
-    pub const PERSISTING_MEASURED: &str = "measured speed-up";
-    /// L2: the hit model's speed-up (`model::l2`).
-    pub const PERSISTING_MODEL: &str = "hit model (DRAM bytes without / with)";
+    /// L2: the measured hit fraction of the hot re-reads with `evict_first` streamed loads,
+    /// against the hot buffer's size.
+    pub const PERSISTING_MEASURED: &str = "evict_first streamed loads, measured h";
+    /// L2: the model's hit fraction with `evict_first` streamed loads (`model::l2::hot_hit`).
+    pub const PERSISTING_MODEL: &str = "evict_first streamed loads, model h";
+    /// L2: the measured hit fraction with no policy.
+    pub const PERSISTING_PLAIN: &str = "no policy, measured h";
+    /// L2: the measured hit fraction with the access-policy window.
+    pub const PERSISTING_WINDOW: &str = "access-policy window, measured h";
     /// L2: each SM's median cycles per L2 hit on lines another SM brought in.
     pub const PARTITION_MEDIAN: &str = "median hop per SM";
     /// L2: the near or far centre (two-means) each SM's median falls in.

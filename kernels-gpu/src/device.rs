@@ -178,3 +178,8 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
 
 /// The counted global load (counted in the `count-loads` build) for kernels not yet on the views.
 pub use memlab_device_api::global::load;
+
+// Cache-operator loads through a view and L2 eviction policies (`createpolicy`: PTX ISA 7.4,
+// sm_80; in the sm_90 PTX only, whose PTX ISA 8.3 declares it). Declared after the lines the
+// book cites.
+pub mod l2_policy;

@@ -20,6 +20,7 @@ pub mod clusters;
 pub mod device;
 pub mod hierarchy;
 pub mod l2;
+pub mod l2_policies;
 pub mod matmul;
 pub mod probes;
 pub mod race;

@@ -20,10 +20,12 @@
 //!   chain in a `.const` array with `ld.const`, all lanes on one address (broadcast) or on 32
 //!   different ones. Registers: a chain of dependent FMAs.
 //! - **Bandwidth.** Shared memory: `shared_bank_probe` at stride 1 on every SM (the banks
-//!   demo's probe, measured here). L2: `read_cg_unrolled` (four 16-byte `ld.global.cg` loads in
-//!   flight per thread) over a quarter of the L2, 256 passes, beside `read_cg` (one in flight).
-//!   Persisting L2: `hot_stream_read` with and without an access-policy window (`demos::l2`;
-//!   cc 8.0 and later). DRAM: `read_cg` over a buffer of `--dram-bytes` (1 GiB) once, the
+//!   demo's probe, measured here). L2: `read_cg_chunks` (many short blocks of a fixed 512 KiB,
+//!   the public suite's split: the cell's figure) over a quarter of the L2, beside
+//!   `read_cg_unrolled` (four 16-byte `ld.global.cg` loads in flight per thread, 8 blocks per SM,
+//!   256 passes) and `read_cg` (one in flight). Persisting L2: `hot_stream_read` with and
+//!   without an access-policy window, and `hot_stream_read_evict_first` (`demos::l2`; cc 8.0
+//!   and later, evict_first in the sm_90 PTX). DRAM: `read_cg` over a buffer of `--dram-bytes` (1 GiB) once, the
 //!   device-to-device memcpy (the run's ceiling, passed in), and the theoretical figure from
 //!   memory clock x bus width. The bus: 256 MiB host <-> device,
 //!   pageable against pinned memory.
@@ -142,6 +144,8 @@ pub struct Measured {
     pub l2_read: KernelRow,
     /// `read_cg` over the same, one load in flight per thread.
     pub l2_read_plain: KernelRow,
+    /// `read_cg_chunks` over the same (whole 512 KiB regions): many short blocks.
+    pub l2_read_chunks: KernelRow,
     /// The L2 persisting row (`demos::l2::persisting`), or why it was skipped.
     pub persisting: Result<Vec<String>, String>,
     /// The L2 partition step of the L2-only ladder: (last size near, first size past it).
@@ -259,6 +263,7 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
         "a quarter of L2, read 256 times",
         l2_prediction,
     )?;
+    let l2_read_chunks = super::l2::policies::chunks(lab, l2_ws)?;
     let persisting = persisting_row(lab)?;
     let dram_bytes = lab.sizes.dram_bytes / 16 * 16;
     let dram_read = bandwidth::read(
@@ -320,6 +325,7 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
         constant: (broadcast, serialized),
         l2_read,
         l2_read_plain,
+        l2_read_chunks,
         persisting,
         partition_step,
         ladder_capped,
@@ -445,12 +451,13 @@ impl Measured {
             seed(2),
             at(l2),
             format!(
-                "{} ({} in L2; one load in flight per thread: {})",
-                gbs(&self.l2_read),
+                "{} with many short blocks ({} in L2); one grid of 8 blocks/SM: {}, one load in flight per thread: {}",
+                gbs(&self.l2_read_chunks),
                 bytes(self.l2_bytes / 4),
+                gbs(&self.l2_read),
                 gbs(&self.l2_read_plain)
             ),
-            format!("chase_global_cg, {l2_where}; read_cg_unrolled, read_cg"),
+            format!("chase_global_cg, {l2_where}; read_cg_chunks, read_cg_unrolled, read_cg"),
         );
         match &self.persisting {
             Ok(r) => push((r[0].clone(), r[1].clone(), r[3].clone()), r[2].clone(), r[4].clone(), r[5].clone()),
@@ -590,8 +597,13 @@ impl Measured {
 
     /// The demo's report section.
     pub fn section(&self) -> Section {
-        let mut kernels =
-            vec![self.shared_read.clone(), self.l2_read.clone(), self.l2_read_plain.clone(), self.dram_read.clone()];
+        let mut kernels = vec![
+            self.shared_read.clone(),
+            self.l2_read.clone(),
+            self.l2_read_plain.clone(),
+            self.l2_read_chunks.clone(),
+        ];
+        kernels.push(self.dram_read.clone());
         kernels.extend(self.spill_pair.0.iter().cloned());
         kernels.extend(self.sweep.iter().cloned());
         Section {

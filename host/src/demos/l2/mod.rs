@@ -14,6 +14,7 @@
 
 pub mod partitions;
 pub mod persisting;
+pub mod policies;
 
 use anyhow::Result;
 use memlab_contracts::hierarchy::{READ_CG_UNROLL, READ_CG_VECTOR_BYTES};
@@ -22,6 +23,7 @@ use memlab_contracts::probes::BLOCK;
 use super::hierarchy::bandwidth::{Reader, kernels as readers, read};
 use super::hierarchy::ladder::bytes;
 use super::{Inputs, KernelRow, Lab, Level, Section};
+use crate::model::l2::L2Policy;
 use crate::series::{Series, names};
 
 /// Passes over the L2-resident buffer of the bandwidth sweep.
@@ -69,6 +71,10 @@ pub struct Measured {
     pub partitions: partitions::Partitions,
     /// The L2 footprint of the bandwidth sweep, bytes.
     pub footprint: usize,
+    /// `read_cg_chunks` over the same footprint (whole 512 KiB regions of it).
+    pub chunks: KernelRow,
+    /// The L2, bytes.
+    pub l2_bytes: usize,
 }
 
 /// Runs the lesson (the `run-demos` entry).
@@ -103,8 +109,9 @@ pub fn measure(lab: &Lab) -> Result<Measured> {
             persisting::measure_sizes(lab, limits, stream, &sizes)?
         }
     };
+    let chunks = policies::chunks(lab, footprint)?;
     let partitions = partitions::measure(lab, 0, lab.sizes.l2_partition_sms)?;
-    Ok(Measured { bandwidth, persisting, partitions, footprint })
+    Ok(Measured { bandwidth, persisting, partitions, footprint, chunks, l2_bytes: info.l2_bytes as usize })
 }
 
 impl Measured {
@@ -132,6 +139,13 @@ impl Measured {
             "L2 bandwidth: best read_cg {plain:.0} GB/s, best read_cg_unrolled {unrolled:.0} GB/s ({:.2}x): Little's law, bandwidth = bytes in flight / latency, and one load per thread leaves too few bytes in flight to cover the L2's latency under load",
             unrolled / plain.max(1.0)
         ));
+        let chunks = self.chunks.rate.value();
+        notes.push(format!(
+            "L2 bandwidth, many short blocks: read_cg_chunks {chunks:.0} GB/s over {} ({}x the best read_cg), the public suite's split ({} blocks of 256 threads, each a fixed 512 KiB): read_cg's 8 blocks per SM each read their fixed lines 256 times, so the launch lasts as long as its slowest block (measured on the H200 at 15 MiB: block time median 428 us, max 486 us; with lines that rotate over the SMs 8.9 TB/s), while short blocks let the scheduler even the SMs out; the load width is not it (the suite's 8-byte loads 9.5 TB/s, the same split with 16-byte .cg loads 9.7 TB/s; bench/l2_experiments.cu)",
+            self.chunks.size,
+            format_args!("{:.2}", chunks / plain.max(1.0)),
+            memlab_contracts::l2::CHUNK_BLOCKS,
+        ));
         notes
     }
 
@@ -150,20 +164,22 @@ impl Measured {
             Series::labelled(names::L2_READ_PLAIN, x, y, points(|p| &p.1)),
         ];
         if let Ok(p) = &self.persisting {
-            let (x, y) = ("hot buffer", "speed-up of the persisting window");
+            let (x, y) = ("hot buffer", "hit fraction h of the hot re-reads");
             let label = |h: &persisting::HotPoint| bytes(h.hot_bytes);
-            series.push(Series::labelled(
-                names::PERSISTING_MEASURED,
-                x,
-                y,
-                p.points.iter().map(|h| (h.hot_bytes as f64, h.speedup(), label(h))),
-            ));
+            let measured = |name: &str, pick: fn(&persisting::HotPoint) -> Option<&KernelRow>| {
+                let points =
+                    p.points.iter().filter_map(|h| Some((h.hot_bytes as f64, p.bounds.hit(pick(h)?)?, label(h))));
+                Series::labelled(name, x, y, points.collect::<Vec<_>>())
+            };
+            series.push(measured(names::PERSISTING_MEASURED, |h| h.hinted.as_ref()));
             series.push(Series::labelled(
                 names::PERSISTING_MODEL,
                 x,
                 y,
-                p.points.iter().map(|h| (h.hot_bytes as f64, h.model_speedup(p.carve_out), label(h))),
+                p.points.iter().map(|h| (h.hot_bytes as f64, h.model_hit(L2Policy::StreamEvictFirst), label(h))),
             ));
+            series.push(measured(names::PERSISTING_PLAIN, |h| Some(&h.without)));
+            series.push(measured(names::PERSISTING_WINDOW, |h| Some(&h.with)));
         }
         // Sorted by median, so the near SMs and the far ones form two runs (labels: `%smid`).
         let mut medians = self.partitions.medians();
@@ -186,10 +202,14 @@ impl Measured {
     /// The lesson's report section.
     pub fn section(&self) -> Section {
         let mut kernels: Vec<KernelRow> = self.bandwidth.iter().flat_map(|(_, a, b)| [a.clone(), b.clone()]).collect();
+        kernels.push(self.chunks.clone());
         let mut notes = self.bandwidth_notes();
         let sweep = match &self.persisting {
             Ok(p) => {
-                kernels.extend(p.points.iter().flat_map(|h| [h.without.clone(), h.with.clone()]));
+                kernels.extend([p.bounds.all_hit.clone(), p.bounds.all_miss.clone()]);
+                for h in &p.points {
+                    kernels.extend([Some(&h.without), Some(&h.with), h.hinted.as_ref()].into_iter().flatten().cloned());
+                }
                 notes.extend(p.notes());
                 Some(p.table())
             }
@@ -198,6 +218,7 @@ impl Measured {
                 None
             }
         };
+        notes.extend(self.partitions.footprint_notes(self.l2_bytes));
         notes.extend(self.partitions.notes());
         notes.push(format!(
             "check, L2 partition chases (SM and chain end per SM): {}",

@@ -15,7 +15,7 @@ use crate::demos::hierarchy::ladder::bytes;
 use crate::demos::{Lab, download, ensure_free, poisoned, upload};
 use crate::gpu::describe;
 use crate::gpu::launch::LaunchShape;
-use crate::model::l2::two_means;
+use crate::model::l2::{BANDS, Band, L2Level, band_shares, one_sm_level, two_means};
 use crate::refuse;
 use crate::verify::{self, Check};
 
@@ -42,6 +42,27 @@ pub struct Partitions {
     pub split: Option<(f64, f64, f64)>,
     /// Chain ends and SM numbers, checked.
     pub check: Check,
+    /// One SM's chase over growing footprints: the near/far bands of the second pass.
+    pub footprints: Vec<Footprint>,
+}
+
+/// One footprint chased by one SM (a random cycle over its 128-byte lines, walked once to
+/// bring them in, then once more with every hop timed).
+#[derive(Debug, Clone)]
+pub struct Footprint {
+    /// Bytes of the chain.
+    pub bytes: usize,
+    /// Each band's share of the timed hops, in the order of `model::l2::BANDS`.
+    pub shares: [f64; 4],
+    /// The median hop, cycles.
+    pub median: f64,
+}
+
+/// The footprints of the one-SM sweep, in sixtieths of the L2 (the H200's MiB): from well
+/// inside one partition, through the step where a chase leaves the SM's near half (24-32
+/// sixtieths), to past the whole L2; whole 128-byte lines.
+pub fn sweep_footprints(l2_bytes: usize) -> Vec<usize> {
+    [8, 16, 24, 26, 28, 30, 32, 36, 40, 48, 64].map(|k| (l2_bytes / 60 * k / LINE_BYTES).max(1) * LINE_BYTES).to_vec()
 }
 
 /// Dynamic shared bytes that keep a second block off an SM: more than half of what an SM has.
@@ -112,9 +133,36 @@ pub fn measure(lab: &Lab, warm_sm: u32, timed_sms: Option<u32>) -> Result<Partit
         want.extend([sm, want_end]);
         hops.push((sm, record[CHASE_SM_HEADER_WORDS..].iter().map(|&c| c as f64).collect::<Vec<_>>()));
     }
+    // One SM over growing footprints: one launch walks the chain once untimed, once timed.
+    let mut footprints = Vec::new();
+    for (k, fp) in sweep_footprints(info.l2_bytes as usize).into_iter().enumerate() {
+        let lines = fp / LINE_BYTES;
+        ensure_free("the L2 partition sweep", fp + 8 * (CHASE_SM_HEADER_WORDS + lines))?;
+        let next = chain::random_cycle(lines, 0x13 + k as u64);
+        // SAFETY: written whole by the image copy below before any read.
+        let mut chain_buffer = unsafe { DeviceBuffer::<u64>::uninitialized(fp / 8) }
+            .map_err(|e| anyhow::anyhow!("alloc: {}", describe(e)))?;
+        let start = chain_buffer.as_device_ptr().as_raw();
+        chain_buffer
+            .copy_from(&chain::global_image(&next, start)[..])
+            .map_err(|e| anyhow::anyhow!("upload: {}", describe(e)))?;
+        crate::kernels::read_cg(flush_blocks, &flush, (flush_bytes / READ_CG_VECTOR_BYTES) as u32, 1, &mut flush_out)
+            .enqueue(gpu)?;
+        let mut out = upload(&vec![u64::MAX; CHASE_SM_HEADER_WORDS + lines])?;
+        kernels::chase_l2_on_sm(sms, smem, start, warm_sm, lines as u32, lines as u32, &mut out).enqueue(gpu)?;
+        if let Err(e) = gpu.stream.synchronize() {
+            refuse!("kernel `chase_l2_on_sm` failed: {}", describe(e));
+        }
+        let record = download(&out)?;
+        let end = u32::try_from(record[2].wrapping_sub(start)).unwrap_or(u32::MAX);
+        got.extend([u32::try_from(record[0]).unwrap_or(u32::MAX), end]);
+        want.extend([warm_sm, chain::walk(&next, 0, 2 * lines as u64) * LINE_BYTES as u32]);
+        let timed: Vec<f64> = record[CHASE_SM_HEADER_WORDS..].iter().map(|&c| c as f64).collect();
+        footprints.push(Footprint { bytes: fp, shares: band_shares(&timed), median: median(&timed) });
+    }
     let all: Vec<f64> = hops.iter().flat_map(|h| &h.1).copied().collect();
     let check = verify::exact_u32(&got, |i| want[i]);
-    Ok(Partitions { warm_sm, split: two_means(&all), hops, missed, check })
+    Ok(Partitions { warm_sm, split: two_means(&all), hops, missed, check, footprints })
 }
 
 /// The median of `v` (0 for none).
@@ -140,13 +188,14 @@ impl Partitions {
         hops.iter().filter(|&&c| c > cut).count() as f64 / hops.len().max(1) as f64
     }
 
-    /// The hops of the SMs that find the lines mostly far: the other partition from the SM
-    /// that brought them.
+    /// The hops of the SMs that find a quarter or more of the lines far: the other partition
+    /// from the SM that brought them (measured on the H200: half the lines, the half homed in
+    /// the other partition, on first touch).
     fn far(&self) -> Vec<&(u32, Vec<f64>)> {
-        self.hops.iter().filter(|(_, h)| self.far_share(h) > 0.5).collect()
+        self.hops.iter().filter(|(_, h)| self.far_share(h) >= 0.25).collect()
     }
 
-    /// SMs whose hops are mostly far.
+    /// SMs that find a quarter or more of the hops far.
     pub fn far_sms(&self) -> Vec<u32> {
         self.far().iter().map(|(sm, _)| *sm).collect()
     }
@@ -160,6 +209,47 @@ impl Partitions {
                 far.iter().filter(|(_, h)| h.get(i).is_some_and(|&c| c > cut)).count() as f64 / far.len().max(1) as f64
             })
             .collect()
+    }
+
+    /// The one-SM sweep: each footprint's band shares beside the model's level, and where the
+    /// chase leaves the near partition (the latency ladder's plateau and step).
+    pub fn footprint_notes(&self, l2_bytes: usize) -> Vec<String> {
+        let Some(first) = self.footprints.first() else { return Vec::new() };
+        let level = |l: L2Level| match l {
+            L2Level::Near => "near",
+            L2Level::Far => "far",
+            L2Level::Dram => "DRAM",
+        };
+        let points: Vec<String> = self
+            .footprints
+            .iter()
+            .map(|f| {
+                let [near, between, far, dram] = f.shares.map(|x| 100.0 * x);
+                format!(
+                    "{} {near:.0}/{between:.0}/{far:.0}/{dram:.0} (median {:.0}, model {})",
+                    bytes(f.bytes),
+                    f.median,
+                    level(one_sm_level(f.bytes as f64, l2_bytes as f64))
+                )
+            })
+            .collect();
+        let share = |f: &Footprint, b: Band| f.shares[BANDS.iter().position(|&x| x == b).unwrap_or(0)];
+        let near_last = self.footprints.iter().take_while(|f| share(f, Band::Near) >= 0.99).last().unwrap_or(first);
+        let far_first = self.footprints.iter().find(|f| share(f, Band::Far) >= 0.5);
+        let dram_first = self.footprints.iter().find(|f| share(f, Band::Dram) >= 0.5);
+        let mut notes = vec![format!(
+            "L2 partitions, one SM (SM {}) chasing growing footprints, second pass, % of hops near (<340 cycles) / 340-420 / far (420-580) / DRAM (>=580): {}",
+            self.warm_sm,
+            points.join("; ")
+        )];
+        notes.push(format!(
+            "the latency ladder's plateau: up to {} every hop is near, the SM's own partition (half the {} L2, less what it holds for the other half); past it the chase no longer fits there and the far band takes over{}{}: the ladder's step at 24-32 MiB is the partition step, not the end of the L2",
+            bytes(near_last.bytes),
+            bytes(l2_bytes),
+            far_first.map_or(String::new(), |f| format!(", half the hops far from about {} ({:.0}%)", bytes(f.bytes), 100.0 * share(f, Band::Far))),
+            dram_first.map_or(String::new(), |f| format!(", DRAM from about {} ({:.0}%)", bytes(f.bytes), 100.0 * share(f, Band::Dram))),
+        ));
+        notes
     }
 
     /// What the measurement shows.
@@ -193,10 +283,11 @@ impl Partitions {
                 self.hops.len()
             ),
             format!(
-                "{} SMs find the lines near (median {:.0} cycles); {} SMs find them mostly far (median {:.0} cycles, {:.2}x): the partition of the SM that brought them, and the other one, across the link",
+                "{} SMs find the lines near (median {:.0} cycles); {} SMs find {:.0}% of them far (median hop {:.0} cycles, {:.2}x): the SMs of the other partition, whose first touch of a line homed across the link crosses it (and leaves a near copy)",
                 near_sms.len(),
                 median(&near_sms),
                 far.len(),
+                100.0 * median(&self.far().iter().map(|(_, h)| self.far_share(h)).collect::<Vec<_>>()),
                 median(&far_meds),
                 median(&far_meds) / median(&near_sms).max(1.0)
             ),
@@ -225,7 +316,14 @@ mod tests {
     fn partitions(hops: Vec<Vec<f64>>) -> Partitions {
         let hops: Vec<(u32, Vec<f64>)> = hops.into_iter().enumerate().map(|(sm, h)| (sm as u32, h)).collect();
         let all: Vec<f64> = hops.iter().flat_map(|h| &h.1).copied().collect();
-        Partitions { warm_sm: 0, split: two_means(&all), hops, missed: vec![], check: verify::exact_u32(&[1], |_| 1) }
+        Partitions {
+            warm_sm: 0,
+            split: two_means(&all),
+            hops,
+            missed: vec![],
+            check: verify::exact_u32(&[1], |_| 1),
+            footprints: vec![],
+        }
     }
 
     #[test]
@@ -239,8 +337,9 @@ mod tests {
         assert_eq!((lines[0], lines[1]), (0.0, 1.0));
         let notes = p.notes();
         assert!(
-            notes[1]
-                .starts_with("2 SMs find the lines near (median 280 cycles); 2 SMs find them mostly far (median 480"),
+            notes[1].starts_with(
+                "2 SMs find the lines near (median 280 cycles); 2 SMs find 100% of them far (median hop 480"
+            ),
             "{}",
             notes[1]
         );
@@ -255,5 +354,27 @@ mod tests {
         assert_eq!(p.split, None);
         assert!(p.far_sms().is_empty());
         assert!(p.notes()[0].contains("no near/far split seen"));
+    }
+
+    #[test]
+    fn the_one_sm_sweep_names_the_partition_step() {
+        assert_eq!(sweep_footprints(60 << 20)[0], 8 << 20);
+        assert_eq!(sweep_footprints(60 << 20)[10], 64 << 20);
+        assert_eq!(sweep_footprints(0), vec![LINE_BYTES; 11]);
+        let mut p = partitions(vec![vec![280.0; CHAIN_LINES]]);
+        let f = |mib: usize, shares: [f64; 4]| Footprint { bytes: mib << 20, shares, median: 0.0 };
+        p.footprints = vec![
+            f(24, [1.0, 0.0, 0.0, 0.0]),
+            f(28, [0.93, 0.0, 0.07, 0.0]),
+            f(32, [0.24, 0.0, 0.71, 0.05]),
+            f(64, [0.0, 0.0, 0.44, 0.56]),
+        ];
+        let notes = p.footprint_notes(60 << 20);
+        assert!(notes[0].contains("24 MiB 100/0/0/0 (median 0, model near)"), "{}", notes[0]);
+        assert!(notes[0].contains("32 MiB 24/0/71/5 (median 0, model far)"), "{}", notes[0]);
+        assert!(notes[0].contains("64 MiB 0/0/44/56 (median 0, model DRAM)"), "{}", notes[0]);
+        assert!(notes[1].starts_with("the latency ladder's plateau: up to 24 MiB every hop is near"), "{}", notes[1]);
+        assert!(notes[1].contains("far band takes over, half the hops far from about 32 MiB (71%), DRAM from about 64 MiB (56%): the ladder's"), "{}", notes[1]);
+        assert!(partitions(vec![]).footprint_notes(60 << 20).is_empty());
     }
 }

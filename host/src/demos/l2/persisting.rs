@@ -11,7 +11,7 @@ use crate::demos::hierarchy::ladder::bytes;
 use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poison, poisoned, upload};
 use crate::gpu::l2::{self, PersistingLimits, Window};
 use crate::gpu::launch::LaunchShape;
-use crate::model::l2::{HotStream, hit_ratio};
+use crate::model::l2::{HotStream, L2Policy, hit_from_time, hit_ratio, hot_hit};
 use crate::reference;
 use crate::verify;
 
@@ -28,7 +28,7 @@ crate::kernels! {
 /// Set-Aside for Persisting Accesses": devices of compute capability 8.0 and above).
 pub const MIN_CC: (u32, u32) = (8, 0);
 
-/// One hot size, timed without and with the window.
+/// One hot size, timed without a policy, with the window, and with `evict_first` streamed loads.
 #[derive(Debug, Clone)]
 pub struct HotPoint {
     /// Bytes of the hot buffer.
@@ -37,12 +37,32 @@ pub struct HotPoint {
     pub window_bytes: usize,
     /// The window's `hitRatio`.
     pub hit_ratio: f64,
-    /// The model for this size.
+    /// The DRAM-byte model for this size.
     pub model: HotStream,
     /// The kernel without a window.
     pub without: KernelRow,
     /// The kernel with the window.
     pub with: KernelRow,
+    /// `hot_stream_read_evict_first` (no window); `None` where the PTX lacks it (below cc 9.0).
+    pub hinted: Option<KernelRow>,
+}
+
+/// The times that bound the hit fraction: every hot re-read a hit, every one a miss.
+#[derive(Debug, Clone)]
+pub struct Bounds {
+    /// `hot_stream_read` with the stream as its hot buffer: each hot read is the line the
+    /// stream just brought in (a hit).
+    pub all_hit: KernelRow,
+    /// `hot_stream_read` with a second buffer as large as the stream: no hot line is read again
+    /// within the L2's reach (a miss).
+    pub all_miss: KernelRow,
+}
+
+impl Bounds {
+    /// The hit fraction of the hot re-reads of a row (`model::l2::hit_from_time`).
+    pub fn hit(&self, row: &KernelRow) -> Option<f64> {
+        hit_from_time(row.timing.median_ms, self.all_hit.timing.median_ms, self.all_miss.timing.median_ms)
+    }
 }
 
 impl HotPoint {
@@ -51,9 +71,19 @@ impl HotPoint {
         self.without.timing.median_ms / self.with.timing.median_ms
     }
 
-    /// The model's speed-up for the carve-out granted.
-    pub fn model_speedup(&self, carve_out: usize) -> f64 {
-        self.model.speedup(carve_out as f64, self.hit_ratio)
+    /// Measured speed-up of the `evict_first` streamed loads over no policy.
+    pub fn hinted_speedup(&self) -> Option<f64> {
+        self.hinted.as_ref().map(|h| self.without.timing.median_ms / h.timing.median_ms)
+    }
+
+    /// The model's hit fraction under `policy` (`model::l2::hot_hit`).
+    pub fn model_hit(&self, policy: L2Policy) -> f64 {
+        hot_hit(policy, self.model.l2_bytes, self.model.hot_bytes)
+    }
+
+    /// The model's speed-up of `policy` over no policy (DRAM bytes, `model::l2::HotStream`).
+    pub fn model_speedup(&self, policy: L2Policy) -> f64 {
+        self.model.speedup(self.model_hit(L2Policy::Plain), self.model_hit(policy))
     }
 }
 
@@ -68,6 +98,8 @@ pub struct Persisting {
     pub l2_bytes: usize,
     /// The stream, bytes.
     pub stream_bytes: usize,
+    /// The times that bound the hit fraction.
+    pub bounds: Bounds,
     /// One point per hot size, ascending.
     pub points: Vec<HotPoint>,
 }
@@ -99,8 +131,9 @@ pub fn hot_sizes(l2_bytes: usize, stream_bytes: usize) -> Vec<usize> {
 }
 
 /// Measures the hot sizes `sizes` (powers of two, at least 16 bytes) amid a stream of
-/// `stream_bytes` (a multiple of 16), each without and with a window, the carve-out set to the
-/// device's maximum for the windowed launches only.
+/// `stream_bytes` (a multiple of 16), each without a policy, with a window (the carve-out set
+/// to the device's maximum for the windowed launches only) and with `evict_first` streamed
+/// loads; and the two bounds of the hit fraction.
 ///
 /// The inner `Err` is the one line saying why the lesson is skipped: the driver refused the
 /// carve-out (as under MPS or on a partitioned GPU).
@@ -112,10 +145,13 @@ pub fn measure_sizes(
 ) -> Result<Result<Persisting, String>> {
     let gpu = &lab.gpu;
     let largest = sizes.iter().copied().max().unwrap_or(0);
+    // The all-miss bound's buffer: the largest power of two of whole vectors in the stream.
+    let twin_bytes = 1usize << stream_bytes.max(READ_CG_VECTOR_BYTES).ilog2();
     let (blocks, threads) = crate::demos::full_gpu(&gpu.info, HOT_STREAM_THREADS);
-    ensure_free("the persisting-L2 lesson", stream_bytes + largest + 4 * threads)?;
+    ensure_free("the persisting-L2 lesson", stream_bytes + largest.max(twin_bytes) + twin_bytes + 4 * threads)?;
     let stream_words: Vec<u32> = (0..stream_bytes / 4).map(reference::strided_word).collect();
-    let hot_words: Vec<u32> = (0..largest / 4).map(|i| reference::strided_word(i).rotate_left(7)).collect();
+    let hot_words: Vec<u32> =
+        (0..largest.max(twin_bytes) / 4).map(|i| reference::strided_word(i).rotate_left(7)).collect();
     let stream = upload(&stream_words)?;
     let hot = upload(&hot_words)?;
     let mut out = poisoned::<u32>(threads)?;
@@ -128,84 +164,131 @@ pub fn measure_sizes(
             return Ok(Err(format!("L2 persisting: skipped, the driver refused a carve-out of {asked}: {e}")));
         }
     };
-    let mut points = Vec::new();
-    for &hot_bytes in sizes {
+    let hinted_in_ptx = crate::ptx::needs_newer(gpu.ptx, "hot_stream_read_evict_first").is_none();
+    let stream_vectors = (stream_bytes / READ_CG_VECTOR_BYTES) as u32;
+    // One timed, checked launch of `variant` over the hot buffer `hot_words[..hot_bytes / 4]`
+    // (`on_stream`: the stream itself is the hot buffer).
+    let mut run = |variant: Variant, hot_bytes: usize, on_stream: bool, window_bytes: usize| -> Result<KernelRow> {
         let hot_vectors = (hot_bytes / READ_CG_VECTOR_BYTES) as u32;
-        let want = reference::hot_stream_sums(&stream_words, &hot_words[..hot_bytes / 4], threads);
-        let window_bytes = hot_bytes.min(limits.max_window);
-        let mut run = |windowed: bool| -> Result<KernelRow> {
-            let launch = kernels::hot_stream_read(
+        let (hot_buffer, hot_src) =
+            if on_stream { (&stream, &stream_words[..hot_bytes / 4]) } else { (&hot, &hot_words[..hot_bytes / 4]) };
+        let want = reference::hot_stream_sums(&stream_words, hot_src, threads);
+        let launch = match variant {
+            Variant::EvictFirst => crate::demos::l2::policies::kernels::hot_stream_read_evict_first(
                 blocks,
                 &stream,
-                (stream_bytes / READ_CG_VECTOR_BYTES) as u32,
-                &hot,
+                stream_vectors,
+                hot_buffer,
                 hot_vectors - 1,
                 &mut out,
-            );
-            let work = Work { flop: 0.0, bytes: 2.0 * stream_bytes as f64, level: Level::Global };
-            let (lesson, how) = if windowed {
-                ("a hot buffer re-read amid a stream, its lines persisting in L2", "persisting window")
-            } else {
-                ("a hot buffer re-read amid a stream, plain LRU", "no window")
-            };
-            let size = format!("hot {}, {how}", bytes(hot_bytes));
-            let prediction = format!("hot {} re-read every {} of traffic", bytes(hot_bytes), bytes(2 * hot_bytes));
-            let run = KernelRun { launch, lesson, prediction, work, size, reset: &|| poison(&out) };
-            let check = || Ok((verify::exact_u32(&download(&out)?, |g| want[g]), "checksums"));
-            let _window = if windowed {
-                let ratio = hit_ratio(window_bytes as f64, carve_out as f64) as f32;
-                Some(Window::open(gpu, carve_out, hot.as_device_ptr().as_raw(), window_bytes, ratio)?)
-            } else {
-                None
-            };
-            measure(lab, run, check)
+            ),
+            _ => kernels::hot_stream_read(blocks, &stream, stream_vectors, hot_buffer, hot_vectors - 1, &mut out),
         };
-        let without = run(false)?;
-        let with = run(true)?;
+        let work = Work { flop: 0.0, bytes: 2.0 * stream_bytes as f64, level: Level::Global };
+        let (lesson, how) = variant.describe(on_stream);
+        let size = format!("hot {}, {how}", bytes(hot_bytes));
+        let prediction = format!("hot {} re-read every {} of traffic", bytes(hot_bytes), bytes(2 * hot_bytes));
+        let run = KernelRun { launch, lesson, prediction, work, size, reset: &|| poison(&out) };
+        let check = || Ok((verify::exact_u32(&download(&out)?, |g| want[g]), "checksums"));
+        let _window = if variant == Variant::Window {
+            let ratio = hit_ratio(window_bytes as f64, carve_out as f64) as f32;
+            Some(Window::open(gpu, carve_out, hot_buffer.as_device_ptr().as_raw(), window_bytes, ratio)?)
+        } else {
+            None
+        };
+        measure(lab, run, check)
+    };
+    let bounds = Bounds {
+        all_hit: run(Variant::Plain, twin_bytes, true, 0)?,
+        all_miss: run(Variant::Plain, twin_bytes, false, 0)?,
+    };
+    let mut points = Vec::new();
+    for &hot_bytes in sizes {
+        let window_bytes = hot_bytes.min(limits.max_window);
+        let without = run(Variant::Plain, hot_bytes, false, 0)?;
+        let with = run(Variant::Window, hot_bytes, false, window_bytes)?;
+        let hinted = if hinted_in_ptx { Some(run(Variant::EvictFirst, hot_bytes, false, 0)?) } else { None };
         let model =
             HotStream { l2_bytes: l2_bytes as f64, hot_bytes: hot_bytes as f64, stream_bytes: stream_bytes as f64 };
         let ratio = hit_ratio(window_bytes as f64, carve_out as f64);
-        points.push(HotPoint { hot_bytes, window_bytes, hit_ratio: ratio, model, without, with });
+        points.push(HotPoint { hot_bytes, window_bytes, hit_ratio: ratio, model, without, with, hinted });
     }
     l2::reset_persisting_lines()?;
-    Ok(Ok(Persisting { limits, carve_out, l2_bytes, stream_bytes, points }))
+    Ok(Ok(Persisting { limits, carve_out, l2_bytes, stream_bytes, bounds, points }))
+}
+
+/// The three ways the lesson reads the hot buffer amid the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// `hot_stream_read`, no window.
+    Plain,
+    /// `hot_stream_read` with the access-policy window over the hot buffer.
+    Window,
+    /// `hot_stream_read_evict_first`, no window.
+    EvictFirst,
+}
+
+impl Variant {
+    /// The row's lesson and how the size column names it.
+    fn describe(self, on_stream: bool) -> (&'static str, &'static str) {
+        match (self, on_stream) {
+            (_, true) => ("bound: every hot re-read a hit (the stream is the hot buffer)", "all hit"),
+            (Variant::Plain, false) => ("a hot buffer re-read amid a stream, no policy", "no window"),
+            (Variant::Window, false) => {
+                ("a hot buffer re-read amid a stream, an access-policy window over it", "window")
+            }
+            (Variant::EvictFirst, false) => {
+                ("a hot buffer re-read amid a stream whose loads are evict_first", "evict_first")
+            }
+        }
+    }
 }
 
 impl Persisting {
-    /// The point the window speeds up most.
-    pub fn best(&self) -> Option<&HotPoint> {
-        self.points.iter().max_by(|a, b| a.speedup().total_cmp(&b.speedup()))
+    /// The window as the model sees it: its carve-out.
+    pub fn window_policy(&self) -> L2Policy {
+        L2Policy::Window { carve_out: self.carve_out as f64 }
     }
 
-    /// The sweep as a table.
+    /// The point `evict_first` speeds up most (the window's best where it was not measured).
+    pub fn best(&self) -> Option<&HotPoint> {
+        let gain = |p: &HotPoint| p.hinted_speedup().unwrap_or_else(|| p.speedup());
+        self.points.iter().max_by(|a, b| gain(a).total_cmp(&gain(b)))
+    }
+
+    /// A hit fraction as the table prints it.
+    fn h(&self, row: Option<&KernelRow>) -> String {
+        row.and_then(|r| self.bounds.hit(r)).map_or("-".into(), |h| format!("{h:.2}"))
+    }
+
+    /// The sweep as a table: per hot size, the hit fraction `h` measured and modelled for each
+    /// variant, the times, and the speed-ups over no policy.
     pub fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
         let header = [
             "hot buffer",
-            "bytes between re-reads",
-            "hitRatio",
-            "model hot hits (no window / window)",
-            "model speed-up",
-            "no window",
+            "h no policy (model)",
+            "h window (model)",
+            "h evict_first (model)",
+            "no policy",
             "window",
-            "measured speed-up",
+            "evict_first",
+            "speed-up window / evict_first",
         ];
         let rows = self
             .points
             .iter()
             .map(|p| {
+                let hit = |row: Option<&KernelRow>, policy| format!("{} ({:.2})", self.h(row), p.model_hit(policy));
+                let ms = |row: Option<&KernelRow>| row.map_or("-".into(), |r| format!("{:.3} ms", r.timing.median_ms));
                 vec![
                     bytes(p.hot_bytes),
-                    bytes(2 * p.hot_bytes),
-                    format!("{:.2}", p.hit_ratio),
-                    format!(
-                        "{:.0}% / {:.0}%",
-                        100.0 * p.model.without_window().hot_hit,
-                        100.0 * p.model.with_window(self.carve_out as f64, p.hit_ratio).hot_hit
-                    ),
-                    format!("{:.2}x", p.model_speedup(self.carve_out)),
-                    format!("{:.3} ms ({:.0} GB/s)", p.without.timing.median_ms, p.without.rate.value()),
-                    format!("{:.3} ms ({:.0} GB/s)", p.with.timing.median_ms, p.with.rate.value()),
-                    format!("{:.2}x", p.speedup()),
+                    hit(Some(&p.without), L2Policy::Plain),
+                    hit(Some(&p.with), self.window_policy()),
+                    hit(p.hinted.as_ref(), L2Policy::StreamEvictFirst),
+                    ms(Some(&p.without)),
+                    ms(Some(&p.with)),
+                    ms(p.hinted.as_ref()),
+                    format!("{:.2}x / {}", p.speedup(), p.hinted_speedup().map_or("-".into(), |x| format!("{x:.2}x"))),
                 ]
             })
             .collect();
@@ -214,25 +297,41 @@ impl Persisting {
 
     /// What the measurement shows, one phrase each.
     pub fn notes(&self) -> Vec<String> {
-        let mut notes = vec![format!(
-            "persisting L2: carve-out granted {} (device maximum {}, largest window {}); L2 {}; stream {} read once per launch, one hot byte read per streamed byte",
-            bytes(self.carve_out),
-            bytes(self.limits.max_carve_out),
-            bytes(self.limits.max_window),
-            bytes(self.l2_bytes),
-            bytes(self.stream_bytes)
-        )];
-        notes.push(
-            "model: between two reads of a hot line the kernel reads the hot buffer and as many streamed bytes; without a window LRU keeps the line only if that fits the L2, with one the persisting share (hitRatio) stays while it fits the carve-out; speed-up = DRAM bytes without / with (DRAM-bound)".into(),
-        );
-        if let Some(p) = self.best() {
+        let b = &self.bounds;
+        let mut notes = vec![
+            format!(
+                "persisting L2: carve-out granted {} (device maximum {}, largest window {}); L2 {}; stream {} read once per launch, one hot byte read per streamed byte",
+                bytes(self.carve_out),
+                bytes(self.limits.max_carve_out),
+                bytes(self.limits.max_window),
+                bytes(self.l2_bytes),
+                bytes(self.stream_bytes)
+            ),
+            format!(
+                "h, the hit fraction of the hot re-reads, from the time t: h = (t_miss - t) / (t_miss - t_hit), t_hit {:.3} ms (the stream as its own hot buffer), t_miss {:.3} ms (a second {} buffer)",
+                b.all_hit.timing.median_ms,
+                b.all_miss.timing.median_ms,
+                bytes(1usize << self.stream_bytes.max(READ_CG_VECTOR_BYTES).ilog2())
+            ),
+            "model (model::l2::hot_hit): with no policy the L2 keeps a hot line as random replacement would, h = exp(-hot (2 - h) / L2); the window's carve-out only takes lines from that L2 (the H200 with driver 580 keeps no more hot lines with any window than with its carve-out alone: bench/l2_experiments.cu); evict_first streamed lines leave first, so the hot buffer keeps half the L2 (each partition its own copy)".into(),
+        ];
+        if let Some(p) = self.best()
+            && let Some(x) = p.hinted_speedup()
+        {
             notes.push(format!(
-                "the window speeds the hot {} case up {:.2}x (model {:.2}x): {} of hot re-reads served by L2 instead of DRAM",
-                bytes(p.hot_bytes),
-                p.speedup(),
-                p.model_speedup(self.carve_out),
-                bytes((p.model.stream_bytes - p.model.hot_bytes) as usize)
-            ));
+                    "evict_first on the streamed loads speeds the hot {} case up {x:.2}x (h {} -> {}; model {:.2}x), the window {:.2}x (h {}): mark what is read once, rather than what is read again",
+                    bytes(p.hot_bytes),
+                    self.h(Some(&p.without)),
+                    self.h(p.hinted.as_ref()),
+                    p.model_speedup(L2Policy::StreamEvictFirst),
+                    p.speedup(),
+                    self.h(Some(&p.with)),
+                ));
+        }
+        if self.points.iter().all(|p| p.hinted.is_none()) {
+            notes.push(
+                "evict_first: skipped, hot_stream_read_evict_first is in the sm_90 PTX only (createpolicy, PTX ISA 7.4)".into(),
+            );
         }
         notes
     }
@@ -241,20 +340,24 @@ impl Persisting {
     /// measured bandwidth, measured by.
     pub fn hierarchy_row(&self) -> Option<Vec<String>> {
         let p = self.best()?;
+        let hinted = match (&p.hinted, p.hinted_speedup()) {
+            (Some(h), Some(x)) => format!(
+                "{x:.2}x with evict_first streamed loads ({:.0} -> {:.0} GB/s, h {} -> {}); ",
+                p.without.rate.value(),
+                h.rate.value(),
+                self.h(Some(&p.without)),
+                self.h(Some(h))
+            ),
+            _ => String::new(),
+        };
         Some(vec![
             "L2 persisting".into(),
             "-".into(),
             "-".into(),
             "-".into(),
+            format!("{hinted}{:.2}x with the window (h {})", p.speedup(), self.h(Some(&p.with))),
             format!(
-                "{:.2}x with the window ({:.0} -> {:.0} GB/s; model {:.2}x)",
-                p.speedup(),
-                p.without.rate.value(),
-                p.with.rate.value(),
-                p.model_speedup(self.carve_out)
-            ),
-            format!(
-                "hot_stream_read, hot {} amid {}, carve-out {}, hitRatio {:.2}",
+                "hot_stream_read(_evict_first), hot {} amid {}, carve-out {}, hitRatio {:.2}",
                 bytes(p.hot_bytes),
                 bytes(self.stream_bytes),
                 bytes(self.carve_out),

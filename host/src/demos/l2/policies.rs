@@ -1,0 +1,66 @@
+//! The L2 lesson's answers as kernels: `read_cg_chunks` (the public suite's work split: many
+//! short blocks, each a fixed 512 KiB region) beside `read_cg`, and the typed launch of
+//! `hot_stream_read_evict_first` (timed by [`super::persisting`]).
+
+use anyhow::Result;
+use cust::memory::DeviceBuffer;
+use memlab_contracts::hierarchy::READ_CG_VECTOR_BYTES;
+use memlab_contracts::l2::{CHUNK_BLOCKS, CHUNK_THREADS, HOT_STREAM_THREADS, REGION_VECTORS};
+
+use crate::demos::hierarchy::ladder::bytes;
+use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poison, poisoned, upload};
+use crate::gpu::launch::LaunchShape;
+use crate::reference;
+use crate::verify;
+
+crate::kernels! {
+    /// `read_cg_chunks`: `CHUNK_BLOCKS` blocks of `CHUNK_THREADS`, each one 512 KiB region of
+    /// the `regions` in `input`.
+    fn read_cg_chunks(; input: &DeviceBuffer<u32>, regions: u32, out: &mut DeviceBuffer<u32>)
+        => LaunchShape { grid: (CHUNK_BLOCKS, 1), block: (CHUNK_THREADS, 1), smem_bytes: 0 };
+    /// `hot_stream_read_evict_first`: as `hot_stream_read`, the streamed loads evict-first.
+    fn hot_stream_read_evict_first(blocks: u32;
+        stream: &DeviceBuffer<u32>, stream_vectors: u32, hot: &DeviceBuffer<u32>, hot_mask: u32,
+        out: &mut DeviceBuffer<u32>)
+        => LaunchShape { grid: (blocks, 1), block: (HOT_STREAM_THREADS, 1), smem_bytes: 0 };
+}
+
+/// Bytes of one region, what one block of `read_cg_chunks` reads (512 KiB).
+pub const REGION_BYTES: usize = REGION_VECTORS as usize * READ_CG_VECTOR_BYTES;
+
+/// Regions of a footprint of `footprint` bytes: the whole regions in it, at least one.
+pub fn regions(footprint: usize) -> u32 {
+    (footprint / REGION_BYTES).max(1) as u32
+}
+
+/// `read_cg_chunks` over the whole regions of `footprint` bytes, checked and timed.
+pub fn chunks(lab: &Lab, footprint: usize) -> Result<KernelRow> {
+    let regions = regions(footprint);
+    let used = regions as usize * REGION_BYTES;
+    let lesson = "L2 reads, many short blocks of a fixed 512 KiB each";
+    ensure_free(lesson, used + 4 * regions as usize * CHUNK_THREADS as usize)?;
+    let words: Vec<u32> = (0..used / 4).map(reference::strided_word).collect();
+    let input = upload(&words)?;
+    let mut out = poisoned::<u32>(regions as usize * CHUNK_THREADS as usize)?;
+    let launch = kernels::read_cg_chunks(&input, regions, &mut out);
+    let work = Work { flop: 0.0, bytes: CHUNK_BLOCKS as f64 * REGION_BYTES as f64, level: Level::L2 };
+    let size = format!("{} in {regions} regions, {CHUNK_BLOCKS} blocks", bytes(used));
+    let prediction = "the busiest SM ends one short block after the others".to_string();
+    let run = KernelRun { launch, lesson, prediction, work, size, reset: &|| poison(&out) };
+    let want = reference::chunk_sums(&words, regions as usize);
+    let check = || Ok((verify::exact_u32(&download(&out)?, |g| want[g]), "checksums"));
+    measure(lab, run, check)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_footprint_is_read_in_whole_512_kib_regions() {
+        assert_eq!(REGION_BYTES, 512 << 10);
+        assert_eq!(regions(15 << 20), 30);
+        assert_eq!(regions(2000016), 3);
+        assert_eq!(regions(16), 1);
+    }
+}
