@@ -229,13 +229,3 @@ impl Slice<f32, ReadWrite> {
         unsafe { *self.ptr.add(i).cast::<Vec4<f32>>() = Vec4(v) }
     }
 }
-
-impl<T, A> Slice<T, A> {
-    /// The address of element 0, for the loads with instructions of their own that live
-    /// beside the API (`kernels-gpu/src/device/`): reading through it is `unsafe`, and such a
-    /// wrapper keeps its reads inside `len()` elements, as [`Slice::get`] does.
-    #[inline(always)]
-    pub fn as_ptr(&self) -> *const T {
-        self.ptr
-    }
-}
