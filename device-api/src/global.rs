@@ -147,6 +147,24 @@ impl<T: Copy> Slice<T, ReadWrite> {
     }
 }
 
+/// The view's address, for copy engines that take an address and a byte count (the TMA bulk
+/// copies of `kernels-gpu/src/device/tma.rs`, which check their range against [`Slice::len`]).
+impl<T, A> Slice<T, A> {
+    /// The first element's address.
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr
+    }
+}
+
+impl<T> Slice<T, ReadWrite> {
+    /// The first element's address, writable.
+    #[inline(always)]
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        self.ptr
+    }
+}
+
 /// A row-major `rows x cols` matrix in global memory, row `r` starting `r * pitch` elements
 /// after row 0; `A` is [`ReadOnly`] or [`ReadWrite`].
 pub struct Matrix<T, A = ReadOnly> {

@@ -10,8 +10,9 @@
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::tma::{
-    BULK_BLOCKS, BULK_BLOCKS_PER_SM, BULK_CHUNK, BULK_CHUNKS, COPY_SMEM, COPY_THREADS, TILE, TILE_BYTES,
-    TRANSPOSE_BLOCK, TRANSPOSE_SMEM, box_cols, smem_bytes,
+    BULK_BLOCKS_PER_SM, BULK_CHUNKS, BULK_DEFAULT, BULK_PIPELINE_CHUNKS, COPY_BLOCKS_PER_SM, COPY_BOXES, COPY_DEFAULT,
+    COPY_STAGES, COPY_THREADS, Pipeline, TILE, TILE_BYTES, TRANSPOSE_BLOCK, TRANSPOSE_BLOCKS_PER_SM, TRANSPOSE_DEFAULT,
+    TRANSPOSE_STAGES, box_cols, smem_bytes, transpose_buffers,
 };
 
 use super::transpose::kernels as lsu;
@@ -31,31 +32,38 @@ use crate::{reference, refuse};
 /// The compute capability TMA needs (`cp.async.bulk.tensor`: `sm_90`, PTX ISA 8.0).
 pub const NEEDS_CC: (u32, u32) = (9, 0);
 
-/// The shape of a kernel that moves one `64 x 64` tile per block of a `rows x cols` input.
-fn tiles(rows: u32, cols: u32, block: (u32, u32), smem: u32) -> LaunchShape {
-    LaunchShape::covering(rows as usize, cols as usize, (TILE as usize, TILE as usize), block, smem)
+/// The shape of a persistent pipelined kernel: `blocks` blocks of `block` threads with
+/// `buffers` buffers of `buffer_bytes` each.
+fn persistent(blocks: u32, block: (u32, u32), buffer_bytes: u32, buffers: u32) -> LaunchShape {
+    LaunchShape { grid: (blocks, 1), block, smem_bytes: smem_bytes(buffer_bytes, buffers) }
 }
 
 crate::kernels! {
     /// `tma_bulk_copy`: `n` f32 from `src` to `dst` (16-byte aligned, `n` a multiple of 4) in
-    /// 1-D bulk copies of `chunk` bytes (a multiple of 16); `blocks` blocks of 32 threads,
-    /// `1024 + chunk + 8` B of shared memory each.
-    fn tma_bulk_copy(blocks: u32; src: &DeviceBuffer<f32>, dst: &mut DeviceBuffer<f32>, n: u32, chunk: u32)
-        => LaunchShape { grid: (blocks, 1), block: (COPY_THREADS, 1), smem_bytes: smem_bytes(chunk) };
-    /// `tma_copy`: a `rows x cols` f32 matrix through `64 x 64` tensor copies; maps (in global
-    /// memory) of the input and the output, box `64 x 64`, no swizzle; 32 threads and 17416 B
-    /// of shared memory per tile.
-    fn tma_copy(rows: u32, cols: u32; map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>)
-        => tiles(rows, cols, (COPY_THREADS, 1), COPY_SMEM);
+    /// 1-D bulk copies of `chunk` bytes (a multiple of 16) through `stages` shared buffers;
+    /// `blocks` persistent blocks of 32 threads, `1024 + stages (chunk + 8)` B shared each.
+    fn tma_bulk_copy(blocks: u32; src: &DeviceBuffer<f32>, dst: &mut DeviceBuffer<f32>, n: u32, chunk: u32, stages: u32)
+        => persistent(blocks, (COPY_THREADS, 1), chunk, stages);
+    /// `tma_copy`: a `rows x cols` f32 matrix through `box_rows x box_cols` tensor copies and
+    /// `stages` shared buffers; maps (in global memory) of the input and the output with that
+    /// box, no swizzle; `blocks` persistent blocks of 32 threads.
+    fn tma_copy(blocks: u32; map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>, rows: u32, cols: u32, box_rows: u32, box_cols: u32, stages: u32)
+        => persistent(blocks, (COPY_THREADS, 1), box_rows * box_cols * 4, stages);
     /// `tma_transpose`: `rows x cols` into `cols x rows`; `map_in` box `64 x box_cols(swizzle)`
-    /// with that swizzle, `map_out` box `64 x 64`; block `32 x 8`, 33800 B shared per tile.
-    fn tma_transpose(rows: u32, cols: u32; map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>, swizzle: u32)
-        => tiles(rows, cols, TRANSPOSE_BLOCK, TRANSPOSE_SMEM);
+    /// with that swizzle, `map_out` box `64 x 64`; `blocks` persistent blocks of `32 x 8`,
+    /// `stages` input tiles and 2 output tiles of 16 KiB in shared memory.
+    fn tma_transpose(blocks: u32; map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>, rows: u32, cols: u32, swizzle: u32, stages: u32)
+        => persistent(blocks, TRANSPOSE_BLOCK, TILE_BYTES, transpose_buffers(stages));
 }
 
 /// The tensor map of a `rows x cols` f32 matrix at `address`, box `64 x box_cols`.
 fn spec(address: u64, rows: usize, cols: usize, box_cols: u32, swizzle: Swizzle) -> TiledSpec {
-    TiledSpec { address, rows: rows as u64, cols: cols as u64, box_rows: TILE, box_cols, swizzle }
+    boxed(address, rows, cols, (TILE, box_cols), swizzle)
+}
+
+/// The tensor map of a `rows x cols` f32 matrix at `address`, box `rows x cols` of `boxed`.
+fn boxed(address: u64, rows: usize, cols: usize, (box_rows, box_cols): (u32, u32), swizzle: Swizzle) -> TiledSpec {
+    TiledSpec { address, rows: rows as u64, cols: cols as u64, box_rows, box_cols, swizzle }
 }
 
 /// Refuses a matrix the lesson's tensor maps cannot describe (input `rows x cols`, transposed
@@ -68,6 +76,9 @@ pub fn check_matrix(rows: usize, cols: usize) -> Result<()> {
     check_u32_elements("the TMA demo", &[rows.saturating_mul(cols)])?;
     spec(0, rows, cols, TILE, Swizzle::None).check()?;
     spec(0, cols, rows, TILE, Swizzle::None).check()?;
+    for b in COPY_BOXES {
+        boxed(0, rows, cols, b, Swizzle::None).check()?;
+    }
     for sw in Swizzle::ALL {
         spec(0, rows, cols, box_cols(sw.mode()), sw).check()?;
     }
@@ -129,24 +140,58 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let input = upload(&input_host)?;
     let mut output = poisoned::<f32>(n)?;
     let (in_addr, out_addr) = (input.as_device_ptr().as_raw(), output.as_device_ptr().as_raw());
-    let map_in = spec(in_addr, rows, cols, TILE, Swizzle::None).upload()?;
-    let map_out = spec(out_addr, rows, cols, TILE, Swizzle::None).upload()?;
-    let map_out_t = spec(out_addr, cols, rows, TILE, Swizzle::None).upload()?;
     let (r, c) = (rows as u32, cols as u32);
     let bytes = 2.0 * 4.0 * n as f64;
     let size = format!("{rows}x{cols}");
+    let sms = info.sms;
+    // The pipeline sweeps: every configuration checked exactly, then timed; the kernel rows
+    // run each kernel's fastest.
+    let copy_maps = COPY_BOXES
+        .iter()
+        .map(|&b| {
+            let map = |addr| boxed(addr, rows, cols, b, Swizzle::None).upload();
+            Ok((b, map(in_addr)?, map(out_addr)?))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let map_t_in = spec(in_addr, rows, cols, box_cols(Swizzle::B128.mode()), Swizzle::B128).upload()?;
+    let map_out_t = spec(out_addr, cols, rows, TILE, Swizzle::None).upload()?;
+    let bulk_launch = |p: &Pipeline, out: &mut DeviceBuffer<f32>| {
+        kernels::tma_bulk_copy(sms * p.blocks_per_sm, &input, out, r * c, p.box_bytes(), p.stages)
+    };
+    let copy_launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| {
+        let (_, map_in, map_out) = copy_maps.iter().find(|m| m.0 == (p.box_rows, p.box_cols)).expect("a swept box");
+        kernels::tma_copy(sms * p.blocks_per_sm, map_in, map_out, r, c, p.box_rows, p.box_cols, p.stages)
+    };
+    let transpose_launch = |p: &Pipeline, map: &DeviceBuffer<TensorMap>, mode: u32| {
+        kernels::tma_transpose(sms * p.blocks_per_sm, map, &map_out_t, r, c, mode, p.stages)
+    };
+    let mut sweeps = Sweeps::default();
+    let bulk = sweeps.run(lab, "tma_bulk_copy", &mut output, &input_host, bytes, &bulk_configs(), bulk_launch)?;
+    let copy = sweeps.run(lab, "tma_copy", &mut output, &input_host, bytes, &copy_configs(), copy_launch)?;
+    let transpose_sweep = sweeps.run(
+        lab,
+        "tma_transpose",
+        &mut output,
+        &transposed,
+        bytes,
+        &transpose_configs(),
+        |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, &map_t_in, Swizzle::B128.mode()),
+    )?;
+    let bulk_best = fastest(&bulk, BULK_DEFAULT);
+    let copy_best = fastest(&copy, COPY_DEFAULT);
+    let transpose_best = fastest(&transpose_sweep, TRANSPOSE_DEFAULT);
     // Launches hold device addresses, not borrows: built before `reset` borrows the output.
     let copies = [
         (lsu::copy(&input, &mut output, r, c), Path::Lsu(4 * 4), "LSU copy: 4 floats per thread through registers"),
         (
-            kernels::tma_bulk_copy(info.sms * BULK_BLOCKS, &input, &mut output, r * c, BULK_CHUNK),
-            Path::Bulk(BULK_CHUNK, BULK_BLOCKS),
-            "1-D cp.async.bulk: 16 KiB chunks through shared memory, 4 blocks per SM",
+            bulk_launch(&bulk_best, &mut output),
+            Path::Ring(bulk_best),
+            "1-D cp.async.bulk through a ring of shared buffers, persistent blocks (the sweep's fastest)",
         ),
         (
-            kernels::tma_copy(r, c, &map_in, &map_out),
-            Path::Tma(TILE_BYTES),
-            "2-D tensor copy: one 64x64 tile per block",
+            copy_launch(&copy_best, &mut output),
+            Path::Ring(copy_best),
+            "2-D tensor copies through a ring of shared buffers, persistent blocks (the sweep's fastest)",
         ),
     ];
     let lsu_transpose = lsu::transpose_vectorized(&input, &mut output, r, c);
@@ -181,9 +226,9 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         let map = spec(in_addr, rows, cols, box_cols(mode), sw).upload()?;
         let (plain, swizzled, ideal) = column_read_wavefronts(mode);
         let row = timed(
-            kernels::tma_transpose(r, c, &map, &map_out_t, mode),
-            Path::Tma(TILE_BYTES),
-            "tensor-copy transpose: tiles in and out by TMA, transposed in shared memory",
+            transpose_launch(&transpose_best, &map, mode),
+            Path::Ring(transpose_best),
+            "tensor-copy transpose: tiles in and out by TMA, transposed in shared memory, persistent blocks",
             &format!("; float4 column read {}-way", swizzled / ideal),
             format!("{size} swizzle {}", sw.name()),
             &transposed,
@@ -202,7 +247,21 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     drop(output);
     kernels.extend(async_rungs(lab)?);
     let mut output = poisoned::<f32>(n)?;
-    let (curve, curve_checks, curve_notes) = bulk_curve(lab, &input, &mut output, &input_host)?;
+    let curve_configs: Vec<Pipeline> = BULK_BLOCKS_PER_SM
+        .iter()
+        .flat_map(|&k| {
+            BULK_CHUNKS.map(|chunk| Pipeline { box_rows: 1, box_cols: chunk / 4, stages: 1, blocks_per_sm: k })
+        })
+        .collect();
+    let curve_points =
+        sweeps.run(lab, "tma_bulk_copy", &mut output, &input_host, bytes, &curve_configs, bulk_launch)?;
+    let curve = BULK_BLOCKS_PER_SM.iter().map(|&k| {
+        let points = curve_points
+            .iter()
+            .filter(|p| p.config.blocks_per_sm == k)
+            .map(|p| (p.config.box_bytes() as f64, p.gbs, format!("{} KiB", p.config.box_bytes() / 1024)));
+        Series::labelled(&curve_series_name(k), "bytes per copy", "GB/s (read + written)", points)
+    });
     let header = [
         "swizzle",
         "box (rows x f32)",
@@ -226,13 +285,13 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
             ]
         })
         .collect();
-    let fastest = swizzle_rows.iter().map(|r| r.4).fold(f64::INFINITY, f64::min);
-    let mut series = curve;
+    let fastest_mode = swizzle_rows.iter().map(|r| r.4).fold(f64::INFINITY, f64::min);
+    let mut series: Vec<Series> = curve.collect();
     series.push(Series::labelled(
         names::MEASURED,
         "swizzle mode",
         "tma_transpose time / fastest mode",
-        swizzle_rows.iter().map(|r| (r.0.mode() as f64, r.4 / fastest, r.0.name())),
+        swizzle_rows.iter().map(|r| (r.0.mode() as f64, r.4 / fastest_mode, r.0.name())),
     ));
     series.push(Series::labelled(
         names::BANK_MODEL,
@@ -246,12 +305,20 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         "column read: wavefronts / ideal",
         swizzle_rows.iter().map(|r| (r.0.mode() as f64, (r.1 / r.3) as f64, r.0.name())),
     ));
-    let mut notes = goal_notes(&kernels, inputs.memcpy_gbs());
-    notes.extend(curve_notes);
+    let memcpy = inputs.memcpy_gbs();
+    for (kernel, points) in [("tma_bulk_copy", &bulk), ("tma_copy", &copy), ("tma_transpose", &transpose_sweep)] {
+        series.push(pipeline_series(kernel, points));
+    }
+    let mut notes = goal_notes(&kernels, memcpy);
+    for (kernel, points) in [("tma_bulk_copy", &bulk), ("tma_copy", &copy), ("tma_transpose", &transpose_sweep)] {
+        notes.extend(sweep_note(kernel, points, memcpy));
+    }
+    notes.push(curve_note(&curve_points));
+    notes.extend(sweeps.left_out_note());
     Ok(section(
         kernels,
         Some((header.iter().map(|s| s.to_string()).collect(), sweep_rows)),
-        curve_checks,
+        sweeps.checks,
         notes,
         series,
     ))
@@ -267,10 +334,8 @@ enum Path {
     CpAsync(u32),
     /// Plain loads into shared memory through registers, bytes per block per stage.
     SharedLoads(u32),
-    /// TMA tensor copies, bytes per block.
-    Tma(u32),
-    /// 1-D bulk copies: bytes per copy, blocks per SM set by the grid.
-    Bulk(u32, u32),
+    /// TMA copies through a ring of buffers, persistent blocks: the configuration.
+    Ring(Pipeline),
 }
 
 impl Path {
@@ -279,11 +344,10 @@ impl Path {
         let driver = row.occupancy.active_blocks;
         let threads = row.shape.threads_per_block();
         let (what, per_block, blocks) = match self {
-            Path::Lsu(per_thread) => ("plain loads to registers", per_thread * threads, driver),
-            Path::SharedLoads(b) => ("plain loads to shared", b, driver),
-            Path::CpAsync(b) => ("cp.async (B) + plain loads (A) to shared", b, driver),
-            Path::Tma(b) => ("TMA tensor copies", b, driver),
-            Path::Bulk(b, k) => ("TMA 1-D bulk copies", b, k),
+            Path::Lsu(per_thread) => ("plain loads to registers".to_string(), per_thread * threads, driver),
+            Path::SharedLoads(b) => ("plain loads to shared".into(), b, driver),
+            Path::CpAsync(b) => ("cp.async (B) + plain loads (A) to shared".into(), b, driver),
+            Path::Ring(p) => (format!("TMA ring of {}", config_label(&p)), p.stages * p.box_bytes(), p.blocks_per_sm),
         };
         format!(
             "{what}: {} KiB per block, {} KiB in flight per SM",
@@ -291,6 +355,185 @@ impl Path {
             (per_block * blocks) as f64 / 1024.0
         )
     }
+}
+
+/// A configuration in a few words: `4 x 32x256 box, 2 blocks/SM`.
+fn config_label(p: &Pipeline) -> String {
+    let what = if p.box_rows == 1 {
+        format!("{} KiB", p.box_bytes() / 1024)
+    } else {
+        format!("{}x{} box", p.box_rows, p.box_cols)
+    };
+    format!("{} x {what}, {} blocks/SM", p.stages, p.blocks_per_sm)
+}
+
+/// KiB in flight per SM of a configuration, at most: every buffer of every block.
+fn in_flight_kib(p: &Pipeline) -> f64 {
+    (p.stages * p.box_bytes() * p.blocks_per_sm) as f64 / 1024.0
+}
+
+/// The `tma_bulk_copy` sweep: chunks x stages x blocks per SM.
+pub fn bulk_configs() -> Vec<Pipeline> {
+    let mut out = Vec::new();
+    for chunk in BULK_PIPELINE_CHUNKS {
+        for stages in COPY_STAGES {
+            for blocks_per_sm in COPY_BLOCKS_PER_SM {
+                out.push(Pipeline { box_rows: 1, box_cols: chunk / 4, stages, blocks_per_sm });
+            }
+        }
+    }
+    out
+}
+
+/// The `tma_copy` sweep: boxes x stages x blocks per SM.
+pub fn copy_configs() -> Vec<Pipeline> {
+    let mut out = Vec::new();
+    for (box_rows, box_cols) in COPY_BOXES {
+        for stages in COPY_STAGES {
+            for blocks_per_sm in COPY_BLOCKS_PER_SM {
+                out.push(Pipeline { box_rows, box_cols, stages, blocks_per_sm });
+            }
+        }
+    }
+    out
+}
+
+/// The `tma_transpose` sweep (128-byte swizzle): stages x blocks per SM, `64 x 64` tiles.
+pub fn transpose_configs() -> Vec<Pipeline> {
+    let mut out = Vec::new();
+    for stages in TRANSPOSE_STAGES {
+        for blocks_per_sm in TRANSPOSE_BLOCKS_PER_SM {
+            out.push(Pipeline { box_rows: TILE, box_cols: TILE, stages, blocks_per_sm });
+        }
+    }
+    out
+}
+
+/// One measured configuration of a sweep, checked exactly before it was timed.
+struct Point {
+    config: Pipeline,
+    gbs: f64,
+    passed: bool,
+}
+
+/// The fastest configuration whose check passed, or `default` when none did.
+fn fastest(points: &[Point], default: Pipeline) -> Pipeline {
+    points.iter().filter(|p| p.passed).max_by(|a, b| a.gbs.total_cmp(&b.gbs)).map_or(default, |p| p.config)
+}
+
+/// The sweeps' checks and the configurations the SM cannot hold.
+#[derive(Default)]
+struct Sweeps {
+    checks: Vec<Check>,
+    left_out: Vec<String>,
+}
+
+impl Sweeps {
+    /// Checks and times `kernel` at each configuration (`launch` builds it over `output`);
+    /// configurations whose blocks per SM the driver's occupancy cannot hold are left out.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &mut self,
+        lab: &Lab,
+        kernel: &str,
+        output: &mut DeviceBuffer<f32>,
+        want: &[f32],
+        bytes: f64,
+        configs: &[Pipeline],
+        launch: impl Fn(&Pipeline, &mut DeviceBuffer<f32>) -> Launch,
+    ) -> Result<Vec<Point>> {
+        let gpu = &lab.gpu;
+        let mut points = Vec::new();
+        for p in configs {
+            let launch = launch(p, output);
+            let (smem, threads) = (launch.shape.smem_bytes, launch.shape.threads_per_block());
+            let fits = smem <= gpu.info.smem_per_block_optin && {
+                if smem > gpu.info.smem_per_block {
+                    kernel::allow_dynamic_smem(gpu, launch.kernel, smem)?;
+                }
+                kernel::occupancy(gpu, launch.kernel, threads, smem)?.active_blocks >= p.blocks_per_sm
+            };
+            if !fits {
+                self.left_out.push(format!("{kernel} {}", config_label(p)));
+                continue;
+            }
+            poison(output)?;
+            launch.enqueue(gpu)?;
+            gpu.stream.synchronize().map_err(|e| anyhow::anyhow!("{kernel}: {}", crate::gpu::describe(e)))?;
+            let check = verify::exact_f32(&download(output)?, want);
+            let passed = check.passed();
+            self.checks.push(check);
+            let gbs = time(gpu, lab.sizes.repeats, || launch.enqueue(gpu))?.gbs(bytes);
+            points.push(Point { config: *p, gbs, passed });
+        }
+        Ok(points)
+    }
+
+    /// The note naming the configurations left out, if any.
+    fn left_out_note(&self) -> Option<String> {
+        (!self.left_out.is_empty())
+            .then(|| format!("left out (shared memory per SM cannot hold them): {}", self.left_out.join("; ")))
+    }
+}
+
+/// Name of the pipeline chart's series of `kernel`.
+pub fn pipeline_series_name(kernel: &str) -> String {
+    format!("{kernel} ring")
+}
+
+/// A kernel's sweep as chart data: GB/s against KiB in flight per SM, in order of x.
+fn pipeline_series(kernel: &str, points: &[Point]) -> Series {
+    let mut sorted: Vec<&Point> = points.iter().collect();
+    sorted.sort_by(|a, b| in_flight_kib(&a.config).total_cmp(&in_flight_kib(&b.config)));
+    Series::labelled(
+        &pipeline_series_name(kernel),
+        "KiB in flight per SM (stages x box x blocks per SM)",
+        "GB/s (read + written)",
+        sorted.iter().map(|p| (in_flight_kib(&p.config), p.gbs, config_label(&p.config))),
+    )
+}
+
+/// The sweep of `kernel` in one line: configurations, checks, the fastest, and the fastest
+/// with one block per SM and with the fewest stages.
+fn sweep_note(kernel: &str, points: &[Point], memcpy: Option<f64>) -> Option<String> {
+    let best = points.iter().filter(|p| p.passed).max_by(|a, b| a.gbs.total_cmp(&b.gbs))?;
+    let ratio = |gbs: f64| memcpy.map_or(String::new(), |m| format!(" ({:.3}x memcpy)", gbs / m));
+    let min_stages = points.iter().map(|p| p.config.stages).min().unwrap_or(1);
+    let fewest =
+        points.iter().filter(|p| p.passed && p.config.stages == min_stages).max_by(|a, b| a.gbs.total_cmp(&b.gbs));
+    let failed = points.iter().filter(|p| !p.passed).count();
+    Some(format!(
+        "pipeline sweep `{kernel}`: {} configurations, {}; fastest {:.0} GB/s{} at {} ({:.0} KiB in flight per SM){}",
+        points.len(),
+        if failed == 0 { "every one checked exact".to_string() } else { format!("{failed} FAILED their check") },
+        best.gbs,
+        ratio(best.gbs),
+        config_label(&best.config),
+        in_flight_kib(&best.config),
+        fewest.map_or(String::new(), |f| format!(
+            "; with {min_stages} stage{}: {:.0} GB/s at {}",
+            if min_stages == 1 { "" } else { "s" },
+            f.gbs,
+            config_label(&f.config)
+        )),
+    ))
+}
+
+/// The bulk-copy curve's note: its fastest point, beside the published figure.
+fn curve_note(points: &[Point]) -> String {
+    let best = points.iter().filter(|p| p.passed).max_by(|a, b| a.gbs.total_cmp(&b.gbs));
+    let best = best.map_or("no point passed its check".into(), |p| {
+        format!(
+            "best {:.0} GB/s at {} KiB per copy and {} blocks per SM ({} KiB in flight per SM)",
+            p.gbs,
+            p.config.box_bytes() / 1024,
+            p.config.blocks_per_sm,
+            p.config.box_bytes() * p.config.blocks_per_sm / 1024
+        )
+    });
+    format!(
+        "bulk-copy curve (one stage: load, wait, store, wait): {best}; published (H800/H100): 95-96% of HBM peak only from 8-12 KiB per copy and 2-3 blocks per SM"
+    )
 }
 
 /// SGEMM rungs 6 (plain loads into shared memory) and 7 (`cp.async`), at the run's first SGEMM
@@ -356,61 +599,6 @@ fn goal_notes(kernels: &[KernelRow], memcpy_gbs: Option<f64>) -> Vec<String> {
             )
         })
         .collect()
-}
-
-/// The 1-D bulk copy's bandwidth against bytes per copy, one series per blocks-per-SM count,
-/// every point checked exactly; points the SM cannot hold (the driver's occupancy below the
-/// blocks asked for) are left out and named in a note.
-fn bulk_curve(
-    lab: &Lab,
-    input: &DeviceBuffer<f32>,
-    output: &mut DeviceBuffer<f32>,
-    want: &[f32],
-) -> Result<(Vec<Series>, Vec<Check>, Vec<String>)> {
-    let gpu = &lab.gpu;
-    let n = input.len() as u32;
-    let bytes = 2.0 * 4.0 * n as f64;
-    let (mut series, mut checks, mut left_out) = (Vec::new(), Vec::new(), Vec::new());
-    let mut best = (0.0f64, 0, 0);
-    for k in BULK_BLOCKS_PER_SM {
-        let mut points = Vec::new();
-        for chunk in BULK_CHUNKS {
-            let launch = kernels::tma_bulk_copy(gpu.info.sms * k, input, output, n, chunk);
-            let smem = launch.shape.smem_bytes;
-            if smem > gpu.info.smem_per_block {
-                kernel::allow_dynamic_smem(gpu, launch.kernel, smem)?;
-            }
-            let fits = kernel::occupancy(gpu, launch.kernel, COPY_THREADS, smem)?.active_blocks;
-            if fits < k {
-                left_out.push(format!("{} KiB x {k}", chunk / 1024));
-                continue;
-            }
-            poison(output)?;
-            launch.enqueue(gpu)?;
-            gpu.stream.synchronize().map_err(|e| anyhow::anyhow!("tma_bulk_copy: {}", crate::gpu::describe(e)))?;
-            checks.push(verify::exact_f32(&download(output)?, want));
-            let gbs = time(gpu, lab.sizes.repeats, || launch.enqueue(gpu))?.gbs(bytes);
-            if gbs > best.0 {
-                best = (gbs, chunk, k);
-            }
-            points.push((chunk as f64, gbs, format!("{} KiB", chunk / 1024)));
-        }
-        series.push(Series::labelled(&curve_series_name(k), "bytes per copy", "GB/s (read + written)", points));
-    }
-    let mut notes = vec![format!(
-        "bulk-copy curve: best {:.0} GB/s at {} KiB per copy and {} blocks per SM ({} KiB in flight per SM); published (H800/H100): 95-96% of HBM peak only from 8-12 KiB per copy and 2-3 blocks per SM",
-        best.0,
-        best.1 / 1024,
-        best.2,
-        best.1 * best.2 / 1024
-    )];
-    if !left_out.is_empty() {
-        notes.push(format!(
-            "bulk-copy curve: left out (shared memory per SM cannot hold them): {}",
-            left_out.join(", ")
-        ));
-    }
-    Ok((series, checks, notes))
 }
 
 #[cfg(test)]
