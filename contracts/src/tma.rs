@@ -64,14 +64,12 @@ impl Pipeline {
 /// (a tensor map's box is at most 256 elements per dimension: CUDA Driver API,
 /// `cuTensorMapEncodeTiled`).
 pub const COPY_BOXES: [(u32, u32); 5] = [(64, 64), (32, 128), (16, 256), (32, 256), (8, 256)];
-/// Stages of the `tma_copy` and `tma_bulk_copy` sweeps.
-pub const COPY_STAGES: [u32; 4] = [2, 3, 4, 6];
+/// Stages of every pipeline sweep (1: load, wait, store, one box at a time).
+pub const PIPELINE_STAGES: [u32; 5] = [1, 2, 3, 4, 6];
 /// Blocks per SM of the `tma_copy` and `tma_bulk_copy` sweeps.
 pub const COPY_BLOCKS_PER_SM: [u32; 3] = [1, 2, 4];
 /// Chunks (bytes) of the pipelined `tma_bulk_copy` sweep.
 pub const BULK_PIPELINE_CHUNKS: [u32; 3] = [8192, 16384, 32768];
-/// Stages of the `tma_transpose` sweep (1: load, transpose, store, one tile at a time).
-pub const TRANSPOSE_STAGES: [u32; 4] = [1, 2, 3, 4];
 /// Blocks per SM of the `tma_transpose` sweep.
 pub const TRANSPOSE_BLOCKS_PER_SM: [u32; 3] = [1, 2, 3];
 

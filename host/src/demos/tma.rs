@@ -11,8 +11,8 @@ use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::tma::{
     BULK_BLOCKS_PER_SM, BULK_CHUNKS, BULK_DEFAULT, BULK_PIPELINE_CHUNKS, COPY_BLOCKS_PER_SM, COPY_BOXES, COPY_DEFAULT,
-    COPY_STAGES, COPY_THREADS, Pipeline, TILE, TILE_BYTES, TRANSPOSE_BLOCK, TRANSPOSE_BLOCKS_PER_SM, TRANSPOSE_DEFAULT,
-    TRANSPOSE_STAGES, box_cols, smem_bytes, transpose_buffers,
+    COPY_THREADS, PIPELINE_STAGES, Pipeline, TILE, TILE_BYTES, TRANSPOSE_BLOCK, TRANSPOSE_BLOCKS_PER_SM,
+    TRANSPOSE_DEFAULT, box_cols, smem_bytes, transpose_buffers,
 };
 
 use super::transpose::kernels as lsu;
@@ -307,7 +307,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     ));
     let memcpy = inputs.memcpy_gbs();
     for (kernel, points) in [("tma_bulk_copy", &bulk), ("tma_copy", &copy), ("tma_transpose", &transpose_sweep)] {
-        series.push(pipeline_series(kernel, points));
+        series.extend(pipeline_series(kernel, points));
     }
     let mut notes = goal_notes(&kernels, memcpy);
     for (kernel, points) in [("tma_bulk_copy", &bulk), ("tma_copy", &copy), ("tma_transpose", &transpose_sweep)] {
@@ -376,7 +376,7 @@ fn in_flight_kib(p: &Pipeline) -> f64 {
 pub fn bulk_configs() -> Vec<Pipeline> {
     let mut out = Vec::new();
     for chunk in BULK_PIPELINE_CHUNKS {
-        for stages in COPY_STAGES {
+        for stages in PIPELINE_STAGES {
             for blocks_per_sm in COPY_BLOCKS_PER_SM {
                 out.push(Pipeline { box_rows: 1, box_cols: chunk / 4, stages, blocks_per_sm });
             }
@@ -389,7 +389,7 @@ pub fn bulk_configs() -> Vec<Pipeline> {
 pub fn copy_configs() -> Vec<Pipeline> {
     let mut out = Vec::new();
     for (box_rows, box_cols) in COPY_BOXES {
-        for stages in COPY_STAGES {
+        for stages in PIPELINE_STAGES {
             for blocks_per_sm in COPY_BLOCKS_PER_SM {
                 out.push(Pipeline { box_rows, box_cols, stages, blocks_per_sm });
             }
@@ -401,7 +401,7 @@ pub fn copy_configs() -> Vec<Pipeline> {
 /// The `tma_transpose` sweep (128-byte swizzle): stages x blocks per SM, `64 x 64` tiles.
 pub fn transpose_configs() -> Vec<Pipeline> {
     let mut out = Vec::new();
-    for stages in TRANSPOSE_STAGES {
+    for stages in PIPELINE_STAGES {
         for blocks_per_sm in TRANSPOSE_BLOCKS_PER_SM {
             out.push(Pipeline { box_rows: TILE, box_cols: TILE, stages, blocks_per_sm });
         }
@@ -476,21 +476,40 @@ impl Sweeps {
     }
 }
 
-/// Name of the pipeline chart's series of `kernel`.
+/// Name of the pipeline chart's series of `kernel`: its fastest checked configuration at each
+/// stage count of [`PIPELINE_STAGES`].
 pub fn pipeline_series_name(kernel: &str) -> String {
-    format!("{kernel} ring")
+    format!("{kernel}, fastest per stage count")
 }
 
-/// A kernel's sweep as chart data: GB/s against KiB in flight per SM, in order of x.
-fn pipeline_series(kernel: &str, points: &[Point]) -> Series {
-    let mut sorted: Vec<&Point> = points.iter().collect();
-    sorted.sort_by(|a, b| in_flight_kib(&a.config).total_cmp(&in_flight_kib(&b.config)));
-    Series::labelled(
-        &pipeline_series_name(kernel),
-        "KiB in flight per SM (stages x box x blocks per SM)",
-        "GB/s (read + written)",
-        sorted.iter().map(|p| (in_flight_kib(&p.config), p.gbs, config_label(&p.config))),
-    )
+/// Name of the series holding every point of `kernel`'s sweep (the `--json` record's data).
+pub fn sweep_series_name(kernel: &str) -> String {
+    format!("{kernel} sweep")
+}
+
+/// A kernel's sweep as chart data: the fastest checked GB/s at each stage count (labelled by
+/// the count), and every point against its KiB in flight per SM (labelled by its
+/// configuration).
+fn pipeline_series(kernel: &str, points: &[Point]) -> [Series; 2] {
+    let per_stage = PIPELINE_STAGES.iter().filter_map(|&stages| {
+        let best =
+            points.iter().filter(|p| p.passed && p.config.stages == stages).max_by(|a, b| a.gbs.total_cmp(&b.gbs))?;
+        Some((stages as f64, best.gbs, format!("{stages}")))
+    });
+    [
+        Series::labelled(
+            &pipeline_series_name(kernel),
+            "stages (buffers in the ring)",
+            "GB/s (read + written)",
+            per_stage,
+        ),
+        Series::labelled(
+            &sweep_series_name(kernel),
+            "KiB in flight per SM (stages x box x blocks per SM)",
+            "GB/s (read + written)",
+            points.iter().map(|p| (in_flight_kib(&p.config), p.gbs, config_label(&p.config))),
+        ),
+    ]
 }
 
 /// The sweep of `kernel` in one line: configurations, checks, the fastest, and the fastest
