@@ -67,7 +67,7 @@ pub const COPY_BOXES: [(u32, u32); 5] = [(64, 64), (32, 128), (16, 256), (32, 25
 /// Stages of every pipeline sweep (1: load, wait, store, one box at a time).
 pub const PIPELINE_STAGES: [u32; 5] = [1, 2, 3, 4, 6];
 /// Blocks per SM of the `tma_copy` and `tma_bulk_copy` sweeps.
-pub const COPY_BLOCKS_PER_SM: [u32; 3] = [1, 2, 4];
+pub const COPY_BLOCKS_PER_SM: [u32; 4] = [1, 2, 3, 4];
 /// Chunks (bytes) of the pipelined `tma_bulk_copy` sweep.
 pub const BULK_PIPELINE_CHUNKS: [u32; 3] = [8192, 16384, 32768];
 /// Blocks per SM of the `tma_transpose` sweep.
@@ -75,7 +75,7 @@ pub const TRANSPOSE_BLOCKS_PER_SM: [u32; 3] = [1, 2, 3];
 
 /// `tma_copy`'s configuration where no sweep has run (the hierarchy table's TMA row, a run
 /// whose sweep found nothing faster).
-pub const COPY_DEFAULT: Pipeline = Pipeline { box_rows: 32, box_cols: 256, stages: 4, blocks_per_sm: 2 };
+pub const COPY_DEFAULT: Pipeline = Pipeline { box_rows: 16, box_cols: 256, stages: 4, blocks_per_sm: 2 };
 /// `tma_bulk_copy`'s configuration where no sweep has run.
 pub const BULK_DEFAULT: Pipeline = Pipeline { box_rows: 1, box_cols: 4096, stages: 4, blocks_per_sm: 2 };
 /// `tma_transpose`'s configuration where no sweep has run.

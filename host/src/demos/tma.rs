@@ -643,6 +643,86 @@ mod tests {
         assert!(check_matrix(1 << 17, 1 << 16).unwrap_err().to_string().contains("32 bits"));
     }
 
+    /// Blocks per SM the occupancy model (cc 9.0, the driver's rules) gives a launch of
+    /// `threads` threads and `smem` dynamic shared bytes; registers are not the limit here.
+    fn model_blocks(threads: u32, smem: u32) -> u32 {
+        use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
+        let arch = ArchLimits::for_cc(9, 0).unwrap();
+        let res = KernelResources {
+            dynamic_smem_bytes: smem,
+            smem_opt_in: smem > 48 * 1024,
+            ..KernelResources::new(threads, 32)
+        };
+        occupancy(arch, &res, Mode::Hardware).map_or(0, |o| o.active_blocks)
+    }
+
+    /// The configurations of a sweep the occupancy model says an H200 SM cannot hold.
+    fn left_out(configs: &[Pipeline], threads: u32, buffers: impl Fn(&Pipeline) -> u32) -> Vec<String> {
+        configs
+            .iter()
+            .filter(|p| model_blocks(threads, smem_bytes(p.box_bytes(), buffers(p))) < p.blocks_per_sm)
+            .map(config_label)
+            .collect()
+    }
+
+    #[test]
+    fn the_sweeps_cover_stages_boxes_and_blocks_and_the_model_names_what_cannot_fit() {
+        let (bulk, copy, transpose) = (bulk_configs(), copy_configs(), transpose_configs());
+        assert_eq!((bulk.len(), copy.len(), transpose.len()), (60, 100, 15));
+        assert!(bulk.contains(&BULK_DEFAULT) && copy.contains(&COPY_DEFAULT) && transpose.contains(&TRANSPOSE_DEFAULT));
+        // Shared bytes: 1024 to align, then each buffer and its 8-byte mbarrier.
+        assert_eq!(smem_bytes(16384, 4), 1024 + 4 * 16392);
+        assert_eq!(smem_bytes(TILE_BYTES, transpose_buffers(3)), 1024 + 5 * 16392);
+        // 228 KiB per SM and 1 KiB reserved per block: the rings too large for their blocks.
+        let stages = |p: &Pipeline| p.stages;
+        let labels = |b: &str, at: &[(u32, u32)]| {
+            at.iter().map(|(s, k)| format!("{s} x {b}, {k} blocks/SM")).collect::<Vec<String>>()
+        };
+        // 16 KiB rings of 4 stages fit 3 times; of 6 stages, twice.
+        let mid = |b: &str| labels(b, &[(4, 4), (6, 3), (6, 4)]);
+        // 32 KiB boxes: 2 stages fit 3 times, 3 stages twice, 4 and 6 stages once.
+        let big = |b: &str| labels(b, &[(2, 4), (3, 3), (3, 4), (4, 2), (4, 3), (4, 4), (6, 2), (6, 3), (6, 4)]);
+        let want_bulk: Vec<String> = [mid("16 KiB"), big("32 KiB")].concat();
+        assert_eq!(left_out(&bulk, COPY_THREADS, stages), want_bulk);
+        let want_copy: Vec<String> =
+            [mid("64x64 box"), mid("32x128 box"), mid("16x256 box"), big("32x256 box")].concat();
+        assert_eq!(left_out(&copy, COPY_THREADS, stages), want_copy);
+        let t = left_out(&transpose, TRANSPOSE_BLOCK.0 * TRANSPOSE_BLOCK.1, |p| transpose_buffers(p.stages));
+        assert_eq!(
+            t,
+            [
+                "3 x 64x64 box, 3 blocks/SM",
+                "4 x 64x64 box, 3 blocks/SM",
+                "6 x 64x64 box, 2 blocks/SM",
+                "6 x 64x64 box, 3 blocks/SM"
+            ]
+        );
+        // The defaults fit, and so every stage count keeps a configuration of every kernel.
+        for (p, threads, buffers) in [
+            (BULK_DEFAULT, COPY_THREADS, BULK_DEFAULT.stages),
+            (COPY_DEFAULT, COPY_THREADS, COPY_DEFAULT.stages),
+            (TRANSPOSE_DEFAULT, 256, transpose_buffers(TRANSPOSE_DEFAULT.stages)),
+        ] {
+            assert!(model_blocks(threads, smem_bytes(p.box_bytes(), buffers)) >= p.blocks_per_sm, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn the_fastest_checked_configuration_runs_the_rows() {
+        let at = |stages, gbs, passed| Point { config: Pipeline { stages, ..COPY_DEFAULT }, gbs, passed };
+        let points = [at(1, 3000.0, true), at(2, 3900.0, false), at(3, 3800.0, true)];
+        assert_eq!(fastest(&points, BULK_DEFAULT).stages, 3, "a failed check is never chosen");
+        assert_eq!(fastest(&[at(2, 3900.0, false)], BULK_DEFAULT), BULK_DEFAULT);
+        assert_eq!(config_label(&COPY_DEFAULT), "4 x 16x256 box, 2 blocks/SM");
+        assert_eq!(config_label(&BULK_DEFAULT), "4 x 16 KiB, 2 blocks/SM");
+        assert_eq!(in_flight_kib(&COPY_DEFAULT), 128.0);
+        let [per_stage, all] = pipeline_series("tma_copy", &points);
+        assert_eq!(per_stage.points.iter().map(|p| (p.x, p.y)).collect::<Vec<_>>(), [(1.0, 3000.0), (3.0, 3800.0)]);
+        assert_eq!(all.points.len(), 3);
+        let note = sweep_note("tma_copy", &points, Some(4000.0)).unwrap();
+        assert!(note.contains("1 FAILED their check") && note.contains("fastest 3800 GB/s (0.950x memcpy)"), "{note}");
+    }
+
     #[test]
     fn below_cc_9_the_lesson_is_skipped_in_one_line() {
         let line = skip_line((8, 9));
