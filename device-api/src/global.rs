@@ -40,7 +40,7 @@ pub static GLOBAL_LOADS: core::sync::atomic::AtomicU64 = core::sync::atomic::Ato
 /// # Safety
 /// `p` is valid for a read.
 #[inline(always)]
-unsafe fn load<T: Copy>(p: *const T) -> T {
+pub unsafe fn load<T: Copy>(p: *const T) -> T {
     #[cfg(feature = "count-loads")]
     GLOBAL_LOADS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
     unsafe { *p }
@@ -147,8 +147,10 @@ impl<T: Copy> Slice<T, ReadWrite> {
     }
 }
 
-/// The view's address, for copy engines that take an address and a byte count (the TMA bulk
-/// copies of `kernels-gpu/src/device/tma.rs`, which check their range against [`Slice::len`]).
+/// The view's address, for what the view has no method for: copy engines that take an address
+/// and a byte count (the TMA bulk copies of `kernels-gpu/src/device/tma.rs`, which check their
+/// range against [`Slice::len`]), and the probes' `ld.global.cg` (`kernels-gpu/src/device/probe.rs`).
+/// Reading through it is the caller's `unsafe`, inside the view's `len`.
 impl<T, A> Slice<T, A> {
     /// The first element's address.
     #[inline(always)]
