@@ -22,7 +22,7 @@ use super::{
 };
 use crate::gpu::kernel;
 use crate::gpu::launch::{Launch, LaunchShape};
-use crate::gpu::tensor_map::{Swizzle, TensorMap, TiledSpec};
+use crate::gpu::tensor_map::{L2Promotion, Swizzle, TensorMap, TiledSpec};
 use crate::gpu::timing::time;
 use crate::model::banks::WarpRequest;
 use crate::series::{Series, names};
@@ -61,9 +61,16 @@ fn spec(address: u64, rows: usize, cols: usize, box_cols: u32, swizzle: Swizzle)
     boxed(address, rows, cols, (TILE, box_cols), swizzle)
 }
 
-/// The tensor map of a `rows x cols` f32 matrix at `address`, box `rows x cols` of `boxed`.
+/// The tensor map of a `rows x cols` f32 matrix at `address`, box `rows x cols` of `boxed`,
+/// no L2 promotion.
 fn boxed(address: u64, rows: usize, cols: usize, (box_rows, box_cols): (u32, u32), swizzle: Swizzle) -> TiledSpec {
-    TiledSpec { address, rows: rows as u64, cols: cols as u64, box_rows, box_cols, swizzle }
+    let (rows, cols) = (rows as u64, cols as u64);
+    TiledSpec { address, rows, cols, box_rows, box_cols, swizzle, l2_promotion: L2Promotion::None }
+}
+
+/// `spec` with the L2 promotion `l2`, in a device buffer.
+fn promoted(spec: TiledSpec, l2: L2Promotion) -> Result<DeviceBuffer<TensorMap>> {
+    TiledSpec { l2_promotion: l2, ..spec }.upload()
 }
 
 /// Refuses a matrix the lesson's tensor maps cannot describe (input `rows x cols`, transposed
@@ -153,8 +160,11 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
             Ok((b, map(in_addr)?, map(out_addr)?))
         })
         .collect::<Result<Vec<_>>>()?;
-    let map_t_in = spec(in_addr, rows, cols, box_cols(Swizzle::B128.mode()), Swizzle::B128).upload()?;
-    let map_out_t = spec(out_addr, cols, rows, TILE, Swizzle::None).upload()?;
+    let t_specs = (
+        spec(in_addr, rows, cols, box_cols(Swizzle::B128.mode()), Swizzle::B128),
+        spec(out_addr, cols, rows, TILE, Swizzle::None),
+    );
+    let (map_t_in, map_out_t) = (t_specs.0.upload()?, t_specs.1.upload()?);
     let bulk_launch = |p: &Pipeline, out: &mut DeviceBuffer<f32>| {
         kernels::tma_bulk_copy(sms * p.blocks_per_sm, &input, out, r * c, p.box_bytes(), p.stages)
     };
@@ -162,8 +172,8 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         let (_, map_in, map_out) = copy_maps.iter().find(|m| m.0 == (p.box_rows, p.box_cols)).expect("a swept box");
         kernels::tma_copy(sms * p.blocks_per_sm, map_in, map_out, r, c, p.box_rows, p.box_cols, p.stages)
     };
-    let transpose_launch = |p: &Pipeline, map: &DeviceBuffer<TensorMap>, mode: u32| {
-        kernels::tma_transpose(sms * p.blocks_per_sm, map, &map_out_t, r, c, mode, p.stages)
+    let transpose_launch = |p: &Pipeline, maps: (&DeviceBuffer<TensorMap>, &DeviceBuffer<TensorMap>), mode: u32| {
+        kernels::tma_transpose(sms * p.blocks_per_sm, maps.0, maps.1, r, c, mode, p.stages)
     };
     let mut sweeps = Sweeps::default();
     let bulk = sweeps.run(lab, "tma_bulk_copy", &mut output, &input_host, bytes, &bulk_configs(), bulk_launch)?;
@@ -175,11 +185,34 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         &transposed,
         bytes,
         &transpose_configs(),
-        |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, &map_t_in, Swizzle::B128.mode()),
+        |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (&map_t_in, &map_out_t), Swizzle::B128.mode()),
     )?;
     let bulk_best = fastest(&bulk, BULK_DEFAULT);
     let copy_best = fastest(&copy, COPY_DEFAULT);
     let transpose_best = fastest(&transpose_sweep, TRANSPOSE_DEFAULT);
+    // The tensor maps' L2 promotion at each kernel's fastest configuration, every setting
+    // checked, then timed; the rows use the fastest (maps of both matrices promoted alike).
+    let copy_box = (copy_best.box_rows, copy_best.box_cols);
+    let copy_specs =
+        (boxed(in_addr, rows, cols, copy_box, Swizzle::None), boxed(out_addr, rows, cols, copy_box, Swizzle::None));
+    let mut copy_l2 = Vec::new();
+    let mut transpose_l2 = Vec::new();
+    for l2 in L2Promotion::ALL {
+        let (m_in, m_out) = (promoted(copy_specs.0, l2)?, promoted(copy_specs.1, l2)?);
+        let launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| {
+            kernels::tma_copy(sms * p.blocks_per_sm, &m_in, &m_out, r, c, p.box_rows, p.box_cols, p.stages)
+        };
+        let points = sweeps.run(lab, "tma_copy", &mut output, &input_host, bytes, &[copy_best], launch)?;
+        copy_l2.extend(points.into_iter().map(|p| (l2, p)));
+        let (t_in, t_out) = (promoted(t_specs.0, l2)?, promoted(t_specs.1, l2)?);
+        let launch =
+            |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (&t_in, &t_out), Swizzle::B128.mode());
+        let points = sweeps.run(lab, "tma_transpose", &mut output, &transposed, bytes, &[transpose_best], launch)?;
+        transpose_l2.extend(points.into_iter().map(|p| (l2, p)));
+    }
+    let (copy_promotion, transpose_promotion) = (fastest_promotion(&copy_l2), fastest_promotion(&transpose_l2));
+    let copy_maps_best = (promoted(copy_specs.0, copy_promotion)?, promoted(copy_specs.1, copy_promotion)?);
+    let map_out_t_best = promoted(t_specs.1, transpose_promotion)?;
     // Launches hold device addresses, not borrows: built before `reset` borrows the output.
     let copies = [
         (lsu::copy(&input, &mut output, r, c), Path::Lsu(4 * 4), "LSU copy: 4 floats per thread through registers"),
@@ -189,7 +222,16 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
             "1-D cp.async.bulk through a ring of shared buffers, persistent blocks (the sweep's fastest)",
         ),
         (
-            copy_launch(&copy_best, &mut output),
+            kernels::tma_copy(
+                sms * copy_best.blocks_per_sm,
+                &copy_maps_best.0,
+                &copy_maps_best.1,
+                r,
+                c,
+                copy_best.box_rows,
+                copy_best.box_cols,
+                copy_best.stages,
+            ),
             Path::Ring(copy_best),
             "2-D tensor copies through a ring of shared buffers, persistent blocks (the sweep's fastest)",
         ),
@@ -210,7 +252,11 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     };
     let mut kernels = Vec::new();
     for (launch, path, lesson) in copies {
-        kernels.push(timed(launch, path, lesson, "", size.clone(), &input_host)?);
+        let extra = match path {
+            Path::Ring(p) if p.box_rows > 1 => format!("; L2 promotion {}", copy_promotion.name()),
+            _ => String::new(),
+        };
+        kernels.push(timed(launch, path, lesson, &extra, size.clone(), &input_host)?);
     }
     kernels.push(timed(
         lsu_transpose,
@@ -223,13 +269,13 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let mut swizzle_rows = Vec::new();
     for sw in Swizzle::ALL {
         let mode = sw.mode();
-        let map = spec(in_addr, rows, cols, box_cols(mode), sw).upload()?;
+        let map = promoted(spec(in_addr, rows, cols, box_cols(mode), sw), transpose_promotion)?;
         let (plain, swizzled, ideal) = column_read_wavefronts(mode);
         let row = timed(
-            transpose_launch(&transpose_best, &map, mode),
+            transpose_launch(&transpose_best, (&map, &map_out_t_best), mode),
             Path::Ring(transpose_best),
             "tensor-copy transpose: tiles in and out by TMA, transposed in shared memory, persistent blocks",
-            &format!("; float4 column read {}-way", swizzled / ideal),
+            &format!("; float4 column read {}-way; L2 promotion {}", swizzled / ideal, transpose_promotion.name()),
             format!("{size} swizzle {}", sw.name()),
             &transposed,
         )?;
@@ -313,6 +359,11 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     for (kernel, points) in [("tma_bulk_copy", &bulk), ("tma_copy", &copy), ("tma_transpose", &transpose_sweep)] {
         notes.extend(sweep_note(kernel, points, memcpy));
     }
+    let lsu_copy = &kernels[0];
+    let lsu_kib = f64::from(16 * lsu_copy.shape.threads_per_block() * lsu_copy.occupancy.active_blocks) / 1024.0;
+    notes.extend(in_flight_note((lsu_kib, lsu_copy.rate.value()), &copy, memcpy));
+    notes.push(promotion_note("tma_copy", &copy_l2));
+    notes.push(promotion_note("tma_transpose", &transpose_l2));
     notes.push(curve_note(&curve_points));
     notes.extend(sweeps.left_out_note());
     Ok(section(
@@ -538,6 +589,54 @@ fn sweep_note(kernel: &str, points: &[Point], memcpy: Option<f64>) -> Option<Str
     ))
 }
 
+/// Share of the fastest point's GB/s within which a sweep's points count as its plateau.
+const PLATEAU: f64 = 0.02;
+
+/// What bytes in flight explain, in one line: the LSU copy's KiB in flight per SM and GB/s
+/// (`lsu`) against the tensor-copy sweep's fastest point, and the span of KiB in flight per SM
+/// whose points come within [`PLATEAU`] of it.
+fn in_flight_note(lsu: (f64, f64), points: &[Point], memcpy: Option<f64>) -> Option<String> {
+    let passed: Vec<&Point> = points.iter().filter(|p| p.passed).collect();
+    let best = passed.iter().max_by(|a, b| a.gbs.total_cmp(&b.gbs))?;
+    let plateau: Vec<f64> =
+        passed.iter().filter(|p| p.gbs >= best.gbs * (1.0 - PLATEAU)).map(|p| in_flight_kib(&p.config)).collect();
+    let (lo, hi) = plateau.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &k| (lo.min(k), hi.max(k)));
+    let ratio = |gbs: f64| memcpy.map_or(String::new(), |m| format!(" ({:.3}x memcpy)", gbs / m));
+    Some(format!(
+        "bytes in flight: the LSU copy reaches {:.0} GB/s{} with {:.0} KiB in flight per SM; the tensor copy's fastest point {:.0} GB/s{} with {:.0} KiB; {} of its {} checked points come within {:.0}% of that, from {lo:.0} to {hi:.0} KiB in flight per SM. DRAM serves the LSU copy faster with fewer bytes in flight, so bytes in flight are not what the TMA copies lack",
+        lsu.1,
+        ratio(lsu.1),
+        lsu.0,
+        best.gbs,
+        ratio(best.gbs),
+        in_flight_kib(&best.config),
+        plateau.len(),
+        passed.len(),
+        PLATEAU * 100.0
+    ))
+}
+
+/// The L2 promotion whose point passed its check fastest; none when no point passed.
+fn fastest_promotion(points: &[(L2Promotion, Point)]) -> L2Promotion {
+    let passed = points.iter().filter(|(_, p)| p.passed);
+    passed.max_by(|a, b| a.1.gbs.total_cmp(&b.1.gbs)).map_or(L2Promotion::None, |(l2, _)| *l2)
+}
+
+/// The L2-promotion sweep of `kernel` in one line: GB/s per setting at its configuration, and
+/// the setting the rows use.
+fn promotion_note(kernel: &str, points: &[(L2Promotion, Point)]) -> String {
+    let cells: Vec<String> = points
+        .iter()
+        .map(|(l2, p)| format!("{} {:.0}{}", l2.name(), p.gbs, if p.passed { "" } else { " (FAILED its check)" }))
+        .collect();
+    let at = points.first().map_or(String::new(), |(_, p)| format!(" at {}", config_label(&p.config)));
+    format!(
+        "L2 promotion of `{kernel}`'s tensor maps{at}, GB/s: {}; the rows use {}",
+        cells.join(", "),
+        fastest_promotion(points).name()
+    )
+}
+
 /// The bulk-copy curve's note: its fastest point, beside the published figure.
 fn curve_note(points: &[Point]) -> String {
     let best = points.iter().filter(|p| p.passed).max_by(|a, b| a.gbs.total_cmp(&b.gbs));
@@ -721,6 +820,30 @@ mod tests {
         assert_eq!(all.points.len(), 3);
         let note = sweep_note("tma_copy", &points, Some(4000.0)).unwrap();
         assert!(note.contains("1 FAILED their check") && note.contains("fastest 3800 GB/s (0.950x memcpy)"), "{note}");
+        let l2 = |l2, gbs, passed| (l2, at(4, gbs, passed));
+        let promoted = [
+            l2(L2Promotion::None, 3800.0, true),
+            l2(L2Promotion::B128, 3900.0, true),
+            l2(L2Promotion::B256, 3990.0, false),
+        ];
+        assert_eq!(fastest_promotion(&promoted), L2Promotion::B128, "a failed check never wins");
+        assert_eq!(
+            promotion_note("tma_copy", &promoted),
+            "L2 promotion of `tma_copy`'s tensor maps at 4 x 16x256 box, 2 blocks/SM, GB/s: none 3800, 128B 3900, 256B 3990 (FAILED its check); the rows use 128B"
+        );
+        assert_eq!(fastest_promotion(&promoted[2..]), L2Promotion::None);
+        let sized = |stages, blocks_per_sm, gbs| Point {
+            config: Pipeline { stages, blocks_per_sm, ..COPY_DEFAULT },
+            gbs,
+            passed: true,
+        };
+        // 32 KiB boxes (16x256 f32 is 16 KiB): 1 x 1 = 16 KiB, 2 x 2 = 64 KiB, 4 x 2 = 128 KiB.
+        let sweep = [sized(1, 1, 3000.0), sized(2, 2, 3880.0), sized(4, 2, 3900.0)];
+        assert_eq!(
+            in_flight_note((32.0, 3957.0), &sweep, Some(4079.0)).unwrap(),
+            "bytes in flight: the LSU copy reaches 3957 GB/s (0.970x memcpy) with 32 KiB in flight per SM; the tensor copy's fastest point 3900 GB/s (0.956x memcpy) with 128 KiB; 2 of its 3 checked points come within 2% of that, from 64 to 128 KiB in flight per SM. DRAM serves the LSU copy faster with fewer bytes in flight, so bytes in flight are not what the TMA copies lack"
+        );
+        assert_eq!(in_flight_note((32.0, 3957.0), &[], None), None);
     }
 
     #[test]
