@@ -654,17 +654,23 @@ KERNEL void hot_stream_read(const unsigned* stream, unsigned stream_vectors, con
 
 DEV unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 
-// Tiles aligned to 1024 bytes inside the dynamic shared memory; the mbarrier after them.
-DEV unsigned char* tma_tiles(unsigned tile_bytes, unsigned* bar) {
+// `count` buffers of `bytes` each, aligned to 1024 inside the dynamic shared memory, then one
+// mbarrier per buffer; thread 0 initialises them (one arrival per phase), then a block barrier.
+struct TmaBuffers {
+    unsigned char* ptr;
+    unsigned addr, bytes, count;
+    DEV unsigned at(unsigned i, unsigned off) const { return addr + i * bytes + off; }
+    DEV unsigned bar(unsigned i) const { return addr + count * bytes + 8 * i; }
+};
+DEV TmaBuffers tma_carve(unsigned bytes, unsigned count) {
     extern __shared__ __align__(16) unsigned char tma_smem[];
     unsigned pad = (0u - smem_addr(tma_smem)) % 1024;
-    *bar = smem_addr(tma_smem) + pad + tile_bytes;
-    return tma_smem + pad;
-}
-DEV void tma_init_barrier(unsigned bar) {
+    TmaBuffers b{tma_smem + pad, smem_addr(tma_smem) + pad, bytes, count};
     if (threadIdx.x == 0 && threadIdx.y == 0)
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n\tfence.proxy.async.shared::cta;" ::"r"(bar) : "memory");
+        for (unsigned i = 0; i < count; i++)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n\tfence.proxy.async.shared::cta;" ::"r"(b.bar(i)) : "memory");
     __syncthreads();
+    return b;
 }
 DEV void tma_expect(unsigned bar, unsigned bytes) {
     asm volatile("{\n\t.reg .b64 s;\n\tmbarrier.arrive.expect_tx.shared::cta.b64 s, [%0], %1;\n\t}" ::"r"(bar), "r"(bytes) : "memory");
@@ -686,94 +692,155 @@ DEV void tma_store_2d(const CUtensorMap* m, unsigned x, unsigned y, unsigned src
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
                  ::"l"(m), "r"(x), "r"(y), "r"(src) : "memory");
 }
-DEV void tma_commit_and_wait() {
-    asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
-}
+DEV void tma_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+template <unsigned PENDING>
+DEV void tma_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(PENDING) : "memory"); }
 
-// 1-D bulk copies of `chunk` bytes, block b moves chunks b, b + grid, ...; block 32 x 1.
-KERNEL void tma_bulk_copy(const float* src, float* dst, unsigned n, unsigned chunk) {
-    unsigned bar;
-    unsigned tile = smem_addr(tma_tiles(chunk, &bar));
-    tma_init_barrier(bar);
-    if (threadIdx.x != 0) return;
-    unsigned long long total = (unsigned long long)n * 4;
-    unsigned chunks = (unsigned)((total + chunk - 1) / chunk), parity = 0;
-    for (unsigned i = blockIdx.x; i < chunks; i += gridDim.x) {
-        unsigned long long off = (unsigned long long)i * chunk;
-        unsigned bytes = (unsigned)min(total - off, (unsigned long long)chunk);
-        tma_expect(bar, bytes);
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                     ::"r"(tile), "l"((const char*)src + off), "r"(bytes), "r"(bar) : "memory");
-        tma_wait(bar, parity);
-        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
-                     ::"l"((char*)dst + off), "r"(tile), "r"(bytes) : "memory");
-        asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
-        parity ^= 1;
+// This block's items of `count` (b, b + grid, ...) and the item of its turn j.
+DEV unsigned tma_mine(unsigned count) {
+    unsigned grid = max(gridDim.x, 1u);
+    return blockIdx.x < count ? (count - blockIdx.x - 1) / grid + 1 : 0;
+}
+DEV unsigned tma_item(unsigned j) { return blockIdx.x + j * gridDim.x; }
+
+// Lane 0's ring (as kernels-gpu/src/tma.rs `copy_ring`): loads stages - 1 items ahead; item
+// j + stages - 1 reuses item j - 1's buffer once its store has read it.
+template <class Load, class Store>
+DEV void tma_copy_ring(const TmaBuffers& b, unsigned count, Load load, Store store) {
+    unsigned stages = b.count, ahead = stages - 1, prologue = ahead < count ? ahead : count;
+    for (unsigned k = 0; k < prologue; k++) load(k, k);
+    unsigned slot = 0, parity = 0, next_slot = prologue;
+    for (unsigned j = 0; j < count; j++) {
+        if (ahead == 0) load(0u, j);
+        tma_wait(b.bar(slot), parity);
+        store(slot, j);
+        tma_commit();
+        if (ahead == 0) {
+            tma_wait_read<0>();
+        } else {
+            tma_wait_read<1>();
+            if (j + ahead < count) {
+                load(next_slot, j + ahead);
+                next_slot = next_slot + 1 == stages ? 0 : next_slot + 1;
+            }
+        }
+        if (++slot == stages) { slot = 0; parity ^= 1; }
     }
+    tma_wait_read<0>();
 }
 
-// One 64 x 64 tile per block of 32 threads: tensor load, wait, tensor store.
-KERNEL void tma_copy(const CUtensorMap* map_in, const CUtensorMap* map_out) {
-    unsigned bar;
-    unsigned tile = smem_addr(tma_tiles(64 * 64 * 4, &bar));
-    tma_init_barrier(bar);
+// 1-D bulk copies of `chunk` bytes through `stages` buffers, persistent blocks of 32 x 1.
+KERNEL void tma_bulk_copy(const float* src, float* dst, unsigned n, unsigned chunk, unsigned stages) {
+    TmaBuffers b = tma_carve(chunk, stages);
     if (threadIdx.x != 0) return;
-    unsigned x = blockIdx.x * 64, y = blockIdx.y * 64;
+    unsigned per = max(chunk / 4, 1u), count = tma_mine((n + per - 1) / per);
+    auto span = [&](unsigned j, unsigned& first, unsigned& bytes) {
+        first = tma_item(j) * per;
+        bytes = min(n - first, per) * 4;
+    };
+    tma_copy_ring(b, count,
+        [&](unsigned slot, unsigned j) {
+            unsigned first, bytes;
+            span(j, first, bytes);
+            tma_expect(b.bar(slot), bytes);
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                         ::"r"(b.at(slot, 0)), "l"(src + first), "r"(bytes), "r"(b.bar(slot)) : "memory");
+        },
+        [&](unsigned slot, unsigned j) {
+            unsigned first, bytes;
+            span(j, first, bytes);
+            asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+                         ::"l"(dst + first), "r"(b.at(slot, 0)), "r"(bytes) : "memory");
+        });
+}
+
+// Boxes of box_rows x box_cols through `stages` buffers, persistent blocks of 32 x 1.
+KERNEL void tma_copy(const CUtensorMap* map_in, const CUtensorMap* map_out, unsigned rows, unsigned cols,
+                     unsigned box_rows, unsigned box_cols, unsigned stages) {
+    unsigned box_bytes = box_rows * box_cols * 4;
+    TmaBuffers b = tma_carve(box_bytes, stages);
+    if (threadIdx.x != 0) return;
     tma_acquire(map_in);
     tma_acquire(map_out);
-    tma_expect(bar, 64 * 64 * 4);
-    tma_load_2d(tile, map_in, x, y, bar);
-    tma_wait(bar, 0);
-    tma_store_2d(map_out, x, y, tile);
-    tma_commit_and_wait();
+    box_rows = max(box_rows, 1u);
+    box_cols = max(box_cols, 1u);
+    unsigned across = max((cols + box_cols - 1) / box_cols, 1u);
+    unsigned count = tma_mine(across * ((rows + box_rows - 1) / box_rows));
+    tma_copy_ring(b, count,
+        [&](unsigned slot, unsigned j) {
+            unsigned t = tma_item(j);
+            tma_expect(b.bar(slot), box_bytes);
+            tma_load_2d(b.at(slot, 0), map_in, t % across * box_cols, t / across * box_rows, b.bar(slot));
+        },
+        [&](unsigned slot, unsigned j) {
+            unsigned t = tma_item(j);
+            tma_store_2d(map_out, t % across * box_cols, t / across * box_rows, b.at(slot, 0));
+        });
 }
 
 // Byte `offset` of a box under swizzle MODE (CUTLASS Swizzle<MODE, 4, 3>).
 template <unsigned MODE>
 DEV unsigned swizzle(unsigned offset) { return offset ^ (((offset >> 7) & ((1u << MODE) - 1)) << 4); }
 
-// Block 32 x 8, one 64 x 64 tile: boxes of 64 rows x W floats in, a plain 64 x 64 tile out.
+// Block 32 x 8, persistent: 64 x 64 tiles as boxes of 64 rows x W floats into `stages` input
+// buffers, transposed into two alternating output buffers (as kernels-gpu/src/tma.rs).
 template <unsigned MODE>
-DEV void tma_transpose_tile(const CUtensorMap* map_in, const CUtensorMap* map_out) {
-    constexpr unsigned W = MODE == 0 ? 32 : (16u << MODE) / 4;
-    unsigned bar;
-    unsigned char* tiles = tma_tiles(2 * 64 * 64 * 4, &bar);
-    unsigned tile_in = smem_addr(tiles), tile_out = tile_in + 64 * 64 * 4;
-    tma_init_barrier(bar);
-    unsigned c0 = blockIdx.x * 64, r0 = blockIdx.y * 64, t = threadIdx.y * 32 + threadIdx.x;
-    if (t == 0) {
+DEV void tma_transpose_tiles(const CUtensorMap* map_in, const CUtensorMap* map_out, unsigned rows, unsigned cols,
+                             unsigned stages) {
+    constexpr unsigned W = MODE == 0 ? 32 : (16u << MODE) / 4, T = 64, TB = T * T * 4;
+    TmaBuffers b = tma_carve(TB, stages + 2);
+    unsigned t = threadIdx.y * 32 + threadIdx.x;
+    bool producer = t == 0;
+    if (producer) {
         tma_acquire(map_in);
         tma_acquire(map_out);
-        tma_expect(bar, 64 * 64 * 4);
+    }
+    unsigned across = max((cols + T - 1) / T, 1u), count = tma_mine(across * ((rows + T - 1) / T));
+    auto load = [&](unsigned slot, unsigned j) {
+        unsigned tile = tma_item(j), c0 = tile % across * T, r0 = tile / across * T;
+        tma_expect(b.bar(slot), TB);
 #pragma unroll
-        for (unsigned b = 0; b < 64 / W; b++) tma_load_2d(tile_in + b * 64 * W * 4, map_in, c0 + b * W, r0, bar);
-    }
-    tma_wait(bar, 0);
-    float* out = (float*)(tiles + 64 * 64 * 4);
+        for (unsigned k = 0; k < T / W; k++) tma_load_2d(b.at(slot, k * T * W * 4), map_in, c0 + k * W, r0, b.bar(slot));
+    };
+    if (producer)
+        for (unsigned k = 0; k < min(stages, count); k++) load(k, k);
+    unsigned slot = 0, parity = 0;
+    for (unsigned j = 0; j < count; j++) {
+        tma_wait(b.bar(slot), parity);
+        unsigned out = stages + (j & 1);
+        float* o = (float*)(b.ptr + out * TB);
+        const unsigned char* in = b.ptr + slot * TB;
 #pragma unroll
-    for (unsigned i = 0; i < 4; i++) {
-        unsigned idx = t + 256 * i, r = idx % 64, c4 = idx / 64;
-        unsigned b = 4 * c4 / W, c = 4 * c4 % W;
-        float4 v = *(const float4*)(tiles + b * 64 * W * 4 + swizzle<MODE>((r * W + c) * 4));
-        out[(4 * c4 + 0) * 64 + r] = v.x;
-        out[(4 * c4 + 1) * 64 + r] = v.y;
-        out[(4 * c4 + 2) * 64 + r] = v.z;
-        out[(4 * c4 + 3) * 64 + r] = v.w;
+        for (unsigned i = 0; i < 4; i++) {
+            unsigned idx = t + 256 * i, r = idx % 64, c4 = idx / 64;
+            unsigned k = 4 * c4 / W, c = 4 * c4 % W;
+            float4 v = *(const float4*)(in + k * 64 * W * 4 + swizzle<MODE>((r * W + c) * 4));
+            o[(4 * c4 + 0) * 64 + r] = v.x;
+            o[(4 * c4 + 1) * 64 + r] = v.y;
+            o[(4 * c4 + 2) * 64 + r] = v.z;
+            o[(4 * c4 + 3) * 64 + r] = v.w;
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        if (producer) tma_wait_read<0>();
+        __syncthreads();
+        if (producer) {
+            unsigned tile = tma_item(j), c0 = tile % across * T, r0 = tile / across * T;
+            tma_store_2d(map_out, r0, c0, b.at(out, 0));
+            tma_commit();
+            if (j + stages < count) load(slot, j + stages);
+        }
+        if (++slot == stages) { slot = 0; parity ^= 1; }
     }
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    if (t == 0) {
-        tma_store_2d(map_out, r0, c0, tile_out);
-        tma_commit_and_wait();
-    }
+    if (producer) tma_wait_read<0>();
 }
 
-KERNEL void tma_transpose(const CUtensorMap* map_in, const CUtensorMap* map_out, unsigned swizzle) {
+KERNEL void tma_transpose(const CUtensorMap* map_in, const CUtensorMap* map_out, unsigned rows, unsigned cols,
+                          unsigned swizzle, unsigned stages) {
     switch (swizzle) {
-        case 0: tma_transpose_tile<0>(map_in, map_out); break;
-        case 1: tma_transpose_tile<1>(map_in, map_out); break;
-        case 2: tma_transpose_tile<2>(map_in, map_out); break;
-        default: tma_transpose_tile<3>(map_in, map_out); break;
+        case 0: tma_transpose_tiles<0>(map_in, map_out, rows, cols, stages); break;
+        case 1: tma_transpose_tiles<1>(map_in, map_out, rows, cols, stages); break;
+        case 2: tma_transpose_tiles<2>(map_in, map_out, rows, cols, stages); break;
+        default: tma_transpose_tiles<3>(map_in, map_out, rows, cols, stages); break;
     }
 }
 #endif

@@ -24,16 +24,62 @@ pub const SMEM_ALIGN: u32 = 1024;
 /// Bytes of one `mbarrier` object (PTX ISA, "mbarrier": a 64-bit object, 8-byte aligned).
 pub const MBARRIER_BYTES: u32 = 8;
 
-/// Dynamic shared bytes of a kernel whose tiles take `tile_bytes` (a multiple of 8): room to
-/// align them to [`SMEM_ALIGN`], the tiles, then one mbarrier.
-pub const fn smem_bytes(tile_bytes: u32) -> u32 {
-    SMEM_ALIGN + tile_bytes + MBARRIER_BYTES
+/// Dynamic shared bytes of a kernel with `buffers` TMA buffers of `buffer_bytes` each (a
+/// multiple of 8): room to align them to [`SMEM_ALIGN`], the buffers, then one mbarrier per
+/// buffer (the device API's `Buffers::carve` lays them out so).
+pub const fn smem_bytes(buffer_bytes: u32, buffers: u32) -> u32 {
+    SMEM_ALIGN + buffers * (buffer_bytes + MBARRIER_BYTES)
 }
 
-/// Dynamic shared bytes of `tma_copy`: one tile.
-pub const COPY_SMEM: u32 = smem_bytes(TILE_BYTES);
-/// Dynamic shared bytes of `tma_transpose`: the input tile and the transposed output tile.
-pub const TRANSPOSE_SMEM: u32 = smem_bytes(2 * TILE_BYTES);
+/// Buffers of `tma_transpose` with `stages` input stages: the stages, and two output tiles (a
+/// tile is transposed into one while the store of the previous one still reads the other).
+pub const fn transpose_buffers(stages: u32) -> u32 {
+    stages + 2
+}
+
+/// One configuration of a pipelined TMA kernel: `stages` buffers of one box (or chunk) each,
+/// `blocks_per_sm` persistent blocks per SM (grid `SMs x blocks_per_sm`, each looping over the
+/// tiles `b, b + grid, ...`). The bytes in flight per SM are at most
+/// `stages x box bytes x blocks_per_sm`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pipeline {
+    /// Box rows (1 for the 1-D bulk copy).
+    pub box_rows: u32,
+    /// Box columns, f32 (the chunk's floats for the 1-D bulk copy).
+    pub box_cols: u32,
+    /// Buffers in the ring, each holding one box.
+    pub stages: u32,
+    /// Persistent blocks per SM.
+    pub blocks_per_sm: u32,
+}
+
+impl Pipeline {
+    /// Bytes of one box.
+    pub const fn box_bytes(&self) -> u32 {
+        self.box_rows * self.box_cols * WORD_BYTES
+    }
+}
+
+/// Boxes (rows x f32 columns) of the `tma_copy` sweep: 8 to 32 KiB, rows of 256 B to 1 KiB
+/// (a tensor map's box is at most 256 elements per dimension: CUDA Driver API,
+/// `cuTensorMapEncodeTiled`).
+pub const COPY_BOXES: [(u32, u32); 5] = [(64, 64), (32, 128), (16, 256), (32, 256), (8, 256)];
+/// Stages of every pipeline sweep (1: load, wait, store, one box at a time).
+pub const PIPELINE_STAGES: [u32; 5] = [1, 2, 3, 4, 6];
+/// Blocks per SM of the `tma_copy` and `tma_bulk_copy` sweeps.
+pub const COPY_BLOCKS_PER_SM: [u32; 4] = [1, 2, 3, 4];
+/// Chunks (bytes) of the pipelined `tma_bulk_copy` sweep.
+pub const BULK_PIPELINE_CHUNKS: [u32; 3] = [8192, 16384, 32768];
+/// Blocks per SM of the `tma_transpose` sweep.
+pub const TRANSPOSE_BLOCKS_PER_SM: [u32; 3] = [1, 2, 3];
+
+/// `tma_copy`'s configuration where no sweep has run (the hierarchy table's TMA row, a run
+/// whose sweep found nothing faster).
+pub const COPY_DEFAULT: Pipeline = Pipeline { box_rows: 16, box_cols: 256, stages: 4, blocks_per_sm: 2 };
+/// `tma_bulk_copy`'s configuration where no sweep has run.
+pub const BULK_DEFAULT: Pipeline = Pipeline { box_rows: 1, box_cols: 4096, stages: 4, blocks_per_sm: 2 };
+/// `tma_transpose`'s configuration where no sweep has run.
+pub const TRANSPOSE_DEFAULT: Pipeline = Pipeline { box_rows: TILE, box_cols: TILE, stages: 3, blocks_per_sm: 2 };
 
 /// The tensor map's swizzle modes, as `CUtensorMapSwizzle` numbers them (CUDA Driver API,
 /// `cuTensorMapEncodeTiled`): 0 none, 1 32-byte, 2 64-byte, 3 128-byte.
@@ -77,15 +123,12 @@ pub const fn transpose_read(t: u32, i: u32) -> (u32, u32) {
     (idx % TILE, idx / TILE)
 }
 
-/// Chunk sizes (bytes per `cp.async.bulk`) of the bulk-copy curve: 1 to 48 KiB, so that 4
-/// blocks of the largest still fit in an SM's 228 KiB of shared memory.
+/// Chunk sizes (bytes per `cp.async.bulk`) of the bulk-copy curve (one stage: load, wait,
+/// store, wait, as the published measurements copy): 1 to 48 KiB, so that 4 blocks of the
+/// largest still fit in an SM's 228 KiB of shared memory.
 pub const BULK_CHUNKS: [u32; 7] = [1024, 2048, 4096, 8192, 16384, 32768, 49152];
 /// Blocks per SM of the bulk-copy curve.
 pub const BULK_BLOCKS_PER_SM: [u32; 4] = [1, 2, 3, 4];
-/// Bytes per copy of the `tma_bulk_copy` row in the kernel table.
-pub const BULK_CHUNK: u32 = 16384;
-/// Blocks per SM of that row.
-pub const BULK_BLOCKS: u32 = 4;
 /// Granule of `cp.async.bulk`: size and both addresses a multiple of 16 bytes (PTX ISA,
 /// "cp.async.bulk").
 pub const BULK_GRANULE: u32 = 16;

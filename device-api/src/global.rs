@@ -128,14 +128,6 @@ impl<T: Copy, A> Slice<T, A> {
         unsafe { load(self.ptr.add(i)) }
     }
 
-    /// The first element's address, for loads the view has no method for (the probes'
-    /// `ld.global.cg`, `kernels-gpu/src/device/probe.rs`); reading through it is the caller's
-    /// `unsafe`, inside the view's `len`.
-    #[inline(always)]
-    pub fn as_ptr(&self) -> *const T {
-        self.ptr
-    }
-
     /// The view without its first `n` elements.
     #[inline(always)]
     pub fn skip(self, n: usize) -> Self {
@@ -152,6 +144,26 @@ impl<T: Copy> Slice<T, ReadWrite> {
         check!(i < self.len);
         // SAFETY: as for `get`.
         unsafe { *self.ptr.add(i) = v }
+    }
+}
+
+/// The view's address, for what the view has no method for: copy engines that take an address
+/// and a byte count (the TMA bulk copies of `kernels-gpu/src/device/tma.rs`, which check their
+/// range against [`Slice::len`]), and the probes' `ld.global.cg` (`kernels-gpu/src/device/probe.rs`).
+/// Reading through it is the caller's `unsafe`, inside the view's `len`.
+impl<T, A> Slice<T, A> {
+    /// The first element's address.
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr
+    }
+}
+
+impl<T> Slice<T, ReadWrite> {
+    /// The first element's address, writable.
+    #[inline(always)]
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        self.ptr
     }
 }
 

@@ -277,6 +277,21 @@ impl SweepChart {
         })
     }
 
+    /// The TMA lesson's pipeline sweeps: each kernel's fastest checked GB/s per stage count
+    /// (the first drawn solid, the others dashed).
+    pub fn tma_pipeline(sections: &[Section]) -> Option<Self> {
+        let s = section(sections, "tma")?;
+        let series: Vec<Series> =
+            s.series.iter().filter(|c| c.name.ends_with(", fastest per stage count")).cloned().collect();
+        let n = series.first()?.points.len();
+        (n > 0 && series.iter().all(|c| c.points.len() == n)).then(|| SweepChart {
+            stem: "tma_pipeline",
+            title: "TMA pipelines: bandwidth against stages in the ring".into(),
+            x_desc: series[0].x.clone(),
+            series,
+        })
+    }
+
     /// One sweep of the clusters lesson over cluster sizes: the series `measured` against the
     /// published figures (`published`); `None` when the run has no clusters section with them.
     pub fn clusters(

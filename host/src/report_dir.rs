@@ -235,6 +235,12 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
         "TMA bulk-copy curve (run the `tma` demo on cc 9.0)",
     )?;
     add(
+        SweepChart::tma_pipeline(sections).map(|c| {
+            figure(&c, dir, "The pipelined TMA kernels (`tma_bulk_copy`, `tma_copy`, `tma_transpose`; persistent blocks, a ring of shared buffers with an mbarrier each): the fastest checked GB/s at each stage count, over the swept boxes and blocks per SM. One stage loads, waits and stores one box at a time; more stages keep the next boxes' loads in flight while one is stored.".into())
+        }),
+        "TMA pipeline chart (run the `tma` demo on cc 9.0)",
+    )?;
+    add(
         SweepChart::tma_swizzle(sections).map(|c| {
             figure(&c, dir, "`tma_transpose` per swizzle mode of its input tensor map: time relative to the fastest mode, against the bank model's conflict factor of the tile's float4 column read with the map's swizzle and with the same box unswizzled.".into())
         }),

@@ -4,195 +4,266 @@
 //! engine beside the SM carries out, without passing through registers. Completion of a load
 //! is reported on an `mbarrier` as transaction bytes; a store is tracked in bulk groups.
 //!
+//! Every kernel here is a pipeline: a persistent block (grid `SMs x blocks per SM`) loops over
+//! the tiles `b, b + grid, ...` through a ring of `stages` shared buffers, each with its
+//! mbarrier, keeping the loads of the next tiles in flight while the current one is stored.
+//! The bytes in flight per SM (`stages x box bytes x blocks per SM`) decide the bandwidth; the
+//! host sweeps all three at run time (`memlab_contracts::tma::Pipeline`).
+//!
 //! Matrices are row-major `f32`. The tensor maps (`CUtensorMap`, built by the host with
 //! `cuTensorMapEncodeTiled`) live in global memory, 64-byte aligned, written before the launch;
 //! each describes one matrix, its box (the tile one copy moves) and its swizzle.
 //! Tensor copies handle the edges themselves (zeros read outside the matrix, stores clipped),
 //! so any `rows, cols >= 1` works; the host refuses what a tensor map cannot describe (a row
-//! pitch that is not a multiple of 16 bytes: `cols` not a multiple of 4).
+//! pitch that is not a multiple of 16 bytes: `cols` not a multiple of 4). The copies, mbarriers
+//! and buffers are the safe API of `device/tma.rs`, whose soundness invariants are written there.
 
 use memlab_contracts::tma as contract;
 
-use crate::device::tma::{
-    SharedAddr, TensorMap, bulk_commit, bulk_load, bulk_store, bulk_wait_read, fence_proxy_async_shared,
-    mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, tensor_load_2d, tensor_store_2d, tensormap_acquire,
-};
-use crate::device::{block_idx_x, block_idx_y, dynamic_shared, sync_threads, thread_idx_x, thread_idx_y};
+use crate::device::tma::{Buffers, MapIn, bulk_commit, bulk_wait_read, fence_proxy_async_shared, grid_blocks};
+use crate::device::{Block, GlobalIn, GlobalOut, block_idx_x, kernel, thread_idx_x, thread_idx_y};
 
-/// The block's tiles, aligned to [`contract::SMEM_ALIGN`] inside the dynamic shared memory, as
-/// a pointer and its `.shared` address, and the mbarrier `tile_bytes` after them.
+/// Items (tiles, chunks) of `count` that this block handles: `block_idx_x() + j * grid`.
 #[inline(always)]
-fn shared_tiles(tile_bytes: u32) -> (*mut u8, SharedAddr, SharedAddr) {
-    let base = dynamic_shared::<u8>();
-    let addr = SharedAddr::of(base);
-    let pad = addr.0.wrapping_neg() % contract::SMEM_ALIGN;
-    // SAFETY: the launch gives `smem_bytes(tile_bytes)` bytes, `SMEM_ALIGN` more than pad.
-    let tiles = unsafe { base.add(pad as usize) };
-    let tiles_addr = addr.add(pad);
-    (tiles, tiles_addr, tiles_addr.add(tile_bytes))
+fn mine(count: u32) -> u32 {
+    // `max(1)` on every divisor keeps the kernels free of division-by-zero panics (a launch
+    // never has 0 blocks, and the host passes no zero box or chunk).
+    let (b, grid) = (block_idx_x(), grid_blocks().max(1));
+    if b < count { (count - b - 1) / grid + 1 } else { 0 }
 }
 
-/// Thread 0 initialises the block's mbarrier for one arrival per phase; the barrier after it
-/// makes it usable by every thread.
-///
-/// # Safety
-/// Called once, by every thread of the block.
+/// The item of this block's `j`-th turn.
 #[inline(always)]
-unsafe fn init_barrier(bar: SharedAddr) {
-    if thread_idx_x() == 0 && thread_idx_y() == 0 {
-        unsafe { mbarrier_init(bar, 1) };
-    }
-    unsafe { sync_threads() };
+fn item(j: u32) -> u32 {
+    block_idx_x() + j * grid_blocks()
 }
 
-/// Copies `n` floats from `src` to `dst` with 1-D bulk copies of `chunk` bytes through shared
-/// memory: block `b` moves chunks `b, b + grid, ...`; its lane 0 loads a chunk
-/// (`cp.async.bulk` global -> shared, completion on the mbarrier), waits, stores it
-/// (`cp.async.bulk` shared -> global) and waits for the store to have read it before the next.
-/// A block keeps `chunk` bytes in flight, so the grid's blocks per SM times `chunk` is the
-/// SM's bytes in flight: the bulk-copy curve varies both.
-///
-/// - Launch: block `32 x 1` ([`contract::COPY_THREADS`]), any grid (the curve uses `SMs x k`).
-/// - Shared memory: `smem_bytes(chunk)` = `1024 + chunk + 8` dynamic bytes.
-/// - Memory level: global <-> shared by the copy engine; no registers hold the data.
-///
-/// # Safety
-/// `src` and `dst` hold `n` floats, 16-byte aligned, not overlapping; `n` a multiple of 4;
-/// `chunk` a multiple of 16 no larger than the launch's tile bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn tma_bulk_copy(src: *const f32, dst: *mut f32, n: u32, chunk: u32) {
-    let (_, tile, bar) = shared_tiles(chunk);
-    unsafe { init_barrier(bar) };
-    if thread_idx_x() != 0 {
-        return;
+/// Lane 0's pipeline of a copy through `buffers` (a ring of `stages` buffers): `load(slot, j)`
+/// starts the load of this block's `j`-th item into buffer `slot` (its expect and copies),
+/// `store(slot, j)` its store. Loads run `stages - 1` items ahead; the load of item `j + stages
+/// - 1` reuses the buffer of item `j - 1`, once that item's store has read it
+/// (`cp.async.bulk.wait_group.read 1`: the store of item `j` may still be reading). With one
+/// stage, each item is loaded, stored and read out before the next.
+#[inline(always)]
+fn copy_ring(buffers: &Buffers, count: u32, mut load: impl FnMut(u32, u32), mut store: impl FnMut(u32, u32)) {
+    let stages = buffers.count();
+    let ahead = stages - 1;
+    let prologue = if ahead < count { ahead } else { count };
+    for k in 0..prologue {
+        load(k, k);
     }
-    let total = n as u64 * 4;
-    let chunks = total.div_ceil(chunk as u64) as u32;
-    let mut parity = 0;
-    let mut i = block_idx_x();
-    while i < chunks {
-        let offset = i as u64 * chunk as u64;
-        let bytes = (total - offset).min(chunk as u64) as u32;
-        unsafe {
-            mbarrier_arrive_expect_tx(bar, bytes);
-            bulk_load(tile, src.cast::<u8>().add(offset as usize), bytes, bar);
-            mbarrier_wait(bar, parity);
-            bulk_store(dst.cast::<u8>().add(offset as usize), tile, bytes);
+    let (mut slot, mut parity, mut next_slot) = (0, 0, prologue);
+    for j in 0..count {
+        if ahead == 0 {
+            load(0, j);
         }
+        buffers.wait(slot, parity);
+        store(slot, j);
         bulk_commit();
-        bulk_wait_read();
-        parity ^= 1;
-        i += grid_blocks();
+        if ahead == 0 {
+            bulk_wait_read::<0>();
+        } else {
+            bulk_wait_read::<1>();
+            if j + ahead < count {
+                load(next_slot, j + ahead);
+                next_slot = if next_slot + 1 == stages { 0 } else { next_slot + 1 };
+            }
+        }
+        slot += 1;
+        if slot == stages {
+            slot = 0;
+            parity ^= 1;
+        }
+    }
+    // The block may exit once its stores have read their buffers (CUTLASS's epilogue does
+    // the same); the global writes complete before the grid does.
+    bulk_wait_read::<0>();
+}
+
+kernel! {
+    /// Copies `n` floats from `src` to `dst` with 1-D bulk copies of `chunk` bytes through a
+    /// ring of `stages` shared buffers: block `b` moves chunks `b, b + grid, ...`; its lane 0
+    /// loads (`cp.async.bulk` global -> shared, completion on the buffer's mbarrier) up to
+    /// `stages - 1` chunks ahead and stores each (`cp.async.bulk` shared -> global) as it lands.
+    /// One stage is the unpipelined copy of the bulk-copy curve (load, wait, store, wait).
+    ///
+    /// - Launch: block `32 x 1` ([`contract::COPY_THREADS`]), any grid (`SMs x blocks per SM`).
+    /// - Shared memory: [`contract::smem_bytes`]`(chunk, stages)` = `1024 + stages (chunk + 8)`.
+    /// - Preconditions: `src`, `dst` hold `n` floats, 16-byte aligned, not overlapping; `n` a
+    ///   multiple of 4; `chunk` a multiple of 16; `stages >= 1`.
+    /// - Memory level: global <-> shared by the copy engine; no registers hold the data.
+    pub fn tma_bulk_copy(block: Block, src: GlobalIn<f32>, dst: GlobalOut<f32>, n: u32, chunk: u32, stages: u32) {
+        let buffers = Buffers::carve(block, chunk, stages);
+        if thread_idx_x() != 0 {
+            return;
+        }
+        let (src, mut dst) = (src.slice(n as usize), dst.slice(n as usize));
+        let per = (chunk / 4).max(1);
+        let count = mine(n.div_ceil(per));
+        let span = |j: u32| {
+            let first = item(j) * per;
+            (first as usize, (n - first).min(per) * 4)
+        };
+        copy_ring(
+            &buffers,
+            count,
+            |slot, j| {
+                let (first, bytes) = span(j);
+                buffers.expect(slot, bytes);
+                buffers.load_bulk(slot, &src, first, bytes);
+            },
+            |slot, j| {
+                let (first, bytes) = span(j);
+                buffers.store_bulk(slot, &mut dst, first, bytes);
+            },
+        );
     }
 }
 
-/// Blocks in the grid along x (`nctaid.x`).
-#[inline(always)]
-fn grid_blocks() -> u32 {
-    // SAFETY: reading a special register has no preconditions.
-    unsafe { core::arch::nvptx::_grid_dim_x() }
+kernel! {
+    /// Copies a `rows x cols` matrix with 2-D tensor copies of `box_rows x box_cols` boxes
+    /// through a ring of `stages` shared buffers: block `b` moves the boxes `b, b + grid, ...`
+    /// (row-major over the matrix); lane 0 loads through `map_in` (`cp.async.bulk.tensor`
+    /// global -> shared, completion on the buffer's mbarrier) `stages - 1` boxes ahead and
+    /// stores each through `map_out` (shared -> global) as it lands.
+    ///
+    /// - Launch: block `32 x 1` ([`contract::COPY_THREADS`]), any grid (`SMs x blocks per SM`).
+    /// - Shared memory: [`contract::smem_bytes`]`(box_rows * box_cols * 4, stages)`.
+    /// - Preconditions: `map_in`, `map_out` point to tensor maps of the input and output
+    ///   `rows x cols` f32 matrices, box `box_rows x box_cols`, no swizzle; `stages >= 1`.
+    /// - Memory level: global <-> shared by the copy engine, one box per copy.
+    pub fn tma_copy(
+        block: Block,
+        map_in: MapIn,
+        map_out: MapIn,
+        rows: u32,
+        cols: u32,
+        box_rows: u32,
+        box_cols: u32,
+        stages: u32,
+    ) {
+        let box_bytes = box_rows * box_cols * 4;
+        let buffers = Buffers::carve(block, box_bytes, stages);
+        if thread_idx_x() != 0 {
+            return;
+        }
+        let (map_in, map_out) = (map_in.acquire(), map_out.acquire());
+        let (box_rows, box_cols) = (box_rows.max(1), box_cols.max(1));
+        let across = cols.div_ceil(box_cols).max(1);
+        let count = mine(across * rows.div_ceil(box_rows));
+        let at = |j: u32| {
+            let t = item(j);
+            ((t % across) * box_cols, (t / across) * box_rows)
+        };
+        copy_ring(
+            &buffers,
+            count,
+            |slot, j| {
+                let (x, y) = at(j);
+                buffers.expect(slot, box_bytes);
+                buffers.load_tile(slot, 0, map_in, x, y);
+            },
+            |slot, j| {
+                let (x, y) = at(j);
+                buffers.store_tile(slot, 0, map_out, x, y);
+            },
+        );
+    }
 }
 
-/// Copies a `rows x cols` matrix with 2-D tensor copies, one `64 x 64` tile per block: lane 0
-/// loads the tile through `map_in` (`cp.async.bulk.tensor` global -> shared, completion on the
-/// mbarrier), waits, and stores it through `map_out` (shared -> global).
-///
-/// - Launch: block `32 x 1` ([`contract::COPY_THREADS`]), grid `(ceil(cols / 64), ceil(rows / 64))`.
-/// - Shared memory: [`contract::COPY_SMEM`] = `1024 + 16384 + 8` dynamic bytes.
-/// - Memory level: global <-> shared by the copy engine, 16 KiB per copy.
-///
-/// # Safety
-/// `map_in` and `map_out` point to tensor maps in global memory of the input and output
-/// `rows x cols` f32 matrices, box `64 x 64`, no swizzle.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn tma_copy(map_in: *const TensorMap, map_out: *const TensorMap) {
-    let (_, tile, bar) = shared_tiles(contract::TILE_BYTES);
-    unsafe { init_barrier(bar) };
-    if thread_idx_x() != 0 {
-        return;
-    }
-    let (x, y) = (block_idx_x() * contract::TILE, block_idx_y() * contract::TILE);
-    unsafe {
-        tensormap_acquire(map_in);
-        tensormap_acquire(map_out);
-        mbarrier_arrive_expect_tx(bar, contract::TILE_BYTES);
-        tensor_load_2d(tile, map_in, x, y, bar);
-        mbarrier_wait(bar, 0);
-        tensor_store_2d(map_out, x, y, tile);
-    }
-    bulk_commit();
-    // The block may exit once the store has read the tile (CUTLASS's epilogue does the same).
-    bulk_wait_read();
-}
-
-/// Transposes a `rows x cols` matrix into `cols x rows` through shared memory, one `64 x 64`
-/// tile per block, both global sides moved by tensor copies. Lane 0 loads the tile as
-/// `64 / box_cols(swizzle)` boxes of 64 rows (`map_in`, swizzle mode `swizzle`), completion on
-/// the mbarrier; every thread waits, then reads 4 float4 of the tile's columns (the 32 lanes of
-/// a warp: 32 rows of one float4 column, at the swizzled offsets of
-/// [`contract::transpose_read_offset`]) and writes them transposed into a plain `64 x 64`
-/// output tile (lanes on consecutive words: conflict-free); after a proxy fence and a block
-/// barrier, lane 0 stores that tile through `map_out`. The input tile's column read is where
-/// the swizzle matters: unswizzled, its 8 lanes of a 16-byte phase hit the same banks.
-///
-/// - Launch: block `32 x 8` ([`contract::TRANSPOSE_BLOCK`]), grid `(ceil(cols / 64), ceil(rows / 64))`.
-/// - Shared memory: [`contract::TRANSPOSE_SMEM`] = `1024 + 2 * 16384 + 8` dynamic bytes.
-/// - Memory level: global <-> shared by the copy engine; shared (float4 reads, scalar writes).
-///
-/// # Safety
-/// `map_in` describes the `rows x cols` input, box `64 x box_cols(swizzle)` rows x columns,
-/// swizzle `swizzle` (< 4); `map_out` the `cols x rows` output, box `64 x 64`, no swizzle.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn tma_transpose(map_in: *const TensorMap, map_out: *const TensorMap, swizzle: u32) {
-    // One body per mode, so the box width and the swizzle fold into constants.
-    unsafe {
+kernel! {
+    /// Transposes a `rows x cols` matrix into `cols x rows` through shared memory, `64 x 64`
+    /// tiles moved by tensor copies both ways. A persistent block handles the tiles `b, b +
+    /// grid, ...` through `stages` input buffers and two output buffers. Lane 0 loads each tile
+    /// as `64 / box_cols(swizzle)` boxes of 64 rows (`map_in`, swizzle mode `swizzle`),
+    /// `stages` tiles ahead, completion on the buffer's mbarrier; every thread waits, reads 4
+    /// float4 of the tile's columns (the 32 lanes of a warp: 32 rows of one float4 column, at
+    /// the swizzled offsets of [`contract::transpose_read_offset`]) and writes them transposed
+    /// into an output buffer (lanes on consecutive words: conflict-free); after a proxy fence
+    /// and a block barrier, lane 0 stores that buffer through `map_out` and refills the input
+    /// buffer just read. The output buffers alternate: a tile is written into one while the
+    /// store of the previous tile may still read the other (lane 0 waits for the store before
+    /// last to have read it, before the barrier). The input tile's column read is where the
+    /// swizzle matters: unswizzled, its 8 lanes of a 16-byte phase hit the same banks.
+    ///
+    /// - Launch: block `32 x 8` ([`contract::TRANSPOSE_BLOCK`]), any grid (`SMs x blocks per SM`).
+    /// - Shared memory: [`contract::smem_bytes`]`(16384, `[`contract::transpose_buffers`]`(stages))`.
+    /// - Preconditions: `map_in` describes the `rows x cols` input, box `64 x box_cols(swizzle)`
+    ///   rows x columns, swizzle `swizzle` (< 4); `map_out` the `cols x rows` output, box
+    ///   `64 x 64`, no swizzle; `stages >= 1`.
+    /// - Memory level: global <-> shared by the copy engine; shared (float4 reads, scalar writes).
+    pub fn tma_transpose(block: Block, map_in: MapIn, map_out: MapIn, rows: u32, cols: u32, swizzle: u32, stages: u32) {
+        // One body per mode, so the box width and the swizzle fold into constants.
         match swizzle {
-            0 => transpose_tile::<0>(map_in, map_out),
-            1 => transpose_tile::<1>(map_in, map_out),
-            2 => transpose_tile::<2>(map_in, map_out),
-            _ => transpose_tile::<3>(map_in, map_out),
+            0 => transpose_tiles::<0>(block, map_in, map_out, rows, cols, stages),
+            1 => transpose_tiles::<1>(block, map_in, map_out, rows, cols, stages),
+            2 => transpose_tiles::<2>(block, map_in, map_out, rows, cols, stages),
+            _ => transpose_tiles::<3>(block, map_in, map_out, rows, cols, stages),
         }
     }
 }
 
 /// The body of [`tma_transpose`] for swizzle mode `MODE`.
-///
-/// # Safety
-/// As for [`tma_transpose`].
 #[inline(always)]
-unsafe fn transpose_tile<const MODE: u32>(map_in: *const TensorMap, map_out: *const TensorMap) {
+fn transpose_tiles<const MODE: u32>(block: Block, map_in: MapIn, map_out: MapIn, rows: u32, cols: u32, stages: u32) {
     const T: u32 = contract::TILE;
     let w = const { contract::box_cols(MODE) };
-    let (tiles, tile_in, bar) = shared_tiles(2 * contract::TILE_BYTES);
-    let tile_out = tile_in.add(contract::TILE_BYTES);
-    unsafe { init_barrier(bar) };
-    let (c0, r0) = (block_idx_x() * T, block_idx_y() * T);
+    let buffers = Buffers::carve(block, contract::TILE_BYTES, contract::transpose_buffers(stages));
     let t = thread_idx_y() * contract::TRANSPOSE_BLOCK.0 + thread_idx_x();
-    if t == 0 {
-        unsafe {
-            tensormap_acquire(map_in);
-            tensormap_acquire(map_out);
-            mbarrier_arrive_expect_tx(bar, contract::TILE_BYTES);
+    // Lane 0 alone issues the copies, so it alone acquires the maps.
+    let maps = if t == 0 { Some((map_in.acquire(), map_out.acquire())) } else { None };
+    let across = cols.div_ceil(T).max(1);
+    let count = mine(across * rows.div_ceil(T));
+    let at = |j: u32| {
+        let tile = item(j);
+        ((tile % across) * T, (tile / across) * T)
+    };
+    let load = |slot: u32, j: u32| {
+        if let Some((map_in, _)) = maps {
+            let (c0, r0) = at(j);
+            buffers.expect(slot, contract::TILE_BYTES);
             for b in 0..T / w {
-                tensor_load_2d(tile_in.add(b * T * w * 4), map_in, c0 + b * w, r0, bar);
+                buffers.load_tile(slot, b * T * w * 4, map_in, c0 + b * w, r0);
             }
         }
+    };
+    let prologue = if stages < count { stages } else { count };
+    for k in 0..prologue {
+        load(k, k);
     }
-    unsafe { mbarrier_wait(bar, 0) };
-    let out = unsafe { tiles.add(contract::TILE_BYTES as usize) }.cast::<f32>();
-    for i in 0..contract::TRANSPOSE_READS {
-        let (r, c4) = contract::transpose_read(t, i);
-        let at = contract::transpose_read_offset(MODE, r, c4) as usize;
-        let v = unsafe { crate::device::load4(tiles.add(at).cast::<f32>()) };
-        for (q, v) in v.iter().enumerate() {
-            unsafe { *out.add(((4 * c4 + q as u32) * T + r) as usize) = *v };
+    let (mut slot, mut parity) = (0, 0);
+    for j in 0..count {
+        buffers.wait(slot, parity);
+        let out = stages + (j & 1);
+        for i in 0..contract::TRANSPOSE_READS {
+            let (r, c4) = contract::transpose_read(t, i);
+            let v = buffers.read4(slot, contract::transpose_read_offset(MODE, r, c4));
+            for (q, v) in v.iter().enumerate() {
+                buffers.write(out, (4 * c4 + q as u32) * T + r, *v);
+            }
+        }
+        fence_proxy_async_shared();
+        if maps.is_some() {
+            // The store of tile j - 1 has read the other output buffer, written next turn.
+            bulk_wait_read::<0>();
+        }
+        buffers.sync();
+        if let Some((_, map_out)) = maps {
+            let (c0, r0) = at(j);
+            buffers.store_tile(out, 0, map_out, r0, c0);
+            bulk_commit();
+            // Every thread has read this input buffer (the barrier above): refill it.
+            if j + stages < count {
+                load(slot, j + stages);
+            }
+        }
+        slot += 1;
+        if slot == stages {
+            slot = 0;
+            parity ^= 1;
         }
     }
-    fence_proxy_async_shared();
-    unsafe { sync_threads() };
-    if t == 0 {
-        unsafe { tensor_store_2d(map_out, r0, c0, tile_out) };
-        bulk_commit();
-        bulk_wait_read();
+    if maps.is_some() {
+        bulk_wait_read::<0>();
     }
 }

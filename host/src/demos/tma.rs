@@ -10,8 +10,9 @@
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::tma::{
-    BULK_BLOCKS, BULK_BLOCKS_PER_SM, BULK_CHUNK, BULK_CHUNKS, COPY_SMEM, COPY_THREADS, TILE, TILE_BYTES,
-    TRANSPOSE_BLOCK, TRANSPOSE_SMEM, box_cols, smem_bytes,
+    BULK_BLOCKS_PER_SM, BULK_CHUNKS, BULK_DEFAULT, BULK_PIPELINE_CHUNKS, COPY_BLOCKS_PER_SM, COPY_BOXES, COPY_DEFAULT,
+    COPY_THREADS, PIPELINE_STAGES, Pipeline, TILE, TILE_BYTES, TRANSPOSE_BLOCK, TRANSPOSE_BLOCKS_PER_SM,
+    TRANSPOSE_DEFAULT, box_cols, smem_bytes, transpose_buffers,
 };
 
 use super::transpose::kernels as lsu;
@@ -21,7 +22,7 @@ use super::{
 };
 use crate::gpu::kernel;
 use crate::gpu::launch::{Launch, LaunchShape};
-use crate::gpu::tensor_map::{Swizzle, TensorMap, TiledSpec};
+use crate::gpu::tensor_map::{L2Promotion, Swizzle, TensorMap, TiledSpec};
 use crate::gpu::timing::time;
 use crate::model::banks::WarpRequest;
 use crate::series::{Series, names};
@@ -31,31 +32,45 @@ use crate::{reference, refuse};
 /// The compute capability TMA needs (`cp.async.bulk.tensor`: `sm_90`, PTX ISA 8.0).
 pub const NEEDS_CC: (u32, u32) = (9, 0);
 
-/// The shape of a kernel that moves one `64 x 64` tile per block of a `rows x cols` input.
-fn tiles(rows: u32, cols: u32, block: (u32, u32), smem: u32) -> LaunchShape {
-    LaunchShape::covering(rows as usize, cols as usize, (TILE as usize, TILE as usize), block, smem)
+/// The shape of a persistent pipelined kernel: `blocks` blocks of `block` threads with
+/// `buffers` buffers of `buffer_bytes` each.
+fn persistent(blocks: u32, block: (u32, u32), buffer_bytes: u32, buffers: u32) -> LaunchShape {
+    LaunchShape { grid: (blocks, 1), block, smem_bytes: smem_bytes(buffer_bytes, buffers) }
 }
 
 crate::kernels! {
     /// `tma_bulk_copy`: `n` f32 from `src` to `dst` (16-byte aligned, `n` a multiple of 4) in
-    /// 1-D bulk copies of `chunk` bytes (a multiple of 16); `blocks` blocks of 32 threads,
-    /// `1024 + chunk + 8` B of shared memory each.
-    fn tma_bulk_copy(blocks: u32; src: &DeviceBuffer<f32>, dst: &mut DeviceBuffer<f32>, n: u32, chunk: u32)
-        => LaunchShape { grid: (blocks, 1), block: (COPY_THREADS, 1), smem_bytes: smem_bytes(chunk) };
-    /// `tma_copy`: a `rows x cols` f32 matrix through `64 x 64` tensor copies; maps (in global
-    /// memory) of the input and the output, box `64 x 64`, no swizzle; 32 threads and 17416 B
-    /// of shared memory per tile.
-    fn tma_copy(rows: u32, cols: u32; map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>)
-        => tiles(rows, cols, (COPY_THREADS, 1), COPY_SMEM);
+    /// 1-D bulk copies of `chunk` bytes (a multiple of 16) through `stages` shared buffers;
+    /// `blocks` persistent blocks of 32 threads, `1024 + stages (chunk + 8)` B shared each.
+    fn tma_bulk_copy(blocks: u32; src: &DeviceBuffer<f32>, dst: &mut DeviceBuffer<f32>, n: u32, chunk: u32, stages: u32)
+        => persistent(blocks, (COPY_THREADS, 1), chunk, stages);
+    /// `tma_copy`: a `rows x cols` f32 matrix through `box_rows x box_cols` tensor copies and
+    /// `stages` shared buffers; maps (in global memory) of the input and the output with that
+    /// box, no swizzle; `blocks` persistent blocks of 32 threads.
+    fn tma_copy(blocks: u32; map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>, rows: u32, cols: u32, box_rows: u32, box_cols: u32, stages: u32)
+        => persistent(blocks, (COPY_THREADS, 1), box_rows * box_cols * 4, stages);
     /// `tma_transpose`: `rows x cols` into `cols x rows`; `map_in` box `64 x box_cols(swizzle)`
-    /// with that swizzle, `map_out` box `64 x 64`; block `32 x 8`, 33800 B shared per tile.
-    fn tma_transpose(rows: u32, cols: u32; map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>, swizzle: u32)
-        => tiles(rows, cols, TRANSPOSE_BLOCK, TRANSPOSE_SMEM);
+    /// with that swizzle, `map_out` box `64 x 64`; `blocks` persistent blocks of `32 x 8`,
+    /// `stages` input tiles and 2 output tiles of 16 KiB in shared memory.
+    fn tma_transpose(blocks: u32; map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>, rows: u32, cols: u32, swizzle: u32, stages: u32)
+        => persistent(blocks, TRANSPOSE_BLOCK, TILE_BYTES, transpose_buffers(stages));
 }
 
 /// The tensor map of a `rows x cols` f32 matrix at `address`, box `64 x box_cols`.
 fn spec(address: u64, rows: usize, cols: usize, box_cols: u32, swizzle: Swizzle) -> TiledSpec {
-    TiledSpec { address, rows: rows as u64, cols: cols as u64, box_rows: TILE, box_cols, swizzle }
+    boxed(address, rows, cols, (TILE, box_cols), swizzle)
+}
+
+/// The tensor map of a `rows x cols` f32 matrix at `address`, box `rows x cols` of `boxed`,
+/// no L2 promotion.
+fn boxed(address: u64, rows: usize, cols: usize, (box_rows, box_cols): (u32, u32), swizzle: Swizzle) -> TiledSpec {
+    let (rows, cols) = (rows as u64, cols as u64);
+    TiledSpec { address, rows, cols, box_rows, box_cols, swizzle, l2_promotion: L2Promotion::None }
+}
+
+/// `spec` with the L2 promotion `l2`, in a device buffer.
+fn promoted(spec: TiledSpec, l2: L2Promotion) -> Result<DeviceBuffer<TensorMap>> {
+    TiledSpec { l2_promotion: l2, ..spec }.upload()
 }
 
 /// Refuses a matrix the lesson's tensor maps cannot describe (input `rows x cols`, transposed
@@ -68,6 +83,9 @@ pub fn check_matrix(rows: usize, cols: usize) -> Result<()> {
     check_u32_elements("the TMA demo", &[rows.saturating_mul(cols)])?;
     spec(0, rows, cols, TILE, Swizzle::None).check()?;
     spec(0, cols, rows, TILE, Swizzle::None).check()?;
+    for b in COPY_BOXES {
+        boxed(0, rows, cols, b, Swizzle::None).check()?;
+    }
     for sw in Swizzle::ALL {
         spec(0, rows, cols, box_cols(sw.mode()), sw).check()?;
     }
@@ -129,24 +147,93 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let input = upload(&input_host)?;
     let mut output = poisoned::<f32>(n)?;
     let (in_addr, out_addr) = (input.as_device_ptr().as_raw(), output.as_device_ptr().as_raw());
-    let map_in = spec(in_addr, rows, cols, TILE, Swizzle::None).upload()?;
-    let map_out = spec(out_addr, rows, cols, TILE, Swizzle::None).upload()?;
-    let map_out_t = spec(out_addr, cols, rows, TILE, Swizzle::None).upload()?;
     let (r, c) = (rows as u32, cols as u32);
     let bytes = 2.0 * 4.0 * n as f64;
     let size = format!("{rows}x{cols}");
+    let sms = info.sms;
+    // The pipeline sweeps: every configuration checked exactly, then timed; the kernel rows
+    // run each kernel's fastest.
+    let copy_maps = COPY_BOXES
+        .iter()
+        .map(|&b| {
+            let map = |addr| boxed(addr, rows, cols, b, Swizzle::None).upload();
+            Ok((b, map(in_addr)?, map(out_addr)?))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let t_specs = (
+        spec(in_addr, rows, cols, box_cols(Swizzle::B128.mode()), Swizzle::B128),
+        spec(out_addr, cols, rows, TILE, Swizzle::None),
+    );
+    let (map_t_in, map_out_t) = (t_specs.0.upload()?, t_specs.1.upload()?);
+    let bulk_launch = |p: &Pipeline, out: &mut DeviceBuffer<f32>| {
+        kernels::tma_bulk_copy(sms * p.blocks_per_sm, &input, out, r * c, p.box_bytes(), p.stages)
+    };
+    let copy_launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| {
+        let (_, map_in, map_out) = copy_maps.iter().find(|m| m.0 == (p.box_rows, p.box_cols)).expect("a swept box");
+        kernels::tma_copy(sms * p.blocks_per_sm, map_in, map_out, r, c, p.box_rows, p.box_cols, p.stages)
+    };
+    let transpose_launch = |p: &Pipeline, maps: (&DeviceBuffer<TensorMap>, &DeviceBuffer<TensorMap>), mode: u32| {
+        kernels::tma_transpose(sms * p.blocks_per_sm, maps.0, maps.1, r, c, mode, p.stages)
+    };
+    let mut sweeps = Sweeps::default();
+    let bulk = sweeps.run(lab, "tma_bulk_copy", &mut output, &input_host, bytes, &bulk_configs(), bulk_launch)?;
+    let copy = sweeps.run(lab, "tma_copy", &mut output, &input_host, bytes, &copy_configs(), copy_launch)?;
+    let transpose_sweep = sweeps.run(
+        lab,
+        "tma_transpose",
+        &mut output,
+        &transposed,
+        bytes,
+        &transpose_configs(),
+        |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (&map_t_in, &map_out_t), Swizzle::B128.mode()),
+    )?;
+    let bulk_best = fastest(&bulk, BULK_DEFAULT);
+    let copy_best = fastest(&copy, COPY_DEFAULT);
+    let transpose_best = fastest(&transpose_sweep, TRANSPOSE_DEFAULT);
+    // The tensor maps' L2 promotion at each kernel's fastest configuration, every setting
+    // checked, then timed; the rows use the fastest (maps of both matrices promoted alike).
+    let copy_box = (copy_best.box_rows, copy_best.box_cols);
+    let copy_specs =
+        (boxed(in_addr, rows, cols, copy_box, Swizzle::None), boxed(out_addr, rows, cols, copy_box, Swizzle::None));
+    let mut copy_l2 = Vec::new();
+    let mut transpose_l2 = Vec::new();
+    for l2 in L2Promotion::ALL {
+        let (m_in, m_out) = (promoted(copy_specs.0, l2)?, promoted(copy_specs.1, l2)?);
+        let launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| {
+            kernels::tma_copy(sms * p.blocks_per_sm, &m_in, &m_out, r, c, p.box_rows, p.box_cols, p.stages)
+        };
+        let points = sweeps.run(lab, "tma_copy", &mut output, &input_host, bytes, &[copy_best], launch)?;
+        copy_l2.extend(points.into_iter().map(|p| (l2, p)));
+        let (t_in, t_out) = (promoted(t_specs.0, l2)?, promoted(t_specs.1, l2)?);
+        let launch =
+            |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (&t_in, &t_out), Swizzle::B128.mode());
+        let points = sweeps.run(lab, "tma_transpose", &mut output, &transposed, bytes, &[transpose_best], launch)?;
+        transpose_l2.extend(points.into_iter().map(|p| (l2, p)));
+    }
+    let (copy_promotion, transpose_promotion) = (fastest_promotion(&copy_l2), fastest_promotion(&transpose_l2));
+    let copy_maps_best = (promoted(copy_specs.0, copy_promotion)?, promoted(copy_specs.1, copy_promotion)?);
+    let map_out_t_best = promoted(t_specs.1, transpose_promotion)?;
     // Launches hold device addresses, not borrows: built before `reset` borrows the output.
     let copies = [
         (lsu::copy(&input, &mut output, r, c), Path::Lsu(4 * 4), "LSU copy: 4 floats per thread through registers"),
         (
-            kernels::tma_bulk_copy(info.sms * BULK_BLOCKS, &input, &mut output, r * c, BULK_CHUNK),
-            Path::Bulk(BULK_CHUNK, BULK_BLOCKS),
-            "1-D cp.async.bulk: 16 KiB chunks through shared memory, 4 blocks per SM",
+            bulk_launch(&bulk_best, &mut output),
+            Path::Ring(bulk_best),
+            "1-D cp.async.bulk through a ring of shared buffers, persistent blocks (the sweep's fastest)",
         ),
         (
-            kernels::tma_copy(r, c, &map_in, &map_out),
-            Path::Tma(TILE_BYTES),
-            "2-D tensor copy: one 64x64 tile per block",
+            kernels::tma_copy(
+                sms * copy_best.blocks_per_sm,
+                &copy_maps_best.0,
+                &copy_maps_best.1,
+                r,
+                c,
+                copy_best.box_rows,
+                copy_best.box_cols,
+                copy_best.stages,
+            ),
+            Path::Ring(copy_best),
+            "2-D tensor copies through a ring of shared buffers, persistent blocks (the sweep's fastest)",
         ),
     ];
     let lsu_transpose = lsu::transpose_vectorized(&input, &mut output, r, c);
@@ -165,7 +252,11 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     };
     let mut kernels = Vec::new();
     for (launch, path, lesson) in copies {
-        kernels.push(timed(launch, path, lesson, "", size.clone(), &input_host)?);
+        let extra = match path {
+            Path::Ring(p) if p.box_rows > 1 => format!("; L2 promotion {}", copy_promotion.name()),
+            _ => String::new(),
+        };
+        kernels.push(timed(launch, path, lesson, &extra, size.clone(), &input_host)?);
     }
     kernels.push(timed(
         lsu_transpose,
@@ -178,13 +269,13 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let mut swizzle_rows = Vec::new();
     for sw in Swizzle::ALL {
         let mode = sw.mode();
-        let map = spec(in_addr, rows, cols, box_cols(mode), sw).upload()?;
+        let map = promoted(spec(in_addr, rows, cols, box_cols(mode), sw), transpose_promotion)?;
         let (plain, swizzled, ideal) = column_read_wavefronts(mode);
         let row = timed(
-            kernels::tma_transpose(r, c, &map, &map_out_t, mode),
-            Path::Tma(TILE_BYTES),
-            "tensor-copy transpose: tiles in and out by TMA, transposed in shared memory",
-            &format!("; float4 column read {}-way", swizzled / ideal),
+            transpose_launch(&transpose_best, (&map, &map_out_t_best), mode),
+            Path::Ring(transpose_best),
+            "tensor-copy transpose: tiles in and out by TMA, transposed in shared memory, persistent blocks",
+            &format!("; float4 column read {}-way; L2 promotion {}", swizzled / ideal, transpose_promotion.name()),
             format!("{size} swizzle {}", sw.name()),
             &transposed,
         )?;
@@ -202,7 +293,21 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     drop(output);
     kernels.extend(async_rungs(lab)?);
     let mut output = poisoned::<f32>(n)?;
-    let (curve, curve_checks, curve_notes) = bulk_curve(lab, &input, &mut output, &input_host)?;
+    let curve_configs: Vec<Pipeline> = BULK_BLOCKS_PER_SM
+        .iter()
+        .flat_map(|&k| {
+            BULK_CHUNKS.map(|chunk| Pipeline { box_rows: 1, box_cols: chunk / 4, stages: 1, blocks_per_sm: k })
+        })
+        .collect();
+    let curve_points =
+        sweeps.run(lab, "tma_bulk_copy", &mut output, &input_host, bytes, &curve_configs, bulk_launch)?;
+    let curve = BULK_BLOCKS_PER_SM.iter().map(|&k| {
+        let points = curve_points
+            .iter()
+            .filter(|p| p.config.blocks_per_sm == k)
+            .map(|p| (p.config.box_bytes() as f64, p.gbs, format!("{} KiB", p.config.box_bytes() / 1024)));
+        Series::labelled(&curve_series_name(k), "bytes per copy", "GB/s (read + written)", points)
+    });
     let header = [
         "swizzle",
         "box (rows x f32)",
@@ -226,13 +331,13 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
             ]
         })
         .collect();
-    let fastest = swizzle_rows.iter().map(|r| r.4).fold(f64::INFINITY, f64::min);
-    let mut series = curve;
+    let fastest_mode = swizzle_rows.iter().map(|r| r.4).fold(f64::INFINITY, f64::min);
+    let mut series: Vec<Series> = curve.collect();
     series.push(Series::labelled(
         names::MEASURED,
         "swizzle mode",
         "tma_transpose time / fastest mode",
-        swizzle_rows.iter().map(|r| (r.0.mode() as f64, r.4 / fastest, r.0.name())),
+        swizzle_rows.iter().map(|r| (r.0.mode() as f64, r.4 / fastest_mode, r.0.name())),
     ));
     series.push(Series::labelled(
         names::BANK_MODEL,
@@ -246,12 +351,25 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         "column read: wavefronts / ideal",
         swizzle_rows.iter().map(|r| (r.0.mode() as f64, (r.1 / r.3) as f64, r.0.name())),
     ));
-    let mut notes = goal_notes(&kernels, inputs.memcpy_gbs());
-    notes.extend(curve_notes);
+    let memcpy = inputs.memcpy_gbs();
+    for (kernel, points) in [("tma_bulk_copy", &bulk), ("tma_copy", &copy), ("tma_transpose", &transpose_sweep)] {
+        series.extend(pipeline_series(kernel, points));
+    }
+    let mut notes = goal_notes(&kernels, memcpy);
+    for (kernel, points) in [("tma_bulk_copy", &bulk), ("tma_copy", &copy), ("tma_transpose", &transpose_sweep)] {
+        notes.extend(sweep_note(kernel, points, memcpy));
+    }
+    let lsu_copy = &kernels[0];
+    let lsu_kib = f64::from(16 * lsu_copy.shape.threads_per_block() * lsu_copy.occupancy.active_blocks) / 1024.0;
+    notes.extend(in_flight_note((lsu_kib, lsu_copy.rate.value()), &copy, memcpy));
+    notes.push(promotion_note("tma_copy", &copy_l2));
+    notes.push(promotion_note("tma_transpose", &transpose_l2));
+    notes.push(curve_note(&curve_points));
+    notes.extend(sweeps.left_out_note());
     Ok(section(
         kernels,
         Some((header.iter().map(|s| s.to_string()).collect(), sweep_rows)),
-        curve_checks,
+        sweeps.checks,
         notes,
         series,
     ))
@@ -267,10 +385,8 @@ enum Path {
     CpAsync(u32),
     /// Plain loads into shared memory through registers, bytes per block per stage.
     SharedLoads(u32),
-    /// TMA tensor copies, bytes per block.
-    Tma(u32),
-    /// 1-D bulk copies: bytes per copy, blocks per SM set by the grid.
-    Bulk(u32, u32),
+    /// TMA copies through a ring of buffers, persistent blocks: the configuration.
+    Ring(Pipeline),
 }
 
 impl Path {
@@ -279,11 +395,10 @@ impl Path {
         let driver = row.occupancy.active_blocks;
         let threads = row.shape.threads_per_block();
         let (what, per_block, blocks) = match self {
-            Path::Lsu(per_thread) => ("plain loads to registers", per_thread * threads, driver),
-            Path::SharedLoads(b) => ("plain loads to shared", b, driver),
-            Path::CpAsync(b) => ("cp.async (B) + plain loads (A) to shared", b, driver),
-            Path::Tma(b) => ("TMA tensor copies", b, driver),
-            Path::Bulk(b, k) => ("TMA 1-D bulk copies", b, k),
+            Path::Lsu(per_thread) => ("plain loads to registers".to_string(), per_thread * threads, driver),
+            Path::SharedLoads(b) => ("plain loads to shared".into(), b, driver),
+            Path::CpAsync(b) => ("cp.async (B) + plain loads (A) to shared".into(), b, driver),
+            Path::Ring(p) => (format!("TMA ring of {}", config_label(&p)), p.stages * p.box_bytes(), p.blocks_per_sm),
         };
         format!(
             "{what}: {} KiB per block, {} KiB in flight per SM",
@@ -291,6 +406,252 @@ impl Path {
             (per_block * blocks) as f64 / 1024.0
         )
     }
+}
+
+/// A configuration in a few words: `4 x 32x256 box, 2 blocks/SM`.
+fn config_label(p: &Pipeline) -> String {
+    let what = if p.box_rows == 1 {
+        format!("{} KiB", p.box_bytes() / 1024)
+    } else {
+        format!("{}x{} box", p.box_rows, p.box_cols)
+    };
+    format!("{} x {what}, {} blocks/SM", p.stages, p.blocks_per_sm)
+}
+
+/// KiB in flight per SM of a configuration, at most: every buffer of every block.
+fn in_flight_kib(p: &Pipeline) -> f64 {
+    (p.stages * p.box_bytes() * p.blocks_per_sm) as f64 / 1024.0
+}
+
+/// The `tma_bulk_copy` sweep: chunks x stages x blocks per SM.
+pub fn bulk_configs() -> Vec<Pipeline> {
+    let mut out = Vec::new();
+    for chunk in BULK_PIPELINE_CHUNKS {
+        for stages in PIPELINE_STAGES {
+            for blocks_per_sm in COPY_BLOCKS_PER_SM {
+                out.push(Pipeline { box_rows: 1, box_cols: chunk / 4, stages, blocks_per_sm });
+            }
+        }
+    }
+    out
+}
+
+/// The `tma_copy` sweep: boxes x stages x blocks per SM.
+pub fn copy_configs() -> Vec<Pipeline> {
+    let mut out = Vec::new();
+    for (box_rows, box_cols) in COPY_BOXES {
+        for stages in PIPELINE_STAGES {
+            for blocks_per_sm in COPY_BLOCKS_PER_SM {
+                out.push(Pipeline { box_rows, box_cols, stages, blocks_per_sm });
+            }
+        }
+    }
+    out
+}
+
+/// The `tma_transpose` sweep (128-byte swizzle): stages x blocks per SM, `64 x 64` tiles.
+pub fn transpose_configs() -> Vec<Pipeline> {
+    let mut out = Vec::new();
+    for stages in PIPELINE_STAGES {
+        for blocks_per_sm in TRANSPOSE_BLOCKS_PER_SM {
+            out.push(Pipeline { box_rows: TILE, box_cols: TILE, stages, blocks_per_sm });
+        }
+    }
+    out
+}
+
+/// One measured configuration of a sweep, checked exactly before it was timed.
+struct Point {
+    config: Pipeline,
+    gbs: f64,
+    passed: bool,
+}
+
+/// The fastest configuration whose check passed, or `default` when none did.
+fn fastest(points: &[Point], default: Pipeline) -> Pipeline {
+    points.iter().filter(|p| p.passed).max_by(|a, b| a.gbs.total_cmp(&b.gbs)).map_or(default, |p| p.config)
+}
+
+/// The sweeps' checks and the configurations the SM cannot hold.
+#[derive(Default)]
+struct Sweeps {
+    checks: Vec<Check>,
+    left_out: Vec<String>,
+}
+
+impl Sweeps {
+    /// Checks and times `kernel` at each configuration (`launch` builds it over `output`);
+    /// configurations whose blocks per SM the driver's occupancy cannot hold are left out.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &mut self,
+        lab: &Lab,
+        kernel: &str,
+        output: &mut DeviceBuffer<f32>,
+        want: &[f32],
+        bytes: f64,
+        configs: &[Pipeline],
+        launch: impl Fn(&Pipeline, &mut DeviceBuffer<f32>) -> Launch,
+    ) -> Result<Vec<Point>> {
+        let gpu = &lab.gpu;
+        let mut points = Vec::new();
+        for p in configs {
+            let launch = launch(p, output);
+            let (smem, threads) = (launch.shape.smem_bytes, launch.shape.threads_per_block());
+            let fits = smem <= gpu.info.smem_per_block_optin && {
+                if smem > gpu.info.smem_per_block {
+                    kernel::allow_dynamic_smem(gpu, launch.kernel, smem)?;
+                }
+                kernel::occupancy(gpu, launch.kernel, threads, smem)?.active_blocks >= p.blocks_per_sm
+            };
+            if !fits {
+                self.left_out.push(format!("{kernel} {}", config_label(p)));
+                continue;
+            }
+            poison(output)?;
+            launch.enqueue(gpu)?;
+            gpu.stream.synchronize().map_err(|e| anyhow::anyhow!("{kernel}: {}", crate::gpu::describe(e)))?;
+            let check = verify::exact_f32(&download(output)?, want);
+            let passed = check.passed();
+            self.checks.push(check);
+            let gbs = time(gpu, lab.sizes.repeats, || launch.enqueue(gpu))?.gbs(bytes);
+            points.push(Point { config: *p, gbs, passed });
+        }
+        Ok(points)
+    }
+
+    /// The note naming the configurations left out, if any.
+    fn left_out_note(&self) -> Option<String> {
+        (!self.left_out.is_empty())
+            .then(|| format!("left out (shared memory per SM cannot hold them): {}", self.left_out.join("; ")))
+    }
+}
+
+/// Name of the pipeline chart's series of `kernel`: its fastest checked configuration at each
+/// stage count of [`PIPELINE_STAGES`].
+pub fn pipeline_series_name(kernel: &str) -> String {
+    format!("{kernel}, fastest per stage count")
+}
+
+/// Name of the series holding every point of `kernel`'s sweep (the `--json` record's data).
+pub fn sweep_series_name(kernel: &str) -> String {
+    format!("{kernel} sweep")
+}
+
+/// A kernel's sweep as chart data: the fastest checked GB/s at each stage count (labelled by
+/// the count), and every point against its KiB in flight per SM (labelled by its
+/// configuration).
+fn pipeline_series(kernel: &str, points: &[Point]) -> [Series; 2] {
+    let per_stage = PIPELINE_STAGES.iter().filter_map(|&stages| {
+        let best =
+            points.iter().filter(|p| p.passed && p.config.stages == stages).max_by(|a, b| a.gbs.total_cmp(&b.gbs))?;
+        Some((stages as f64, best.gbs, format!("{stages}")))
+    });
+    [
+        Series::labelled(
+            &pipeline_series_name(kernel),
+            "stages (buffers in the ring)",
+            "GB/s (read + written)",
+            per_stage,
+        ),
+        Series::labelled(
+            &sweep_series_name(kernel),
+            "KiB in flight per SM (stages x box x blocks per SM)",
+            "GB/s (read + written)",
+            points.iter().map(|p| (in_flight_kib(&p.config), p.gbs, config_label(&p.config))),
+        ),
+    ]
+}
+
+/// The sweep of `kernel` in one line: configurations, checks, the fastest, and the fastest
+/// with one block per SM and with the fewest stages.
+fn sweep_note(kernel: &str, points: &[Point], memcpy: Option<f64>) -> Option<String> {
+    let best = points.iter().filter(|p| p.passed).max_by(|a, b| a.gbs.total_cmp(&b.gbs))?;
+    let ratio = |gbs: f64| memcpy.map_or(String::new(), |m| format!(" ({:.3}x memcpy)", gbs / m));
+    let min_stages = points.iter().map(|p| p.config.stages).min().unwrap_or(1);
+    let fewest =
+        points.iter().filter(|p| p.passed && p.config.stages == min_stages).max_by(|a, b| a.gbs.total_cmp(&b.gbs));
+    let failed = points.iter().filter(|p| !p.passed).count();
+    Some(format!(
+        "pipeline sweep `{kernel}`: {} configurations, {}; fastest {:.0} GB/s{} at {} ({:.0} KiB in flight per SM){}",
+        points.len(),
+        if failed == 0 { "every one checked exact".to_string() } else { format!("{failed} FAILED their check") },
+        best.gbs,
+        ratio(best.gbs),
+        config_label(&best.config),
+        in_flight_kib(&best.config),
+        fewest.map_or(String::new(), |f| format!(
+            "; with {min_stages} stage{}: {:.0} GB/s at {}",
+            if min_stages == 1 { "" } else { "s" },
+            f.gbs,
+            config_label(&f.config)
+        )),
+    ))
+}
+
+/// Share of the fastest point's GB/s within which a sweep's points count as its plateau.
+const PLATEAU: f64 = 0.02;
+
+/// What bytes in flight explain, in one line: the LSU copy's KiB in flight per SM and GB/s
+/// (`lsu`) against the tensor-copy sweep's fastest point, and the span of KiB in flight per SM
+/// whose points come within [`PLATEAU`] of it.
+fn in_flight_note(lsu: (f64, f64), points: &[Point], memcpy: Option<f64>) -> Option<String> {
+    let passed: Vec<&Point> = points.iter().filter(|p| p.passed).collect();
+    let best = passed.iter().max_by(|a, b| a.gbs.total_cmp(&b.gbs))?;
+    let plateau: Vec<f64> =
+        passed.iter().filter(|p| p.gbs >= best.gbs * (1.0 - PLATEAU)).map(|p| in_flight_kib(&p.config)).collect();
+    let (lo, hi) = plateau.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &k| (lo.min(k), hi.max(k)));
+    let ratio = |gbs: f64| memcpy.map_or(String::new(), |m| format!(" ({:.3}x memcpy)", gbs / m));
+    Some(format!(
+        "bytes in flight: the LSU copy reaches {:.0} GB/s{} with {:.0} KiB in flight per SM; the tensor copy's fastest point {:.0} GB/s{} with {:.0} KiB; {} of its {} checked points come within {:.0}% of that, from {lo:.0} to {hi:.0} KiB in flight per SM. DRAM serves the LSU copy faster with fewer bytes in flight, so bytes in flight are not what the TMA copies lack",
+        lsu.1,
+        ratio(lsu.1),
+        lsu.0,
+        best.gbs,
+        ratio(best.gbs),
+        in_flight_kib(&best.config),
+        plateau.len(),
+        passed.len(),
+        PLATEAU * 100.0
+    ))
+}
+
+/// The L2 promotion whose point passed its check fastest; none when no point passed.
+fn fastest_promotion(points: &[(L2Promotion, Point)]) -> L2Promotion {
+    let passed = points.iter().filter(|(_, p)| p.passed);
+    passed.max_by(|a, b| a.1.gbs.total_cmp(&b.1.gbs)).map_or(L2Promotion::None, |(l2, _)| *l2)
+}
+
+/// The L2-promotion sweep of `kernel` in one line: GB/s per setting at its configuration, and
+/// the setting the rows use.
+fn promotion_note(kernel: &str, points: &[(L2Promotion, Point)]) -> String {
+    let cells: Vec<String> = points
+        .iter()
+        .map(|(l2, p)| format!("{} {:.0}{}", l2.name(), p.gbs, if p.passed { "" } else { " (FAILED its check)" }))
+        .collect();
+    let at = points.first().map_or(String::new(), |(_, p)| format!(" at {}", config_label(&p.config)));
+    format!(
+        "L2 promotion of `{kernel}`'s tensor maps{at}, GB/s: {}; the rows use {}",
+        cells.join(", "),
+        fastest_promotion(points).name()
+    )
+}
+
+/// The bulk-copy curve's note: its fastest point, beside the published figure.
+fn curve_note(points: &[Point]) -> String {
+    let best = points.iter().filter(|p| p.passed).max_by(|a, b| a.gbs.total_cmp(&b.gbs));
+    let best = best.map_or("no point passed its check".into(), |p| {
+        format!(
+            "best {:.0} GB/s at {} KiB per copy and {} blocks per SM ({} KiB in flight per SM)",
+            p.gbs,
+            p.config.box_bytes() / 1024,
+            p.config.blocks_per_sm,
+            p.config.box_bytes() * p.config.blocks_per_sm / 1024
+        )
+    });
+    format!(
+        "bulk-copy curve (one stage: load, wait, store, wait): {best}; published (H800/H100): 95-96% of HBM peak only from 8-12 KiB per copy and 2-3 blocks per SM"
+    )
 }
 
 /// SGEMM rungs 6 (plain loads into shared memory) and 7 (`cp.async`), at the run's first SGEMM
@@ -358,61 +719,6 @@ fn goal_notes(kernels: &[KernelRow], memcpy_gbs: Option<f64>) -> Vec<String> {
         .collect()
 }
 
-/// The 1-D bulk copy's bandwidth against bytes per copy, one series per blocks-per-SM count,
-/// every point checked exactly; points the SM cannot hold (the driver's occupancy below the
-/// blocks asked for) are left out and named in a note.
-fn bulk_curve(
-    lab: &Lab,
-    input: &DeviceBuffer<f32>,
-    output: &mut DeviceBuffer<f32>,
-    want: &[f32],
-) -> Result<(Vec<Series>, Vec<Check>, Vec<String>)> {
-    let gpu = &lab.gpu;
-    let n = input.len() as u32;
-    let bytes = 2.0 * 4.0 * n as f64;
-    let (mut series, mut checks, mut left_out) = (Vec::new(), Vec::new(), Vec::new());
-    let mut best = (0.0f64, 0, 0);
-    for k in BULK_BLOCKS_PER_SM {
-        let mut points = Vec::new();
-        for chunk in BULK_CHUNKS {
-            let launch = kernels::tma_bulk_copy(gpu.info.sms * k, input, output, n, chunk);
-            let smem = launch.shape.smem_bytes;
-            if smem > gpu.info.smem_per_block {
-                kernel::allow_dynamic_smem(gpu, launch.kernel, smem)?;
-            }
-            let fits = kernel::occupancy(gpu, launch.kernel, COPY_THREADS, smem)?.active_blocks;
-            if fits < k {
-                left_out.push(format!("{} KiB x {k}", chunk / 1024));
-                continue;
-            }
-            poison(output)?;
-            launch.enqueue(gpu)?;
-            gpu.stream.synchronize().map_err(|e| anyhow::anyhow!("tma_bulk_copy: {}", crate::gpu::describe(e)))?;
-            checks.push(verify::exact_f32(&download(output)?, want));
-            let gbs = time(gpu, lab.sizes.repeats, || launch.enqueue(gpu))?.gbs(bytes);
-            if gbs > best.0 {
-                best = (gbs, chunk, k);
-            }
-            points.push((chunk as f64, gbs, format!("{} KiB", chunk / 1024)));
-        }
-        series.push(Series::labelled(&curve_series_name(k), "bytes per copy", "GB/s (read + written)", points));
-    }
-    let mut notes = vec![format!(
-        "bulk-copy curve: best {:.0} GB/s at {} KiB per copy and {} blocks per SM ({} KiB in flight per SM); published (H800/H100): 95-96% of HBM peak only from 8-12 KiB per copy and 2-3 blocks per SM",
-        best.0,
-        best.1 / 1024,
-        best.2,
-        best.1 * best.2 / 1024
-    )];
-    if !left_out.is_empty() {
-        notes.push(format!(
-            "bulk-copy curve: left out (shared memory per SM cannot hold them): {}",
-            left_out.join(", ")
-        ));
-    }
-    Ok((series, checks, notes))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -434,6 +740,110 @@ mod tests {
             "the 1-D bulk copy moves multiples of 16 bytes: 1x1 f32 is 4 bytes"
         );
         assert!(check_matrix(1 << 17, 1 << 16).unwrap_err().to_string().contains("32 bits"));
+    }
+
+    /// Blocks per SM the occupancy model (cc 9.0, the driver's rules) gives a launch of
+    /// `threads` threads and `smem` dynamic shared bytes; registers are not the limit here.
+    fn model_blocks(threads: u32, smem: u32) -> u32 {
+        use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
+        let arch = ArchLimits::for_cc(9, 0).unwrap();
+        let res = KernelResources {
+            dynamic_smem_bytes: smem,
+            smem_opt_in: smem > 48 * 1024,
+            ..KernelResources::new(threads, 32)
+        };
+        occupancy(arch, &res, Mode::Hardware).map_or(0, |o| o.active_blocks)
+    }
+
+    /// The configurations of a sweep the occupancy model says an H200 SM cannot hold.
+    fn left_out(configs: &[Pipeline], threads: u32, buffers: impl Fn(&Pipeline) -> u32) -> Vec<String> {
+        configs
+            .iter()
+            .filter(|p| model_blocks(threads, smem_bytes(p.box_bytes(), buffers(p))) < p.blocks_per_sm)
+            .map(config_label)
+            .collect()
+    }
+
+    #[test]
+    fn the_sweeps_cover_stages_boxes_and_blocks_and_the_model_names_what_cannot_fit() {
+        let (bulk, copy, transpose) = (bulk_configs(), copy_configs(), transpose_configs());
+        assert_eq!((bulk.len(), copy.len(), transpose.len()), (60, 100, 15));
+        assert!(bulk.contains(&BULK_DEFAULT) && copy.contains(&COPY_DEFAULT) && transpose.contains(&TRANSPOSE_DEFAULT));
+        // Shared bytes: 1024 to align, then each buffer and its 8-byte mbarrier.
+        assert_eq!(smem_bytes(16384, 4), 1024 + 4 * 16392);
+        assert_eq!(smem_bytes(TILE_BYTES, transpose_buffers(3)), 1024 + 5 * 16392);
+        // 228 KiB per SM and 1 KiB reserved per block: the rings too large for their blocks.
+        let stages = |p: &Pipeline| p.stages;
+        let labels = |b: &str, at: &[(u32, u32)]| {
+            at.iter().map(|(s, k)| format!("{s} x {b}, {k} blocks/SM")).collect::<Vec<String>>()
+        };
+        // 16 KiB rings of 4 stages fit 3 times; of 6 stages, twice.
+        let mid = |b: &str| labels(b, &[(4, 4), (6, 3), (6, 4)]);
+        // 32 KiB boxes: 2 stages fit 3 times, 3 stages twice, 4 and 6 stages once.
+        let big = |b: &str| labels(b, &[(2, 4), (3, 3), (3, 4), (4, 2), (4, 3), (4, 4), (6, 2), (6, 3), (6, 4)]);
+        let want_bulk: Vec<String> = [mid("16 KiB"), big("32 KiB")].concat();
+        assert_eq!(left_out(&bulk, COPY_THREADS, stages), want_bulk);
+        let want_copy: Vec<String> =
+            [mid("64x64 box"), mid("32x128 box"), mid("16x256 box"), big("32x256 box")].concat();
+        assert_eq!(left_out(&copy, COPY_THREADS, stages), want_copy);
+        let t = left_out(&transpose, TRANSPOSE_BLOCK.0 * TRANSPOSE_BLOCK.1, |p| transpose_buffers(p.stages));
+        assert_eq!(
+            t,
+            [
+                "3 x 64x64 box, 3 blocks/SM",
+                "4 x 64x64 box, 3 blocks/SM",
+                "6 x 64x64 box, 2 blocks/SM",
+                "6 x 64x64 box, 3 blocks/SM"
+            ]
+        );
+        // The defaults fit, and so every stage count keeps a configuration of every kernel.
+        for (p, threads, buffers) in [
+            (BULK_DEFAULT, COPY_THREADS, BULK_DEFAULT.stages),
+            (COPY_DEFAULT, COPY_THREADS, COPY_DEFAULT.stages),
+            (TRANSPOSE_DEFAULT, 256, transpose_buffers(TRANSPOSE_DEFAULT.stages)),
+        ] {
+            assert!(model_blocks(threads, smem_bytes(p.box_bytes(), buffers)) >= p.blocks_per_sm, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn the_fastest_checked_configuration_runs_the_rows() {
+        let at = |stages, gbs, passed| Point { config: Pipeline { stages, ..COPY_DEFAULT }, gbs, passed };
+        let points = [at(1, 3000.0, true), at(2, 3900.0, false), at(3, 3800.0, true)];
+        assert_eq!(fastest(&points, BULK_DEFAULT).stages, 3, "a failed check is never chosen");
+        assert_eq!(fastest(&[at(2, 3900.0, false)], BULK_DEFAULT), BULK_DEFAULT);
+        assert_eq!(config_label(&COPY_DEFAULT), "4 x 16x256 box, 2 blocks/SM");
+        assert_eq!(config_label(&BULK_DEFAULT), "4 x 16 KiB, 2 blocks/SM");
+        assert_eq!(in_flight_kib(&COPY_DEFAULT), 128.0);
+        let [per_stage, all] = pipeline_series("tma_copy", &points);
+        assert_eq!(per_stage.points.iter().map(|p| (p.x, p.y)).collect::<Vec<_>>(), [(1.0, 3000.0), (3.0, 3800.0)]);
+        assert_eq!(all.points.len(), 3);
+        let note = sweep_note("tma_copy", &points, Some(4000.0)).unwrap();
+        assert!(note.contains("1 FAILED their check") && note.contains("fastest 3800 GB/s (0.950x memcpy)"), "{note}");
+        let l2 = |l2, gbs, passed| (l2, at(4, gbs, passed));
+        let promoted = [
+            l2(L2Promotion::None, 3800.0, true),
+            l2(L2Promotion::B128, 3900.0, true),
+            l2(L2Promotion::B256, 3990.0, false),
+        ];
+        assert_eq!(fastest_promotion(&promoted), L2Promotion::B128, "a failed check never wins");
+        assert_eq!(
+            promotion_note("tma_copy", &promoted),
+            "L2 promotion of `tma_copy`'s tensor maps at 4 x 16x256 box, 2 blocks/SM, GB/s: none 3800, 128B 3900, 256B 3990 (FAILED its check); the rows use 128B"
+        );
+        assert_eq!(fastest_promotion(&promoted[2..]), L2Promotion::None);
+        let sized = |stages, blocks_per_sm, gbs| Point {
+            config: Pipeline { stages, blocks_per_sm, ..COPY_DEFAULT },
+            gbs,
+            passed: true,
+        };
+        // 32 KiB boxes (16x256 f32 is 16 KiB): 1 x 1 = 16 KiB, 2 x 2 = 64 KiB, 4 x 2 = 128 KiB.
+        let sweep = [sized(1, 1, 3000.0), sized(2, 2, 3880.0), sized(4, 2, 3900.0)];
+        assert_eq!(
+            in_flight_note((32.0, 3957.0), &sweep, Some(4079.0)).unwrap(),
+            "bytes in flight: the LSU copy reaches 3957 GB/s (0.970x memcpy) with 32 KiB in flight per SM; the tensor copy's fastest point 3900 GB/s (0.956x memcpy) with 128 KiB; 2 of its 3 checked points come within 2% of that, from 64 to 128 KiB in flight per SM. DRAM serves the LSU copy faster with fewer bytes in flight, so bytes in flight are not what the TMA copies lack"
+        );
+        assert_eq!(in_flight_note((32.0, 3957.0), &[], None), None);
     }
 
     #[test]

@@ -73,6 +73,34 @@ impl Swizzle {
     }
 }
 
+/// How far the copy engine widens its L2 requests for a map's boxes (`CUtensorMapL2promotion`,
+/// same numbering; CUDA Driver API, `cuTensorMapEncodeTiled`): not at all, or to 64, 128 or
+/// 256 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum L2Promotion {
+    /// Requests as the box's rows make them.
+    None = 0,
+    /// To 64 bytes.
+    B64 = 1,
+    /// To 128 bytes.
+    B128 = 2,
+    /// To 256 bytes.
+    B256 = 3,
+}
+
+impl L2Promotion {
+    /// The four settings, in `CUtensorMapL2promotion` order.
+    pub const ALL: [L2Promotion; 4] = [L2Promotion::None, L2Promotion::B64, L2Promotion::B128, L2Promotion::B256];
+
+    /// Its name in tables: `none`, `64B`, `128B`, `256B`.
+    pub fn name(self) -> String {
+        match self {
+            L2Promotion::None => "none".into(),
+            p => format!("{}B", 32 << (p as u32)),
+        }
+    }
+}
+
 /// A 2-D row-major f32 matrix as a tensor map describes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TiledSpec {
@@ -88,6 +116,8 @@ pub struct TiledSpec {
     pub box_cols: u32,
     /// Shared-memory layout of a box.
     pub swizzle: Swizzle,
+    /// L2 request size for the boxes.
+    pub l2_promotion: L2Promotion,
 }
 
 impl TiledSpec {
@@ -134,7 +164,7 @@ impl TiledSpec {
     }
 
     /// The map, from the driver (`cuTensorMapEncodeTiled`), after [`TiledSpec::check`]; no
-    /// interleave, no L2 promotion, zeros for reads outside the matrix.
+    /// interleave, zeros for reads outside the matrix.
     ///
     /// # Errors
     /// The check's refusal, or the driver's.
@@ -158,18 +188,19 @@ impl TiledSpec {
                 element_strides.as_ptr(),
                 0,
                 self.swizzle.mode(),
-                0,
+                self.l2_promotion as u32,
                 0,
             )
         };
         if r != CUDA_SUCCESS {
             refuse!(
-                "cuTensorMapEncodeTiled refused a {}x{} f32 map, box {}x{}, swizzle {}: {r:?}",
+                "cuTensorMapEncodeTiled refused a {}x{} f32 map, box {}x{}, swizzle {}, L2 promotion {}: {r:?}",
                 self.rows,
                 self.cols,
                 self.box_rows,
                 self.box_cols,
-                self.swizzle.name()
+                self.swizzle.name(),
+                self.l2_promotion.name()
             );
         }
         Ok(map)
@@ -197,6 +228,7 @@ mod tests {
             box_rows: 64,
             box_cols: 64,
             swizzle: Swizzle::None,
+            l2_promotion: L2Promotion::None,
         }
     }
 
@@ -255,5 +287,7 @@ mod tests {
         assert_eq!(names, ["none", "32B", "64B", "128B"]);
         assert_eq!(Swizzle::B64.span(), Some(64));
         assert_eq!(Swizzle::None.span(), None);
+        let names: Vec<String> = L2Promotion::ALL.iter().map(|p| p.name()).collect();
+        assert_eq!(names, ["none", "64B", "128B", "256B"]);
     }
 }

@@ -16,12 +16,12 @@ use core::arch::asm;
 /// An address in the block's `.shared` window (what `cvta.to.shared` gives), as the bulk copies
 /// and the mbarrier instructions take it.
 #[derive(Clone, Copy)]
-pub struct SharedAddr(pub u32);
+struct SharedAddr(u32);
 
 impl SharedAddr {
     /// The `.shared` window address of `p`, a pointer into the block's shared memory.
     #[inline(always)]
-    pub fn of<T>(p: *const T) -> SharedAddr {
+    fn of<T>(p: *const T) -> SharedAddr {
         let a: u32;
         // SAFETY: a state-space conversion reads nothing.
         unsafe {
@@ -32,7 +32,7 @@ impl SharedAddr {
 
     /// The address `bytes` further on.
     #[inline(always)]
-    pub fn add(self, bytes: u32) -> SharedAddr {
+    fn add(self, bytes: u32) -> SharedAddr {
         SharedAddr(self.0 + bytes)
     }
 }
@@ -45,7 +45,7 @@ impl SharedAddr {
 /// `bar` is 8-byte aligned in this block's shared memory, not in use by another mbarrier
 /// operation; one thread initialises it.
 #[inline(always)]
-pub unsafe fn mbarrier_init(bar: SharedAddr, count: u32) {
+unsafe fn mbarrier_init(bar: SharedAddr, count: u32) {
     unsafe {
         asm!(
             "mbarrier.init.shared::cta.b64 [{b}], {n};\nfence.proxy.async.shared::cta;",
@@ -61,7 +61,7 @@ pub unsafe fn mbarrier_init(bar: SharedAddr, count: u32) {
 /// # Safety
 /// `bar` was initialised by [`mbarrier_init`] and the block barrier after it.
 #[inline(always)]
-pub unsafe fn mbarrier_arrive_expect_tx(bar: SharedAddr, bytes: u32) {
+unsafe fn mbarrier_arrive_expect_tx(bar: SharedAddr, bytes: u32) {
     unsafe {
         asm!(
             "{{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [{b}], {n}; }}",
@@ -77,7 +77,7 @@ pub unsafe fn mbarrier_arrive_expect_tx(bar: SharedAddr, bytes: u32) {
 /// # Safety
 /// As for [`mbarrier_arrive_expect_tx`].
 #[inline(always)]
-pub unsafe fn mbarrier_wait(bar: SharedAddr, parity: u32) {
+unsafe fn mbarrier_wait(bar: SharedAddr, parity: u32) {
     loop {
         let done: u32;
         unsafe {
@@ -101,7 +101,7 @@ pub unsafe fn mbarrier_wait(bar: SharedAddr, parity: u32) {
 /// `dst` `bytes` of this block's shared memory nobody reads until the wait; the caller's
 /// [`mbarrier_arrive_expect_tx`] counts `bytes`.
 #[inline(always)]
-pub unsafe fn bulk_load(dst: SharedAddr, src: *const u8, bytes: u32, bar: SharedAddr) {
+unsafe fn bulk_load(dst: SharedAddr, src: *const u8, bytes: u32, bar: SharedAddr) {
     unsafe {
         asm!(
             "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{s}], {n}, [{b}];",
@@ -116,7 +116,7 @@ pub unsafe fn bulk_load(dst: SharedAddr, src: *const u8, bytes: u32, bar: Shared
 /// # Safety
 /// As for [`bulk_load`], the other way; `src` is not written until [`bulk_wait_read`].
 #[inline(always)]
-pub unsafe fn bulk_store(dst: *mut u8, src: SharedAddr, bytes: u32) {
+unsafe fn bulk_store(dst: *mut u8, src: SharedAddr, bytes: u32) {
     unsafe {
         asm!(
             "cp.async.bulk.global.shared::cta.bulk_group [{d}], [{s}], {n};",
@@ -128,7 +128,7 @@ pub unsafe fn bulk_store(dst: *mut u8, src: SharedAddr, bytes: u32) {
 /// A tensor map (`CUtensorMap`, 128 bytes, 64-byte aligned) as the kernels receive it: in
 /// global memory, written by the host with `cuMemcpyHtoD` before the launch.
 #[repr(C, align(64))]
-pub struct TensorMap(pub [u64; 16]);
+pub struct TensorMap([u64; 16]);
 
 /// Makes the host's write of the tensor map at `map` visible to the tensormap proxy, which the
 /// tensor copies read it through (`fence.proxy.tensormap::generic.acquire.sys`; CUDA C++
@@ -138,7 +138,7 @@ pub struct TensorMap(pub [u64; 16]);
 /// # Safety
 /// `map` points to a tensor map in global memory.
 #[inline(always)]
-pub unsafe fn tensormap_acquire(map: *const TensorMap) {
+unsafe fn tensormap_acquire(map: *const TensorMap) {
     unsafe { asm!("fence.proxy.tensormap::generic.acquire.sys [{m}], 128;", m = in(reg64) map as u64) };
 }
 
@@ -151,7 +151,7 @@ pub unsafe fn tensormap_acquire(map: *const TensorMap) {
 /// `map` passed [`tensormap_acquire`]; `dst` 128-byte aligned (1024 under the 128-byte
 /// swizzle) with room for the box; [`mbarrier_arrive_expect_tx`] counts the box's bytes.
 #[inline(always)]
-pub unsafe fn tensor_load_2d(dst: SharedAddr, map: *const TensorMap, x: u32, y: u32, bar: SharedAddr) {
+unsafe fn tensor_load_2d(dst: SharedAddr, map: *const TensorMap, x: u32, y: u32, bar: SharedAddr) {
     unsafe {
         asm!(
             "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}}}], [{b}];",
@@ -168,7 +168,7 @@ pub unsafe fn tensor_load_2d(dst: SharedAddr, map: *const TensorMap, x: u32, y: 
 /// As for [`tensor_load_2d`]; `src` holds the box, written by this block before a
 /// [`fence_proxy_async_shared`] and a block barrier, and is not written until [`bulk_wait_read`].
 #[inline(always)]
-pub unsafe fn tensor_store_2d(map: *const TensorMap, x: u32, y: u32, src: SharedAddr) {
+unsafe fn tensor_store_2d(map: *const TensorMap, x: u32, y: u32, src: SharedAddr) {
     unsafe {
         asm!(
             "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [{m}, {{{x}, {y}}}], [{s}];",
@@ -184,13 +184,14 @@ pub fn bulk_commit() {
     unsafe { asm!("cp.async.bulk.commit_group;") };
 }
 
-/// Waits until every committed bulk group of this thread has finished reading its shared
-/// source (`cp.async.bulk.wait_group.read 0`): the shared memory may then be reused, or the
-/// block exit; the global writes complete by themselves, before the grid does.
+/// Waits until at most `PENDING` of this thread's committed bulk groups are still reading their
+/// shared source (`cp.async.bulk.wait_group.read PENDING`): the shared memory of the others may
+/// then be reused, or the block exit (`PENDING` 0); the global writes complete by themselves,
+/// before the grid does.
 #[inline(always)]
-pub fn bulk_wait_read() {
+pub fn bulk_wait_read<const PENDING: u32>() {
     // SAFETY: as for `bulk_commit`.
-    unsafe { asm!("cp.async.bulk.wait_group.read 0;") };
+    unsafe { asm!("cp.async.bulk.wait_group.read {n};", n = const PENDING) };
 }
 
 /// Orders this thread's earlier shared-memory writes (generic proxy) before later bulk copies
@@ -200,4 +201,204 @@ pub fn bulk_wait_read() {
 pub fn fence_proxy_async_shared() {
     // SAFETY: a fence has no operands.
     unsafe { asm!("fence.proxy.async.shared::cta;") };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The safe API the TMA lesson (`kernels-gpu/src/tma.rs`) is written on.
+//
+// Soundness rests on the device API's invariants (`memlab-device-api`'s crate documentation)
+// and on these, which the types do not check:
+// 1. The launch contract, extended to tensor maps: a [`MapIn`] parameter points to a tensor
+//    map in global memory, written before the launch, of a live buffer; its box fits the
+//    buffer of [`Buffers`] it is copied into or out of from the offset given (the host encodes
+//    the box and sizes the buffers from `memlab_contracts::tma`, one owner for both). A tensor
+//    copy then writes only inside that buffer and, on the global side, only inside the tensor:
+//    the copy engine clips every box to the tensor's bounds (PTX ISA, "Tensors: bounding
+//    box"), whatever the coordinates. A 1-D bulk copy is checked against its [`Slice`] (the
+//    `checked` build; by the launch contract in the release build) and needs 16-byte aligned
+//    addresses and sizes (PTX ISA, "cp.async.bulk"), which the host's typed launch guarantees.
+// 2. The buffers are carved once, by every thread ([`Buffers::carve`] takes the [`Block`]),
+//    from dynamic shared memory the launch sizes with `memlab_contracts::tma::ring_smem`.
+// 3. Ordering is the kernel's protocol, as lanes' slots are in the device API's invariant 3:
+//    the types do not stop a copy into a buffer that threads or an earlier store still read.
+//    A wrong protocol races or hangs on a barrier; it does not reach outside the buffers.
+// ---------------------------------------------------------------------------------------------
+
+use memlab_contracts::tma::{MBARRIER_BYTES, SMEM_ALIGN};
+use memlab_device_api::global::{ReadWrite, Slice};
+use memlab_device_api::{Block, Param, arch};
+
+/// Traps in the `checked` build unless `in_bounds` holds (the device API's bounds checks).
+#[inline(always)]
+fn check(in_bounds: bool) {
+    #[cfg(feature = "checked")]
+    if !in_bounds {
+        arch::trap();
+    }
+    #[cfg(not(feature = "checked"))]
+    let _ = in_bounds;
+}
+
+/// A tensor-map kernel parameter (`const CUtensorMap*`, in global memory); [`MapIn::acquire`]
+/// makes it usable by the tensor copies.
+pub struct MapIn(*const TensorMap);
+
+impl Param for MapIn {
+    type Raw = *const TensorMap;
+    #[inline(always)]
+    unsafe fn from_raw(raw: *const TensorMap) -> Self {
+        MapIn(raw)
+    }
+}
+
+impl MapIn {
+    /// Makes the host's write of the map visible to the tensormap proxy (the fence of
+    /// `tensormap_acquire`); the thread that issues the copies calls it once.
+    #[inline(always)]
+    pub fn acquire(self) -> Map {
+        // SAFETY: a launch parameter points to a tensor map (invariant 1).
+        unsafe { tensormap_acquire(self.0) };
+        Map(self.0)
+    }
+}
+
+/// An acquired tensor map, for [`Buffers::load_tile`] and [`Buffers::store_tile`].
+#[derive(Clone, Copy)]
+pub struct Map(*const TensorMap);
+
+/// Blocks in the grid along x (`nctaid.x`): a persistent block's stride over the tiles.
+#[inline(always)]
+pub fn grid_blocks() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { core::arch::nvptx::_grid_dim_x() }
+}
+
+/// The block's TMA buffers: `count` buffers of `bytes` each, the first aligned to
+/// [`SMEM_ALIGN`] in the dynamic shared memory (the 128-byte swizzle's layout needs it), then
+/// one mbarrier per buffer. A load into buffer `i` completes on mbarrier `i`.
+#[derive(Clone, Copy)]
+pub struct Buffers {
+    ptr: *mut u8,
+    addr: SharedAddr,
+    bytes: u32,
+    count: u32,
+}
+
+impl Buffers {
+    /// Carves the buffers; thread `(0, 0)` initialises each mbarrier for one arrival per phase,
+    /// then every thread passes a block barrier, after which the mbarriers are usable. Every
+    /// thread of the block calls it, once (invariant 2; the device API's invariant 2).
+    #[inline(always)]
+    pub fn carve(_block: Block, bytes: u32, count: u32) -> Buffers {
+        let base = arch::dynamic_shared::<u8>();
+        let addr = SharedAddr::of(base);
+        let pad = addr.0.wrapping_neg() % SMEM_ALIGN;
+        check(pad + count * (bytes + MBARRIER_BYTES) <= arch::dynamic_shared_bytes() as u32);
+        // SAFETY: the launch gives `SMEM_ALIGN` bytes more than the buffers (invariant 2).
+        let ptr = unsafe { base.add(pad as usize) };
+        let buffers = Buffers { ptr, addr: addr.add(pad), bytes, count };
+        if crate::device::thread_idx_x() == 0 && crate::device::thread_idx_y() == 0 {
+            for i in 0..count {
+                // SAFETY: inside the carve, 8-byte aligned, not in use yet.
+                unsafe { mbarrier_init(buffers.bar(i), 1) };
+            }
+        }
+        arch::sync_threads();
+        buffers
+    }
+
+    /// Buffers carved.
+    #[inline(always)]
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// The mbarrier of buffer `i`.
+    #[inline(always)]
+    fn bar(&self, i: u32) -> SharedAddr {
+        check(i < self.count);
+        self.addr.add(self.count * self.bytes + i * MBARRIER_BYTES)
+    }
+
+    /// Byte `offset` of buffer `i`.
+    #[inline(always)]
+    fn at(&self, i: u32, offset: u32) -> SharedAddr {
+        check(i < self.count && offset < self.bytes);
+        self.addr.add(i * self.bytes + offset)
+    }
+
+    /// Arrives on buffer `i`'s mbarrier and adds `bytes` to what its phase waits for
+    /// (`mbarrier.arrive.expect_tx`): one call per phase, by the thread that issues its loads.
+    #[inline(always)]
+    pub fn expect(&self, i: u32, bytes: u32) {
+        // SAFETY: initialised by `carve`.
+        unsafe { mbarrier_arrive_expect_tx(self.bar(i), bytes) };
+    }
+
+    /// Waits for the phase of parity `parity` of buffer `i`'s mbarrier: its loads have landed
+    /// and are visible to this thread.
+    #[inline(always)]
+    pub fn wait(&self, i: u32, parity: u32) {
+        // SAFETY: initialised by `carve`.
+        unsafe { mbarrier_wait(self.bar(i), parity) };
+    }
+
+    /// Starts a tensor copy of the box at column `x`, row `y` of `map` into buffer `i` from
+    /// byte `offset`, completing on the buffer's mbarrier (which [`Buffers::expect`] told the
+    /// box's bytes). Elements outside the tensor arrive as zeros.
+    #[inline(always)]
+    pub fn load_tile(&self, i: u32, offset: u32, map: Map, x: u32, y: u32) {
+        // SAFETY: the box fits the buffer from `offset` (invariant 1).
+        unsafe { tensor_load_2d(self.at(i, offset), map.0, x, y, self.bar(i)) };
+    }
+
+    /// Starts a tensor copy of buffer `i` (from byte `offset`) to the box at column `x`, row
+    /// `y` of `map`, in this thread's bulk group; elements outside the tensor are not written.
+    /// Threads' writes to the buffer must come before a [`fence_proxy_async_shared`] and a
+    /// block barrier.
+    #[inline(always)]
+    pub fn store_tile(&self, i: u32, offset: u32, map: Map, x: u32, y: u32) {
+        // SAFETY: as for `load_tile`.
+        unsafe { tensor_store_2d(map.0, x, y, self.at(i, offset)) };
+    }
+
+    /// Starts a 1-D bulk copy of `bytes` from element `first` of `src` into buffer `i`,
+    /// completing on its mbarrier.
+    #[inline(always)]
+    pub fn load_bulk(&self, i: u32, src: &Slice<f32>, first: usize, bytes: u32) {
+        check(first * 4 + bytes as usize <= src.len() * 4 && bytes <= self.bytes);
+        // SAFETY: inside `src` and the buffer (checked, or by the launch contract).
+        unsafe { bulk_load(self.at(i, 0), src.as_ptr().add(first).cast(), bytes, self.bar(i)) };
+    }
+
+    /// Starts a 1-D bulk copy of `bytes` of buffer `i` to element `first` of `dst`, in this
+    /// thread's bulk group.
+    #[inline(always)]
+    pub fn store_bulk(&self, i: u32, dst: &mut Slice<f32, ReadWrite>, first: usize, bytes: u32) {
+        check(first * 4 + bytes as usize <= dst.len() * 4 && bytes <= self.bytes);
+        // SAFETY: as for `load_bulk`.
+        unsafe { bulk_store(dst.as_mut_ptr().add(first).cast(), self.at(i, 0), bytes) };
+    }
+
+    /// The four floats at byte `offset` of buffer `i` (16-byte aligned), one `ld.shared.v4`.
+    #[inline(always)]
+    pub fn read4(&self, i: u32, offset: u32) -> [f32; 4] {
+        check(i < self.count && offset + 16 <= self.bytes && offset.is_multiple_of(16));
+        // SAFETY: inside the buffer and aligned (checked, or by the kernel's offsets).
+        unsafe { crate::device::load4(self.ptr.add((i * self.bytes + offset) as usize).cast()) }
+    }
+
+    /// Writes float `k` of buffer `i`, one `st.shared`.
+    #[inline(always)]
+    pub fn write(&self, i: u32, k: u32, v: f32) {
+        check(i < self.count && 4 * k < self.bytes);
+        // SAFETY: inside the buffer (checked, or by the kernel's indices).
+        unsafe { *self.ptr.add((i * self.bytes + 4 * k) as usize).cast::<f32>() = v };
+    }
+
+    /// The block barrier (`bar.sync 0`), reached by every thread (the device API's invariant 2).
+    #[inline(always)]
+    pub fn sync(&self) {
+        arch::sync_threads();
+    }
 }

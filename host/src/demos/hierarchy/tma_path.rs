@@ -1,6 +1,6 @@
 //! The "TMA path" row of the hierarchy table (cc 9.0): DRAM to shared memory and back by the
-//! copy engine, `tma_bulk_copy` at the TMA lesson's configuration (16 KiB per copy, 4 blocks
-//! per SM; `memlab_contracts::tma`), over half the hierarchy's DRAM buffer each way. Absent
+//! copy engine, `tma_bulk_copy` at the TMA lesson's default configuration
+//! (`memlab_contracts::tma::BULK_DEFAULT`: 16 KiB per copy, 4 stages, 2 blocks per SM), over half the hierarchy's DRAM buffer each way. Absent
 //! below cc 9.0.
 
 use anyhow::Result;
@@ -9,7 +9,7 @@ use crate::demos::tma::{NEEDS_CC, kernels};
 use crate::demos::{KernelRun, Lab, Work, download, ensure_free, f32_bytes, measure, poison, poisoned, upload};
 use crate::reference;
 use crate::verify::{self, Check};
-use memlab_contracts::tma::{BULK_BLOCKS, BULK_CHUNK};
+use memlab_contracts::tma::BULK_DEFAULT as P;
 
 /// The row in the table's six columns and its check, `None` below cc 9.0.
 pub fn row(lab: &Lab, dram_bytes: usize, memcpy_gbs: Option<f64>) -> Result<Option<(Vec<String>, Check)>> {
@@ -22,7 +22,14 @@ pub fn row(lab: &Lab, dram_bytes: usize, memcpy_gbs: Option<f64>) -> Result<Opti
     let host = reference::random_f32(n, 17);
     let input = upload(&host)?;
     let mut output = poisoned::<f32>(n)?;
-    let launch = kernels::tma_bulk_copy(lab.gpu.info.sms * BULK_BLOCKS, &input, &mut output, n as u32, BULK_CHUNK);
+    let launch = kernels::tma_bulk_copy(
+        lab.gpu.info.sms * P.blocks_per_sm,
+        &input,
+        &mut output,
+        n as u32,
+        P.box_bytes(),
+        P.stages,
+    );
     let run = KernelRun {
         launch,
         lesson: "the TMA path: DRAM -> shared -> DRAM by 1-D bulk copies",
@@ -40,8 +47,10 @@ pub fn row(lab: &Lab, dram_bytes: usize, memcpy_gbs: Option<f64>) -> Result<Opti
         "-".into(),
         format!("{:.0} GB/s (read + written{share})", k.rate.value()),
         format!(
-            "tma_bulk_copy, {} KiB per copy x {BULK_BLOCKS} blocks/SM, {} MiB each way",
-            BULK_CHUNK / 1024,
+            "tma_bulk_copy, {} stages of {} KiB x {} blocks/SM, {} MiB each way",
+            P.stages,
+            P.box_bytes() / 1024,
+            P.blocks_per_sm,
             (4 * n) >> 20
         ),
     ];
