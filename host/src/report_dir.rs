@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::charts::{self, BarChart, Chart, OccupancyChart, RooflineChart, SweepChart};
+use crate::charts::{self, BarChart, Chart, OccupancyChart, RooflineChart, SizesChart, SweepChart};
 use crate::demos::Section;
 use crate::gpu::device::DeviceInfo;
 use crate::table::Layout;
@@ -35,6 +35,9 @@ pub struct RunRecord {
     pub sm_clock_ghz: Option<f64>,
     /// One section per demo, in run order.
     pub sections: Vec<Section>,
+    /// Wall time per demo and phase (absent from runs recorded before it was kept).
+    #[serde(default)]
+    pub phases: Vec<crate::phases::Phase>,
 }
 
 impl RunRecord {
@@ -183,6 +186,11 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
         }),
         "SGEMM ladder against cuBLAS (this run has no `sgemm` section)",
     )?;
+    // Drawn only when the run swept sizes (`run-demos --sizes`): not a chart a run lacks.
+    if let Some(c) = SizesChart::from_sections(sections) {
+        let caption = "Copy and the transposes at each size of the `--sizes` sweep, as a share of memcpy at the same size: a dip at an unaligned size is the alignment cliff.";
+        figures.push(figure(&c, dir, caption.into())?);
+    }
 
     let md = markdown(record, &figures, &missing);
     let path = dir.join("report.md");

@@ -24,6 +24,11 @@ pub mod names {
     pub const LADDER_L2: &str = "ld.global.cg (L2 only)";
     /// Reference rates drawn across a ladder chart (e.g. cuBLAS): y = TFLOP/s, label = what.
     pub const REFERENCE: &str = "reference";
+    /// Transpose size sweep: the prefix of one series per kernel (`sizes: copy`), x = the
+    /// size's place in the sweep, y = GB/s, label = the size (`8191x8192`).
+    pub const SIZES: &str = "sizes: ";
+    /// Transpose size sweep: the memcpy ceiling's series (after the [`SIZES`] prefix).
+    pub const SIZES_MEMCPY: &str = "memcpy";
 }
 
 /// One point; `label` names it where the x value alone does not (a kernel, "broadcast").

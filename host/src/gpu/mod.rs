@@ -16,6 +16,7 @@ pub mod memory;
 pub mod nccl;
 pub mod nvml;
 pub mod peer;
+pub mod staging;
 pub mod timing;
 
 pub use context::Gpu;
