@@ -455,7 +455,8 @@ pub struct SizesChart {
     pub sizes: Vec<String>,
     /// The y axis' description.
     pub y_desc: String,
-    /// One line per kernel: its name and `(size index, y)` points.
+    /// One line per kernel: its name and `(size index, y)` points; then the pitched layout's
+    /// points per kernel (named `kernel pitched`), drawn as open markers in the kernel's colour.
     pub lines: Vec<(String, Vec<(usize, f64)>)>,
 }
 
@@ -467,7 +468,7 @@ impl SizesChart {
         let swept: Vec<&Series> = s.series.iter().filter(|x| x.name.starts_with(names::SIZES)).collect();
         let memcpy_name = format!("{}{}", names::SIZES, names::SIZES_MEMCPY);
         let memcpy = swept.iter().find(|x| x.name == memcpy_name);
-        let kernels: Vec<&&Series> = swept.iter().filter(|x| x.name != memcpy_name).collect();
+        let kernels: Vec<&&Series> = swept.iter().filter(|x| x.name != memcpy_name && !x.points.is_empty()).collect();
         let mut sizes: Vec<(usize, String)> = swept
             .iter()
             .flat_map(|x| &x.points)
@@ -532,19 +533,32 @@ impl Chart for SizesChart {
             .y_desc(self.y_desc.as_str())
             .x_labels(n)
             .x_label_formatter(&label)
+            .y_label_formatter(&|v| format!("{v:.0}"))
             .label_style((FONT, 15))
             .axis_desc_style((FONT, 16))
             .draw()?;
         let colours = [MEASURED, MODEL_A, MODEL_B, MODEL_C, MARK, RGBColor(0x66, 0x66, 0x66)];
-        for (k, (name, points)) in self.lines.iter().enumerate() {
+        let dense: Vec<&str> =
+            self.lines.iter().map(|l| l.0.as_str()).filter(|n| !n.ends_with(names::SIZES_PITCHED)).collect();
+        for (name, points) in &self.lines {
+            let kernel = name.strip_suffix(names::SIZES_PITCHED);
+            let k = dense.iter().position(|d| Some(*d) == kernel || *d == name).unwrap_or(0);
             let colour = colours[k % colours.len()];
             let style = ShapeStyle::from(&colour).stroke_width(2);
             let xy: Vec<(f64, f64)> = points.iter().map(|&(i, y)| (i as f64, y)).collect();
-            chart
-                .draw_series(LineSeries::new(xy.clone(), style))?
-                .label(name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
-            chart.draw_series(xy.iter().map(|&c| Circle::new(c, 4, colour.filled())))?;
+            if kernel.is_some() {
+                // The pitched layout: open markers only, a point per padded size.
+                chart
+                    .draw_series(xy.iter().map(|&c| Circle::new(c, 7, style)))?
+                    .label(name.as_str())
+                    .legend(move |(x, y)| Circle::new((x + 11, y), 6, style));
+            } else {
+                chart
+                    .draw_series(LineSeries::new(xy.clone(), style))?
+                    .label(name.as_str())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
+                chart.draw_series(xy.iter().map(|&c| Circle::new(c, 4, colour.filled())))?;
+            }
         }
         chart
             .configure_series_labels()

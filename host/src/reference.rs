@@ -32,7 +32,12 @@ pub fn input_f32(seed: u64, i: usize) -> f32 {
 /// Fills `out` with elements `offset..offset + out.len()` of the input of seed `seed`
 /// ([`input_f32`]), on every core.
 pub fn fill_input(seed: u64, offset: usize, out: &mut [f32]) {
-    out.par_iter_mut().enumerate().with_min_len(1 << 14).for_each(|(i, v)| *v = input_f32(seed, offset + i));
+    fill(offset, out, |i| input_f32(seed, i));
+}
+
+/// Sets `out[j] = element(offset + j)` for every `j`, on every core.
+pub fn fill(offset: usize, out: &mut [f32], element: impl Fn(usize) -> f32 + Sync) {
+    out.par_iter_mut().enumerate().with_min_len(1 << 14).for_each(|(j, v)| *v = element(offset + j));
 }
 
 /// `n` floats of the input of seed `seed` ([`input_f32`]), generated on every core. A shorter

@@ -29,6 +29,9 @@ pub mod names {
     pub const SIZES: &str = "sizes: ";
     /// Transpose size sweep: the memcpy ceiling's series (after the [`SIZES`] prefix).
     pub const SIZES_MEMCPY: &str = "memcpy";
+    /// Transpose size sweep: the suffix of a kernel's series on the pitched layout
+    /// (`sizes: copy pitched`), points only at the sizes padding changes.
+    pub const SIZES_PITCHED: &str = " pitched";
 }
 
 /// One point; `label` names it where the x value alone does not (a kernel, "broadcast").

@@ -3,8 +3,8 @@
 //! arrives from the device ([`Streamed`]), so no copy of the whole output or of the whole
 //! reference is ever held.
 
-use rand::rngs::StdRng;
 use rand::SeedableRng;
+use rand::rngs::StdRng;
 use rayon::prelude::*;
 
 use crate::reference;

@@ -45,6 +45,13 @@ fn bad_size_lists_are_refused_in_one_line() {
 
 #[test]
 fn host_bytes_follow_the_sizes() {
+    use memlab::demos::transpose::Stored;
+    let pitched = Stored::pitched((1000, 999));
+    assert_eq!((pitched.stored, pitched.label()), ((1000, 1000), "1000x999 in 1000x1000".to_string()));
+    // Padding is zero; the matrix keeps its own dense index.
+    assert_eq!(pitched.input(999), 0.0);
+    assert_eq!(pitched.input(1000), memlab::reference::input_f32(memlab::demos::transpose::SEED, 999));
+    assert_eq!(Stored::dense((8191, 8192)).label(), "8191x8192");
     let sizes = Sizes::default();
     // The transposes stream through two 64 MiB staging chunks, whatever the matrix.
     assert_eq!(demos::host_bytes("transpose", &sizes), 128 << 20);
@@ -62,8 +69,9 @@ fn unaligned_sizes_compare_with_the_nearest_aligned_one() {
     assert_eq!(nearest_aligned((8191, 8192)), (8192, 8192));
     assert_eq!(nearest_aligned((8192, 8191)), (8192, 8192));
     assert_eq!(nearest_aligned((1000, 999)), (1000, 1000));
-    assert_eq!(nearest_aligned((1, 2)), (4, 4));
+    assert_eq!(nearest_aligned((1, 2)), (8, 8));
     assert_eq!(nearest_aligned((1001, 1000)), (1000, 1000));
+    assert_eq!(nearest_aligned((1004, 1003)), (1008, 1000));
 }
 
 /// A sweep as the transpose demo records it: memcpy and two kernels at three sizes, the second
@@ -80,12 +88,17 @@ fn recorded_sweep() -> RunRecord {
     };
     let mut transposed = series("transpose_vectorized", &[3800.0, 1360.0]);
     transposed.points.truncate(2);
+    // The pitched layout at the two unaligned sizes only.
+    let mut pitched = series("transpose_vectorized pitched", &[0.0, 3760.0, 1900.0]);
+    pitched.points.remove(0);
     let section = Section {
         name: "transpose".into(),
         series: vec![
             series("memcpy", &[4000.0, 4000.0, 2000.0]),
             series("copy", &[3920.0, 3880.0, 1000.0]),
             transposed,
+            series("copy pitched", &[]),
+            pitched,
         ],
         ..Section::default()
     };
@@ -104,13 +117,20 @@ fn the_sizes_chart_plots_each_kernel_as_a_share_of_memcpy_at_its_size() {
     assert_eq!(chart.y_desc, "% of memcpy at the same size");
     assert_eq!(chart.lines[0], ("copy".to_string(), vec![(0, 98.0), (1, 97.0), (2, 50.0)]));
     assert_eq!(chart.lines[1], ("transpose_vectorized".to_string(), vec![(0, 95.0), (1, 34.0)]));
+    // A series without points (no padded size for copy) is left out.
+    assert_eq!(chart.lines[2], ("transpose_vectorized pitched".to_string(), vec![(1, 94.0), (2, 95.0)]));
+    assert_eq!(chart.lines.len(), 3);
     let dir = std::env::temp_dir().join(format!("memlab-sizes-chart-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let [svg, png] = charts::save(&chart, &dir).unwrap();
     assert!(std::fs::metadata(&png).unwrap().len() > 10_000, "a drawn PNG");
     let text = std::fs::read_to_string(&svg).unwrap();
-    assert!(text.contains("8191x8192") && text.contains("transpose_vectorized"), "labels and legend");
-    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(text.contains("8191x8192") && text.contains("transpose_vectorized pitched"), "labels and legend");
+    if std::env::var_os("KEEP_CHART").is_none() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    } else {
+        eprintln!("{}", png.display());
+    }
     // A run without a sweep draws no sizes chart.
     let plain: RunRecord = serde_json::from_str(include_str!("data/h200_run.json")).unwrap();
     assert!(SizesChart::from_sections(&plain.sections).is_none());

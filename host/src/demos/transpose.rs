@@ -20,7 +20,7 @@ use super::{
 use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::staging::Staging;
 use crate::model::banks::WarpRequest;
-use crate::model::coalescing::WarpAccess;
+use crate::model::coalescing::{RowSweep, WarpAccess};
 use crate::phases::Kind;
 use crate::reference;
 use crate::series::{Point, Series, names};
@@ -70,12 +70,31 @@ pub const KERNELS: [(TransposeLaunch, &str); 5] = [
     (kernels::transpose_vectorized, "64x65 shared tile, 128-bit loads and stores: 16 floats per thread in flight"),
 ];
 
-/// The models' prediction for one launch on a `rows x cols` input: the global store efficiency
-/// (sector model) and, for the tiled kernels, the bank factor of the tile's column read.
-fn prediction(launch: &Launch, rows: usize) -> String {
-    let store_stride = if launch.kernel == "transpose_naive" { rows as u64 } else { 1 };
-    let stores = WarpAccess::new(4, store_stride).analyze().sector_efficiency();
-    let mut text = format!("stores {:.1}% sector-efficient", 100.0 * stores);
+/// The models' prediction for one launch on a stored `rows x cols` input: the global stores'
+/// sectors per request and partial sectors per request over the whole output
+/// ([`RowSweep`]; the naive transpose's strided stores by [`WarpAccess`]) and, for the tiled
+/// kernels, the bank factor of the tile's column read.
+fn prediction(launch: &Launch, (rows, cols): (usize, usize)) -> String {
+    let (rows, cols) = (rows as u64, cols as u64);
+    // Copy writes rows of `cols` elements; the transposes write the `cols x rows` output.
+    let out = if launch.kernel == "copy" { (rows, cols) } else { (cols, rows) };
+    let mut text = match launch.kernel {
+        "transpose_naive" => format!("stores {} sectors/req", WarpAccess::new(4, rows).analyze().sectors),
+        kernel => {
+            // Half a warp per output row, 16 bytes per lane; rows that are not whole 16-byte
+            // vectors take the kernel's scalar path, 4 requests per vector.
+            let sweep = match kernel {
+                "transpose_vectorized" => RowSweep {
+                    rows_per_request: 2,
+                    passes: if rows % 4 == 0 && cols % 4 == 0 { 1 } else { 4 },
+                    ..RowSweep::new(out.0, out.1, 4, 64)
+                },
+                _ => RowSweep::new(out.0, out.1, 4, 32),
+            };
+            let t = sweep.traffic();
+            format!("stores {:.2} sectors/req, {:.2} partial", t.sectors_per_request(), t.partial_per_request())
+        }
+    };
     let shape = &launch.shape;
     if shape.smem_bytes > 0 {
         let wide = shape.block == WIDE_BLOCK;
@@ -101,7 +120,7 @@ pub fn host_bytes((rows, cols): (usize, usize)) -> usize {
 /// `lab.sizes.sweep` when there is one.
 pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let (rows, cols) = lab.sizes.transpose;
-    let kernels = measure_at(lab, (rows, cols))?;
+    let kernels = measure_at(lab, Stored::dense((rows, cols)))?;
     let mut section = Section {
         name: "transpose".into(),
         title: format!("Shared memory and bank conflicts: transpose {rows}x{cols} f32"),
@@ -115,38 +134,95 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     Ok(section)
 }
 
-/// Every kernel of [`KERNELS`] on one `rows x cols` matrix, each checked element by element and
-/// timed.
-fn measure_at(lab: &Lab, (rows, cols): (usize, usize)) -> Result<Vec<KernelRow>> {
-    let n = rows * cols;
+/// Rows and columns of a pitched matrix are padded to a multiple of this many f32 (32 bytes, one
+/// sector: CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory"), so every row
+/// starts on a sector boundary and, being a multiple of 4, every 128-bit access of
+/// `transpose_vectorized` is aligned.
+pub const PITCH_ELEMENTS: usize = 8;
+
+/// How a `rows x cols` matrix is stored on the device: dense (`stored == (rows, cols)`), or
+/// padded to `stored` rows and columns with zeros (a pitched layout, as `cuMemAllocPitch`
+/// gives). The kernels run on the stored matrix; rates count the matrix's own bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stored {
+    /// The matrix, `(rows, cols)`.
+    pub matrix: (usize, usize),
+    /// The stored matrix, `(rows, cols)`, at least as large.
+    pub stored: (usize, usize),
+}
+
+impl Stored {
+    /// Dense storage.
+    pub fn dense(matrix: (usize, usize)) -> Stored {
+        Stored { matrix, stored: matrix }
+    }
+
+    /// Rows and columns padded to multiples of [`PITCH_ELEMENTS`].
+    pub fn pitched((rows, cols): (usize, usize)) -> Stored {
+        Stored {
+            matrix: (rows, cols),
+            stored: (rows.next_multiple_of(PITCH_ELEMENTS), cols.next_multiple_of(PITCH_ELEMENTS)),
+        }
+    }
+
+    /// Element `i` of the stored input: the generator's inside the matrix, 0 in the padding.
+    pub fn input(&self, i: usize) -> f32 {
+        let ((rows, cols), pitch) = (self.matrix, self.stored.1);
+        let (r, c) = (i / pitch, i % pitch);
+        if r < rows && c < cols { reference::input_f32(SEED, r * cols + c) } else { 0.0 }
+    }
+
+    /// Elements stored.
+    pub fn len(&self) -> usize {
+        self.stored.0 * self.stored.1
+    }
+
+    /// Whether nothing is stored (never: sizes are at least 1).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The size as tables name it: `8191x8192`, or `8191x8192 in 8192x8192` when padded.
+    pub fn label(&self) -> String {
+        let (((r, c), (sr, sc)), pad) = ((self.matrix, self.stored), self.stored != self.matrix);
+        if pad { format!("{r}x{c} in {sr}x{sc}") } else { format!("{r}x{c}") }
+    }
+}
+
+/// Every kernel of [`KERNELS`] on one matrix stored as `layout`, each checked element by
+/// element (padding included) and timed.
+fn measure_at(lab: &Lab, layout: Stored) -> Result<Vec<KernelRow>> {
+    let ((rows, cols), n) = (layout.stored, layout.len());
     check_u32_elements("the transpose demo", &[n])?;
     ensure_free("the transpose demo", f32_bytes(&[n, n]))?;
     let staging = RefCell::new(Staging::<f32>::new(n)?);
     let input = poisoned::<f32>(n)?;
     lab.phases.time(Kind::Inputs, || {
-        staging.borrow_mut().upload(&lab.gpu, &input, |offset, chunk| reference::fill_input(SEED, offset, chunk))
+        staging
+            .borrow_mut()
+            .upload(&lab.gpu, &input, |offset, chunk| reference::fill(offset, chunk, |i| layout.input(i)))
     })?;
     let mut output = poisoned::<f32>(n)?;
-    let bytes = 2.0 * 4.0 * n as f64;
+    let bytes = 2.0 * 4.0 * (layout.matrix.0 * layout.matrix.1) as f64;
     let mut kernels = Vec::new();
     for (launch, lesson) in KERNELS {
         let launch = launch(&input, &mut output, rows as u32, cols as u32);
         let copy = launch.kernel == "copy";
         let run = KernelRun {
-            prediction: prediction(&launch, rows),
+            prediction: prediction(&launch, (rows, cols)),
             launch,
             lesson,
             work: Work::global_bytes(bytes),
-            size: format!("{rows}x{cols}"),
+            size: layout.label(),
             reset: &|| poison(&output),
         };
-        // Output element i holds input element i (copy) or its transposed source.
+        // Output element i holds stored element i (copy) or its transposed source.
         let source = |i: usize| if copy { i } else { reference::transposed_from(i, rows, cols) };
         let check = || {
             let mut check = Streamed::new();
-            staging.borrow_mut().download(&lab.gpu, &output, |_, chunk| {
-                check.chunk_f32(chunk, |i| reference::input_f32(SEED, source(i)))
-            })?;
+            staging
+                .borrow_mut()
+                .download(&lab.gpu, &output, |_, chunk| check.chunk_f32(chunk, |i| layout.input(source(i))))?;
             Ok((check.finish(), "exact"))
         };
         kernels.push(measure(lab, run, check)?);
@@ -159,64 +235,86 @@ fn short(kernel: &str) -> &str {
     kernel.strip_prefix("transpose_").unwrap_or(kernel)
 }
 
-/// The nearest size whose rows and columns are whole 16-byte vectors of f32 (multiples of 4):
+/// The nearest size whose rows and columns are multiples of [`PITCH_ELEMENTS`] (whole sectors):
 /// the aligned size an unaligned one is compared with.
 pub fn nearest_aligned((rows, cols): (usize, usize)) -> (usize, usize) {
-    let round = |v: usize| ((v + 2) / 4 * 4).max(4);
+    let round = |v: usize| ((v + PITCH_ELEMENTS / 2) / PITCH_ELEMENTS * PITCH_ELEMENTS).max(PITCH_ELEMENTS);
     (round(rows), round(cols))
 }
 
-/// The sweep over `lab.sizes.sweep`: a table of GB/s and % of memcpy at each size, the checks,
-/// one chart series per kernel (and memcpy), and a note per unaligned size whose aligned
-/// neighbour was swept.
+/// The sweep over `lab.sizes.sweep`: a table of GB/s and % of memcpy at each size, dense and,
+/// for a size that is not a whole number of sectors per row, pitched ([`Stored::pitched`]); the
+/// checks; one chart series per kernel and layout (and memcpy); and a note per unaligned size
+/// whose aligned neighbour was swept.
 fn sweep(lab: &Lab, inputs: &Inputs, section: &mut Section) -> Result<()> {
-    let mut measured = Vec::new();
+    // Per size: the dense run, and the pitched one where padding changes anything.
+    let mut measured: Vec<(Stored, Vec<KernelRow>, Option<Vec<KernelRow>>)> = Vec::new();
     for &size in &lab.sizes.sweep {
-        measured.push((size, measure_at(lab, size)?));
+        let (dense, pitched) = (Stored::dense(size), Stored::pitched(size));
+        let pitched_rows = if pitched == dense { None } else { Some(measure_at(lab, pitched)?) };
+        measured.push((dense, measure_at(lab, dense)?, pitched_rows));
     }
-    let kernel_names: Vec<&str> = measured[0].1.iter().map(|k| k.kernel.as_str()).collect();
+    let kernel_names: Vec<String> = measured[0].1.iter().map(|k| k.kernel.clone()).collect();
     let mut header = vec!["size".to_string(), "memcpy GB/s".to_string()];
     header.extend(kernel_names.iter().map(|k| short(k).to_string()));
-    let mut series: Vec<Series> = std::iter::once(names::SIZES_MEMCPY)
-        .chain(kernel_names.iter().copied())
+    let series_names: Vec<String> = std::iter::once(names::SIZES_MEMCPY.to_string())
+        .chain(kernel_names.iter().cloned())
+        .chain(kernel_names.iter().map(|k| format!("{k}{}", names::SIZES_PITCHED)))
+        .collect();
+    let mut series: Vec<Series> = series_names
+        .iter()
         .map(|name| Series::labelled(&format!("{}{name}", names::SIZES), "matrix (rows x cols f32)", "GB/s", []))
         .collect();
     let mut rows = Vec::new();
-    for (i, ((r, c), kernels)) in measured.iter().enumerate() {
-        let label = format!("{r}x{c}");
+    for (i, (dense, kernels, pitched)) in measured.iter().enumerate() {
+        let label = dense.label();
         let memcpy = inputs.memcpy_sweep.get(i);
         let memcpy_gbs = memcpy.and_then(|m| m.gbs());
         section.checks.extend(memcpy.map(|m| m.check.clone()));
-        let mut row = vec![label.clone(), memcpy_gbs.map_or("-".into(), |g| format!("{g:.0}"))];
-        let rates = std::iter::once(memcpy_gbs).chain(kernels.iter().map(|k| k.check.passed().then(|| k.rate.value())));
+        let passed = |k: &KernelRow| k.check.passed().then(|| k.rate.value());
+        let none = vec![None; kernels.len()];
+        let pitched_rates: Vec<Option<f64>> = pitched.as_ref().map_or(none, |p| p.iter().map(passed).collect());
+        let rates = std::iter::once(memcpy_gbs).chain(kernels.iter().map(passed)).chain(pitched_rates);
         for (s, gbs) in series.iter_mut().zip(rates) {
             s.points.extend(gbs.map(|y| Point { x: i as f64, y, label: Some(label.clone()) }));
         }
-        for kernel in kernels {
-            let gbs = kernel.rate.value();
-            let share = memcpy_gbs.map_or(String::new(), |m| format!(" ({:.0}%)", 100.0 * gbs / m));
-            let wrong = if kernel.check.passed() { "" } else { " WRONG" };
-            row.push(format!("{gbs:.0}{share}{wrong}"));
-            section.checks.push(kernel.check.clone());
+        let layouts = std::iter::once((label.clone(), kernels))
+            .chain(pitched.iter().map(|p| (Stored::pitched(dense.matrix).label(), p)));
+        for (name, kernels) in layouts {
+            let mut row = vec![name, memcpy_gbs.map_or("-".into(), |g| format!("{g:.0}"))];
+            for kernel in kernels {
+                let gbs = kernel.rate.value();
+                let share = memcpy_gbs.map_or(String::new(), |m| format!(" ({:.0}%)", 100.0 * gbs / m));
+                let wrong = if kernel.check.passed() { "" } else { " WRONG" };
+                row.push(format!("{gbs:.0}{share}{wrong}"));
+                section.checks.push(kernel.check.clone());
+            }
+            rows.push(row);
         }
-        rows.push(row);
     }
-    for (size, kernels) in &measured {
-        let aligned = nearest_aligned(*size);
-        let Some((_, base)) = measured.iter().find(|(s, _)| *s == aligned && aligned != *size) else { continue };
-        let ratios: Vec<String> = kernels
+    let ratios = |kernels: &[KernelRow], base: &[KernelRow]| -> String {
+        let each = kernels
             .iter()
             .zip(base)
-            .map(|(k, b)| format!("{} {:.2}x", short(&k.kernel), k.rate.value() / b.rate.value()))
-            .collect();
-        section.notes.push(format!(
-            "{}x{} against the aligned {}x{}: {}",
-            size.0,
-            size.1,
+            .map(|(k, b)| format!("{} {:.2}x", short(&k.kernel), k.rate.value() / b.rate.value()));
+        each.collect::<Vec<_>>().join(", ")
+    };
+    for (dense, kernels, pitched) in &measured {
+        let aligned = nearest_aligned(dense.matrix);
+        let Some((_, base, _)) = measured.iter().find(|(s, ..)| s.matrix == aligned && aligned != dense.matrix) else {
+            continue;
+        };
+        let mut note = format!(
+            "{} against the aligned {}x{}: dense {}",
+            dense.label(),
             aligned.0,
             aligned.1,
-            ratios.join(", ")
-        ));
+            ratios(kernels, base)
+        );
+        if let Some(p) = pitched {
+            note += &format!("; pitched {}", ratios(p, base));
+        }
+        section.notes.push(note);
     }
     section.sweep = Some((header, rows));
     section.series.extend(series);
