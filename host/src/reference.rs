@@ -52,7 +52,18 @@ pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
 /// matrix (the output is `cols x rows`): output row `i / rows` is input column, output column
 /// `i % rows` input row.
 pub fn transposed_from(i: usize, rows: usize, cols: usize) -> usize {
-    (i % rows) * cols + i / rows
+    let (q, r) = div_rem(i, rows);
+    r * cols + q
+}
+
+/// `(i / d, i % d)`, in 32-bit arithmetic when both fit (every index of the kernels' matrices
+/// does: they index in 32 bits), several times faster than a 64-bit division on x86-64 cores,
+/// and the checks divide once per element.
+pub fn div_rem(i: usize, d: usize) -> (usize, usize) {
+    match (u32::try_from(i), u32::try_from(d)) {
+        (Ok(i), Ok(d)) => ((i / d) as usize, (i % d) as usize),
+        _ => (i / d, i % d),
+    }
 }
 
 /// Element `(row, col)` of `A * B` in f64 for row-major `A` (`m x k`) and `B` (`k x n`), with
@@ -219,6 +230,13 @@ mod tests {
             for i in 0..rows * cols {
                 assert_eq!(transposed_from(transposed_from(i, rows, cols), cols, rows), i);
             }
+        }
+    }
+
+    #[test]
+    fn div_rem_agrees_in_both_widths() {
+        for (i, d) in [(0, 1), (7, 3), (u32::MAX as usize, 65_535), (1 << 40, 3), (123_456_789, 1 << 35)] {
+            assert_eq!(div_rem(i, d), (i / d, i % d), "{i} / {d}");
         }
     }
 

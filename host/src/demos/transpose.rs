@@ -168,7 +168,7 @@ impl Stored {
     /// Element `i` of the stored input: the generator's inside the matrix, 0 in the padding.
     pub fn input(&self, i: usize) -> f32 {
         let ((rows, cols), pitch) = (self.matrix, self.stored.1);
-        let (r, c) = (i / pitch, i % pitch);
+        let (r, c) = reference::div_rem(i, pitch);
         if r < rows && c < cols { reference::input_f32(SEED, r * cols + c) } else { 0.0 }
     }
 
