@@ -13,6 +13,7 @@ pub mod matmul;
 pub mod probes;
 pub mod sgemm;
 pub mod transpose;
+pub mod transpose_any;
 
 /// Bytes of one `f32` (or `u32`) element of a shared-memory tile.
 pub const WORD_BYTES: u32 = 4;

@@ -135,3 +135,18 @@ fn the_sizes_chart_plots_each_kernel_as_a_share_of_memcpy_at_its_size() {
     let plain: RunRecord = serde_json::from_str(include_str!("data/h200_run.json")).unwrap();
     assert!(SizesChart::from_sections(&plain.sections).is_none());
 }
+
+#[test]
+fn the_any_size_kernels_use_the_accesses_they_claim() {
+    use memlab::ptx::{self, count_ops, entry_body};
+    for p in ptx::ALL.iter().filter(|p| !p.arch.contains("counting") && !p.arch.contains("lines")) {
+        let flat = entry_body(p.text, "copy_flat").unwrap_or_else(|| panic!("{} lacks copy_flat", p.arch));
+        // The aligned 16 bytes as two 64-bit loads and stores; the 1-3 leftovers one by one.
+        assert_eq!((count_ops(flat, "ld.global.b64"), count_ops(flat, "st.global.b64")), (2, 2), "{}", p.arch);
+        assert!(count_ops(flat, "ld.global.b32") <= 3, "{}", p.arch);
+        let aligned = entry_body(p.text, "transpose_aligned_stores").unwrap();
+        assert_eq!(count_ops(aligned, "bar.sync"), 1, "{}", p.arch);
+        assert!(count_ops(aligned, "st.shared.b32") >= 1 && aligned.contains("ld.shared"), "{}", p.arch);
+        assert_eq!(count_ops(aligned, "st.global.v4"), 0, "scalar stores: {}", p.arch);
+    }
+}

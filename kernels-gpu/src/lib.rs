@@ -26,6 +26,7 @@ pub mod probes;
 pub mod race;
 pub mod sgemm;
 pub mod transpose;
+pub mod transpose_any;
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {

@@ -12,6 +12,7 @@ use cust::memory::DeviceBuffer;
 use memlab_contracts::transpose::{
     BLOCK, PADDED_PITCH, TILE, TILED_PITCH, WIDE_BLOCK, WIDE_PITCH, WIDE_TILE, smem_bytes,
 };
+use memlab_contracts::transpose_any as any;
 
 use super::{
     Inputs, KernelRow, KernelRun, Lab, Section, Work, check_u32_elements, ensure_free, f32_bytes, measure, poison,
@@ -35,6 +36,15 @@ fn tiles(rows: u32, cols: u32, tile: u32, block: (u32, u32), smem: u32) -> Launc
 }
 
 crate::kernels! {
+    /// `copy_flat`: a dense `rows x cols` f32 matrix copied as a flat array of 16-byte vectors;
+    /// block `256`, one thread per vector, no shared memory; buffers 16-byte aligned.
+    fn copy_flat(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
+        => LaunchShape::linear((rows as u64 * cols as u64).div_ceil(4) as u32, any::FLAT_BLOCK, 0);
+    /// `transpose_aligned_stores`: as [`transpose_padded`], each output row's tiles shifted to
+    /// start on a sector boundary; block `32 x 8`, grid `(ceil(cols / 32), ceil((rows + 7) /
+    /// 32))`, a `40 x 33` shared tile (5280 B).
+    fn transpose_aligned_stores(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
+        => tiles(rows + any::SKEW - 1, cols, any::TILE, any::BLOCK, any::smem_bytes());
     /// `copy`: the bandwidth ceiling of the transposes. `input` and `output` are `rows x cols`
     /// f32; block `32 x 8`, one block per `32 x 32` tile, no shared memory.
     fn copy(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
@@ -70,6 +80,16 @@ pub const KERNELS: [(TransposeLaunch, &str); 5] = [
     (kernels::transpose_vectorized, "64x65 shared tile, 128-bit loads and stores: 16 floats per thread in flight"),
 ];
 
+/// The kernels for dense matrices whose rows are not whole sectors, run by the `--sizes`
+/// sweep next to [`KERNELS`].
+pub const ANY_SIZE_KERNELS: [(TransposeLaunch, &str); 2] = [
+    (kernels::copy_flat, "a dense copy as a flat array of 16-byte vectors: aligned whatever the row length"),
+    (
+        kernels::transpose_aligned_stores,
+        "32x33 tile, each output row's tiles shifted to a sector boundary: whole-sector stores",
+    ),
+];
+
 /// The models' prediction for one launch on a stored `rows x cols` input: the global stores'
 /// sectors per request and partial sectors per request over the whole output
 /// ([`RowSweep`]; the naive transpose's strided stores by [`WarpAccess`]) and, for the tiled
@@ -80,6 +100,10 @@ fn prediction(launch: &Launch, (rows, cols): (usize, usize)) -> String {
     let out = if launch.kernel == "copy" { (rows, cols) } else { (cols, rows) };
     let mut text = match launch.kernel {
         "transpose_naive" => format!("stores {} sectors/req", WarpAccess::new(4, rows).analyze().sectors),
+        // 512 aligned bytes per request; whole sectors by construction, but for one partial
+        // sector per output row where two rows meet.
+        "copy_flat" => "stores 16.00 sectors/req, 0.00 partial".to_string(),
+        "transpose_aligned_stores" => format!("stores 4.00 sectors/req, {cols} partial (one per output row)"),
         kernel => {
             // Half a warp per output row, 16 bytes per lane; rows that are not whole 16-byte
             // vectors take the kernel's scalar path, 4 requests per vector.
@@ -120,7 +144,7 @@ pub fn host_bytes((rows, cols): (usize, usize)) -> usize {
 /// `lab.sizes.sweep` when there is one.
 pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let (rows, cols) = lab.sizes.transpose;
-    let kernels = measure_at(lab, Stored::dense((rows, cols)))?;
+    let kernels = measure_at(lab, Stored::dense((rows, cols)), &KERNELS)?;
     let mut section = Section {
         name: "transpose".into(),
         title: format!("Shared memory and bank conflicts: transpose {rows}x{cols} f32"),
@@ -189,9 +213,9 @@ impl Stored {
     }
 }
 
-/// Every kernel of [`KERNELS`] on one matrix stored as `layout`, each checked element by
-/// element (padding included) and timed.
-fn measure_at(lab: &Lab, layout: Stored) -> Result<Vec<KernelRow>> {
+/// Each of `kernels` on one matrix stored as `layout`, each checked element by element
+/// (padding included) and timed.
+fn measure_at(lab: &Lab, layout: Stored, kernels: &[(TransposeLaunch, &'static str)]) -> Result<Vec<KernelRow>> {
     let ((rows, cols), n) = (layout.stored, layout.len());
     check_u32_elements("the transpose demo", &[n])?;
     ensure_free("the transpose demo", f32_bytes(&[n, n]))?;
@@ -204,10 +228,10 @@ fn measure_at(lab: &Lab, layout: Stored) -> Result<Vec<KernelRow>> {
     })?;
     let mut output = poisoned::<f32>(n)?;
     let bytes = 2.0 * 4.0 * (layout.matrix.0 * layout.matrix.1) as f64;
-    let mut kernels = Vec::new();
-    for (launch, lesson) in KERNELS {
+    let mut rows_measured = Vec::new();
+    for &(launch, lesson) in kernels {
         let launch = launch(&input, &mut output, rows as u32, cols as u32);
-        let copy = launch.kernel == "copy";
+        let copy = launch.kernel.starts_with("copy");
         let run = KernelRun {
             prediction: prediction(&launch, (rows, cols)),
             launch,
@@ -225,9 +249,9 @@ fn measure_at(lab: &Lab, layout: Stored) -> Result<Vec<KernelRow>> {
                 .download(&lab.gpu, &output, |_, chunk| check.chunk_f32(chunk, |i| layout.input(source(i))))?;
             Ok((check.finish(), "exact"))
         };
-        kernels.push(measure(lab, run, check)?);
+        rows_measured.push(measure(lab, run, check)?);
     }
-    Ok(kernels)
+    Ok(rows_measured)
 }
 
 /// Short kernel names for the sweep's columns and chart (`transpose_` dropped).
@@ -251,15 +275,16 @@ fn sweep(lab: &Lab, inputs: &Inputs, section: &mut Section) -> Result<()> {
     let mut measured: Vec<(Stored, Vec<KernelRow>, Option<Vec<KernelRow>>)> = Vec::new();
     for &size in &lab.sizes.sweep {
         let (dense, pitched) = (Stored::dense(size), Stored::pitched(size));
-        let pitched_rows = if pitched == dense { None } else { Some(measure_at(lab, pitched)?) };
-        measured.push((dense, measure_at(lab, dense)?, pitched_rows));
+        let all: Vec<(TransposeLaunch, &str)> = KERNELS.iter().chain(&ANY_SIZE_KERNELS).copied().collect();
+        let pitched_rows = if pitched == dense { None } else { Some(measure_at(lab, pitched, &KERNELS)?) };
+        measured.push((dense, measure_at(lab, dense, &all)?, pitched_rows));
     }
     let kernel_names: Vec<String> = measured[0].1.iter().map(|k| k.kernel.clone()).collect();
     let mut header = vec!["size".to_string(), "memcpy GB/s".to_string()];
     header.extend(kernel_names.iter().map(|k| short(k).to_string()));
     let series_names: Vec<String> = std::iter::once(names::SIZES_MEMCPY.to_string())
         .chain(kernel_names.iter().cloned())
-        .chain(kernel_names.iter().map(|k| format!("{k}{}", names::SIZES_PITCHED)))
+        .chain(kernel_names[..KERNELS.len()].iter().map(|k| format!("{k}{}", names::SIZES_PITCHED)))
         .collect();
     let mut series: Vec<Series> = series_names
         .iter()
@@ -272,7 +297,7 @@ fn sweep(lab: &Lab, inputs: &Inputs, section: &mut Section) -> Result<()> {
         let memcpy_gbs = memcpy.and_then(|m| m.gbs());
         section.checks.extend(memcpy.map(|m| m.check.clone()));
         let passed = |k: &KernelRow| k.check.passed().then(|| k.rate.value());
-        let none = vec![None; kernels.len()];
+        let none = vec![None; KERNELS.len()];
         let pitched_rates: Vec<Option<f64>> = pitched.as_ref().map_or(none, |p| p.iter().map(passed).collect());
         let rates = std::iter::once(memcpy_gbs).chain(kernels.iter().map(passed)).chain(pitched_rates);
         for (s, gbs) in series.iter_mut().zip(rates) {
@@ -289,6 +314,8 @@ fn sweep(lab: &Lab, inputs: &Inputs, section: &mut Section) -> Result<()> {
                 row.push(format!("{gbs:.0}{share}{wrong}"));
                 section.checks.push(kernel.check.clone());
             }
+            // The any-size kernels run on the dense layout only.
+            row.resize(header.len(), "-".into());
             rows.push(row);
         }
     }
