@@ -13,9 +13,9 @@
 use memlab_contracts::transpose_any as contract;
 
 use crate::device::{
-    block_idx_x, block_idx_y, dynamic_shared, global_idx_x, load_shared_in_order, load4, store4, sync_threads,
-    thread_idx_x, thread_idx_y,
+    block_idx_x, block_idx_y, dynamic_shared, global_idx_x, load4, store4, sync_threads, thread_idx_x, thread_idx_y,
 };
+use memlab_device_api::arch::load_shared_in_order;
 
 /// Copies a dense `rows x cols` matrix as a flat array of `rows * cols` floats: thread `g`
 /// moves floats `4 g .. 4 g + 4` (the last thread the 1 to 3 left over, one by one). rustc

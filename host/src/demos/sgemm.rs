@@ -183,6 +183,14 @@ impl Operands {
     }
 }
 
+/// The work of a rung of `tile x tile` blocks on `ops`: its FLOP, and bytes as the tiling model
+/// counts them (every global load plus the writes of C).
+pub fn work(ops: &Operands, tile: u32) -> Work {
+    let (m, n, k) = ops.size;
+    let loads = tiled_global_loads(MatmulShape::new(m as u64, n as u64, k as u64), tile as u64);
+    Work { flop: ops.flop(), bytes: 4.0 * (loads + (m * n) as u64) as f64, level: Level::Global }
+}
+
 /// Times cuBLAS SGEMM on `ops` after checking its result; `None` without cuBLAS.
 ///
 /// # Errors
@@ -231,8 +239,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
         for (rung, row) in rungs.iter().zip(&mut table) {
             let loads = tiled_global_loads(MatmulShape::new(m as u64, n as u64, k as u64), rung.tile as u64);
             let prediction = format!("{m}x{n}x{k}: {loads:.3e} global loads");
-            // Bytes as the tiling model counts them: every global load plus the writes of C.
-            let work = Work { flop: ops.flop(), bytes: 4.0 * (loads + (m * n) as u64) as f64, level: Level::Global };
+            let work = work(&ops, rung.tile);
             let launch = ops.launch(rung.launch);
             let run = KernelRun {
                 launch,

@@ -10,6 +10,7 @@ pub mod device;
 pub mod driver;
 pub mod host_memory;
 pub mod kernel;
+pub mod l2;
 pub mod launch;
 pub mod libs;
 pub mod memory;
@@ -17,6 +18,7 @@ pub mod nccl;
 pub mod nvml;
 pub mod peer;
 pub mod staging;
+pub mod tensor_map;
 pub mod timing;
 
 pub use context::Gpu;

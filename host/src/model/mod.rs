@@ -22,6 +22,7 @@ pub mod banks;
 pub mod coalescing;
 pub mod dram;
 pub mod gpus;
+pub mod l2;
 pub mod occupancy;
 pub mod roofline;
 pub mod tiling;
