@@ -17,8 +17,8 @@ use memlab::ptx::{self, entry_body, opcodes};
 use memlab::ptxas;
 
 /// The kernels rewritten on the device API (and the race lesson's raw kernel, which must not
-/// move either): copy, the transposes, the matmuls, the probes.
-const KERNELS: [&str; 15] = [
+/// move either): copy, the transposes, the matmuls, the probes, the any-size copy and transpose.
+const KERNELS: [&str; 17] = [
     "copy",
     "transpose_naive",
     "transpose_tiled",
@@ -34,6 +34,8 @@ const KERNELS: [&str; 15] = [
     "shared_bank_probe_8",
     "shared_bank_probe_16",
     "register_pressure",
+    "copy_flat",
+    "transpose_aligned_stores",
 ];
 
 /// The PTX targets compared: the oldest the lab loads (CUDA 12's ptxas) and the H200's.
