@@ -13,80 +13,89 @@
 use memlab_contracts::transpose_any as contract;
 
 use crate::device::{
-    block_idx_x, block_idx_y, dynamic_shared, global_idx_x, load4, store4, sync_threads, thread_idx_x, thread_idx_y,
+    Block, GlobalIn, GlobalOut, SharedTile, block_idx_x, block_idx_y, global_idx_x, kernel, thread_idx_x, thread_idx_y,
 };
-use memlab_device_api::arch::load_shared_in_order;
 
-/// Copies a dense `rows x cols` matrix as a flat array of `rows * cols` floats: thread `g`
-/// moves floats `4 g .. 4 g + 4` (the last thread the 1 to 3 left over, one by one). rustc
-/// turns the 16-byte load-and-store pair into a copy, emitted as two 64-bit loads and stores:
-/// 256 contiguous, aligned bytes per warp instruction either way.
-///
-/// - Launch: block `256`, grid `ceil(ceil(rows * cols / 4) / 256)`.
-/// - Shared memory: none. Memory level: global, every access aligned.
-///
-/// # Safety
-/// `input` and `output` hold `rows * cols < 2^32` floats, 16-byte aligned, not overlapping.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn copy_flat(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
-    let n = rows as usize * cols as usize;
-    let first = 4 * global_idx_x() as usize;
-    if first + 4 <= n {
-        unsafe { store4(output.add(first), load4(input.add(first))) };
-    } else {
-        for i in first..first + 4 {
-            if i < n {
-                unsafe { *output.add(i) = *input.add(i) };
+/// Tile edge of [`transpose_aligned_stores`], in elements ([`contract::TILE`]).
+const TILE: u32 = contract::TILE;
+/// Floats per 32-byte sector, the largest shift of an output row ([`contract::SKEW`]).
+const SKEW: u32 = contract::SKEW;
+/// Its staged tile: `STAGED_ROWS x TILE` floats, rows `PITCH` floats apart.
+type Staged = SharedTile<
+    f32,
+    { contract::STAGED_ROWS as usize },
+    { contract::TILE as usize },
+    { contract::PITCH as usize },
+>;
+
+kernel! {
+    /// Copies a dense `rows x cols` matrix as a flat array of `rows * cols` floats: thread `g`
+    /// moves floats `4 g .. 4 g + 4` (the last thread the 1 to 3 left over, one by one). rustc
+    /// turns the 16-byte load-and-store pair into a copy, emitted as two 64-bit loads and stores:
+    /// 256 contiguous, aligned bytes per warp instruction either way.
+    ///
+    /// - Launch: block `256`, grid `ceil(ceil(rows * cols / 4) / 256)`.
+    /// - Shared memory: none. Memory level: global, every access aligned.
+    /// - Buffers: `input` and `output` hold `rows * cols < 2^32` floats, 16-byte aligned, not
+    ///   overlapping.
+    pub fn copy_flat(input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
+        let n = rows as usize * cols as usize;
+        let (input, mut output) = (input.slice(n), output.slice(n));
+        let first = 4 * global_idx_x() as usize;
+        if first + 4 <= n {
+            output.set4(first, input.get4(first));
+        } else {
+            for i in first..first + 4 {
+                if i < n {
+                    output.set(i, input.get(i));
+                }
             }
         }
     }
 }
 
-/// Transpose with sector-aligned stores: as `transpose_padded` (32 x 8 threads, a padded shared
-/// tile), but output row `y` (length `rows`) starts `e(y) = (y * rows) mod 8` floats past a
-/// sector boundary, so its tile `by` covers output columns `32 by - e(y) .. 32 by - e(y) + 32`:
-/// every warp store is 128 aligned bytes, 4 whole sectors. The block stages input rows
-/// `32 by - 8 .. 32 by + 32` (40 rows, the 8 before the tile for the shifted columns) of
-/// columns `32 bx ..+32`; a store reads its tile column at row `tx + 8 - e(y)`, bank
-/// `(tx + const) mod 32`: conflict-free.
-///
-/// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil((rows + 7) / 32))` (one more tile row
-///   when the shift pushes the last columns past a tile).
-/// - Shared memory: `40 * 33 * 4 = 5280` bytes of dynamic shared memory.
-/// - Memory level: global (reads coalesced, stores sector-aligned) and shared (conflict-free).
-///
-/// # Safety
-/// `input` and `output` hold at least `rows * cols < 2^32` floats, not overlapping.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn transpose_aligned_stores(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
-    const TILE: u32 = contract::TILE;
-    const SKEW: u32 = contract::SKEW;
-    const PITCH: u32 = contract::PITCH;
-    let tile = dynamic_shared::<f32>();
-    let (tx, ty) = (thread_idx_x(), thread_idx_y());
-    let (bx, by) = (block_idx_x(), block_idx_y());
-    // Stage input rows 32 by - 8 + k (k < 40), columns 32 bx + tx. Rows before 0 are skipped:
-    // only shifted columns below 0, never stored, would read them.
-    let col = bx * TILE + tx;
-    let mut k = ty;
-    while k < contract::STAGED_ROWS {
-        let row = (by * TILE + k) as i64 - SKEW as i64;
-        if row >= 0 && (row as u32) < rows && col < cols {
-            unsafe { *tile.add((k * PITCH + tx) as usize) = *input.add(row as usize * cols as usize + col as usize) };
+kernel! {
+    /// Transpose with sector-aligned stores: as `transpose_padded` (32 x 8 threads, a padded
+    /// shared tile), but output row `y` (length `rows`) starts `e(y) = (y * rows) mod 8` floats
+    /// past a sector boundary, so its tile `by` covers output columns `32 by - e(y) .. 32 by -
+    /// e(y) + 32`: every warp store is 128 aligned bytes, 4 whole sectors. The block stages input
+    /// rows `32 by - 8 .. 32 by + 32` (40 rows, the 8 before the tile for the shifted columns)
+    /// of columns `32 bx ..+32`; a store reads its tile column at row `tx + 8 - e(y)`, bank
+    /// `(tx + const) mod 32`: conflict-free.
+    ///
+    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil((rows + 7) / 32))` (one more tile
+    ///   row when the shift pushes the last columns past a tile).
+    /// - Shared memory: `40 * 33 * 4 = 5280` bytes of dynamic shared memory.
+    /// - Memory level: global (reads coalesced, stores sector-aligned) and shared (conflict-free).
+    /// - Buffers: `input` and `output` hold `rows * cols < 2^32` floats, not overlapping.
+    pub fn transpose_aligned_stores(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
+        let (barrier, mut tile) = block.carve::<Staged>();
+        let input = input.matrix(rows as usize, cols as usize);
+        let mut output = output.matrix(cols as usize, rows as usize);
+        let (tx, ty) = (thread_idx_x(), thread_idx_y());
+        let (bx, by) = (block_idx_x(), block_idx_y());
+        // Stage input rows 32 by - 8 + k (k < 40), columns 32 bx + tx. Rows before 0 are skipped:
+        // only shifted columns below 0, never stored, would read them.
+        let col = bx * TILE + tx;
+        let mut k = ty;
+        while k < contract::STAGED_ROWS {
+            let row = (by * TILE + k) as i64 - SKEW as i64;
+            if row >= 0 && (row as u32) < rows && col < cols {
+                tile.set(k, tx, input.get(row as usize, col as usize));
+            }
+            k += contract::BLOCK.1;
         }
-        k += contract::BLOCK.1;
-    }
-    unsafe { sync_threads() };
-    let mut j = ty;
-    while j < TILE {
-        let y = bx * TILE + j;
-        // This output row's misalignment in floats; its stores start on a sector boundary.
-        let e = ((y as u64 * rows as u64) % SKEW as u64) as u32;
-        let x = (by * TILE + tx) as i64 - e as i64;
-        if y < cols && x >= 0 && (x as u32) < rows {
-            let v = unsafe { load_shared_in_order(tile.add(((tx + SKEW - e) * PITCH + j) as usize)) };
-            unsafe { *output.add(y as usize * rows as usize + x as usize) = v };
+        let tile = barrier.sync(tile);
+        let mut j = ty;
+        while j < TILE {
+            let y = bx * TILE + j;
+            // This output row's misalignment in floats; its stores start on a sector boundary.
+            let e = ((y as u64 * rows as u64) % SKEW as u64) as u32;
+            let x = (by * TILE + tx) as i64 - e as i64;
+            if y < cols && x >= 0 && (x as u32) < rows {
+                output.set(y as usize, x as usize, tile.get_in_order(tx + SKEW - e, j));
+            }
+            j += contract::BLOCK.1;
         }
-        j += contract::BLOCK.1;
     }
 }
