@@ -28,13 +28,19 @@ pub fn dims<const N: usize>(text: &str) -> Result<[usize; N], String> {
 /// Most sizes one `--sizes` sweep takes.
 pub const MAX_SWEEP_SIZES: usize = 32;
 
+/// The matrices of one `--sizes` list, as [`size_list`] parses them. An alias, not `Vec`
+/// written out, on purpose: clap's derive reads a field typed `Vec<T>` (by that name) as a list
+/// of values parsed one by one into `T`, while the list here is one value, parsed and checked
+/// as a whole; spelled `Vec`, the field panicked in clap when the flag was given.
+pub type SizeList = Vec<(usize, usize)>;
+
 /// Parses a comma-separated list of `ROWSxCOLS` matrices (`1000x999,8192x8191`): each as
 /// [`dims`], with `rows * cols` within the kernels' 32-bit element index, each size once, at
 /// most [`MAX_SWEEP_SIZES`].
 ///
 /// # Errors
 /// A one-line message naming the bad entry and the rule.
-pub fn size_list(text: &str) -> Result<Vec<(usize, usize)>, String> {
+pub fn size_list(text: &str) -> Result<SizeList, String> {
     let mut list = Vec::new();
     for part in text.split(',') {
         let part = part.trim();

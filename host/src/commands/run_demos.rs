@@ -23,7 +23,7 @@ pub struct Args {
     /// Also sweep copy and the transposes over these matrices, ROWSxCOLS,... (with memcpy at
     /// each; a table, a chart in --report, and --json), e.g. 1000x999,8191x8192,8192x8192.
     #[arg(long, value_parser = cli::size_list)]
-    pub sizes: Option<Vec<(usize, usize)>>,
+    pub sizes: Option<cli::SizeList>,
     /// Naive matmul shape, MxNxK (default: the tiled shape).
     #[arg(long, value_parser = cli::dims::<3>)]
     pub matmul_naive: Option<[usize; 3]>,
