@@ -140,22 +140,73 @@ pub fn host_bytes((rows, cols): (usize, usize)) -> usize {
     2 * f32_bytes(&[rows * cols]).min(crate::gpu::staging::CHUNK_BYTES)
 }
 
-/// Runs copy and the transposes on `lab.sizes.transpose`, then the sweep over
-/// `lab.sizes.sweep` when there is one.
+/// Every kernel of the demo: [`KERNELS`], then [`ANY_SIZE_KERNELS`].
+fn all_kernels() -> Vec<(TransposeLaunch, &'static str)> {
+    KERNELS.iter().chain(&ANY_SIZE_KERNELS).copied().collect()
+}
+
+/// Runs copy and the transposes on `lab.sizes.transpose`; at a size whose rows are not whole
+/// sectors, each again at the nearest aligned size, its row right below, with a note of the
+/// ratios and of the cause. Then the sweep over `lab.sizes.sweep` when there is one.
 pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
-    let (rows, cols) = lab.sizes.transpose;
-    let kernels = measure_at(lab, Stored::dense((rows, cols)), &KERNELS)?;
+    let size = lab.sizes.transpose;
+    let (rows, cols) = size;
+    let here = measure_at(lab, Stored::dense(size), &all_kernels())?;
+    let aligned = nearest_aligned(size);
+    let mut notes = Vec::new();
+    let kernels = if aligned == size {
+        here
+    } else {
+        let base = measure_at(lab, Stored::dense(aligned), &all_kernels())?;
+        notes.push(against_aligned(&Stored::dense(size), &here, &base));
+        notes.push(unaligned_cause(size));
+        here.into_iter().zip(base).flat_map(|(h, b)| [h, b]).collect()
+    };
     let mut section = Section {
         name: "transpose".into(),
         title: format!("Shared memory and bank conflicts: transpose {rows}x{cols} f32"),
         lesson: "Staging a tile in shared memory makes both global sides coalesced; padding the tile by one word removes the bank conflict of its column read.".into(),
         kernels,
+        notes,
         ..Section::default()
     };
     if !lab.sizes.sweep.is_empty() {
         sweep(lab, inputs, &mut section)?;
     }
     Ok(section)
+}
+
+/// One line: each kernel's rate at `size` next to its rate at the aligned size `base` was
+/// measured at, and the ratio.
+fn against_aligned(size: &Stored, kernels: &[KernelRow], base: &[KernelRow]) -> String {
+    let each = kernels.iter().zip(base).map(|(k, b)| {
+        let (r, a) = (k.rate.value(), b.rate.value());
+        format!("{} {r:.0}/{a:.0} GB/s {:.2}x", short(&k.kernel), r / a)
+    });
+    let aligned = base.first().map_or(String::new(), |b| b.size.clone());
+    format!("{} against the aligned {aligned}: {}", size.label(), each.collect::<Vec<_>>().join(", "))
+}
+
+/// Why a `rows x cols` matrix whose rows are not whole 32-byte sectors is slower, with the
+/// store model's figures ([`RowSweep`], 32 floats per warp request) for copy's output rows (of
+/// `cols` floats) and the transposes' (of `rows`).
+fn unaligned_cause((rows, cols): (usize, usize)) -> String {
+    let stores = |rows: usize, cols: usize| {
+        let t = RowSweep::new(rows as u64, cols as u64, 4, 32).traffic();
+        format!("{:.2} sectors/req, {:.2} partial", t.sectors_per_request(), t.partial_per_request())
+    };
+    format!(
+        "Why: a row that is not a whole number of 32-byte sectors ({PITCH_ELEMENTS} floats) starts inside a \
+         sector, so a warp's 128-byte row segment spans 5 sectors instead of 4 and its first and last are written \
+         in part, the rest of each by another warp at another time (partial-sector writes). The store model: \
+         copy's output rows of {cols} floats {}, the transposes' of {rows} floats {} (4.00 and 0.00 on \
+         whole-sector rows). transpose_vectorized's 16-byte accesses also need rows and cols multiples of 4, \
+         or it takes scalar ones. copy_flat ignores rows (the matrix is one aligned array); \
+         transpose_aligned_stores shifts each output row's tiles to a sector boundary, leaving one partial \
+         sector per output row.",
+        stores(rows, cols),
+        stores(cols, rows)
+    )
 }
 
 /// Rows and columns of a pitched matrix are padded to a multiple of this many f32 (32 bytes, one
@@ -275,9 +326,8 @@ fn sweep(lab: &Lab, inputs: &Inputs, section: &mut Section) -> Result<()> {
     let mut measured: Vec<(Stored, Vec<KernelRow>, Option<Vec<KernelRow>>)> = Vec::new();
     for &size in &lab.sizes.sweep {
         let (dense, pitched) = (Stored::dense(size), Stored::pitched(size));
-        let all: Vec<(TransposeLaunch, &str)> = KERNELS.iter().chain(&ANY_SIZE_KERNELS).copied().collect();
         let pitched_rows = if pitched == dense { None } else { Some(measure_at(lab, pitched, &KERNELS)?) };
-        measured.push((dense, measure_at(lab, dense, &all)?, pitched_rows));
+        measured.push((dense, measure_at(lab, dense, &all_kernels())?, pitched_rows));
     }
     let kernel_names: Vec<String> = measured[0].1.iter().map(|k| k.kernel.clone()).collect();
     let mut header = vec!["size".to_string(), "memcpy GB/s".to_string()];
@@ -319,31 +369,34 @@ fn sweep(lab: &Lab, inputs: &Inputs, section: &mut Section) -> Result<()> {
             rows.push(row);
         }
     }
-    let ratios = |kernels: &[KernelRow], base: &[KernelRow]| -> String {
-        let each = kernels
-            .iter()
-            .zip(base)
-            .map(|(k, b)| format!("{} {:.2}x", short(&k.kernel), k.rate.value() / b.rate.value()));
-        each.collect::<Vec<_>>().join(", ")
-    };
     for (dense, kernels, pitched) in &measured {
         let aligned = nearest_aligned(dense.matrix);
         let Some((_, base, _)) = measured.iter().find(|(s, ..)| s.matrix == aligned && aligned != dense.matrix) else {
             continue;
         };
-        let mut note = format!(
-            "{} against the aligned {}x{}: dense {}",
-            dense.label(),
-            aligned.0,
-            aligned.1,
-            ratios(kernels, base)
-        );
+        section.notes.push(against_aligned(dense, kernels, base));
         if let Some(p) = pitched {
-            note += &format!("; pitched {}", ratios(p, base));
+            section.notes.push(against_aligned(&Stored::pitched(dense.matrix), p, base));
         }
-        section.notes.push(note);
     }
     section.sweep = Some((header, rows));
     section.series.extend(series);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cause_note_gives_the_store_models_figures() {
+        // Rows of 8191 floats: 7 rows in 8 start inside a sector (5 sectors per request, 2 of them
+        // partial), and the last request of a row has 31 floats.
+        let note = unaligned_cause((8192, 8191));
+        assert!(note.contains("copy's output rows of 8191 floats 4.87 sectors/req, 1.75 partial"), "{note}");
+        assert!(note.contains("the transposes' of 8192 floats 4.00 sectors/req, 0.00 partial"), "{note}");
+        let note = unaligned_cause((8191, 8192));
+        assert!(note.contains("copy's output rows of 8192 floats 4.00 sectors/req, 0.00 partial"), "{note}");
+        assert!(note.contains("the transposes' of 8191 floats 4.87"), "{note}");
+    }
 }
