@@ -389,6 +389,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn each_rate_is_noted_next_to_its_aligned_rate() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json");
+        let record = crate::report_dir::RunRecord::load(&path).expect("the recorded run");
+        let base = &record.sections.iter().find(|s| s.name == "transpose").unwrap().kernels[..2];
+        // The same kernels at 8191x8192 at 0.9 and 0.5 of the recorded rates.
+        let mut slower = base.to_vec();
+        for (k, f) in slower.iter_mut().zip([0.9, 0.5]) {
+            k.timing.median_ms /= f;
+            k.rate = crate::demos::Rate::Gbs(k.rate.value() * f);
+        }
+        let note = against_aligned(&Stored::dense((8191, 8192)), &slower, base);
+        let (copy, naive) = (base[0].rate.value(), base[1].rate.value());
+        let want = format!(
+            "8191x8192 against the aligned {}: copy {:.0}/{copy:.0} GB/s 0.90x, naive {:.0}/{naive:.0} GB/s 0.50x",
+            base[0].size,
+            0.9 * copy,
+            0.5 * naive
+        );
+        assert_eq!(note, want);
+    }
+
+    #[test]
     fn the_cause_note_gives_the_store_models_figures() {
         // Rows of 8191 floats: 7 rows in 8 start inside a sector (5 sectors per request, 2 of them
         // partial), and the last request of a row has 31 floats.
