@@ -21,12 +21,8 @@ const TILE: u32 = contract::TILE;
 /// Floats per 32-byte sector, the largest shift of an output row ([`contract::SKEW`]).
 const SKEW: u32 = contract::SKEW;
 /// Its staged tile: `STAGED_ROWS x TILE` floats, rows `PITCH` floats apart.
-type Staged = SharedTile<
-    f32,
-    { contract::STAGED_ROWS as usize },
-    { contract::TILE as usize },
-    { contract::PITCH as usize },
->;
+type Staged =
+    SharedTile<f32, { contract::STAGED_ROWS as usize }, { contract::TILE as usize }, { contract::PITCH as usize }>;
 
 kernel! {
     /// Copies a dense `rows x cols` matrix as a flat array of `rows * cols` floats: thread `g`
