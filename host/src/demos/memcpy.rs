@@ -12,7 +12,7 @@ use crate::gpu::memory::copy_on_device;
 use crate::gpu::staging::Staging;
 use crate::gpu::timing::{Timing, time};
 use crate::reference;
-use crate::verify::{Check, Streamed};
+use crate::verify::Check;
 
 /// Seed of the copied matrix ([`reference::input_f32`]).
 pub const SEED: u64 = 11;
@@ -64,10 +64,9 @@ pub fn measure_at(lab: &Lab, (rows, cols): (usize, usize)) -> Result<Measured> {
     let copy = || copy_on_device(&lab.gpu, &dst, &src);
     copy()?;
     lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!(describe(e)))?;
-    let mut check = Streamed::new();
-    staging.download(&lab.gpu, &dst, |_, chunk| check.chunk_f32(chunk, |i| reference::input_f32(SEED, i)))?;
+    let check = super::check_exact_staged(&lab.gpu, &mut staging, &dst, |i| reference::input_f32(SEED, i))?;
     let timing = time(&lab.gpu, lab.sizes.repeats, copy)?;
-    Ok(Measured { matrix: (rows, cols), timing, check: check.finish() })
+    Ok(Measured { matrix: (rows, cols), timing, check })
 }
 
 /// The ceiling's section, from the run's measurement (measured here when the run has none).

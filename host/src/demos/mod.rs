@@ -416,6 +416,23 @@ pub fn download<T: DeviceCopy + Default + Clone>(buf: &DeviceBuffer<T>) -> Resul
     Ok(host)
 }
 
+/// `output` compared exactly with `want(i)` as it arrives through `staging`, chunk by chunk on
+/// every core: no host copy of the whole output, and no page faults on a fresh one per check
+/// (the TMA demo checks a 256 MiB output 36 times).
+///
+/// # Errors
+/// A driver failure.
+pub fn check_exact_staged(
+    gpu: &Gpu,
+    staging: &mut crate::gpu::staging::Staging<f32>,
+    output: &DeviceBuffer<f32>,
+    want: impl Fn(usize) -> f32 + Sync,
+) -> Result<Check> {
+    let mut check = crate::verify::Streamed::new();
+    staging.download(gpu, output, |_, chunk| check.chunk_f32(chunk, &want))?;
+    Ok(check.finish())
+}
+
 /// Resident blocks per SM by the occupancy model in hardware mode.
 pub fn model_blocks(cc: (u32, u32), attrs: &KernelAttrs, shape: &LaunchShape) -> Option<u32> {
     let arch = ArchLimits::for_cc(cc.0, cc.1)?;

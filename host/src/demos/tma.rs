@@ -7,6 +7,8 @@
 //! Tensor maps come from `cuTensorMapEncodeTiled` ([`crate::gpu::tensor_map`]); what a map
 //! cannot describe is refused before any work ([`check_matrix`]).
 
+use std::cell::RefCell;
+
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::tma::{
@@ -16,16 +18,17 @@ use memlab_contracts::tma::{
 
 use super::transpose::kernels as lsu;
 use super::{
-    Inputs, KernelRow, KernelRun, Lab, Section, Work, check_u32_elements, download, ensure_free, f32_bytes, measure,
-    poison, poisoned, upload,
+    Inputs, KernelRow, KernelRun, Lab, Section, Work, check_exact_staged, check_u32_elements, ensure_free, f32_bytes,
+    measure, poison, poisoned, upload,
 };
 use crate::gpu::kernel;
 use crate::gpu::launch::{Launch, LaunchShape};
+use crate::gpu::staging::Staging;
 use crate::gpu::tensor_map::{Swizzle, TensorMap, TiledSpec};
 use crate::gpu::timing::time;
 use crate::model::banks::WarpRequest;
 use crate::series::{Series, names};
-use crate::verify::{self, Check};
+use crate::verify::Check;
 use crate::{reference, refuse};
 
 /// The compute capability TMA needs (`cp.async.bulk.tensor`: `sm_90`, PTX ISA 8.0).
@@ -127,6 +130,10 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let input_host = reference::random_f32(n, 13);
     let transposed = reference::transpose(&input_host, rows, cols);
     let input = upload(&input_host)?;
+    let staging = RefCell::new(Staging::<f32>::new(n)?);
+    let check = |output: &DeviceBuffer<f32>, want: &[f32]| {
+        check_exact_staged(&lab.gpu, &mut staging.borrow_mut(), output, |i| want[i])
+    };
     let mut output = poisoned::<f32>(n)?;
     let (in_addr, out_addr) = (input.as_device_ptr().as_raw(), output.as_device_ptr().as_raw());
     let map_in = spec(in_addr, rows, cols, TILE, Swizzle::None).upload()?;
@@ -160,7 +167,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
             size,
             reset: &reset,
         };
-        let row = measure(lab, run, || Ok((verify::exact_f32(&download(&output)?, want), "exact")))?;
+        let row = measure(lab, run, || Ok((check(&output, want)?, "exact")))?;
         Ok::<_, anyhow::Error>(KernelRow { prediction: path.in_flight(&row) + extra, ..row })
     };
     let mut kernels = Vec::new();
@@ -202,7 +209,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     drop(output);
     kernels.extend(async_rungs(lab)?);
     let mut output = poisoned::<f32>(n)?;
-    let (curve, curve_checks, curve_notes) = bulk_curve(lab, &input, &mut output, &input_host)?;
+    let (curve, curve_checks, curve_notes) = bulk_curve(lab, &input, &mut output, |output| check(output, &input_host))?;
     let header = [
         "swizzle",
         "box (rows x f32)",
@@ -365,7 +372,7 @@ fn bulk_curve(
     lab: &Lab,
     input: &DeviceBuffer<f32>,
     output: &mut DeviceBuffer<f32>,
-    want: &[f32],
+    check: impl Fn(&DeviceBuffer<f32>) -> Result<Check>,
 ) -> Result<(Vec<Series>, Vec<Check>, Vec<String>)> {
     let gpu = &lab.gpu;
     let n = input.len() as u32;
@@ -388,7 +395,7 @@ fn bulk_curve(
             poison(output)?;
             launch.enqueue(gpu)?;
             gpu.stream.synchronize().map_err(|e| anyhow::anyhow!("tma_bulk_copy: {}", crate::gpu::describe(e)))?;
-            checks.push(verify::exact_f32(&download(output)?, want));
+            checks.push(check(output)?);
             let gbs = time(gpu, lab.sizes.repeats, || launch.enqueue(gpu))?.gbs(bytes);
             if gbs > best.0 {
                 best = (gbs, chunk, k);

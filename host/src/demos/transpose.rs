@@ -14,6 +14,7 @@ use memlab_contracts::transpose::{
 };
 use memlab_contracts::transpose_any as any;
 
+use super::check_exact_staged;
 use super::{
     Inputs, KernelRow, KernelRun, Lab, Section, Work, check_u32_elements, ensure_free, f32_bytes, measure, poison,
     poisoned,
@@ -25,7 +26,6 @@ use crate::model::coalescing::{RowSweep, WarpAccess};
 use crate::phases::Kind;
 use crate::reference;
 use crate::series::{Point, Series, names};
-use crate::verify::Streamed;
 
 /// Seed of the transposed matrix ([`reference::input_f32`]).
 pub const SEED: u64 = 7;
@@ -294,11 +294,8 @@ fn measure_at(lab: &Lab, layout: Stored, kernels: &[(TransposeLaunch, &'static s
         // Output element i holds stored element i (copy) or its transposed source.
         let source = |i: usize| if copy { i } else { reference::transposed_from(i, rows, cols) };
         let check = || {
-            let mut check = Streamed::new();
-            staging
-                .borrow_mut()
-                .download(&lab.gpu, &output, |_, chunk| check.chunk_f32(chunk, |i| layout.input(source(i))))?;
-            Ok((check.finish(), "exact"))
+            let check = check_exact_staged(&lab.gpu, &mut staging.borrow_mut(), &output, |i| layout.input(source(i)))?;
+            Ok((check, "exact"))
         };
         rows_measured.push(measure(lab, run, check)?);
     }

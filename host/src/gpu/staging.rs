@@ -58,9 +58,28 @@ impl<T: DeviceCopy + Default> Staging<T> {
     ///
     /// # Errors
     /// A driver failure.
-    pub fn upload(&mut self, gpu: &Gpu, dst: &DeviceBuffer<T>, mut fill: impl FnMut(usize, &mut [T])) -> Result<()> {
+    pub fn upload(&mut self, gpu: &Gpu, dst: &DeviceBuffer<T>, fill: impl FnMut(usize, &mut [T])) -> Result<()> {
+        self.upload_first(gpu, dst, dst.len(), fill)
+    }
+
+    /// As [`Staging::upload`], for the first `len` elements of `dst` only (the latency ladder's
+    /// chains, each in the front of one buffer sized for the largest).
+    ///
+    /// # Panics
+    /// When `len` exceeds `dst.len()`.
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn upload_first(
+        &mut self,
+        gpu: &Gpu,
+        dst: &DeviceBuffer<T>,
+        len: usize,
+        mut fill: impl FnMut(usize, &mut [T]),
+    ) -> Result<()> {
+        assert!(len <= dst.len(), "upload of {len} elements into a buffer of {}", dst.len());
         let size = std::mem::size_of::<T>();
-        for (i, (offset, len)) in self.chunks(dst.len()).enumerate() {
+        for (i, (offset, len)) in self.chunks(len).enumerate() {
             let b = i % 2;
             // The copy out of this buffer two chunks ago must be done before it is refilled.
             self.done[b].synchronize().map_err(|e| anyhow::anyhow!("staging: {}", describe(e)))?;
