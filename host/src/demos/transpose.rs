@@ -159,6 +159,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     } else {
         let base = measure_at(lab, Stored::dense(aligned), &all_kernels())?;
         notes.push(against_aligned(&Stored::dense(size), &here, &base));
+        notes.push(odd_size_goal(&here, &base));
         notes.push(unaligned_cause(size));
         here.into_iter().zip(base).flat_map(|(h, b)| [h, b]).collect()
     };
@@ -185,6 +186,44 @@ fn against_aligned(size: &Stored, kernels: &[KernelRow], base: &[KernelRow]) -> 
     });
     let aligned = base.first().map_or(String::new(), |b| b.size.clone());
     format!("{} against the aligned {aligned}: {}", size.label(), each.collect::<Vec<_>>().join(", "))
+}
+
+/// The odd-size goal of issue #17: every kernel within 10% of its rate at the nearest aligned
+/// size.
+pub const ODD_SIZE_GOAL: f64 = 0.9;
+
+/// The kernel of `transpose_any.rs` that does `kernel`'s job at any size.
+fn any_size_kernel(kernel: &str) -> &'static str {
+    if kernel.starts_with("copy") { "copy_flat" } else { "transpose_aligned_stores" }
+}
+
+/// One line judging [`ODD_SIZE_GOAL`] for each kernel of `kernels` (at an unaligned size)
+/// against the same kernel in `base` (at the aligned one); for each that misses it, what the
+/// any-size kernel doing its job moves at this size, against the missing kernel's aligned rate.
+fn odd_size_goal(kernels: &[KernelRow], base: &[KernelRow]) -> String {
+    let rate = |name: &str| kernels.iter().find(|k| k.kernel == name).map(|k| k.rate.value());
+    let (mut met, mut missed) = (Vec::new(), Vec::new());
+    for (k, b) in kernels.iter().zip(base) {
+        let (r, a) = (k.rate.value(), b.rate.value());
+        if r >= ODD_SIZE_GOAL * a {
+            met.push(short(&k.kernel).to_string());
+            continue;
+        }
+        let keeper = any_size_kernel(&k.kernel);
+        let instead = match rate(keeper) {
+            Some(x) if keeper != k.kernel => {
+                format!(" ({keeper} here {x:.0} GB/s, {:.2}x of {}'s aligned {a:.0})", x / a, short(&k.kernel))
+            }
+            _ => String::new(),
+        };
+        missed.push(format!("{} {:.2}x{instead}", short(&k.kernel), r / a));
+    }
+    let list = |v: Vec<String>| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+    format!(
+        "goal (each kernel >= {ODD_SIZE_GOAL:.2}x its aligned rate): met by {}; missed by {}",
+        list(met),
+        list(missed)
+    )
 }
 
 /// Why a `rows x cols` matrix whose rows are not whole 32-byte sectors is slower, with the
@@ -405,6 +444,37 @@ mod tests {
             0.5 * naive
         );
         assert_eq!(note, want);
+    }
+
+    #[test]
+    fn the_goal_note_names_the_any_size_kernel_for_each_that_misses() {
+        let row = |kernel: &str, gbs: f64| {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json");
+            let record = crate::report_dir::RunRecord::load(&path).expect("the recorded run");
+            let mut k = record.sections.iter().find(|s| s.name == "transpose").unwrap().kernels[0].clone();
+            k.kernel = kernel.to_string();
+            k.rate = crate::demos::Rate::Gbs(gbs);
+            k
+        };
+        // The H200's figures at 8191x8192 and 8192x8192 (run of 2026-12-01 04:00).
+        let odd = [row("copy", 3959.0), row("transpose_vectorized", 1377.0), row("transpose_aligned_stores", 2882.0)];
+        let base = [row("copy", 3980.0), row("transpose_vectorized", 3842.0), row("transpose_aligned_stores", 2900.0)];
+        let note = odd_size_goal(&odd, &base);
+        assert_eq!(
+            note,
+            "goal (each kernel >= 0.90x its aligned rate): met by copy, aligned_stores; missed by vectorized 0.36x \
+             (transpose_aligned_stores here 2882 GB/s, 0.75x of vectorized's aligned 3842)"
+        );
+        // A copy that misses points at copy_flat; none missing says so.
+        let slow_copy = [row("copy", 2000.0), row("copy_flat", 3900.0)];
+        let note = odd_size_goal(&slow_copy, &[row("copy", 4000.0), row("copy_flat", 4000.0)]);
+        assert!(
+            note.ends_with(
+                "met by copy_flat; missed by copy 0.50x (copy_flat here 3900 GB/s, 0.97x of copy's aligned 4000)"
+            ),
+            "{note}"
+        );
+        assert!(odd_size_goal(&base, &base).ends_with("missed by none"));
     }
 
     #[test]
