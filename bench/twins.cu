@@ -883,3 +883,38 @@ KERNEL void hot_stream_read_evict_first(const unsigned* stream, unsigned stream_
     out[g] = sum;
 }
 #endif
+
+// ---------------------------------------------------------------- transpose_any.rs
+// Dense matrices whose rows are not whole 32-byte sectors.
+
+// Block 256: thread g copies floats 4g .. 4g + 4 of the flat array with one float4 (the last
+// thread the 1 to 3 left over, one by one).
+KERNEL void copy_flat(const float* in, float* out, unsigned rows, unsigned cols) {
+    size_t n = (size_t)rows * cols, first = 4 * (size_t)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (first + 4 <= n) {
+        *reinterpret_cast<float4*>(out + first) = *reinterpret_cast<const float4*>(in + first);
+    } else {
+        for (size_t i = first; i < first + 4; i++)
+            if (i < n) out[i] = in[i];
+    }
+}
+
+// Block 32 x 8, grid (ceil(cols / 32), ceil((rows + 7) / 32)), a 40 x 33 tile: input rows
+// 32 by - 8 .. 32 by + 32 staged; output row y's stores shifted back by e(y) = (y * rows) mod 8
+// floats, so each warp store starts on a sector boundary.
+KERNEL void transpose_aligned_stores(const float* in, float* out, unsigned rows, unsigned cols) {
+    extern __shared__ float tile[];
+    unsigned tx = threadIdx.x, ty = threadIdx.y, bx = blockIdx.x, by = blockIdx.y;
+    unsigned col = bx * 32 + tx;
+    for (unsigned k = ty; k < 40; k += 8) {
+        long long row = (long long)(by * 32 + k) - 8;
+        if (row >= 0 && (unsigned)row < rows && col < cols) tile[k * 33 + tx] = in[(size_t)row * cols + col];
+    }
+    __syncthreads();
+    for (unsigned j = ty; j < 32; j += 8) {
+        unsigned y = bx * 32 + j;
+        unsigned e = (unsigned)(((unsigned long long)y * rows) % 8);
+        long long x = (long long)(by * 32 + tx) - e;
+        if (y < cols && x >= 0 && (unsigned)x < rows) out[(size_t)y * rows + x] = tile[(tx + 8 - e) * 33 + j];
+    }
+}

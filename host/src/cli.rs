@@ -25,6 +25,47 @@ pub fn dims<const N: usize>(text: &str) -> Result<[usize; N], String> {
     Ok(out)
 }
 
+/// Most sizes one `--sizes` sweep takes.
+pub const MAX_SWEEP_SIZES: usize = 32;
+
+/// The matrices of one `--sizes` list, as [`size_list`] parses them. An alias, not `Vec`
+/// written out, on purpose: clap's derive reads a field typed `Vec<T>` (by that name) as a list
+/// of values parsed one by one into `T`, while the list here is one value, parsed and checked
+/// as a whole; spelled `Vec`, the field panicked in clap when the flag was given.
+pub type SizeList = Vec<(usize, usize)>;
+
+/// Parses a comma-separated list of `ROWSxCOLS` matrices (`1000x999,8192x8191`): each as
+/// [`dims`], with `rows * cols` within the kernels' 32-bit element index, each size once, at
+/// most [`MAX_SWEEP_SIZES`].
+///
+/// # Errors
+/// A one-line message naming the bad entry and the rule.
+pub fn size_list(text: &str) -> Result<SizeList, String> {
+    let mut list = Vec::new();
+    for part in text.split(',') {
+        let part = part.trim();
+        if part.is_empty() {
+            return Err(format!("`{text}` has an empty entry: give sizes like 1000x999,8192x8192"));
+        }
+        let [rows, cols] = dims::<2>(part)?;
+        if rows * cols > u32::MAX as usize {
+            return Err(format!(
+                "`{part}` has {} elements: the kernels index in 32 bits (at most {})",
+                rows * cols,
+                u32::MAX
+            ));
+        }
+        if list.contains(&(rows, cols)) {
+            return Err(format!("`{text}` names {part} twice: list each size once"));
+        }
+        list.push((rows, cols));
+    }
+    if list.len() > MAX_SWEEP_SIZES {
+        return Err(format!("`--sizes` has {} sizes: at most {MAX_SWEEP_SIZES}", list.len()));
+    }
+    Ok(list)
+}
+
 /// Parses a byte count with an optional unit: `B`, `KiB`, `MiB`, `GiB` (powers of 1024).
 ///
 /// # Errors
@@ -132,6 +173,25 @@ mod tests {
         assert!(dims::<2>("abc").unwrap_err().contains("expected 2 sizes"));
         assert!(dims::<3>("4x4").unwrap_err().contains("expected 3 sizes"));
         assert!(dims::<2>("4294967296x1").unwrap_err().contains("out of range"));
+    }
+
+    #[test]
+    fn parses_size_lists_and_refuses_bad_ones() {
+        assert_eq!(size_list("1000x999, 8191x8192,8192X8191"), Ok(vec![(1000, 999), (8191, 8192), (8192, 8191)]));
+        assert_eq!(size_list("1x1"), Ok(vec![(1, 1)]));
+        assert_eq!(
+            size_list("8x8,,4x4").unwrap_err(),
+            "`8x8,,4x4` has an empty entry: give sizes like 1000x999,8192x8192"
+        );
+        assert_eq!(size_list("8x8,8x8").unwrap_err(), "`8x8,8x8` names 8x8 twice: list each size once");
+        assert_eq!(
+            size_list("65536x65536").unwrap_err(),
+            "`65536x65536` has 4294967296 elements: the kernels index in 32 bits (at most 4294967295)"
+        );
+        assert!(size_list("8x0").unwrap_err().contains("out of range: allowed 1..=4294967295"));
+        assert!(size_list("8x8x8").unwrap_err().contains("expected 2 sizes"));
+        let many: Vec<String> = (1..=33).map(|i| format!("{i}x{i}")).collect();
+        assert_eq!(size_list(&many.join(",")).unwrap_err(), "`--sizes` has 33 sizes: at most 32");
     }
 
     #[test]

@@ -159,3 +159,131 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Collectives(args) => commands::collectives::run(args),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::{ArgAction, CommandFactory, Parser};
+
+    use super::{Cli, Command};
+
+    /// clap's own checks of the whole command line (names, groups, conflicts, defaults against
+    /// their parsers), which it otherwise makes only when a command is first used.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    /// A value for an option with neither a default nor a list of allowed values.
+    fn sample(command: &str, option: &str) -> &'static str {
+        match option {
+            "sizes" => "1000x999,8192x8192",
+            "matmul_naive" => "512x512x512",
+            "l2_read_bytes" => "64MiB",
+            "l2_partition_sms" => "4",
+            "json" | "report" | "chart" => "memlab-cli-test-output",
+            "cc" => "9.0",
+            "regs" | "regs_per_sm" => "64",
+            "threads" | "threads_per_sm" => "256",
+            "smem_per_sm" => "48KiB",
+            "blocks" => "2",
+            "kernel" => "copy",
+            "stride" => "2",
+            "index" => "t*2",
+            "bytes" => "t*4",
+            "tile" => "32x32",
+            "pitch" => "33",
+            "block" => "32x8",
+            "array" => "1MiB",
+            "struct_bytes" => "12",
+            "fields" => "0:4,4:4",
+            "ladder_max" => "1GiB",
+            "name" => "copy",
+            "run" => "run.json",
+            "out" => "report-dir",
+            _ => panic!("memlab {command} --{option}: add a sample value here, so the full parse covers it"),
+        }
+    }
+
+    /// Options that need another one given too (clap's `requires` and `required_unless_present`,
+    /// which it does not expose).
+    const NEEDS: [(&str, &str); 6] = [
+        ("pitch", "tile"),
+        ("block", "tile"),
+        ("access", "tile"),
+        ("struct_bytes", "fields"),
+        ("fields", "struct_bytes"),
+        ("threads", "regs"),
+    ];
+
+    /// Every option of every command, given on the command line (each with the command's
+    /// required options and those it needs) and parsed into the options' structs, as the binary
+    /// does: a field whose type does not match its parser (clap panics on it only when the
+    /// option is given, as `run-demos --sizes` once did on the H200) fails here.
+    #[test]
+    fn every_command_parses_with_each_option_given() {
+        let cli = Cli::command();
+        let (mut lines, mut failed) = (0, Vec::new());
+        for command in cli.get_subcommands() {
+            let name = command.get_name();
+            let options: Vec<&clap::Arg> = command
+                .get_arguments()
+                .filter(|a| !matches!(a.get_action(), ArgAction::Help | ArgAction::Version))
+                .collect();
+            let find = |id: &str| options.iter().copied().find(|a| a.get_id() == id);
+            let required: Vec<&clap::Arg> = options.iter().copied().filter(|a| a.is_required_set()).collect();
+            // A command without options is parsed once, alone.
+            let each: Vec<Option<&clap::Arg>> =
+                if options.is_empty() { vec![None] } else { options.iter().copied().map(Some).collect() };
+            let needs = |a: &clap::Arg| NEEDS.iter().find(|n| n.0 == a.get_id()).and_then(|n| find(n.1));
+            let conflict = |a: &clap::Arg, b: &clap::Arg| {
+                let hit = |x: &clap::Arg, y: &clap::Arg| {
+                    command.get_arg_conflicts_with(x).iter().any(|c| c.get_id() == y.get_id())
+                };
+                hit(a, b) || hit(b, a)
+            };
+            for option in each {
+                let mut words = vec!["memlab".to_string(), "--format".into(), "markdown".into(), name.to_string()];
+                let mut given: Vec<&clap::Arg> = Vec::new();
+                let base = required.iter().copied().flat_map(|r| [Some(r), needs(r)]).flatten();
+                let args: Vec<&clap::Arg> = base.chain(option).chain(option.and_then(needs)).collect();
+                for arg in args {
+                    let clash = option.is_some_and(|o| o.get_id() != arg.get_id() && conflict(o, arg));
+                    if clash || given.iter().any(|g| g.get_id() == arg.get_id()) {
+                        continue;
+                    }
+                    given.push(arg);
+                    if let Some(long) = arg.get_long() {
+                        words.push(format!("--{long}"));
+                    }
+                    if arg.get_action().takes_values() {
+                        words.push(match (arg.get_possible_values().first(), arg.get_default_values().first()) {
+                            (Some(p), _) => p.get_name().to_string(),
+                            (None, Some(d)) => d.to_string_lossy().into_owned(),
+                            (None, None) => sample(name, arg.get_id().as_str()).to_string(),
+                        });
+                    }
+                }
+                // A conflict with a required option is clap's business, not a declaration bug.
+                match Cli::try_parse_from(&words) {
+                    Err(e) if e.kind() != clap::error::ErrorKind::ArgumentConflict => {
+                        failed.push(format!("{}: {e}", words.join(" ")))
+                    }
+                    _ => lines += 1,
+                }
+            }
+        }
+        assert!(failed.is_empty(), "{}", failed.join("\n"));
+        assert!(lines > 60, "{lines} command lines: one per option of every command");
+    }
+
+    #[test]
+    fn run_demos_takes_a_list_of_sizes() {
+        let cli = Cli::try_parse_from(["memlab", "run-demos", "--sizes", "1000x999, 8192x8191,8192x8192"]).unwrap();
+        let Command::RunDemos(args) = cli.command else { panic!("run-demos parses as run-demos") };
+        assert_eq!(args.sizes, Some(vec![(1000, 999), (8192, 8191), (8192, 8192)]));
+        let Err(e) = Cli::try_parse_from(["memlab", "run-demos", "--sizes", "8x8,8x8"]) else {
+            panic!("a size named twice is refused")
+        };
+        assert!(e.to_string().contains("names 8x8 twice"), "{e}");
+    }
+}

@@ -89,6 +89,34 @@ pub fn for_device(cc: (u32, u32)) -> Option<&'static Ptx> {
     ALL.iter().rev().find(|p| p.cc <= cc)
 }
 
+/// A PTX text with one kernel, `name`, out of `ptx`: the header and module-scope declarations
+/// (everything before the first entry: `.version`, `.target`, constants, `.extern .shared`,
+/// function prototypes), that entry, and the module's device functions (`.func` with a body:
+/// core's panic path, which a kernel's checked division may call). The driver's JIT and
+/// `ptxas` then compile one kernel instead of all of them (about a second each for the whole
+/// module on the H200 machine), for the register-cap sweeps that load one kernel many times.
+/// `None` when `name` is not an entry of `ptx`.
+pub fn only_entry(ptx: &str, name: &str) -> Option<String> {
+    let body = entry_body(ptx, name)?;
+    let first = ptx.find(".visible .entry ")?;
+    let mut text = format!("{}.visible {body}\n", &ptx[..first]);
+    // A definition starts a line with `.func` and has `{` before any `;` (a prototype ends
+    // with `;`); it ends at the closing brace at the start of a line.
+    let mut rest = &ptx[first..];
+    while let Some(at) = rest.find("\n.func ") {
+        let def = &rest[at + 1..];
+        let end = def.find("\n}").map_or(def.len(), |e| e + 2);
+        if def.find('{').is_some_and(|b| def.find(';').is_none_or(|s| b < s)) {
+            text += &def[..end];
+            text.push('\n');
+            rest = &def[end..];
+        } else {
+            rest = &def[1..];
+        }
+    }
+    Some(text)
+}
+
 /// The body of kernel `name` in a PTX text: from its `.entry` line to the closing brace at the
 /// start of a line.
 pub fn entry_body<'a>(ptx: &'a str, name: &str) -> Option<&'a str> {

@@ -1,8 +1,11 @@
 //! CPU references for every kernel, and the inputs the demos feed them (fixed seeds, so the same
 //! run gives the same input and the same checksums).
+//!
+//! Inputs are counter-based: element `i` of seed `s` is a hash of `(s, i)` ([`input_f32`]), so
+//! any chunk of an input can be generated on its own, on any thread, and a check can recompute
+//! an input element where it needs it instead of keeping the whole input in host memory.
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
 
 pub use memlab_contracts::hierarchy::LOCAL_ARRAY_WORDS;
 pub use memlab_contracts::probes::{
@@ -10,38 +13,84 @@ pub use memlab_contracts::probes::{
     WIDE_PROBE_ROW, WIDE_PROBE_WINDOW, bank_probe_word,
 };
 
-/// `n` floats uniform in `[-1, 1)` from seed `seed`.
+/// SplitMix64's output function (Steele, Lea and Flood, "Fast splittable pseudorandom number
+/// generators", OOPSLA 2014): a bijection of `u64` whose outputs pass BigCrush for consecutive
+/// inputs.
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Element `i` of the input of seed `seed`: uniform in `[-1, 1)` in steps of `2^-23` (24
+/// random bits). SplitMix64 of the `i`-th step of the seed's own Weyl sequence.
+pub fn input_f32(seed: u64, i: usize) -> f32 {
+    let h = mix64(mix64(seed).wrapping_add((i as u64).wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+    (h >> 40) as f32 * (1.0 / (1u32 << 23) as f32) - 1.0
+}
+
+/// Fills `out` with elements `offset..offset + out.len()` of the input of seed `seed`
+/// ([`input_f32`]), on every core.
+pub fn fill_input(seed: u64, offset: usize, out: &mut [f32]) {
+    fill(offset, out, |i| input_f32(seed, i));
+}
+
+/// Sets `out[j] = element(offset + j)` for every `j`, on every core.
+pub fn fill(offset: usize, out: &mut [f32], element: impl Fn(usize) -> f32 + Sync) {
+    out.par_iter_mut().enumerate().with_min_len(1 << 14).for_each(|(j, v)| *v = element(offset + j));
+}
+
+/// `n` floats of the input of seed `seed` ([`input_f32`]), generated on every core. A shorter
+/// input is a prefix of a longer one.
 pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
-    let mut rng = StdRng::seed_from_u64(seed);
-    (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+    let mut out = vec![0.0; n];
+    fill_input(seed, 0, &mut out);
+    out
+}
+
+/// The input index that lands at output index `i` of the transpose of a row-major `rows x cols`
+/// matrix (the output is `cols x rows`): output row `i / rows` is input column, output column
+/// `i % rows` input row.
+pub fn transposed_from(i: usize, rows: usize, cols: usize) -> usize {
+    let (q, r) = div_rem(i, rows);
+    r * cols + q
+}
+
+/// The transpose of a row-major `rows x cols` matrix held on the host (`cols x rows`), built on
+/// every core; for lessons small enough to keep whole matrices on the host (the TMA demo).
+pub fn transpose(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0.0; rows * cols];
+    fill(0, &mut out, |i| input[transposed_from(i, rows, cols)]);
+    out
+}
+
+/// `(i / d, i % d)`, in 32-bit arithmetic when both fit (every index of the kernels' matrices
+/// does: they index in 32 bits), several times faster than a 64-bit division on x86-64 cores,
+/// and the checks divide once per element.
+pub fn div_rem(i: usize, d: usize) -> (usize, usize) {
+    match (u32::try_from(i), u32::try_from(d)) {
+        (Ok(i), Ok(d)) => ((i / d) as usize, (i % d) as usize),
+        _ => (i / d, i % d),
+    }
 }
 
 /// Element `(row, col)` of `A * B` in f64 for row-major `A` (`m x k`) and `B` (`k x n`), with
 /// `sum |a_i b_i|`, the scale a rounding-error bound needs.
 pub fn matmul_element(a: &[f32], b: &[f32], n: usize, k: usize, row: usize, col: usize) -> (f64, f64) {
-    let (mut dot, mut abs) = (0.0f64, 0.0f64);
-    for i in 0..k {
-        let p = a[row * k + i] as f64 * b[i * n + col] as f64;
-        dot += p;
-        abs += p.abs();
-    }
-    (dot, abs)
+    dot(a[row * k..(row + 1) * k].iter().copied(), (0..k).map(|i| b[i * n + col]))
+}
+
+/// `sum x_i y_i` in f64, summed in index order, with `sum |x_i y_i|`.
+pub fn dot(x: impl IntoIterator<Item = f32>, y: impl IntoIterator<Item = f32>) -> (f64, f64) {
+    x.into_iter().zip(y).fold((0.0f64, 0.0f64), |(dot, abs), (x, y)| {
+        let p = x as f64 * y as f64;
+        (dot + p, abs + p.abs())
+    })
 }
 
 /// The full product `A * B` (`m x n`, row-major) in f64.
 pub fn matmul(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f64> {
     (0..m * n).map(|e| matmul_element(a, b, n, k, e / n, e % n).0).collect()
-}
-
-/// Transpose of a row-major `rows x cols` matrix (the result is `cols x rows`).
-pub fn transpose(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    let mut out = vec![0.0; rows * cols];
-    for r in 0..rows {
-        for c in 0..cols {
-            out[c * rows + r] = input[r * cols + c];
-        }
-    }
-    out
 }
 
 /// Word `i` of the strided-read probe's input (a cheap hash, so every word differs).
@@ -109,12 +158,29 @@ pub fn local_array(input: &[f32], threads: usize, iters: usize, g: usize) -> f32
 /// What `read_cg` writes for each of `threads` threads reading `words` (16-byte vectors
 /// `g, g + threads, ...`) `passes` times: the wrapping sum of its words, times `passes`.
 pub fn read_sums(words: &[u32], threads: usize, passes: u32) -> Vec<u32> {
-    let mut sums = vec![0u32; threads];
-    for (v, vector) in words.as_chunks::<4>().0.iter().enumerate() {
-        let s = &mut sums[v % threads];
-        *s = vector.iter().fold(*s, |acc, &w| acc.wrapping_add(w));
-    }
+    // Chunks of vectors summed per thread on every core, then added up (the sums wrap, so the
+    // order of the additions does not matter).
+    let sum_rounds = |first: usize, vectors: &[[u32; 4]]| {
+        let mut sums = vec![0u32; threads];
+        for (v, vector) in vectors.iter().enumerate() {
+            let s = &mut sums[(first + v) % threads];
+            *s = vector.iter().fold(*s, |acc, &w| acc.wrapping_add(w));
+        }
+        sums
+    };
+    let vectors = words.as_chunks::<4>().0;
+    let chunk = threads.max(1 << 20);
+    let sums = vectors
+        .par_chunks(chunk)
+        .enumerate()
+        .map(|(i, vectors)| sum_rounds(i * chunk, vectors))
+        .reduce(|| vec![0u32; threads], |a, b| a.iter().zip(&b).map(|(x, y)| x.wrapping_add(*y)).collect());
     sums.iter().map(|s| s.wrapping_mul(passes)).collect()
+}
+
+/// Words `0..n` of the strided-read probe's input ([`strided_word`]), on every core.
+pub fn strided_words(n: usize) -> Vec<u32> {
+    (0..n).into_par_iter().map(strided_word).collect()
 }
 
 /// `register_chain`'s result: `steps` dependent `x = fma(x, a, b)` in f32.
@@ -194,17 +260,42 @@ mod tests {
     }
 
     #[test]
-    fn transpose_moves_each_element_on_odd_sizes() {
+    fn transpose_index_moves_each_element_on_odd_sizes() {
         for &(rows, cols) in &[(1, 1), (31, 33), (33, 31), (1, 1000), (1000, 1)] {
-            let input: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
-            let out = transpose(&input, rows, cols);
             for r in 0..rows {
                 for c in 0..cols {
-                    assert_eq!(out[c * rows + r], input[r * cols + c]);
+                    // Output (c, r) of the cols x rows result holds input (r, c).
+                    assert_eq!(transposed_from(c * rows + r, rows, cols), r * cols + c);
                 }
             }
-            assert_eq!(transpose(&out, cols, rows), input);
+            // Transposing twice is the identity.
+            for i in 0..rows * cols {
+                assert_eq!(transposed_from(transposed_from(i, rows, cols), cols, rows), i);
+            }
         }
+    }
+
+    #[test]
+    fn div_rem_agrees_in_both_widths() {
+        for (i, d) in [(0, 1), (7, 3), (u32::MAX as usize, 65_535), (1 << 40, 3), (123_456_789, 1 << 35)] {
+            assert_eq!(div_rem(i, d), (i / d, i % d), "{i} / {d}");
+        }
+    }
+
+    #[test]
+    fn inputs_are_counter_based_and_in_range() {
+        let whole = random_f32(100_000, 7);
+        let mut chunk = vec![0.0; 1000];
+        fill_input(7, 51_234, &mut chunk);
+        assert_eq!(&chunk[..], &whole[51_234..52_234], "a chunk is the same slice of the whole input");
+        assert!(whole.iter().all(|v| (-1.0..1.0).contains(v)));
+        // Uniform: mean near 0, about a quarter in each quarter of the range.
+        let mean = whole.iter().map(|&v| v as f64).sum::<f64>() / whole.len() as f64;
+        assert!(mean.abs() < 0.01, "mean {mean}");
+        let low = whole.iter().filter(|&&v| v < -0.5).count();
+        assert!((24_000..26_000).contains(&low), "{low} below -0.5");
+        assert_ne!(random_f32(8, 1), random_f32(8, 2), "seeds differ");
+        assert_eq!(input_f32(3, 0), random_f32(1, 3)[0]);
     }
 
     #[test]
@@ -305,6 +396,15 @@ mod tests {
         assert_eq!(sums[0], 3 * (1 + 2 + 3 + 16 + 17 + 18 + 19));
         assert_eq!(sums[3], 3 * (12 + 13 + 14 + 15));
         assert_eq!(read_sums(&[u32::MAX; 8], 1, 1)[0], u32::MAX.wrapping_mul(8));
+        // Past one chunk of vectors: the same sums as one pass in order.
+        let words: Vec<u32> = strided_words(4 * (3 << 20) + 8);
+        let threads = 1000;
+        let mut want = vec![0u32; threads];
+        for (v, vector) in words.chunks(4).enumerate() {
+            want[v % threads] = vector.iter().fold(want[v % threads], |s, &w| s.wrapping_add(w));
+        }
+        assert_eq!(read_sums(&words, threads, 1), want);
+        assert_eq!(strided_words(5), (0..5).map(strided_word).collect::<Vec<_>>());
     }
 
     #[test]

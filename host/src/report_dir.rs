@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::charts::{self, BarChart, Chart, OccupancyChart, RooflineChart, SweepChart};
+use crate::charts::{self, BarChart, Chart, OccupancyChart, RooflineChart, SizesChart, SweepChart};
 use crate::demos::Section;
 use crate::gpu::device::DeviceInfo;
 use crate::series::names;
@@ -36,6 +36,9 @@ pub struct RunRecord {
     pub sm_clock_ghz: Option<f64>,
     /// One section per demo, in run order.
     pub sections: Vec<Section>,
+    /// Wall time per demo and phase (absent from runs recorded before it was kept).
+    #[serde(default)]
+    pub phases: Vec<crate::phases::Phase>,
 }
 
 impl RunRecord {
@@ -227,7 +230,6 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
         }),
         "SGEMM ladder against cuBLAS (this run has no `sgemm` section)",
     )?;
-
     add(
         SweepChart::tma_curve(sections).map(|c| {
             figure(&c, dir, "1-D TMA bulk copies (`tma_bulk_copy`, a 256 MiB copy through shared memory): GB/s against bytes per copy, one line per blocks per SM (log scale). Bytes in flight per SM = bytes per copy x blocks per SM; published for H800/H100: 95-96% of HBM peak only from 8-12 KiB per copy and 2-3 blocks per SM.".into())
@@ -246,6 +248,11 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
         }),
         "TMA swizzle chart (run the `tma` demo on cc 9.0)",
     )?;
+    // Drawn only when the run swept sizes (`run-demos --sizes`): not a chart a run lacks.
+    if let Some(c) = SizesChart::from_sections(sections) {
+        let caption = "Copy and the transposes at each size of the `--sizes` sweep, as a share of memcpy at the same size: a dip at an unaligned size is the alignment cliff.";
+        figures.push(figure(&c, dir, caption.into())?);
+    }
     // The clusters lesson's sweeps, drawn when the run has the lesson (a cc 9.0 GPU); a run
     // without it has nothing to miss.
     for (stem, title, measured, published, caption) in CLUSTER_CHARTS {

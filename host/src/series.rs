@@ -55,6 +55,14 @@ pub mod names {
     pub const LADDER_STEPS: &str = "ladder steps";
     /// Reference rates drawn across a ladder chart (e.g. cuBLAS): y = TFLOP/s, label = what.
     pub const REFERENCE: &str = "reference";
+    /// Transpose size sweep: the prefix of one series per kernel (`sizes: copy`), x = the
+    /// size's place in the sweep, y = GB/s, label = the size (`8191x8192`).
+    pub const SIZES: &str = "sizes: ";
+    /// Transpose size sweep: the memcpy ceiling's series (after the [`SIZES`] prefix).
+    pub const SIZES_MEMCPY: &str = "memcpy";
+    /// Transpose size sweep: the suffix of a kernel's series on the pitched layout
+    /// (`sizes: copy pitched`), points only at the sizes padding changes.
+    pub const SIZES_PITCHED: &str = " pitched";
 }
 
 /// One point; `label` names it where the x value alone does not (a kernel, "broadcast").

@@ -1,7 +1,11 @@
-//! Checking device results against the CPU references.
+//! Checking device results against the CPU references, on every core: a check runs over blocks
+//! of [`DIGEST_BLOCK`] words in parallel, and a large output is checked chunk by chunk as it
+//! arrives from the device ([`Streamed`]), so no copy of the whole output or of the whole
+//! reference is ever held.
 
+use rand::SeedableRng;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
 
 use crate::reference;
 use serde::{Deserialize, Serialize};
@@ -56,30 +60,135 @@ impl Check {
     }
 }
 
-/// FNV-1a (64-bit offset basis and prime) over 32-bit words instead of bytes: a fingerprint of
-/// a device buffer, equal for equal contents, that changes with any bit or any reordering.
-/// Not cryptographic; it only has to tell two runs' outputs apart.
-pub fn digest(words: impl IntoIterator<Item = u32>) -> u64 {
-    words.into_iter().fold(0xcbf2_9ce4_8422_2325, |h, w| (h ^ u64::from(w)).wrapping_mul(0x0000_0100_0000_01b3))
+/// FNV-1a 64-bit offset basis and prime.
+const FNV_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+fn fnv(h: u64, w: u64) -> u64 {
+    (h ^ w).wrapping_mul(FNV_PRIME)
 }
 
-/// [`digest`] of `f32` values by their bits.
+/// Words per digest block (256 KiB): [`digest`] hashes each block on its own, so blocks hash in
+/// parallel, and a chunked check ([`Streamed`]) whose chunks are whole blocks gets the same
+/// digest as a check of the whole buffer.
+pub const DIGEST_BLOCK: usize = 1 << 16;
+
+/// A fingerprint of a device buffer, equal for equal contents, that changes with any bit or any
+/// reordering: FNV-1a (64-bit) over 32-bit words within each block of [`DIGEST_BLOCK`] words,
+/// then FNV-1a over the blocks' hashes. Not cryptographic; it only has to tell two runs'
+/// outputs apart.
+pub fn digest(words: impl IntoIterator<Item = u32>) -> u64 {
+    let (mut outer, mut block, mut n) = (FNV_BASIS, FNV_BASIS, 0usize);
+    for w in words {
+        block = fnv(block, u64::from(w));
+        n += 1;
+        if n == DIGEST_BLOCK {
+            (outer, block, n) = (fnv(outer, block), FNV_BASIS, 0);
+        }
+    }
+    if n > 0 { fnv(outer, block) } else { outer }
+}
+
+/// [`digest`] of `f32` values by their bits, on every core.
 pub fn digest_f32(values: &[f32]) -> u64 {
-    digest(values.iter().map(|v| v.to_bits()))
+    let blocks: Vec<u64> = bytemuck::cast_slice::<f32, u32>(values)
+        .par_chunks(DIGEST_BLOCK)
+        .map(|b| b.iter().fold(FNV_BASIS, |h, &w| fnv(h, u64::from(w))))
+        .collect();
+    blocks.into_iter().fold(FNV_BASIS, fnv)
+}
+
+/// An exact check of a large output fed chunk by chunk in order (as it is copied back from the
+/// device), each chunk checked on every core against `want(i)` at the output index `i`. Every
+/// chunk but the last must be a whole number of [`DIGEST_BLOCK`] words, so the digest is the
+/// whole output's.
+#[derive(Debug, Clone)]
+pub struct Streamed {
+    check: Check,
+    /// Words fed so far.
+    offset: usize,
+    /// A chunk shorter than a whole number of blocks was fed: it must be the last.
+    ended: bool,
+}
+
+/// What one block of a chunk found: its hash, mismatches, and its first mismatch.
+type BlockResult = (u64, usize, Option<(usize, u32, u32)>);
+
+impl Streamed {
+    /// An empty check (fails until a chunk is fed: nothing checked).
+    pub fn new() -> Streamed {
+        Streamed { check: Check::new(FNV_BASIS), offset: 0, ended: false }
+    }
+
+    /// Compares `got`, output words `offset..offset + got.len()`, with `want(i)`.
+    ///
+    /// # Panics
+    /// When a chunk follows one that was not a whole number of blocks (a bug in the caller).
+    pub fn chunk(&mut self, got: &[u32], want: impl Fn(usize) -> u32 + Sync) {
+        assert!(!self.ended, "only the last chunk may end inside a digest block");
+        let base = self.offset;
+        let blocks: Vec<BlockResult> = got
+            .par_chunks(DIGEST_BLOCK)
+            .enumerate()
+            .map(|(b, block)| {
+                let start = base + b * DIGEST_BLOCK;
+                let (mut h, mut bad, mut first) = (FNV_BASIS, 0, None);
+                for (j, &g) in block.iter().enumerate() {
+                    h = fnv(h, u64::from(g));
+                    let w = want(start + j);
+                    if g != w {
+                        bad += 1;
+                        first.get_or_insert((start + j, g, w));
+                    }
+                }
+                (h, bad, first)
+            })
+            .collect();
+        for (h, bad, first) in blocks {
+            self.check.digest = fnv(self.check.digest, h);
+            self.check.mismatches += bad;
+            if let (None, Some((i, g, w))) = (&self.check.first_bad, first) {
+                self.check.first_bad = Some((i, g.to_string(), w.to_string()));
+            }
+        }
+        self.check.checked += got.len();
+        self.offset += got.len();
+        self.ended = !got.len().is_multiple_of(DIGEST_BLOCK);
+    }
+
+    /// [`Streamed::chunk`] for `f32` values, compared by their bits (bit-exact: `-0` is not
+    /// `+0`, a NaN matches only the same NaN).
+    pub fn chunk_f32(&mut self, got: &[f32], want: impl Fn(usize) -> f32 + Sync) {
+        self.chunk(bytemuck::cast_slice(got), |i| want(i).to_bits());
+    }
+
+    /// The check of everything fed.
+    pub fn finish(self) -> Check {
+        self.check
+    }
+}
+
+impl Default for Streamed {
+    fn default() -> Self {
+        Streamed::new()
+    }
 }
 
 /// Bit-exact comparison (a transpose or copy moves values, it never rounds).
 pub fn exact_f32(got: &[f32], want: &[f32]) -> Check {
-    let digest = digest_f32(got);
     if got.len() != want.len() {
-        return length_mismatch(digest, got.len(), want.len());
+        return length_mismatch(digest_f32(got), got.len(), want.len());
     }
-    Check::from_pairs(digest, got.iter().zip(want).enumerate().map(|(i, (g, w))| (i, g.to_bits(), w.to_bits())))
+    let mut check = Streamed::new();
+    check.chunk_f32(got, |i| want[i]);
+    check.finish()
 }
 
-/// Exact comparison of 32-bit words against `want(i)`.
-pub fn exact_u32(got: &[u32], want: impl Fn(usize) -> u32) -> Check {
-    Check::from_pairs(digest(got.iter().copied()), got.iter().enumerate().map(|(i, &g)| (i, g, want(i))))
+/// Exact comparison of 32-bit words against `want(i)`, on every core.
+pub fn exact_u32(got: &[u32], want: impl Fn(usize) -> u32 + Sync) -> Check {
+    let mut check = Streamed::new();
+    check.chunk(got, want);
+    check.finish()
 }
 
 /// Bit-exact comparison of `got[g]` with `want(g)` at `samples` threads spread evenly over
@@ -88,7 +197,8 @@ pub fn sampled_f32(got: &[f32], samples: usize, want: impl Fn(usize) -> f32) -> 
     let step = got.len().div_ceil(samples.max(1)).max(1);
     let picked: Vec<usize> = (0..got.len()).step_by(step).collect();
     let bits: Vec<u32> = picked.iter().map(|&g| got[g].to_bits()).collect();
-    let mut check = exact_u32(&bits, |i| want(picked[i]).to_bits());
+    let wanted: Vec<u32> = picked.iter().map(|&g| want(g).to_bits()).collect();
+    let mut check = exact_u32(&bits, |i| wanted[i]);
     check.digest = digest_f32(got);
     check
 }
@@ -117,14 +227,14 @@ pub fn matmul_tolerance(k: usize, abs_sum: f64) -> f64 {
 }
 
 /// Elements [`matmul_auto`] samples when the full check would cost more than
-/// [`FULL_CHECK_MACS`] multiply-adds.
-pub const SAMPLES: usize = 4096;
+/// [`FULL_CHECK_MACS`] multiply-adds: a grid of 128 rows x 128 columns.
+pub const SAMPLES: usize = 1 << 14;
 /// Largest `m * n * k` [`matmul_auto`] checks element by element.
 pub const FULL_CHECK_MACS: usize = 1 << 28;
 
 /// [`matmul`] with the lab's one rule for how much to check: every element up to
-/// [`FULL_CHECK_MACS`] multiply-adds of reference work, else [`SAMPLES`] random dot products
-/// (seed 5). Returns the check and what it compared.
+/// [`FULL_CHECK_MACS`] multiply-adds of reference work, else [`SAMPLES`] dot products on a grid
+/// of random rows and columns (seed 5). Returns the check and what it compared.
 pub fn matmul_auto(a: &[f32], b: &[f32], c: &[f32], (m, n, k): (usize, usize, usize)) -> (Check, &'static str) {
     if m.saturating_mul(n).saturating_mul(k) <= FULL_CHECK_MACS {
         (matmul(a, b, c, (m, n, k), usize::MAX, 5), "every element")
@@ -134,22 +244,43 @@ pub fn matmul_auto(a: &[f32], b: &[f32], c: &[f32], (m, n, k): (usize, usize, us
 }
 
 /// Checks `C = A * B` (row-major, `m x n` from `m x k` and `k x n`) against the f64 reference:
-/// every element when `m * n <= samples`, otherwise `samples` elements drawn with `seed`, each a
-/// full dot product. NaN never passes.
+/// every element when `m * n <= samples`, otherwise the elements where `r = min(m, isqrt(samples))`
+/// rows and `samples / r` columns drawn with `seed` cross, each a full dot product. Each chosen
+/// column of `B` is gathered once (`k` strided reads), so every dot product then reads
+/// contiguous memory; rows run on every core. A wrong tile of `T x T` elements is met with
+/// probability about `(1 - (1 - T/m)^r) (1 - (1 - T/n)^c)` (0.75 for 128-wide tiles of an
+/// 8192^2 result, against 0.63 for as many elements drawn one by one). NaN never passes.
 pub fn matmul(a: &[f32], b: &[f32], c: &[f32], (m, n, k): (usize, usize, usize), samples: usize, seed: u64) -> Check {
-    let elements: Vec<usize> = if m * n <= samples {
-        (0..m * n).collect()
+    let (rows, cols): (Vec<usize>, Vec<usize>) = if m.saturating_mul(n) <= samples {
+        ((0..m).collect(), (0..n).collect())
     } else {
+        let r = m.min(samples.isqrt()).max(1);
         let mut rng = StdRng::seed_from_u64(seed);
-        (0..samples).map(|_| rng.random_range(0..m * n)).collect()
+        let mut pick = |len: usize, count: usize| {
+            let mut picked = rand::seq::index::sample(&mut rng, len, count.min(len)).into_vec();
+            picked.sort_unstable();
+            picked
+        };
+        let rows = pick(m, r);
+        (rows, pick(n, (samples / r).max(1)))
     };
+    let columns: Vec<Vec<f32>> = cols.par_iter().map(|&j| (0..k).map(|p| b[p * n + j]).collect()).collect();
+    // Verdicts in row-major order, so the first mismatch is the one of lowest index.
+    let verdicts: Vec<(usize, f64, f64, bool)> = rows
+        .par_iter()
+        .flat_map_iter(|&i| {
+            let row = &a[i * k..(i + 1) * k];
+            cols.iter().zip(&columns).map(move |(&j, column)| {
+                let (want, abs) = reference::dot(row.iter().copied(), column.iter().copied());
+                let got = c[i * n + j] as f64;
+                // NaN fails: every comparison with NaN is false.
+                (i * n + j, got, want, (got - want).abs() <= matmul_tolerance(k, abs))
+            })
+        })
+        .collect();
     let mut check = Check::new(digest_f32(c));
-    for e in elements {
-        let (want, abs) = reference::matmul_element(a, b, n, k, e / n, e % n);
-        let got = c[e] as f64;
+    for (e, got, want, within) in verdicts {
         check.checked += 1;
-        let within = (got - want).abs() <= matmul_tolerance(k, abs);
-        // NaN fails: every comparison with NaN is false.
         if !within {
             check.mismatches += 1;
             check.first_bad.get_or_insert_with(|| (e, got.to_string(), want.to_string()));
@@ -192,6 +323,58 @@ mod tests {
     }
 
     #[test]
+    fn a_chunked_check_finds_a_wrong_element_anywhere_with_its_index() {
+        // Three blocks and a bit, fed in chunks of two blocks then the rest.
+        let n = 3 * DIGEST_BLOCK + 123;
+        let want = |i: usize| (i as u32).wrapping_mul(2_654_435_761);
+        let good: Vec<u32> = (0..n).map(want).collect();
+        let chunked = |got: &[u32]| {
+            let mut check = Streamed::new();
+            for part in got.chunks(2 * DIGEST_BLOCK) {
+                check.chunk(part, want);
+            }
+            check.finish()
+        };
+        let ok = chunked(&good);
+        assert!(ok.passed());
+        assert_eq!(ok.checked, n);
+        assert_eq!(ok.digest, digest(good.iter().copied()), "chunked digest is the whole buffer's");
+        assert_eq!(ok, exact_u32(&good, want));
+        for bad_at in [0, 1, DIGEST_BLOCK - 1, DIGEST_BLOCK, 2 * DIGEST_BLOCK + 7, n - 1] {
+            let mut got = good.clone();
+            got[bad_at] ^= 1 << 31;
+            let c = chunked(&got);
+            assert_eq!((c.checked, c.mismatches), (n, 1), "wrong element at {bad_at}");
+            assert_eq!(c.first_bad, Some((bad_at, got[bad_at].to_string(), want(bad_at).to_string())));
+            assert_ne!(c.digest, ok.digest);
+        }
+        // Two wrong elements in different chunks: both counted, the first one reported.
+        let mut got = good.clone();
+        got[3 * DIGEST_BLOCK + 5] = 0;
+        got[DIGEST_BLOCK + 9] = 0;
+        let c = chunked(&got);
+        assert_eq!((c.mismatches, c.first_bad.unwrap().0), (2, DIGEST_BLOCK + 9));
+        assert!(!Streamed::new().finish().passed(), "nothing fed, nothing checked");
+    }
+
+    #[test]
+    #[should_panic(expected = "only the last chunk")]
+    fn a_partial_block_must_be_the_last_chunk() {
+        let mut check = Streamed::new();
+        check.chunk(&[1, 2, 3], |_| 0);
+        check.chunk(&[4], |_| 0);
+    }
+
+    #[test]
+    fn f32_chunks_compare_bits() {
+        let mut check = Streamed::new();
+        check.chunk_f32(&[1.0, -0.0, f32::NAN], |i| [1.0, 0.0, f32::NAN][i]);
+        let c = check.finish();
+        assert_eq!((c.mismatches, c.first_bad.map(|b| b.0)), (1, Some(1)));
+        assert_eq!(c.digest, digest_f32(&[1.0, -0.0, f32::NAN]));
+    }
+
+    #[test]
     fn digests_tell_outputs_apart() {
         // FNV-1a of the empty input is the offset basis.
         assert_eq!(digest([]), 0xcbf2_9ce4_8422_2325);
@@ -201,6 +384,8 @@ mod tests {
         assert_ne!(digest_f32(&a), digest_f32(&[1.0, 2.0, f32::from_bits(3.0f32.to_bits() ^ 1)]), "one bit");
         assert_ne!(digest_f32(&[0.0]), digest_f32(&[-0.0]));
         assert_ne!(digest([0]), digest([0, 0]), "length matters");
+        let long: Vec<f32> = (0..2 * DIGEST_BLOCK + 3).map(|i| i as f32).collect();
+        assert_eq!(digest_f32(&long), digest(long.iter().map(|v| v.to_bits())), "parallel and serial agree");
     }
 
     #[test]
@@ -217,7 +402,17 @@ mod tests {
         assert_eq!((bad.mismatches, bad.first_bad.as_ref().unwrap().0), (1, 17));
         c[17] = f32::NAN;
         assert!(!matmul(&a, &b, &c, (m, n, k), usize::MAX, 0).passed());
-        // Sampling checks exactly `samples` elements.
+        // Sampling checks a grid of exactly `samples` elements: 10 rows x 10 columns.
         assert_eq!(matmul(&a, &b, &c, (m, n, k), 100, 9).checked, 100);
+        // 132 samples: 11 distinct rows x 12 distinct columns, in row-major order.
+        let good: Vec<f32> =
+            (0..m * n).map(|e| (0..k).fold(0.0f32, |s, i| a[(e / n) * k + i].mul_add(b[i * n + e % n], s))).collect();
+        assert!(matmul(&a, &b, &good, (m, n, k), 132, 9).passed());
+        let shifted: Vec<f32> = good.iter().map(|v| v + 0.5).collect();
+        let grid = matmul(&a, &b, &shifted, (m, n, k), 132, 9);
+        assert_eq!((grid.checked, grid.mismatches), (132, 132));
+        let first = grid.first_bad.unwrap().0;
+        assert_eq!(first, matmul(&a, &b, &shifted, (m, n, k), 132, 9).first_bad.unwrap().0, "same seed, same grid");
+        assert!(first < n * (m - 10), "the lowest of 11 distinct rows");
     }
 }

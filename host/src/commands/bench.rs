@@ -221,7 +221,7 @@ fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Res
     let rounds = args.rounds as usize;
     let sizes = args.shapes.apply(Sizes { repeats: Repeats { warmup: 3, runs: rounds }, ..Sizes::default() });
     let twins = Twins { module, rounds, rows: RefCell::default(), missing: RefCell::default() };
-    let lab = Lab { gpu, sizes, twins: Some(twins) };
+    let lab = Lab { twins: Some(twins), ..Lab::new(gpu, sizes) };
     // The checked build has every kernel, so `--checked` also times the demos without twins.
     let compared = |d: &demos::Demo| d.twins || against == Against::Checked;
     let selected: Vec<&demos::Demo> = demos::DEMOS

@@ -72,7 +72,7 @@ fn run_on(args: &Args, ordinal: u32, dram_bytes: usize, bank_iters: usize) -> Re
     let lab = Lab::new(gpu, Sizes { dram_bytes, bank_iters, cluster_reads: args.cluster_reads, ..Sizes::default() });
     let opts = Options { ladder_max: args.ladder_max, steps: args.steps, transfer_bytes: args.transfer_bytes };
     // The memcpy ceiling, measured by its owner and passed in.
-    let inputs = Inputs { memcpy: Some(memcpy::measure(&lab)?) };
+    let inputs = Inputs { memcpy: Some(memcpy::measure(&lab)?), ..Inputs::default() };
     let measured = hierarchy::measure_all(&lab, &opts, &inputs)?;
     let section = measured.section();
     println!("{}", report::section(&section, inputs.memcpy_gbs()));

@@ -49,7 +49,8 @@ impl Shapes {
 /// Timed and warm-up runs per measurement, shared by `run-demos` and `peer`.
 #[derive(clap::Args, Debug, Clone, Copy)]
 pub struct Runs {
-    /// Timed runs per measurement (the median and minimum are reported).
+    /// Timed runs per measurement, at most (the median and minimum are reported); a measurement
+    /// stops after 5 once its runs add up to 100 ms with their median within 1% of their minimum.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
     /// Untimed warm-up runs per measurement.

@@ -5,7 +5,7 @@ use anyhow::Result;
 use crate::demos::{self, Lab, Sizes, coalescing, hierarchy};
 use crate::gpu::Gpu;
 use crate::report_dir::{self, RunRecord};
-use crate::{cli, progress, report};
+use crate::{cli, host_ram, phases, progress, report};
 
 /// Options of `run-demos`.
 #[derive(clap::Args, Debug)]
@@ -20,6 +20,10 @@ pub struct Args {
     /// Problem shapes.
     #[command(flatten)]
     pub shapes: super::Shapes,
+    /// Also sweep copy and the transposes over these matrices, ROWSxCOLS,... (with memcpy at
+    /// each; a table, a chart in --report, and --json), e.g. 1000x999,8191x8192,8192x8192.
+    #[arg(long, value_parser = cli::size_list)]
+    pub sizes: Option<cli::SizeList>,
     /// Naive matmul shape, MxNxK (default: the tiled shape).
     #[arg(long, value_parser = cli::dims::<3>)]
     pub matmul_naive: Option<[usize; 3]>,
@@ -84,6 +88,7 @@ pub fn run(args: Args) -> Result<bool> {
     if let Some([m, n, k]) = args.matmul_naive {
         sizes.matmul_naive = (m, n, k);
     }
+    sizes.sweep = args.sizes.clone().unwrap_or_default();
     // Asked for by name, a matrix the TMA lesson cannot describe is refused before the driver is
     // asked anything; among all the demos, the lesson is skipped with a note instead.
     if args.only.iter().any(|d| d == "tma") {
@@ -92,11 +97,17 @@ pub fn run(args: Args) -> Result<bool> {
     // The paths as given are checked before the driver is asked for the devices; each device's
     // own (suffixed when several run, in the same folders) once they are known.
     args.outputs.for_device(0, false)?;
-    let ordinals = super::multi::resolve(&args.device)?;
-    let several = ordinals.len() > 1;
     let selected =
         if args.only.is_empty() { demos::NAMES.to_vec() } else { args.only.iter().map(String::as_str).collect() };
     let selected = selected.into_iter().map(demos::find).collect::<Result<Vec<_>>>()?;
+    // Host memory before the driver is asked anything: the demos run one after another, so the
+    // largest one counts.
+    let need = selected.iter().map(|d| (d.name, demos::host_bytes(d.name, &sizes))).max_by_key(|p| p.1);
+    if let Some((demo, bytes)) = need {
+        host_ram::ensure(&format!("the {demo} demo"), bytes)?;
+    }
+    let ordinals = super::multi::resolve(&args.device)?;
+    let several = ordinals.len() > 1;
     let outputs = ordinals.iter().map(|&o| args.outputs.for_device(o, several)).collect::<Result<Vec<_>>>()?;
     let (mut passed, mut figures) = (true, Vec::new());
     for (&ordinal, outputs) in ordinals.iter().zip(&outputs) {
@@ -162,6 +173,9 @@ fn run_on(
         sections.push(roofline);
     }
     let all_passed = sections.iter().all(|s| s.passed());
+    let phases = lab.phases.take();
+    let (header, rows) = phases::table(&phases);
+    eprintln!("{}", report::table(header, rows));
     // The report is printed whole at the end: a refusal midway prints no partial result.
     println!(
         "{out}{}",
@@ -174,6 +188,7 @@ fn run_on(
         memcpy_gbs,
         sm_clock_ghz: clock.as_ref().and_then(demos::roofline::SmClock::ghz),
         sections,
+        phases,
     };
     if let Some(path) = &outputs.json {
         record.save(path)?;

@@ -117,7 +117,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let max_threads = words / STRIDED_READS_PER_THREAD;
     // The input, the sweep's partial sums, the alignment sweep's.
     ensure_free("the strided-read demo", f32_bytes(&[words, max_threads, max_threads]))?;
-    let input = upload(&(0..words).map(reference::strided_word).collect::<Vec<_>>())?;
+    let input = upload(&reference::strided_words(words))?;
     let points = sweep(lab, &input, words, "lanes read 4-byte words `stride` elements apart")?;
     let (sweep, mut notes, series) = table(&points);
     let mut kernels: Vec<_> = points.into_iter().map(|(_, row)| row).collect();

@@ -6,12 +6,16 @@
 
 use anyhow::Result;
 
-use super::{Inputs, Lab, Section, download, ensure_free, f32_bytes, poisoned, upload};
+use super::{Inputs, Lab, Section, ensure_free, f32_bytes, poisoned};
 use crate::gpu::describe;
 use crate::gpu::memory::copy_on_device;
+use crate::gpu::staging::Staging;
 use crate::gpu::timing::{Timing, time};
 use crate::reference;
-use crate::verify::{self, Check};
+use crate::verify::Check;
+
+/// Seed of the copied matrix ([`reference::input_f32`]).
+pub const SEED: u64 = 11;
 
 /// One measurement of the ceiling.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,15 +45,26 @@ impl Measured {
 /// # Errors
 /// Not enough device memory, or a driver failure.
 pub fn measure(lab: &Lab) -> Result<Measured> {
-    let (rows, cols) = lab.sizes.transpose;
+    measure_at(lab, lab.sizes.transpose)
+}
+
+/// [`measure`] for a `rows x cols` f32 matrix. The source is generated and uploaded chunk by
+/// chunk, and the copy checked chunk by chunk against the generator, so host memory holds two
+/// staging chunks, not the matrix.
+///
+/// # Errors
+/// Not enough device memory, or a driver failure.
+pub fn measure_at(lab: &Lab, (rows, cols): (usize, usize)) -> Result<Measured> {
     let n = rows * cols;
     ensure_free("the memcpy ceiling", f32_bytes(&[n, n]))?;
-    let src = upload(&reference::random_f32(n, 11))?;
+    let mut staging = Staging::<f32>::new(n)?;
+    let src = poisoned::<f32>(n)?;
+    staging.upload(&lab.gpu, &src, |offset, chunk| reference::fill_input(SEED, offset, chunk))?;
     let dst = poisoned::<f32>(n)?;
     let copy = || copy_on_device(&lab.gpu, &dst, &src);
     copy()?;
     lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!(describe(e)))?;
-    let check = verify::exact_f32(&download(&dst)?, &download(&src)?);
+    let check = super::check_exact_staged(&lab.gpu, &mut staging, &dst, |i| reference::input_f32(SEED, i))?;
     let timing = time(&lab.gpu, lab.sizes.repeats, copy)?;
     Ok(Measured { matrix: (rows, cols), timing, check })
 }

@@ -33,6 +33,7 @@ use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::memory;
 use crate::gpu::timing::{self, Repeats, Timing};
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
+use crate::phases::{Kind, Phases};
 use crate::refuse;
 use crate::series::Series;
 use crate::verify::Check;
@@ -94,6 +95,9 @@ pub struct Inputs {
     /// The memcpy ceiling, measured by [`memcpy::measure`] once per run (absent when no demo
     /// of the run reads it).
     pub memcpy: Option<memcpy::Measured>,
+    /// The memcpy ceiling at each size of [`Sizes::sweep`], in order (empty without a sweep or
+    /// without the transpose demo, the one that reads it).
+    pub memcpy_sweep: Vec<memcpy::Measured>,
 }
 
 impl Inputs {
@@ -110,12 +114,20 @@ impl Inputs {
 /// # Errors
 /// The first demo's refusal.
 pub fn run_all(lab: &Lab, demos: &[&Demo], mut progress: impl FnMut(&Demo, bool)) -> Result<(Inputs, Vec<Section>)> {
-    let memcpy = demos.iter().any(|d| d.uses_memcpy).then(|| memcpy::measure(lab)).transpose()?;
-    let inputs = Inputs { memcpy };
+    let ceiling = || lab.phases.demo("memcpy ceiling", || memcpy::measure(lab));
+    let memcpy = demos.iter().any(|d| d.uses_memcpy).then(ceiling).transpose()?;
+    let sweeps = demos.iter().any(|d| d.name == "transpose");
+    let memcpy_sweep = match sweeps && !lab.sizes.sweep.is_empty() {
+        true => lab.phases.demo("memcpy sweep", || {
+            lab.sizes.sweep.iter().map(|&s| memcpy::measure_at(lab, s)).collect::<Result<Vec<_>>>()
+        })?,
+        false => Vec::new(),
+    };
+    let inputs = Inputs { memcpy, memcpy_sweep };
     let mut sections = Vec::with_capacity(demos.len());
     for demo in demos {
         progress(demo, false);
-        sections.push((demo.run)(lab, &inputs)?);
+        sections.push(lab.phases.demo(demo.name, || (demo.run)(lab, &inputs))?);
         progress(demo, true);
     }
     Ok((inputs, sections))
@@ -126,6 +138,9 @@ pub fn run_all(lab: &Lab, demos: &[&Demo], mut progress: impl FnMut(&Demo, bool)
 pub struct Sizes {
     /// Transpose and copy matrix, `(rows, cols)`.
     pub transpose: (usize, usize),
+    /// Matrices `(rows, cols)` the transpose demo also sweeps copy and the transposes over
+    /// (`run-demos --sizes`; empty: no sweep).
+    pub sweep: Vec<(usize, usize)>,
     /// Matmul shape `(m, n, k)` for the tiled kernels.
     pub matmul: (usize, usize, usize),
     /// Matmul shape for the naive kernel (slow at large sizes).
@@ -157,6 +172,7 @@ impl Default for Sizes {
     fn default() -> Self {
         Sizes {
             transpose: (8192, 8192),
+            sweep: Vec::new(),
             matmul: (4096, 4096, 4096),
             matmul_naive: (4096, 4096, 4096),
             sgemm: vec![(4096, 4096, 4096), (8192, 8192, 8192)],
@@ -182,12 +198,14 @@ pub struct Lab {
     pub sizes: Sizes,
     /// The twins, when this run compares each kernel with its CUDA C++ twin.
     pub twins: Option<Twins>,
+    /// Where the run's wall time goes, per demo.
+    pub phases: Phases,
 }
 
 impl Lab {
     /// A lab without twins.
     pub fn new(gpu: Gpu, sizes: Sizes) -> Lab {
-        Lab { gpu, sizes, twins: None }
+        Lab { gpu, sizes, twins: None, phases: Phases::default() }
     }
 }
 
@@ -311,6 +329,26 @@ impl Section {
     }
 }
 
+/// Host bytes demo `name` holds at its peak for `sizes`: the inputs it keeps for its CPU
+/// references and the outputs it copies back whole (0 for demos whose host buffers are small
+/// and fixed). Checked before any work ([`crate::host_ram`]).
+pub fn host_bytes(name: &str, sizes: &Sizes) -> usize {
+    // A, B and the downloaded C of one product.
+    let product = |&(m, n, k): &(usize, usize, usize)| {
+        f32_bytes(&[m.saturating_mul(k), k.saturating_mul(n), m.saturating_mul(n)])
+    };
+    match name {
+        "memcpy" | "transpose" => {
+            sizes.sweep.iter().chain([&sizes.transpose]).map(|&s| transpose::host_bytes(s)).max().unwrap_or(0)
+        }
+        "matmul" => product(&sizes.matmul).max(product(&sizes.matmul_naive)),
+        "sgemm" => sizes.sgemm.iter().map(product).max().unwrap_or(0),
+        // The DRAM read's words and their checksums' reference.
+        "hierarchy" => sizes.dram_bytes,
+        _ => 0,
+    }
+}
+
 /// Refuses when `bytes` more device memory would not fit in what the device has free.
 pub fn ensure_free(what: &str, bytes: usize) -> Result<()> {
     let (free, total) = memory::free_and_total()?;
@@ -385,6 +423,23 @@ pub fn download<T: DeviceCopy + Default + Clone>(buf: &DeviceBuffer<T>) -> Resul
     let mut host = vec![T::default(); buf.len()];
     buf.copy_to(&mut host[..]).map_err(|e| anyhow::anyhow!("download: {}", crate::gpu::describe(e)))?;
     Ok(host)
+}
+
+/// `output` compared exactly with `want(i)` as it arrives through `staging`, chunk by chunk on
+/// every core: no host copy of the whole output, and no page faults on a fresh one per check
+/// (the TMA demo checks a 256 MiB output 36 times).
+///
+/// # Errors
+/// A driver failure.
+pub fn check_exact_staged(
+    gpu: &Gpu,
+    staging: &mut crate::gpu::staging::Staging<f32>,
+    output: &DeviceBuffer<f32>,
+    want: impl Fn(usize) -> f32 + Sync,
+) -> Result<Check> {
+    let mut check = crate::verify::Streamed::new();
+    staging.download(gpu, output, |_, chunk| check.chunk_f32(chunk, &want))?;
+    Ok(check.finish())
 }
 
 /// Resident blocks per SM by the occupancy model in hardware mode.
@@ -497,6 +552,7 @@ pub fn measure(lab: &Lab, run: KernelRun<'_>, check: impl Fn() -> Result<(Check,
     (run.reset)()?;
     launch.enqueue(gpu)?;
     sync()?;
+    let check = || lab.phases.time(Kind::Checks, &check);
     let (checked, check_kind) = check()?;
     let attrs = kernel::attributes(gpu, name)?;
     let twin = lab.twins.as_ref().map(|t| (t, t.module.get_function(name)));
@@ -509,8 +565,9 @@ pub fn measure(lab: &Lab, run: KernelRun<'_>, check: impl Fn() -> Result<(Check,
             launch.enqueue_function(gpu, &f)?;
             sync()?;
             let (twin_check, _) = check()?;
-            let (rust, twin_t) =
-                timing::alternate(gpu, twins.rounds, || launch.enqueue(gpu), || launch.enqueue_function(gpu, &f))?;
+            let (rust, twin_t) = lab.phases.time(Kind::Timed, || {
+                timing::alternate(gpu, twins.rounds, || launch.enqueue(gpu), || launch.enqueue_function(gpu, &f))
+            })?;
             twins.rows.borrow_mut().push(TwinRow {
                 kernel: name.to_string(),
                 size: run.size.clone(),
@@ -529,7 +586,7 @@ pub fn measure(lab: &Lab, run: KernelRun<'_>, check: impl Fn() -> Result<(Check,
                     missing.push(name.to_string());
                 }
             }
-            timing::time(gpu, lab.sizes.repeats, || launch.enqueue(gpu))?
+            lab.phases.time(Kind::Timed, || timing::time(gpu, lab.sizes.repeats, || launch.enqueue(gpu)))?
         }
     };
     Ok(KernelRow {

@@ -3,7 +3,7 @@
 //! dynamic shared bytes, with the textbook arithmetic alongside.
 //!
 //! The kernel is `register_pressure` (168 registers on sm_90 uncapped); each cap is a separate
-//! module load with `CU_JIT_MAX_REGISTERS`, and the register count the JIT really used is read
+//! module load of that kernel alone with `CU_JIT_MAX_REGISTERS`, and the register count the JIT really used is read
 //! back from the driver (`CU_FUNC_ATTRIBUTE_NUM_REGS`), so the model gets the same input as the
 //! driver.
 
@@ -12,7 +12,7 @@ use cust::memory::DeviceBuffer;
 use memlab_contracts::probes::{BLOCK, PRESSURE_ACCUMULATORS};
 
 use super::{Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, download, measure, poison, poisoned, upload};
-use crate::gpu::context::load_module;
+use crate::gpu::context::load_entry;
 use crate::gpu::describe;
 use crate::gpu::kernel::{allow_dynamic_smem_of, attributes_of, occupancy_of};
 use crate::gpu::launch::LaunchShape;
@@ -86,7 +86,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let (mut model_counts, mut driver_counts) = (Vec::new(), Vec::new());
     let mut rows = Vec::new();
     for cap in REG_CAPS {
-        let module = load_module(lab.gpu.ptx, Some(cap))?;
+        let module = load_entry(lab.gpu.ptx, KERNEL, Some(cap))?;
         let f = match module.get_function(KERNEL) {
             Ok(f) => f,
             Err(e) => refuse!("`{KERNEL}` missing from the module: {}", describe(e)),

@@ -7,6 +7,8 @@
 //! Tensor maps come from `cuTensorMapEncodeTiled` ([`crate::gpu::tensor_map`]); what a map
 //! cannot describe is refused before any work ([`check_matrix`]).
 
+use std::cell::RefCell;
+
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::tma::{
@@ -17,16 +19,18 @@ use memlab_contracts::tma::{
 
 use super::transpose::kernels as lsu;
 use super::{
-    Inputs, KernelRow, KernelRun, Lab, Section, Work, check_u32_elements, download, ensure_free, f32_bytes, measure,
-    poison, poisoned, upload,
+    Inputs, KernelRow, KernelRun, Lab, Section, Work, check_exact_staged, check_u32_elements, download, ensure_free,
+    f32_bytes, measure, poison, poisoned, upload,
 };
 use crate::gpu::kernel;
 use crate::gpu::launch::{Launch, LaunchShape};
+use crate::gpu::staging::Staging;
 use crate::gpu::tensor_map::{L2Promotion, Swizzle, TensorMap, TiledSpec};
 use crate::gpu::timing::time;
 use crate::model::banks::WarpRequest;
 use crate::series::{Series, names};
-use crate::verify::{self, Check};
+use crate::verify;
+use crate::verify::Check;
 use crate::{reference, refuse};
 
 /// The compute capability TMA needs (`cp.async.bulk.tensor`: `sm_90`, PTX ISA 8.0).
@@ -145,6 +149,10 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let input_host = reference::random_f32(n, 13);
     let transposed = reference::transpose(&input_host, rows, cols);
     let input = upload(&input_host)?;
+    let staging = RefCell::new(Staging::<f32>::new(n)?);
+    let check = |output: &DeviceBuffer<f32>, want: &[f32]| {
+        check_exact_staged(&lab.gpu, &mut staging.borrow_mut(), output, |i| want[i])
+    };
     let mut output = poisoned::<f32>(n)?;
     let (in_addr, out_addr) = (input.as_device_ptr().as_raw(), output.as_device_ptr().as_raw());
     let (r, c) = (rows as u32, cols as u32);
@@ -247,7 +255,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
             size,
             reset: &reset,
         };
-        let row = measure(lab, run, || Ok((verify::exact_f32(&download(&output)?, want), "exact")))?;
+        let row = measure(lab, run, || Ok((check(&output, want)?, "exact")))?;
         Ok::<_, anyhow::Error>(KernelRow { prediction: path.in_flight(&row) + extra, ..row })
     };
     let mut kernels = Vec::new();

@@ -1,19 +1,34 @@
-//! Shared memory and bank conflicts: copy, naive, tiled and padded transposes of one matrix.
+//! Shared memory and bank conflicts: copy, naive, tiled and padded transposes of one matrix,
+//! and (`run-demos --sizes`) the same kernels swept over matrix sizes against memcpy.
+//!
+//! The input is never held on the host: it is generated chunk by chunk into pinned staging
+//! buffers and uploaded ([`reference::fill_input`]), and each output is checked chunk by chunk
+//! as it comes back, against the generator at the transposed index.
+
+use std::cell::RefCell;
 
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::transpose::{
     BLOCK, PADDED_PITCH, TILE, TILED_PITCH, WIDE_BLOCK, WIDE_PITCH, WIDE_TILE, smem_bytes,
 };
+use memlab_contracts::transpose_any as any;
 
+use super::check_exact_staged;
 use super::{
-    Inputs, KernelRun, Lab, Section, Work, check_u32_elements, download, ensure_free, f32_bytes, measure, poison,
-    poisoned, upload,
+    Inputs, KernelRow, KernelRun, Lab, Section, Work, check_u32_elements, ensure_free, f32_bytes, measure, poison,
+    poisoned,
 };
 use crate::gpu::launch::{Launch, LaunchShape};
+use crate::gpu::staging::Staging;
 use crate::model::banks::WarpRequest;
-use crate::model::coalescing::WarpAccess;
-use crate::{reference, verify};
+use crate::model::coalescing::{RowSweep, WarpAccess};
+use crate::phases::Kind;
+use crate::reference;
+use crate::series::{Point, Series, names};
+
+/// Seed of the transposed matrix ([`reference::input_f32`]).
+pub const SEED: u64 = 7;
 
 /// The shape of a kernel that moves one `tile x tile` tile per block of a `rows x cols` input.
 fn tiles(rows: u32, cols: u32, tile: u32, block: (u32, u32), smem: u32) -> LaunchShape {
@@ -21,6 +36,15 @@ fn tiles(rows: u32, cols: u32, tile: u32, block: (u32, u32), smem: u32) -> Launc
 }
 
 crate::kernels! {
+    /// `copy_flat`: a dense `rows x cols` f32 matrix copied as a flat array of 16-byte vectors;
+    /// block `256`, one thread per vector, no shared memory; buffers 16-byte aligned.
+    fn copy_flat(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
+        => LaunchShape::linear((rows as u64 * cols as u64).div_ceil(4) as u32, any::FLAT_BLOCK, 0);
+    /// `transpose_aligned_stores`: as [`transpose_padded`], each output row's tiles shifted to
+    /// start on a sector boundary; block `32 x 8`, grid `(ceil(cols / 32), ceil((rows + 7) /
+    /// 32))`, a `40 x 33` shared tile (5280 B).
+    fn transpose_aligned_stores(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
+        => tiles(rows + any::SKEW - 1, cols, any::TILE, any::BLOCK, any::smem_bytes());
     /// `copy`: the bandwidth ceiling of the transposes. `input` and `output` are `rows x cols`
     /// f32; block `32 x 8`, one block per `32 x 32` tile, no shared memory.
     fn copy(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
@@ -56,12 +80,45 @@ pub const KERNELS: [(TransposeLaunch, &str); 5] = [
     (kernels::transpose_vectorized, "64x65 shared tile, 128-bit loads and stores: 16 floats per thread in flight"),
 ];
 
-/// The models' prediction for one launch on a `rows x cols` input: the global store efficiency
-/// (sector model) and, for the tiled kernels, the bank factor of the tile's column read.
-fn prediction(launch: &Launch, rows: usize) -> String {
-    let store_stride = if launch.kernel == "transpose_naive" { rows as u64 } else { 1 };
-    let stores = WarpAccess::new(4, store_stride).analyze().sector_efficiency();
-    let mut text = format!("stores {:.1}% sector-efficient", 100.0 * stores);
+/// The kernels for dense matrices whose rows are not whole sectors, run by the `--sizes`
+/// sweep next to [`KERNELS`].
+pub const ANY_SIZE_KERNELS: [(TransposeLaunch, &str); 2] = [
+    (kernels::copy_flat, "a dense copy as a flat array of 16-byte vectors: aligned whatever the row length"),
+    (
+        kernels::transpose_aligned_stores,
+        "32x33 tile, each output row's tiles shifted to a sector boundary: whole-sector stores",
+    ),
+];
+
+/// The models' prediction for one launch on a stored `rows x cols` input: the global stores'
+/// sectors per request and partial sectors per request over the whole output
+/// ([`RowSweep`]; the naive transpose's strided stores by [`WarpAccess`]) and, for the tiled
+/// kernels, the bank factor of the tile's column read.
+fn prediction(launch: &Launch, (rows, cols): (usize, usize)) -> String {
+    let (rows, cols) = (rows as u64, cols as u64);
+    // Copy writes rows of `cols` elements; the transposes write the `cols x rows` output.
+    let out = if launch.kernel == "copy" { (rows, cols) } else { (cols, rows) };
+    let mut text = match launch.kernel {
+        "transpose_naive" => format!("stores {} sectors/req", WarpAccess::new(4, rows).analyze().sectors),
+        // 512 aligned bytes per request; whole sectors by construction, but for one partial
+        // sector per output row where two rows meet.
+        "copy_flat" => "stores 16.00 sectors/req, 0.00 partial".to_string(),
+        "transpose_aligned_stores" => format!("stores 4.00 sectors/req, {cols} partial (one per output row)"),
+        kernel => {
+            // Half a warp per output row, 16 bytes per lane; rows that are not whole 16-byte
+            // vectors take the kernel's scalar path, 4 requests per vector.
+            let sweep = match kernel {
+                "transpose_vectorized" => RowSweep {
+                    rows_per_request: 2,
+                    passes: if rows % 4 == 0 && cols % 4 == 0 { 1 } else { 4 },
+                    ..RowSweep::new(out.0, out.1, 4, 64)
+                },
+                _ => RowSweep::new(out.0, out.1, 4, 32),
+            };
+            let t = sweep.traffic();
+            format!("stores {:.2} sectors/req, {:.2} partial", t.sectors_per_request(), t.partial_per_request())
+        }
+    };
     let shape = &launch.shape;
     if shape.smem_bytes > 0 {
         let wide = shape.block == WIDE_BLOCK;
@@ -78,37 +135,357 @@ fn prediction(launch: &Launch, rows: usize) -> String {
     text
 }
 
-/// Runs copy and the transposes on `lab.sizes.transpose`.
-pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
-    let (rows, cols) = lab.sizes.transpose;
-    let n = rows * cols;
-    check_u32_elements("the transpose demo", &[n])?;
-    ensure_free("the transpose demo", f32_bytes(&[n, n]))?;
-    let input_host = reference::random_f32(n, 7);
-    let transposed = reference::transpose(&input_host, rows, cols);
-    let input = upload(&input_host)?;
-    let mut output = poisoned::<f32>(n)?;
-    let bytes = 2.0 * 4.0 * n as f64;
-    let mut kernels = Vec::new();
-    for (launch, lesson) in KERNELS {
-        let launch = launch(&input, &mut output, rows as u32, cols as u32);
-        let want = if launch.kernel == "copy" { &input_host } else { &transposed };
-        let run = KernelRun {
-            prediction: prediction(&launch, rows),
-            launch,
-            lesson,
-            work: Work::global_bytes(bytes),
-            size: format!("{rows}x{cols}"),
-            reset: &|| poison(&output),
-        };
-        let check = || Ok((verify::exact_f32(&download(&output)?, want), "exact"));
-        kernels.push(measure(lab, run, check)?);
-    }
-    Ok(Section {
+/// Host bytes the demo holds at once for a `rows x cols` matrix: two pinned staging chunks.
+pub fn host_bytes((rows, cols): (usize, usize)) -> usize {
+    2 * f32_bytes(&[rows * cols]).min(crate::gpu::staging::CHUNK_BYTES)
+}
+
+/// Every kernel of the demo: [`KERNELS`], then [`ANY_SIZE_KERNELS`].
+fn all_kernels() -> Vec<(TransposeLaunch, &'static str)> {
+    KERNELS.iter().chain(&ANY_SIZE_KERNELS).copied().collect()
+}
+
+/// Runs copy and the transposes on `lab.sizes.transpose`; at a size whose rows are not whole
+/// sectors, each again at the nearest aligned size, its row right below, with a note of the
+/// ratios and of the cause. Then the sweep over `lab.sizes.sweep` when there is one.
+pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
+    let size = lab.sizes.transpose;
+    let (rows, cols) = size;
+    let here = measure_at(lab, Stored::dense(size), &all_kernels())?;
+    let aligned = nearest_aligned(size);
+    let mut notes = Vec::new();
+    let kernels = if aligned == size {
+        here
+    } else {
+        let base = measure_at(lab, Stored::dense(aligned), &all_kernels())?;
+        notes.push(against_aligned(&Stored::dense(size), &here, &base));
+        notes.push(odd_size_goal(&here, &base));
+        notes.push(unaligned_cause(size));
+        here.into_iter().zip(base).flat_map(|(h, b)| [h, b]).collect()
+    };
+    let mut section = Section {
         name: "transpose".into(),
         title: format!("Shared memory and bank conflicts: transpose {rows}x{cols} f32"),
         lesson: "Staging a tile in shared memory makes both global sides coalesced; padding the tile by one word removes the bank conflict of its column read.".into(),
         kernels,
+        notes,
         ..Section::default()
-    })
+    };
+    if !lab.sizes.sweep.is_empty() {
+        sweep(lab, inputs, &mut section)?;
+    }
+    Ok(section)
+}
+
+/// One line: each kernel's rate at `size` next to its rate at the aligned size `base` was
+/// measured at, and the ratio.
+fn against_aligned(size: &Stored, kernels: &[KernelRow], base: &[KernelRow]) -> String {
+    let each = kernels.iter().zip(base).map(|(k, b)| {
+        let (r, a) = (k.rate.value(), b.rate.value());
+        format!("{} {r:.0}/{a:.0} GB/s {:.2}x", short(&k.kernel), r / a)
+    });
+    let aligned = base.first().map_or(String::new(), |b| b.size.clone());
+    format!("{} against the aligned {aligned}: {}", size.label(), each.collect::<Vec<_>>().join(", "))
+}
+
+/// The odd-size goal of issue #17: every kernel within 10% of its rate at the nearest aligned
+/// size.
+pub const ODD_SIZE_GOAL: f64 = 0.9;
+
+/// The kernel of `transpose_any.rs` that does `kernel`'s job at any size.
+fn any_size_kernel(kernel: &str) -> &'static str {
+    if kernel.starts_with("copy") { "copy_flat" } else { "transpose_aligned_stores" }
+}
+
+/// One line judging [`ODD_SIZE_GOAL`] for each kernel of `kernels` (at an unaligned size)
+/// against the same kernel in `base` (at the aligned one); for each that misses it, what the
+/// any-size kernel doing its job moves at this size, against the missing kernel's aligned rate.
+fn odd_size_goal(kernels: &[KernelRow], base: &[KernelRow]) -> String {
+    let rate = |name: &str| kernels.iter().find(|k| k.kernel == name).map(|k| k.rate.value());
+    let (mut met, mut missed) = (Vec::new(), Vec::new());
+    for (k, b) in kernels.iter().zip(base) {
+        let (r, a) = (k.rate.value(), b.rate.value());
+        if r >= ODD_SIZE_GOAL * a {
+            met.push(short(&k.kernel).to_string());
+            continue;
+        }
+        let keeper = any_size_kernel(&k.kernel);
+        let instead = match rate(keeper) {
+            Some(x) if keeper != k.kernel => {
+                format!(" ({keeper} here {x:.0} GB/s, {:.2}x of {}'s aligned {a:.0})", x / a, short(&k.kernel))
+            }
+            _ => String::new(),
+        };
+        missed.push(format!("{} {:.2}x{instead}", short(&k.kernel), r / a));
+    }
+    let list = |v: Vec<String>| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+    format!(
+        "goal (each kernel >= {ODD_SIZE_GOAL:.2}x its aligned rate): met by {}; missed by {}",
+        list(met),
+        list(missed)
+    )
+}
+
+/// Why a `rows x cols` matrix whose rows are not whole 32-byte sectors is slower, with the
+/// store model's figures ([`RowSweep`], 32 floats per warp request) for copy's output rows (of
+/// `cols` floats) and the transposes' (of `rows`).
+fn unaligned_cause((rows, cols): (usize, usize)) -> String {
+    let stores = |rows: usize, cols: usize| {
+        let t = RowSweep::new(rows as u64, cols as u64, 4, 32).traffic();
+        format!("{:.2} sectors/req, {:.2} partial", t.sectors_per_request(), t.partial_per_request())
+    };
+    format!(
+        "Why: a row that is not a whole number of 32-byte sectors ({PITCH_ELEMENTS} floats) starts inside a \
+         sector, so a warp's 128-byte row segment spans 5 sectors instead of 4 and its first and last are written \
+         in part, the rest of each by another warp at another time (partial-sector writes). The store model: \
+         copy's output rows of {cols} floats {}, the transposes' of {rows} floats {} (4.00 and 0.00 on \
+         whole-sector rows). transpose_vectorized's 16-byte accesses also need rows and cols multiples of 4, \
+         or it takes scalar ones. copy_flat ignores rows (the matrix is one aligned array); \
+         transpose_aligned_stores shifts each output row's tiles to a sector boundary, leaving one partial \
+         sector per output row.",
+        stores(rows, cols),
+        stores(cols, rows)
+    )
+}
+
+/// Rows and columns of a pitched matrix are padded to a multiple of this many f32 (32 bytes, one
+/// sector: CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory"), so every row
+/// starts on a sector boundary and, being a multiple of 4, every 128-bit access of
+/// `transpose_vectorized` is aligned.
+pub const PITCH_ELEMENTS: usize = 8;
+
+/// How a `rows x cols` matrix is stored on the device: dense (`stored == (rows, cols)`), or
+/// padded to `stored` rows and columns with zeros (a pitched layout, as `cuMemAllocPitch`
+/// gives). The kernels run on the stored matrix; rates count the matrix's own bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stored {
+    /// The matrix, `(rows, cols)`.
+    pub matrix: (usize, usize),
+    /// The stored matrix, `(rows, cols)`, at least as large.
+    pub stored: (usize, usize),
+}
+
+impl Stored {
+    /// Dense storage.
+    pub fn dense(matrix: (usize, usize)) -> Stored {
+        Stored { matrix, stored: matrix }
+    }
+
+    /// Rows and columns padded to multiples of [`PITCH_ELEMENTS`].
+    pub fn pitched((rows, cols): (usize, usize)) -> Stored {
+        Stored {
+            matrix: (rows, cols),
+            stored: (rows.next_multiple_of(PITCH_ELEMENTS), cols.next_multiple_of(PITCH_ELEMENTS)),
+        }
+    }
+
+    /// Element `i` of the stored input: the generator's inside the matrix, 0 in the padding.
+    pub fn input(&self, i: usize) -> f32 {
+        let ((rows, cols), pitch) = (self.matrix, self.stored.1);
+        let (r, c) = reference::div_rem(i, pitch);
+        if r < rows && c < cols { reference::input_f32(SEED, r * cols + c) } else { 0.0 }
+    }
+
+    /// Elements stored.
+    pub fn len(&self) -> usize {
+        self.stored.0 * self.stored.1
+    }
+
+    /// Whether nothing is stored (never: sizes are at least 1).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The size as tables name it: `8191x8192`, or `8191x8192 in 8192x8192` when padded.
+    pub fn label(&self) -> String {
+        let (((r, c), (sr, sc)), pad) = ((self.matrix, self.stored), self.stored != self.matrix);
+        if pad { format!("{r}x{c} in {sr}x{sc}") } else { format!("{r}x{c}") }
+    }
+}
+
+/// Each of `kernels` on one matrix stored as `layout`, each checked element by element
+/// (padding included) and timed.
+fn measure_at(lab: &Lab, layout: Stored, kernels: &[(TransposeLaunch, &'static str)]) -> Result<Vec<KernelRow>> {
+    let ((rows, cols), n) = (layout.stored, layout.len());
+    check_u32_elements("the transpose demo", &[n])?;
+    ensure_free("the transpose demo", f32_bytes(&[n, n]))?;
+    let staging = RefCell::new(Staging::<f32>::new(n)?);
+    let input = poisoned::<f32>(n)?;
+    lab.phases.time(Kind::Inputs, || {
+        staging
+            .borrow_mut()
+            .upload(&lab.gpu, &input, |offset, chunk| reference::fill(offset, chunk, |i| layout.input(i)))
+    })?;
+    let mut output = poisoned::<f32>(n)?;
+    let bytes = 2.0 * 4.0 * (layout.matrix.0 * layout.matrix.1) as f64;
+    let mut rows_measured = Vec::new();
+    for &(launch, lesson) in kernels {
+        let launch = launch(&input, &mut output, rows as u32, cols as u32);
+        let copy = launch.kernel.starts_with("copy");
+        let run = KernelRun {
+            prediction: prediction(&launch, (rows, cols)),
+            launch,
+            lesson,
+            work: Work::global_bytes(bytes),
+            size: layout.label(),
+            reset: &|| poison(&output),
+        };
+        // Output element i holds stored element i (copy) or its transposed source.
+        let source = |i: usize| if copy { i } else { reference::transposed_from(i, rows, cols) };
+        let check = || {
+            let check = check_exact_staged(&lab.gpu, &mut staging.borrow_mut(), &output, |i| layout.input(source(i)))?;
+            Ok((check, "exact"))
+        };
+        rows_measured.push(measure(lab, run, check)?);
+    }
+    Ok(rows_measured)
+}
+
+/// Short kernel names for the sweep's columns and chart (`transpose_` dropped).
+fn short(kernel: &str) -> &str {
+    kernel.strip_prefix("transpose_").unwrap_or(kernel)
+}
+
+/// The nearest size whose rows and columns are multiples of [`PITCH_ELEMENTS`] (whole sectors):
+/// the aligned size an unaligned one is compared with.
+pub fn nearest_aligned((rows, cols): (usize, usize)) -> (usize, usize) {
+    let round = |v: usize| ((v + PITCH_ELEMENTS / 2) / PITCH_ELEMENTS * PITCH_ELEMENTS).max(PITCH_ELEMENTS);
+    (round(rows), round(cols))
+}
+
+/// The sweep over `lab.sizes.sweep`: a table of GB/s and % of memcpy at each size, dense and,
+/// for a size that is not a whole number of sectors per row, pitched ([`Stored::pitched`]); the
+/// checks; one chart series per kernel and layout (and memcpy); and a note per unaligned size
+/// whose aligned neighbour was swept.
+fn sweep(lab: &Lab, inputs: &Inputs, section: &mut Section) -> Result<()> {
+    // Per size: the dense run, and the pitched one where padding changes anything.
+    let mut measured: Vec<(Stored, Vec<KernelRow>, Option<Vec<KernelRow>>)> = Vec::new();
+    for &size in &lab.sizes.sweep {
+        let (dense, pitched) = (Stored::dense(size), Stored::pitched(size));
+        let pitched_rows = if pitched == dense { None } else { Some(measure_at(lab, pitched, &KERNELS)?) };
+        measured.push((dense, measure_at(lab, dense, &all_kernels())?, pitched_rows));
+    }
+    let kernel_names: Vec<String> = measured[0].1.iter().map(|k| k.kernel.clone()).collect();
+    let mut header = vec!["size".to_string(), "memcpy GB/s".to_string()];
+    header.extend(kernel_names.iter().map(|k| short(k).to_string()));
+    let series_names: Vec<String> = std::iter::once(names::SIZES_MEMCPY.to_string())
+        .chain(kernel_names.iter().cloned())
+        .chain(kernel_names[..KERNELS.len()].iter().map(|k| format!("{k}{}", names::SIZES_PITCHED)))
+        .collect();
+    let mut series: Vec<Series> = series_names
+        .iter()
+        .map(|name| Series::labelled(&format!("{}{name}", names::SIZES), "matrix (rows x cols f32)", "GB/s", []))
+        .collect();
+    let mut rows = Vec::new();
+    for (i, (dense, kernels, pitched)) in measured.iter().enumerate() {
+        let label = dense.label();
+        let memcpy = inputs.memcpy_sweep.get(i);
+        let memcpy_gbs = memcpy.and_then(|m| m.gbs());
+        section.checks.extend(memcpy.map(|m| m.check.clone()));
+        let passed = |k: &KernelRow| k.check.passed().then(|| k.rate.value());
+        let none = vec![None; KERNELS.len()];
+        let pitched_rates: Vec<Option<f64>> = pitched.as_ref().map_or(none, |p| p.iter().map(passed).collect());
+        let rates = std::iter::once(memcpy_gbs).chain(kernels.iter().map(passed)).chain(pitched_rates);
+        for (s, gbs) in series.iter_mut().zip(rates) {
+            s.points.extend(gbs.map(|y| Point { x: i as f64, y, label: Some(label.clone()) }));
+        }
+        let layouts = std::iter::once((label.clone(), kernels))
+            .chain(pitched.iter().map(|p| (Stored::pitched(dense.matrix).label(), p)));
+        for (name, kernels) in layouts {
+            let mut row = vec![name, memcpy_gbs.map_or("-".into(), |g| format!("{g:.0}"))];
+            for kernel in kernels {
+                let gbs = kernel.rate.value();
+                let share = memcpy_gbs.map_or(String::new(), |m| format!(" ({:.0}%)", 100.0 * gbs / m));
+                let wrong = if kernel.check.passed() { "" } else { " WRONG" };
+                row.push(format!("{gbs:.0}{share}{wrong}"));
+                section.checks.push(kernel.check.clone());
+            }
+            // The any-size kernels run on the dense layout only.
+            row.resize(header.len(), "-".into());
+            rows.push(row);
+        }
+    }
+    for (dense, kernels, pitched) in &measured {
+        let aligned = nearest_aligned(dense.matrix);
+        let Some((_, base, _)) = measured.iter().find(|(s, ..)| s.matrix == aligned && aligned != dense.matrix) else {
+            continue;
+        };
+        section.notes.push(against_aligned(dense, kernels, base));
+        if let Some(p) = pitched {
+            section.notes.push(against_aligned(&Stored::pitched(dense.matrix), p, base));
+        }
+    }
+    section.sweep = Some((header, rows));
+    section.series.extend(series);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_rate_is_noted_next_to_its_aligned_rate() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json");
+        let record = crate::report_dir::RunRecord::load(&path).expect("the recorded run");
+        let base = &record.sections.iter().find(|s| s.name == "transpose").unwrap().kernels[..2];
+        // The same kernels at 8191x8192 at 0.9 and 0.5 of the recorded rates.
+        let mut slower = base.to_vec();
+        for (k, f) in slower.iter_mut().zip([0.9, 0.5]) {
+            k.timing.median_ms /= f;
+            k.rate = crate::demos::Rate::Gbs(k.rate.value() * f);
+        }
+        let note = against_aligned(&Stored::dense((8191, 8192)), &slower, base);
+        let (copy, naive) = (base[0].rate.value(), base[1].rate.value());
+        let want = format!(
+            "8191x8192 against the aligned {}: copy {:.0}/{copy:.0} GB/s 0.90x, naive {:.0}/{naive:.0} GB/s 0.50x",
+            base[0].size,
+            0.9 * copy,
+            0.5 * naive
+        );
+        assert_eq!(note, want);
+    }
+
+    #[test]
+    fn the_goal_note_names_the_any_size_kernel_for_each_that_misses() {
+        let row = |kernel: &str, gbs: f64| {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json");
+            let record = crate::report_dir::RunRecord::load(&path).expect("the recorded run");
+            let mut k = record.sections.iter().find(|s| s.name == "transpose").unwrap().kernels[0].clone();
+            k.kernel = kernel.to_string();
+            k.rate = crate::demos::Rate::Gbs(gbs);
+            k
+        };
+        // The H200's figures at 8191x8192 and 8192x8192 (run of 2026-12-01 04:00).
+        let odd = [row("copy", 3959.0), row("transpose_vectorized", 1377.0), row("transpose_aligned_stores", 2882.0)];
+        let base = [row("copy", 3980.0), row("transpose_vectorized", 3842.0), row("transpose_aligned_stores", 2900.0)];
+        let note = odd_size_goal(&odd, &base);
+        assert_eq!(
+            note,
+            "goal (each kernel >= 0.90x its aligned rate): met by copy, aligned_stores; missed by vectorized 0.36x \
+             (transpose_aligned_stores here 2882 GB/s, 0.75x of vectorized's aligned 3842)"
+        );
+        // A copy that misses points at copy_flat; none missing says so.
+        let slow_copy = [row("copy", 2000.0), row("copy_flat", 3900.0)];
+        let note = odd_size_goal(&slow_copy, &[row("copy", 4000.0), row("copy_flat", 4000.0)]);
+        assert!(
+            note.ends_with(
+                "met by copy_flat; missed by copy 0.50x (copy_flat here 3900 GB/s, 0.97x of copy's aligned 4000)"
+            ),
+            "{note}"
+        );
+        assert!(odd_size_goal(&base, &base).ends_with("missed by none"));
+    }
+
+    #[test]
+    fn the_cause_note_gives_the_store_models_figures() {
+        // Rows of 8191 floats: 7 rows in 8 start inside a sector (5 sectors per request, 2 of them
+        // partial), and the last request of a row has 31 floats.
+        let note = unaligned_cause((8192, 8191));
+        assert!(note.contains("copy's output rows of 8191 floats 4.87 sectors/req, 1.75 partial"), "{note}");
+        assert!(note.contains("the transposes' of 8192 floats 4.00 sectors/req, 0.00 partial"), "{note}");
+        let note = unaligned_cause((8191, 8192));
+        assert!(note.contains("copy's output rows of 8192 floats 4.00 sectors/req, 0.00 partial"), "{note}");
+        assert!(note.contains("the transposes' of 8191 floats 4.87"), "{note}");
+    }
 }

@@ -66,6 +66,20 @@ impl Gpu {
     /// every embedded PTX target, or a module the driver cannot load (e.g. a driver too old for
     /// the PTX ISA version).
     pub fn open(ordinal: u32, max_registers: Option<u32>) -> Result<Gpu> {
+        Self::open_loading(ordinal, |ptx| load_module(ptx, max_registers))
+    }
+
+    /// [`Gpu::open`] with only kernel `entry` of the PTX loaded, under a JIT register cap: for
+    /// the register sweeps, which launch one kernel under many caps ([`load_entry`]).
+    ///
+    /// # Errors
+    /// As [`Gpu::open`], and a refusal when the PTX has no kernel `entry`.
+    pub fn open_one_kernel(ordinal: u32, entry: &str, max_registers: u32) -> Result<Gpu> {
+        Self::open_loading(ordinal, |ptx| load_entry(ptx, entry, Some(max_registers)))
+    }
+
+    /// Opens device `ordinal` and loads its PTX with `load`.
+    fn open_loading(ordinal: u32, load: impl FnOnce(&'static Ptx) -> Result<Module>) -> Result<Gpu> {
         let count = device_count()?;
         if ordinal >= count {
             refuse!(
@@ -88,7 +102,7 @@ impl Gpu {
                 ptx::ALL[0].arch
             );
         };
-        let module = load_module(ptx, max_registers)?;
+        let module = load(ptx)?;
         // A blocking stream: it is ordered with the legacy default stream, where cust's
         // synchronous copies and memsets (upload, download, poison) run.
         let stream = match Stream::new(StreamFlags::DEFAULT, None) {
@@ -125,6 +139,18 @@ impl Gpu {
 /// A refusal naming the driver version and the PTX ISA when the driver rejects the PTX.
 pub fn load_module(ptx: &Ptx, max_registers: Option<u32>) -> Result<Module> {
     load_ptx_text(ptx.arch, ptx.text, max_registers)
+}
+
+/// [`load_module`] with only kernel `entry` of the PTX ([`crate::ptx::only_entry`]): the JIT
+/// compiles one kernel instead of the whole module.
+///
+/// # Errors
+/// As [`load_module`], and a refusal when the PTX has no kernel `entry`.
+pub fn load_entry(ptx: &Ptx, entry: &str, max_registers: Option<u32>) -> Result<Module> {
+    let Some(text) = crate::ptx::only_entry(ptx.text, entry) else {
+        refuse!("kernel `{entry}` is not in the {} PTX", ptx.arch);
+    };
+    load_ptx_text(ptx.arch, &text, max_registers)
 }
 
 /// [`load_module`] for any PTX text; `label` names it in the error.

@@ -18,6 +18,7 @@ pub mod memory;
 pub mod nccl;
 pub mod nvml;
 pub mod peer;
+pub mod staging;
 pub mod tensor_map;
 pub mod timing;
 

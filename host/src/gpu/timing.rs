@@ -1,5 +1,8 @@
 //! Timing with CUDA events on the lab's stream: warm-up runs first, then each timed run between
-//! two events; the median and the minimum are reported.
+//! two events; the median and the minimum are reported. A measurement whose runs have settled
+//! ([`settled`]: at least [`MIN_RUNS`], [`ENOUGH_MS`] of timed work, median within [`STABLE`]
+//! of the minimum) stops before its last run: long kernels (an 8192³ SGEMM, 25 ms) then take
+//! 5 runs instead of 20, short ones all of them.
 
 use anyhow::Result;
 use cust::event::{Event, EventFlags};
@@ -41,17 +44,33 @@ impl Timing {
     }
 }
 
+/// Timed runs a measurement takes before it may stop early.
+pub const MIN_RUNS: usize = 5;
+/// Timed milliseconds a measurement adds up before it may stop early.
+pub const ENOUGH_MS: f64 = 100.0;
+/// Runs have settled when their median is within this fraction of their minimum.
+pub const STABLE: f64 = 0.01;
+
+/// Whether the run times `ms` so far are enough: at least [`MIN_RUNS`] runs adding up to
+/// [`ENOUGH_MS`], their median within [`STABLE`] of their minimum.
+pub fn settled(ms: &[f64]) -> bool {
+    ms.len() >= MIN_RUNS
+        && ms.iter().sum::<f64>() >= ENOUGH_MS
+        && Timing::from_runs(ms.to_vec()).is_some_and(|t| t.median_ms <= t.min_ms * (1.0 + STABLE))
+}
+
 /// How many runs to time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Repeats {
     /// Untimed runs first (JIT, caches, clocks).
     pub warmup: usize,
-    /// Timed runs.
+    /// Timed runs, at most: fewer once they have [`settled`].
     pub runs: usize,
 }
 
 /// Runs `enqueue` (which puts device work on the lab's stream) `warmup` times untimed, then
-/// `runs` times each between two events, and returns the event times.
+/// `runs` times each between two events (fewer once the times have [`settled`]), and returns
+/// the event times.
 ///
 /// # Errors
 /// The first error of `enqueue` or of the driver (a faulting kernel shows here).
@@ -69,6 +88,9 @@ pub fn time(gpu: &Gpu, repeats: Repeats, mut enqueue: impl FnMut() -> Result<()>
         stop.record(&gpu.stream).map_err(err)?;
         stop.synchronize().map_err(err)?;
         ms.push(stop.elapsed_time_f32(&start).map_err(err)? as f64);
+        if settled(&ms) {
+            break;
+        }
     }
     Timing::from_runs(ms).ok_or_else(|| anyhow::anyhow!("timing: no timed runs"))
 }
@@ -110,6 +132,19 @@ mod tests {
         let t = Timing::from_runs(vec![4.0, 1.0, 2.0, 3.0]).unwrap();
         assert_eq!(t.median_ms, 2.5);
         assert_eq!(Timing::from_runs(vec![]), None);
+    }
+
+    #[test]
+    fn runs_settle_when_long_enough_and_steady() {
+        // Five 25 ms runs within 1%: settled.
+        assert!(settled(&[25.0, 25.1, 25.0, 25.2, 25.1]));
+        // Four are too few, however long.
+        assert!(!settled(&[50.0, 50.0, 50.0, 50.0]));
+        // Five 3 ms runs are 15 ms: short kernels take every run.
+        assert!(!settled(&[3.0; 5]));
+        assert!(settled(&[3.0; 34]));
+        // A median 5% above the minimum is not steady.
+        assert!(!settled(&[25.0, 26.25, 26.25, 26.25, 26.5]));
     }
 
     #[test]

@@ -246,6 +246,98 @@ impl CoalescingReport {
     }
 }
 
+/// A kernel's global stores (or loads) over a whole row-major `rows x cols` matrix, in row
+/// segments: each warp request covers `segment` consecutive elements of each of
+/// `rows_per_request` rows, segments starting at columns `0, segment, 2 segment, ...` (the last
+/// one shorter), and each segment is covered by `passes` requests (1 for whole-vector or
+/// whole-warp accesses; 4 for a 16-byte-per-lane pattern done as 4 scalar accesses, each of
+/// which touches every sector of the segment: an upper bound). Row `r` starts at byte
+/// `r * cols * elem_bytes`, so when a row is not a whole number of sectors most segments start
+/// inside a sector: they touch one more sector, and the sectors at their ends are shared with
+/// the neighbouring segment, written partly by each (partial-sector writes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowSweep {
+    /// Rows of the matrix.
+    pub rows: u64,
+    /// Columns (elements per row, the row pitch: rows are dense).
+    pub cols: u64,
+    /// Bytes per element.
+    pub elem_bytes: u64,
+    /// Elements of one row a request covers.
+    pub segment: u64,
+    /// Rows one request covers (2 for a half-warp per row).
+    pub rows_per_request: u64,
+    /// Requests per segment.
+    pub passes: u64,
+}
+
+/// What a [`RowSweep`] costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowSweepTraffic {
+    /// Warp requests (Nsight's `l1tex__t_requests`).
+    pub requests: u64,
+    /// Sectors summed over requests (`l1tex__t_sectors`).
+    pub sectors: u64,
+    /// Sectors summed over segments that the segment covers only in part: each is shared with
+    /// the neighbouring segment (or row), so two requests write parts of it.
+    pub partial_sectors: u64,
+    /// Bytes of the matrix.
+    pub useful_bytes: u64,
+}
+
+impl RowSweepTraffic {
+    /// Sectors per request.
+    pub fn sectors_per_request(&self) -> f64 {
+        if self.requests == 0 { 0.0 } else { self.sectors as f64 / self.requests as f64 }
+    }
+
+    /// Partial sectors per request.
+    pub fn partial_per_request(&self) -> f64 {
+        if self.requests == 0 { 0.0 } else { self.partial_sectors as f64 / self.requests as f64 }
+    }
+}
+
+impl RowSweep {
+    /// The sweep of a whole-warp pass: one request per `segment` elements of one row.
+    pub const fn new(rows: u64, cols: u64, elem_bytes: u64, segment: u64) -> Self {
+        RowSweep { rows, cols, elem_bytes, segment, rows_per_request: 1, passes: 1 }
+    }
+
+    /// Counts requests, sectors and partial sectors over the matrix. A row's misalignment,
+    /// `r * cols * elem_bytes mod 32`, repeats every `32 / gcd(cols * elem_bytes, 32)` rows, so
+    /// one period of rows is counted and weighted.
+    pub fn traffic(&self) -> RowSweepTraffic {
+        let row_bytes = self.cols * self.elem_bytes;
+        let period = SECTOR_BYTES / gcd(row_bytes % SECTOR_BYTES, SECTOR_BYTES);
+        let (mut sectors, mut partial, mut segments) = (0u64, 0u64, 0u64);
+        for r in 0..self.rows.min(period) {
+            let weight = (self.rows - r).div_ceil(period);
+            let base = r * row_bytes;
+            for c in (0..self.cols).step_by(self.segment.max(1) as usize) {
+                let (start, end) =
+                    (base + c * self.elem_bytes, base + (c + self.segment).min(self.cols) * self.elem_bytes);
+                let (first, last) = (start / SECTOR_BYTES, (end - 1) / SECTOR_BYTES);
+                let ragged =
+                    u64::from(!start.is_multiple_of(SECTOR_BYTES)) + u64::from(!end.is_multiple_of(SECTOR_BYTES));
+                sectors += weight * (last - first + 1);
+                partial += weight * ragged.min(last - first + 1);
+                segments += weight;
+            }
+        }
+        let requests_per_pass = segments.div_ceil(self.rows_per_request.max(1));
+        RowSweepTraffic {
+            requests: requests_per_pass * self.passes,
+            sectors: sectors * self.passes,
+            partial_sectors: partial,
+            useful_bytes: self.rows * row_bytes,
+        }
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
 /// Predicted useful bandwidth of a full-warp, aligned access with
 /// `stride_elems`, as a fraction of the stride-1 access, under `model`.
 /// This assumes bandwidth in bytes moved is fixed, so useful bandwidth
@@ -337,6 +429,47 @@ mod tests {
         // Reading two of the four fields: half the useful bytes for the same DRAM sectors.
         let two = WarpTraffic::of(&fields[..2]);
         assert_eq!((two.requests, two.dram_bytes(), two.sector_efficiency()), (2, 512, 0.5));
+    }
+
+    #[test]
+    fn aligned_rows_store_whole_sectors() {
+        // 8192 floats per row: every 32-float warp segment is 4 whole sectors.
+        let t = RowSweep::new(8192, 8192, 4, 32).traffic();
+        assert_eq!((t.requests, t.sectors, t.partial_sectors), (8192 * 256, 8192 * 256 * 4, 0));
+        assert_eq!(t.sectors_per_request(), 4.0);
+        // 128-bit accesses, a half-warp per row: 16 sectors per request, half the requests.
+        let v = RowSweep { rows_per_request: 2, ..RowSweep::new(8192, 8192, 4, 64) }.traffic();
+        assert_eq!((v.requests, v.sectors_per_request(), v.partial_sectors), (8192 * 64, 16.0, 0));
+    }
+
+    #[test]
+    fn odd_rows_make_most_segments_straddle_a_sector() {
+        // 8191 floats per row: row r starts 4 r bytes before a sector boundary (mod 32), so 7
+        // rows in 8 are misaligned; their 255 whole segments touch 5 sectors with 2 partial,
+        // and the last segment (31 floats) 4 or 5.
+        let t = RowSweep::new(8, 8191, 4, 32).traffic();
+        let misaligned: u64 = 7 * 255;
+        assert_eq!(t.requests, 8 * 256);
+        // Row 0: 255 x 4 + 4 sectors (last segment 124 bytes from 0 mod 32: 1 partial).
+        // Rows 1..8: 255 x 5, and the last segment touches 4 or 5 sectors.
+        let last: u64 = (1..8u64)
+            .map(|r| {
+                let start = (r * 8191 + 8160) * 4;
+                let end = (r * 8191 + 8191) * 4;
+                (end - 1) / 32 - start / 32 + 1
+            })
+            .sum();
+        assert_eq!(t.sectors, 255 * 4 + 4 + misaligned * 5 + last);
+        // Partial: row 0's last end; 2 per whole segment of rows 1..8; their last segments'
+        // starts, and ends but for row 7's (row 8 starts on a sector).
+        assert_eq!(t.partial_sectors, 1 + misaligned * 2 + 7 + 6);
+        assert!(t.sectors_per_request() > 4.85 && t.sectors_per_request() < 4.9, "{}", t.sectors_per_request());
+        assert!(t.partial_per_request() > 1.7, "{}", t.partial_per_request());
+        // A period of 8 rows: 8000 rows cost 1000 times 8.
+        let many = RowSweep::new(8000, 8191, 4, 32).traffic();
+        assert_eq!((many.requests, many.sectors), (1000 * t.requests, 1000 * t.sectors));
+        // Padding the pitch to 8192 (what a pitched layout does) removes every partial sector.
+        assert_eq!(RowSweep::new(8000, 8192, 4, 32).traffic().partial_sectors, 0);
     }
 
     #[test]

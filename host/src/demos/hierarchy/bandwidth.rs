@@ -68,7 +68,7 @@ pub fn read(
         );
     }
     ensure_free(lesson, bytes.saturating_add(4 * threads))?;
-    let words: Vec<u32> = (0..bytes / 4).map(reference::strided_word).collect();
+    let words = reference::strided_words(bytes / 4);
     let input = upload(&words)?;
     let mut out = poisoned::<u32>(threads)?;
     let launch = (reader.kernel)(blocks, &input, vectors as u32, passes, &mut out);
@@ -103,7 +103,7 @@ pub struct Transfer {
 /// `LockedBuffer` (`cuMemHostAlloc`), each timed with events around `cuMemcpy*Async` on the
 /// lab's stream (a pageable copy is staged through a driver buffer, so it returns late).
 pub fn transfers(lab: &Lab, bytes: usize, repeats: Repeats) -> Result<Vec<Transfer>> {
-    let words: Vec<u32> = (0..bytes / 4).map(reference::strided_word).collect();
+    let words = reference::strided_words(bytes / 4);
     let (n, bytes) = (words.len(), 4 * words.len());
     ensure_free("the transfer test", bytes)?;
     let pinned_alloc = |e| anyhow::anyhow!("pinned host alloc of {bytes} bytes: {}", describe(e));

@@ -43,12 +43,22 @@ pub fn walk(next: &[u32], start: u32, hops: u64) -> u32 {
 /// of `next.len() * LINE_BYTES`; the first word of slot `s` holds the device address of slot
 /// `next[s]`, every other word is 0.
 pub fn global_image(next: &[u32], base: u64) -> Vec<u64> {
-    let per_slot = LINE_BYTES / 8;
-    let mut words = vec![0u64; next.len() * per_slot];
-    for (s, &n) in next.iter().enumerate() {
-        words[s * per_slot] = base + n as u64 * LINE_BYTES as u64;
-    }
+    let mut words = vec![0u64; next.len() * (LINE_BYTES / 8)];
+    fill_global_image(next, base, 0, &mut words);
     words
+}
+
+/// Words `offset..offset + words.len()` of [`global_image`] (`offset` a multiple of the 16
+/// words of a slot), written on every core: a chunk of the image for staging, so the host never
+/// holds a whole chain's image (2 GiB at the ladder's top).
+pub fn fill_global_image(next: &[u32], base: u64, offset: usize, words: &mut [u64]) {
+    use rayon::prelude::*;
+    let per_slot = LINE_BYTES / 8;
+    assert!(offset.is_multiple_of(per_slot), "offset {offset} is inside a slot");
+    words.par_chunks_mut(per_slot).enumerate().for_each(|(i, slot)| {
+        slot.fill(0);
+        slot[0] = base + next[offset / per_slot + i] as u64 * LINE_BYTES as u64;
+    });
 }
 
 /// The image of a chain in shared memory, as `chase_shared` takes it: one `u32` per 4 bytes of
@@ -128,6 +138,10 @@ mod tests {
             assert_eq!((global[s * 16] - base) as usize / 8, n as usize * 16);
         }
         assert_eq!(global.iter().filter(|&&w| w != 0).count(), 64);
+        // Any slot-aligned window, filled over stale words, is that window of the whole image.
+        let mut window = vec![u64::MAX; 5 * 16];
+        fill_global_image(&next, base, 7 * 16, &mut window);
+        assert_eq!(window, global[7 * 16..12 * 16]);
         assert_eq!(shared.iter().filter(|&&w| w != 0).count(), 63, "only the link to slot 0 is offset 0");
     }
 }

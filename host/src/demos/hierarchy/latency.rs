@@ -15,6 +15,7 @@ use super::chain::{self, LINE_BYTES};
 use crate::demos::{Lab, download, upload};
 use crate::gpu::describe;
 use crate::gpu::launch::{Launch, LaunchShape};
+use crate::gpu::staging::Staging;
 use crate::reference;
 use crate::refuse;
 use crate::verify::{self, Check};
@@ -110,6 +111,11 @@ fn slot_of(address: u64, base: u64) -> u32 {
 /// Measures the ladder over `sizes` (bytes, multiples of 128), `steps` timed loads each, after
 /// a warm-up walk of the whole chain or of `warm_cap` links, whichever is fewer. Returns the
 /// points and one check of every chain's end.
+///
+/// Host work is kept off the GPU's path: each chain's image is built chunk by chunk on every
+/// core and uploaded through pinned staging (no whole image on the host: 2 GiB at the top), and
+/// while the GPU walks one chain a second thread walks it on the CPU (once for both probes) and
+/// shuffles the next size's chain. The probes see the same chains, warm-ups and steps as before.
 pub fn ladder(lab: &Lab, sizes: &[usize], steps: u32, warm_cap: usize) -> Result<(Vec<LadderPoint>, Check)> {
     let largest = sizes.iter().copied().max().unwrap_or(0);
     crate::demos::ensure_free("the latency ladder", largest)?;
@@ -117,38 +123,40 @@ pub fn ladder(lab: &Lab, sizes: &[usize], steps: u32, warm_cap: usize) -> Result
     let buffer = unsafe { DeviceBuffer::<u64>::uninitialized(largest / 8) }
         .map_err(|e| anyhow::anyhow!("alloc: {}", describe(e)))?;
     let base = buffer.as_device_ptr().as_raw();
+    let mut staging = Staging::<u64>::new(largest / 8)?;
+    let cycle = |bytes: usize| chain::random_cycle(bytes / LINE_BYTES, bytes as u64);
     let (mut points, mut got, mut want) = (Vec::new(), Vec::new(), Vec::new());
-    for &bytes in sizes {
+    let mut next = sizes.first().map(|&bytes| cycle(bytes)).unwrap_or_default();
+    for (k, &bytes) in sizes.iter().enumerate() {
         let slots = bytes / LINE_BYTES;
-        let next = chain::random_cycle(slots, bytes as u64);
-        let image = chain::global_image(&next, base);
-        buffer.index(..image.len()).copy_from(&image).map_err(|e| anyhow::anyhow!("upload: {}", describe(e)))?;
+        staging.upload_first(&lab.gpu, &buffer, slots * (LINE_BYTES / 8), |offset, words| {
+            chain::fill_global_image(&next, base, offset, words)
+        })?;
         let warm = slots.min(warm_cap) as u32;
-        let mut run = |kernel: ChaseLaunch| -> Result<Latency> {
-            let (latency, end, expected) = chase(lab, kernel, base, &next, warm, steps)?;
+        let (probes, (expected, following)) = std::thread::scope(|scope| {
+            let host = scope
+                .spawn(|| (chain::walk(&next, 0, warm as u64 + steps as u64), sizes.get(k + 1).map(|&b| cycle(b))));
+            let probes = [kernels::chase_global as ChaseLaunch, kernels::chase_global_cg]
+                .map(|kernel| chase(lab, kernel, base, warm, steps));
+            (probes, host.join().expect("the host's chain walk does not panic"))
+        });
+        let [default, l2_only] = probes;
+        let (default, l2_only) = (default?, l2_only?);
+        for end in [default.1, l2_only.1] {
             got.push(end);
             want.push(expected);
-            Ok(latency)
-        };
-        let default = run(kernels::chase_global)?;
-        let l2_only = run(kernels::chase_global_cg)?;
-        points.push(LadderPoint { bytes, default, l2_only });
+        }
+        points.push(LadderPoint { bytes, default: default.0, l2_only: l2_only.0 });
+        next = following.unwrap_or_default();
     }
     Ok((points, verify::exact_u32(&got, |i| want[i])))
 }
 
-/// One walk of `kernel` over the chain `next` laid out at device address `base`: its latency,
-/// the slot it ended on and the slot the CPU's walk ends on.
-fn chase(
-    lab: &Lab,
-    kernel: ChaseLaunch,
-    base: u64,
-    next: &[u32],
-    warm: u32,
-    steps: u32,
-) -> Result<(Latency, u32, u32)> {
+/// One walk of `kernel` over a chain laid out at device address `base`, `warm` links untimed
+/// and `steps` timed: its latency and the slot it ended on.
+fn chase(lab: &Lab, kernel: ChaseLaunch, base: u64, warm: u32, steps: u32) -> Result<(Latency, u32)> {
     let record = probe(lab, steps, |out| kernel(base, warm, steps, out))?;
-    Ok((record.latency, slot_of(record.words[2], base), chain::walk(next, 0, warm as u64 + steps as u64)))
+    Ok((record.latency, slot_of(record.words[2], base)))
 }
 
 /// Latency of `chase_global` (plain loads) over a random chain of `bytes` (a multiple of 128)
@@ -165,7 +173,9 @@ pub fn chain_at(
 ) -> Result<(Latency, Check)> {
     let next = chain::random_cycle(bytes / LINE_BYTES, bytes as u64 ^ 0x5eed);
     write(&chain::global_image(&next, base))?;
-    let (latency, end, want) = chase(lab, kernels::chase_global, base, &next, warm.min(next.len() as u32), steps)?;
+    let warm = warm.min(next.len() as u32);
+    let (latency, end) = chase(lab, kernels::chase_global, base, warm, steps)?;
+    let want = chain::walk(&next, 0, warm as u64 + steps as u64);
     Ok((latency, verify::exact_u32(&[end], |_| want)))
 }
 

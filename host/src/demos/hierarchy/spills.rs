@@ -42,9 +42,12 @@ fn sampled(got: &[f32], threads: usize, want: impl Fn(usize) -> f32) -> Check {
     verify::sampled_f32(&got[..threads], SAMPLES, want)
 }
 
-/// What `ptxas -v` says about `kernel` in the loaded PTX with `options`, or why it cannot say.
+/// What `ptxas -v` says about `kernel` in the loaded PTX with `options` (assembling that kernel
+/// alone, [`crate::ptx::only_entry`]), or why it cannot say.
 pub fn ptxas_figures(lab: &Lab, kernel: &str, options: &[&str]) -> Result<PtxasKernel, String> {
-    let report = ptxas::run_with(lab.gpu.ptx.text, lab.gpu.ptx.arch, options).map_err(|e| format!("{e:#}"))?;
+    let text = crate::ptx::only_entry(lab.gpu.ptx.text, kernel)
+        .ok_or_else(|| format!("`{kernel}` is not in the {} PTX", lab.gpu.ptx.arch))?;
+    let report = ptxas::run_with(&text, lab.gpu.ptx.arch, options).map_err(|e| format!("{e:#}"))?;
     report.into_iter().find(|k| k.kernel == kernel).ok_or_else(|| format!("ptxas did not compile `{kernel}`"))
 }
 
@@ -110,8 +113,8 @@ pub fn local_array_pair(lab: &Lab, iters: u32) -> Result<(Vec<KernelRow>, Vec<St
     Ok((rows, notes))
 }
 
-/// `register_pressure` under every cap in [`CAPS`]: each cap loads the module again with
-/// `CU_JIT_MAX_REGISTERS` (`Gpu::open` retains the device's primary context, the lab's own, so
+/// `register_pressure` under every cap in [`CAPS`]: each cap loads that kernel alone again with
+/// `CU_JIT_MAX_REGISTERS` (`Gpu::open_one_kernel` retains the device's primary context, the lab's own, so
 /// the buffers serve every module), and the driver's JIT, not the PTX, decides the spills.
 /// Each row's prediction is ptxas's view of the same cap.
 pub fn register_sweep(lab: &Lab, iters: u32) -> Result<Vec<KernelRow>> {
@@ -123,7 +126,7 @@ pub fn register_sweep(lab: &Lab, iters: u32) -> Result<Vec<KernelRow>> {
     let mut rows = Vec::new();
     for cap in CAPS {
         let figures = ptxas_figures(lab, "register_pressure", &[&format!("-maxrregcount={cap}")]);
-        let capped = Lab::new(Gpu::open(lab.gpu.ordinal, Some(cap))?, lab.sizes.clone());
+        let capped = Lab::new(Gpu::open_one_kernel(lab.gpu.ordinal, "register_pressure", cap)?, lab.sizes.clone());
         let run = KernelRun {
             launch: register_pressure(&input, &mut out, threads as u32, iters),
             lesson: "128 live accumulators under a register cap",
