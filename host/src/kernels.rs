@@ -14,13 +14,14 @@ pub use crate::demos::occupancy::kernels::*;
 pub use crate::demos::race::kernels::*;
 pub use crate::demos::roofline::kernels::*;
 pub use crate::demos::sgemm::kernels::*;
+pub use crate::demos::sgemm::tuned::kernels::*;
 pub use crate::demos::transpose::kernels::*;
 
 use crate::demos;
 use crate::gpu::launch::Entry;
 
 /// The entries of every typed launch, module by module.
-pub const TABLES: [&[Entry]; 11] = [
+pub const TABLES: [&[Entry]; 12] = [
     demos::banks::ENTRIES,
     demos::coalescing::ENTRIES,
     demos::hierarchy::bandwidth::ENTRIES,
@@ -31,6 +32,7 @@ pub const TABLES: [&[Entry]; 11] = [
     demos::race::ENTRIES,
     demos::roofline::ENTRIES,
     demos::sgemm::ENTRIES,
+    demos::sgemm::tuned::ENTRIES,
     demos::transpose::ENTRIES,
 ];
 
