@@ -703,5 +703,183 @@ KERNEL void __launch_bounds__(256, 2)
 KERNEL void __launch_bounds__(256, 2)
     sgemm_9_tensor_tf32_unswizzled(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
     tensor_tf32<false>(a, b, c, m, n, k);
+// ---------------------------------------------------------------- hierarchy.rs, l2.rs (L2 lesson)
+
+DEV unsigned sum4(uint4 w) { return w.x + w.y + w.z + w.w; }
+
+// UNROLL 16-byte __ldcg loads issued before any is added; the tail one at a time.
+template <unsigned UNROLL>
+DEV void read_cg_sum(const unsigned* in, unsigned vectors, unsigned passes, unsigned* out) {
+    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned threads = gridDim.x * blockDim.x;
+    const uint4* v4 = reinterpret_cast<const uint4*>(in);
+    unsigned span = (UNROLL - 1) * threads;
+    unsigned sum = 0;
+    for (unsigned p = 0; p < passes; p++) {
+        unsigned v = g;
+        for (; span < vectors && v < vectors - span; v += UNROLL * threads) {
+            uint4 w[UNROLL];
+#pragma unroll
+            for (unsigned u = 0; u < UNROLL; u++) w[u] = __ldcg(v4 + v + u * threads);
+#pragma unroll
+            for (unsigned u = 0; u < UNROLL; u++) sum += sum4(w[u]);
+        }
+        for (; v < vectors; v += threads) sum += sum4(__ldcg(v4 + v));
+    }
+    out[g] = sum;
+}
+
+KERNEL void read_cg(const unsigned* in, unsigned vectors, unsigned passes, unsigned* out) {
+    read_cg_sum<1>(in, vectors, passes, out);
+}
+
+KERNEL void read_cg_unrolled(const unsigned* in, unsigned vectors, unsigned passes, unsigned* out) {
+    read_cg_sum<4>(in, vectors, passes, out);
+}
+
+KERNEL void hot_stream_read(const unsigned* stream, unsigned stream_vectors, const unsigned* hot, unsigned hot_mask,
+                            unsigned* out) {
+    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned threads = gridDim.x * blockDim.x;
+    const uint4* s4 = reinterpret_cast<const uint4*>(stream);
+    const uint4* h4 = reinterpret_cast<const uint4*>(hot);
+    unsigned sum = 0;
+    for (unsigned v = g; v < stream_vectors; v += threads) {
+        uint4 s = __ldcg(s4 + v), h = __ldcg(h4 + (v & hot_mask));
+        sum += sum4(s) + sum4(h);
+    }
+    out[g] = sum;
+}
+// ---------------------------------------------------------------- tma.rs
+// TMA (cc 9.0, PTX ISA 8.3). The Rust kernels receive their tensor maps as pointers to global
+// memory (rustc cannot declare a 64-byte aligned by-value kernel parameter, nor one whose
+// address does not make a local copy: no __grid_constant__), so the twins take the same
+// pointers and acquire the maps the same way; same instructions, tiles and launch shapes.
+#if __CUDA_ARCH__ >= 900
+#include <cuda.h>
+
+DEV unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+// Tiles aligned to 1024 bytes inside the dynamic shared memory; the mbarrier after them.
+DEV unsigned char* tma_tiles(unsigned tile_bytes, unsigned* bar) {
+    extern __shared__ __align__(16) unsigned char tma_smem[];
+    unsigned pad = (0u - smem_addr(tma_smem)) % 1024;
+    *bar = smem_addr(tma_smem) + pad + tile_bytes;
+    return tma_smem + pad;
+}
+DEV void tma_init_barrier(unsigned bar) {
+    if (threadIdx.x == 0 && threadIdx.y == 0)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n\tfence.proxy.async.shared::cta;" ::"r"(bar) : "memory");
+    __syncthreads();
+}
+DEV void tma_expect(unsigned bar, unsigned bytes) {
+    asm volatile("{\n\t.reg .b64 s;\n\tmbarrier.arrive.expect_tx.shared::cta.b64 s, [%0], %1;\n\t}" ::"r"(bar), "r"(bytes) : "memory");
+}
+DEV void tma_wait(unsigned bar, unsigned parity) {
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+}
+DEV void tma_acquire(const CUtensorMap* m) {
+    asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(m) : "memory");
+}
+DEV void tma_load_2d(unsigned dst, const CUtensorMap* m, unsigned x, unsigned y, unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 ::"r"(dst), "l"(m), "r"(x), "r"(y), "r"(bar) : "memory");
+}
+DEV void tma_store_2d(const CUtensorMap* m, unsigned x, unsigned y, unsigned src) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 ::"l"(m), "r"(x), "r"(y), "r"(src) : "memory");
+}
+DEV void tma_commit_and_wait() {
+    asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+
+// 1-D bulk copies of `chunk` bytes, block b moves chunks b, b + grid, ...; block 32 x 1.
+KERNEL void tma_bulk_copy(const float* src, float* dst, unsigned n, unsigned chunk) {
+    unsigned bar;
+    unsigned tile = smem_addr(tma_tiles(chunk, &bar));
+    tma_init_barrier(bar);
+    if (threadIdx.x != 0) return;
+    unsigned long long total = (unsigned long long)n * 4;
+    unsigned chunks = (unsigned)((total + chunk - 1) / chunk), parity = 0;
+    for (unsigned i = blockIdx.x; i < chunks; i += gridDim.x) {
+        unsigned long long off = (unsigned long long)i * chunk;
+        unsigned bytes = (unsigned)min(total - off, (unsigned long long)chunk);
+        tma_expect(bar, bytes);
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     ::"r"(tile), "l"((const char*)src + off), "r"(bytes), "r"(bar) : "memory");
+        tma_wait(bar, parity);
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+                     ::"l"((char*)dst + off), "r"(tile), "r"(bytes) : "memory");
+        asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
+        parity ^= 1;
+    }
+}
+
+// One 64 x 64 tile per block of 32 threads: tensor load, wait, tensor store.
+KERNEL void tma_copy(const CUtensorMap* map_in, const CUtensorMap* map_out) {
+    unsigned bar;
+    unsigned tile = smem_addr(tma_tiles(64 * 64 * 4, &bar));
+    tma_init_barrier(bar);
+    if (threadIdx.x != 0) return;
+    unsigned x = blockIdx.x * 64, y = blockIdx.y * 64;
+    tma_acquire(map_in);
+    tma_acquire(map_out);
+    tma_expect(bar, 64 * 64 * 4);
+    tma_load_2d(tile, map_in, x, y, bar);
+    tma_wait(bar, 0);
+    tma_store_2d(map_out, x, y, tile);
+    tma_commit_and_wait();
+}
+
+// Byte `offset` of a box under swizzle MODE (CUTLASS Swizzle<MODE, 4, 3>).
+template <unsigned MODE>
+DEV unsigned swizzle(unsigned offset) { return offset ^ (((offset >> 7) & ((1u << MODE) - 1)) << 4); }
+
+// Block 32 x 8, one 64 x 64 tile: boxes of 64 rows x W floats in, a plain 64 x 64 tile out.
+template <unsigned MODE>
+DEV void tma_transpose_tile(const CUtensorMap* map_in, const CUtensorMap* map_out) {
+    constexpr unsigned W = MODE == 0 ? 32 : (16u << MODE) / 4;
+    unsigned bar;
+    unsigned char* tiles = tma_tiles(2 * 64 * 64 * 4, &bar);
+    unsigned tile_in = smem_addr(tiles), tile_out = tile_in + 64 * 64 * 4;
+    tma_init_barrier(bar);
+    unsigned c0 = blockIdx.x * 64, r0 = blockIdx.y * 64, t = threadIdx.y * 32 + threadIdx.x;
+    if (t == 0) {
+        tma_acquire(map_in);
+        tma_acquire(map_out);
+        tma_expect(bar, 64 * 64 * 4);
+#pragma unroll
+        for (unsigned b = 0; b < 64 / W; b++) tma_load_2d(tile_in + b * 64 * W * 4, map_in, c0 + b * W, r0, bar);
+    }
+    tma_wait(bar, 0);
+    float* out = (float*)(tiles + 64 * 64 * 4);
+#pragma unroll
+    for (unsigned i = 0; i < 4; i++) {
+        unsigned idx = t + 256 * i, r = idx % 64, c4 = idx / 64;
+        unsigned b = 4 * c4 / W, c = 4 * c4 % W;
+        float4 v = *(const float4*)(tiles + b * 64 * W * 4 + swizzle<MODE>((r * W + c) * 4));
+        out[(4 * c4 + 0) * 64 + r] = v.x;
+        out[(4 * c4 + 1) * 64 + r] = v.y;
+        out[(4 * c4 + 2) * 64 + r] = v.z;
+        out[(4 * c4 + 3) * 64 + r] = v.w;
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (t == 0) {
+        tma_store_2d(map_out, r0, c0, tile_out);
+        tma_commit_and_wait();
+    }
+}
+
+KERNEL void tma_transpose(const CUtensorMap* map_in, const CUtensorMap* map_out, unsigned swizzle) {
+    switch (swizzle) {
+        case 0: tma_transpose_tile<0>(map_in, map_out); break;
+        case 1: tma_transpose_tile<1>(map_in, map_out); break;
+        case 2: tma_transpose_tile<2>(map_in, map_out); break;
+        default: tma_transpose_tile<3>(map_in, map_out); break;
+    }
 }
 #endif

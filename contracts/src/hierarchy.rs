@@ -23,3 +23,5 @@ pub const SM_CLOCK_THREADS: u32 = 256;
 pub const SM_CLOCK_CHAINS: usize = 8;
 /// Words per block of `sm_clock_under_load`'s clock record: `[cycles, ns]`.
 pub const SM_CLOCK_RECORD_WORDS: usize = 2;
+/// Loads in flight per thread of `read_cg_unrolled` (16-byte vectors issued before any is used).
+pub const READ_CG_UNROLL: usize = 4;

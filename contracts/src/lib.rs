@@ -9,9 +9,11 @@
 #![no_std]
 
 pub mod hierarchy;
+pub mod l2;
 pub mod matmul;
 pub mod probes;
 pub mod sgemm;
+pub mod tma;
 pub mod transpose;
 
 /// Bytes of one `f32` (or `u32`) element of a shared-memory tile.

@@ -204,10 +204,92 @@ impl SweepChart {
             .iter()
             .map(|n| series(s, n).cloned())
             .collect::<Option<Vec<_>>>()?;
-        Some(SweepChart {
-            stem: "latency_ladder",
-            title: "Latency ladder: one thread chasing dependent loads".into(),
+        // The named steps (the L2 partition step) go into the title: the x axis shows only
+        // every few sizes.
+        let steps: Vec<String> = self::series(s, names::LADDER_STEPS)
+            .map(|st| {
+                st.points
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "{} at {}",
+                            p.label.as_deref().unwrap_or("step"),
+                            crate::demos::hierarchy::ladder::bytes(p.x as usize)
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let title = match steps.is_empty() {
+            true => "Latency ladder: one thread chasing dependent loads".into(),
+            false => format!("Latency ladder: one thread chasing dependent loads ({})", steps.join(", ")),
+        };
+        Some(SweepChart { stem: "latency_ladder", title, x_desc: series[0].x.clone(), series })
+    }
+
+    /// The chart of the `l2` section made of the series `names` (the first one measured),
+    /// or `None` when the run lacks any of them.
+    fn l2(sections: &[Section], stem: &'static str, title: &str, names: &[&str]) -> Option<Self> {
+        let s = section(sections, "l2")?;
+        let series = names.iter().map(|n| series(s, n).cloned()).collect::<Option<Vec<_>>>()?;
+        Some(SweepChart { stem, title: title.into(), x_desc: series[0].x.clone(), series })
+    }
+
+    /// L2 bandwidth against blocks per SM, one and four loads in flight per thread.
+    pub fn l2_bandwidth(sections: &[Section]) -> Option<Self> {
+        Self::l2(
+            sections,
+            "l2_bandwidth",
+            "L2 read bandwidth against bytes in flight",
+            &[names::L2_READ_UNROLLED, names::L2_READ_PLAIN],
+        )
+    }
+
+    /// The persisting window's speed-up against the hot buffer's size, measured and modelled.
+    pub fn persisting(sections: &[Section]) -> Option<Self> {
+        Self::l2(
+            sections,
+            "l2_persisting",
+            "Persisting L2 window: hot buffer re-read amid a stream",
+            &[names::PERSISTING_MEASURED, names::PERSISTING_MODEL],
+        )
+    }
+
+    /// Each SM's median L2 hit on lines SM 0 brought in, and the near/far level it falls in.
+    pub fn partitions(sections: &[Section]) -> Option<Self> {
+        Self::l2(
+            sections,
+            "l2_partitions",
+            "L2 hits by SM: near and far partition",
+            &[names::PARTITION_MEDIAN, names::PARTITION_MODEL],
+        )
+    }
+
+    /// The TMA lesson's bulk-copy curve: GB/s against bytes per copy, one series per
+    /// blocks-per-SM count (the first drawn solid, the others dashed).
+    pub fn tma_curve(sections: &[Section]) -> Option<Self> {
+        let s = section(sections, "tma")?;
+        let series: Vec<Series> = s.series.iter().filter(|c| c.name.ends_with("per SM")).cloned().collect();
+        (!series.is_empty() && !series[0].points.is_empty()).then(|| SweepChart {
+            stem: "tma_bulk_curve",
+            title: "TMA bulk copies: bandwidth against bytes per copy and blocks per SM".into(),
             x_desc: series[0].x.clone(),
+            series,
+        })
+    }
+
+    /// The TMA transpose per swizzle mode: time / the fastest mode against the bank model's
+    /// conflict factor of the tile's float4 column read, swizzled as the map says and unswizzled.
+    pub fn tma_swizzle(sections: &[Section]) -> Option<Self> {
+        let s = section(sections, "tma")?;
+        let series = [names::MEASURED, names::BANK_MODEL, crate::demos::tma::UNSWIZZLED_MODEL]
+            .iter()
+            .map(|n| series(s, n).cloned())
+            .collect::<Option<Vec<_>>>()?;
+        Some(SweepChart {
+            stem: "tma_swizzle",
+            title: "TMA transpose: swizzle modes against the bank model".into(),
+            x_desc: "the input tensor map's swizzle (box 64 rows x span)".into(),
             series,
         })
     }

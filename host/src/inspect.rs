@@ -222,9 +222,21 @@ pub const KERNEL_SOURCES: &str = "kernels-gpu/src/";
 /// The lab's helper module: a line of it is credited to the lesson line that called it.
 pub const HELPER_FILE: &str = "kernels-gpu/src/device.rs";
 
-/// Whether `path` is a lesson's source: the lab's kernels, but not [`HELPER_FILE`].
+/// The helper module's own folder (`device/x.rs` under the non-mod-rs layout).
+pub const HELPER_DIR: &str = "kernels-gpu/src/device/";
+
+/// The safe device API's sources (crate `memlab-device-api`), helpers too.
+pub const API_SOURCES: &str = "device-api/src/";
+
+/// Whether `path` is a helper's source: [`HELPER_FILE`], a file of [`HELPER_DIR`] or of the
+/// device API ([`API_SOURCES`]).
+pub fn is_helper_file(path: &str) -> bool {
+    path.ends_with(HELPER_FILE) || path.contains(HELPER_DIR) || path.contains(API_SOURCES)
+}
+
+/// Whether `path` is a lesson's source: the lab's kernels, but not a helper ([`is_helper_file`]).
 pub fn is_lesson_file(path: &str) -> bool {
-    path.contains(KERNEL_SOURCES) && !path.ends_with(HELPER_FILE)
+    path.contains(KERNEL_SOURCES) && !is_helper_file(path)
 }
 
 /// A lesson's source line and the SASS memory instructions it became, in code order.
@@ -283,6 +295,9 @@ fn short_path(path: &str) -> String {
     if let Some(i) = path.find(KERNEL_SOURCES) {
         return path[i + KERNEL_SOURCES.len()..].to_string();
     }
+    if let Some(i) = path.find(API_SOURCES) {
+        return path[i..].to_string();
+    }
     if let Some(i) = path.find("/stdarch/crates/") {
         return path[i + "/stdarch/crates/".len()..].to_string();
     }
@@ -316,6 +331,23 @@ mod tests {
     }
 
     const SASS: &str = "\t.section\t.text.k,\"ax\",@progbits\nk:\n.text.k:\n\t//## File \"/x/kernels-gpu/src/t.rs\", line 98\n        /*0330*/              @!P4 LDG.E.128 R4, desc[UR6][R14.64] ;\n        /*0340*/                   STS [R21], R14 ;\n\t//## File \"/x/kernels-gpu/src/device.rs\", line 108 inlined at \"/x/kernels-gpu/src/t.rs\", line 97\n\t//## File \"/x/kernels-gpu/src/t.rs\", line 97\n        /*0350*/                   LDS.128 R8, [R2] ;\n        /*0360*/                   LDS.128 R12, [R2+0x10] ;\n\t//## File \"/r/lib/rustlib/src/rust/library/core/src/x.rs\", line 57\n        /*0440*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;\n        /*0450*/                   EXIT ;\n";
+
+    #[test]
+    fn the_device_module_its_folder_and_the_api_crate_are_helpers() {
+        let root = "/work/memlab/";
+        for lesson in ["kernels-gpu/src/transpose.rs", "kernels-gpu/src/sgemm/vector.rs", "kernels-gpu/src/devices.rs"]
+        {
+            assert!(is_lesson_file(&format!("{root}{lesson}")), "{lesson}");
+        }
+        for helper in ["kernels-gpu/src/device.rs", "kernels-gpu/src/device/tma.rs", "device-api/src/shared.rs"] {
+            assert!(
+                !is_lesson_file(&format!("{root}{helper}")) && is_helper_file(&format!("{root}{helper}")),
+                "{helper}"
+            );
+        }
+        assert_eq!(short_path("/work/memlab/device-api/src/shared.rs"), "device-api/src/shared.rs");
+        assert_eq!(short_path("/work/memlab/kernels-gpu/src/device/tma.rs"), "device/tma.rs");
+    }
 
     #[test]
     fn parses_sass_with_lines_and_groups_by_lesson_line() {

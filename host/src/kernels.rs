@@ -9,30 +9,36 @@ pub use crate::demos::coalescing::kernels::*;
 pub use crate::demos::hierarchy::bandwidth::kernels::*;
 pub use crate::demos::hierarchy::latency::kernels::*;
 pub use crate::demos::hierarchy::spills::kernels::*;
+pub use crate::demos::l2::partitions::kernels::*;
+pub use crate::demos::l2::persisting::kernels::*;
 pub use crate::demos::matmul::kernels::*;
 pub use crate::demos::occupancy::kernels::*;
 pub use crate::demos::race::kernels::*;
 pub use crate::demos::roofline::kernels::*;
 pub use crate::demos::sgemm::kernels::*;
 pub use crate::demos::sgemm::tuned::kernels::*;
+pub use crate::demos::tma::kernels::*;
 pub use crate::demos::transpose::kernels::*;
 
 use crate::demos;
 use crate::gpu::launch::Entry;
 
 /// The entries of every typed launch, module by module.
-pub const TABLES: [&[Entry]; 12] = [
+pub const TABLES: [&[Entry]; 15] = [
     demos::banks::ENTRIES,
     demos::coalescing::ENTRIES,
     demos::hierarchy::bandwidth::ENTRIES,
     demos::hierarchy::latency::ENTRIES,
     demos::hierarchy::spills::ENTRIES,
+    demos::l2::partitions::ENTRIES,
+    demos::l2::persisting::ENTRIES,
     demos::matmul::ENTRIES,
     demos::occupancy::ENTRIES,
     demos::race::ENTRIES,
     demos::roofline::ENTRIES,
     demos::sgemm::ENTRIES,
     demos::sgemm::tuned::ENTRIES,
+    demos::tma::ENTRIES,
     demos::transpose::ENTRIES,
 ];
 

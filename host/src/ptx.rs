@@ -24,6 +24,12 @@ pub const ALL: [Ptx; 3] = [
 pub const COUNTING: Ptx =
     Ptx { arch: "sm_70", cc: (7, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_70_counting.ptx")) };
 
+/// The checked build (feature `checked`, sm_90): every index of a global view or shared tile of
+/// the kernels on the device API is bounds-checked and traps when out of bounds; `memlab bench
+/// --checked` times it against the release build.
+pub const CHECKED: Ptx =
+    Ptx { arch: "sm_90", cc: (9, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90_checked.ptx")) };
+
 /// The nightly toolchain the PTX was built with.
 pub const NIGHTLY: &str = env!("MEMLAB_NIGHTLY");
 
@@ -47,9 +53,10 @@ pub fn check_kernel(ptx: &Ptx, name: &str) -> Result<(), crate::error::Refusal> 
     Err(crate::error::Refusal(format!("unknown kernel `{name}`: the {} PTX has {}", ptx.arch, names.join(", "))))
 }
 
-/// PTX instructions the older targets lack (`cp.async`: sm_80 and up, PTX ISA "Data Movement
-/// and Conversion Instructions: cp.async", target ISA notes).
-const NEWER_INSTRUCTIONS: [&str; 1] = ["cp.async"];
+/// PTX instructions the older targets lack, most specific first (`cp.async.bulk.tensor` and
+/// `cp.async.bulk`: sm_90 and up; `cp.async`: sm_80 and up; PTX ISA "Data Movement and
+/// Conversion Instructions", target ISA notes). A kernel is said to use the first it has.
+const NEWER_INSTRUCTIONS: [&str; 3] = ["cp.async.bulk.tensor", "cp.async.bulk", "cp.async"];
 
 /// When kernel `name` is not in `ptx` but in a newer embedded PTX: one line naming the compute
 /// capability it needs and the instruction that keeps it out (`cp.async` for
@@ -60,8 +67,8 @@ pub fn needs_newer(ptx: &Ptx, name: &str) -> Option<String> {
     }
     let newer = ALL.iter().find(|p| p.cc > ptx.cc && kernel_names(p.text).contains(&name))?;
     let body = entry_body(newer.text, name).unwrap_or("");
-    let uses: Vec<&str> = NEWER_INSTRUCTIONS.iter().copied().filter(|op| count_ops(body, op) > 0).collect();
-    let uses = if uses.is_empty() { String::new() } else { format!(", it uses {}", uses.join(", ")) };
+    let uses = NEWER_INSTRUCTIONS.iter().find(|op| count_ops(body, op) > 0);
+    let uses = uses.map_or(String::new(), |op| format!(", it uses {op}"));
     Some(format!(
         "kernel `{name}` needs cc {}.{} or newer (the {} PTX and up have it{uses}): it is not in the {} PTX, which cc {}.{} loads",
         newer.cc.0, newer.cc.1, newer.arch, ptx.arch, ptx.cc.0, ptx.cc.1

@@ -122,6 +122,20 @@ pub fn fma_chain(x: f32, a: f32, b: f32, steps: u32) -> f32 {
     (0..steps).fold(x, |x, _| x.mul_add(a, b))
 }
 
+/// The sums `hot_stream_read` writes: thread `g` of `threads` adds, for every 16-byte vector
+/// `v = g, g + threads, ...` of `stream`, its four words and the four words of vector
+/// `v & (hot vectors - 1)` of `hot` (whose vector count is a power of two).
+pub fn hot_stream_sums(stream: &[u32], hot: &[u32], threads: usize) -> Vec<u32> {
+    let hot = hot.as_chunks::<4>().0;
+    let mask = hot.len() - 1;
+    let mut sums = vec![0u32; threads];
+    for (v, vector) in stream.as_chunks::<4>().0.iter().enumerate() {
+        let s = &mut sums[v % threads];
+        *s = vector.iter().chain(&hot[v & mask]).fold(*s, |acc, &w| acc.wrapping_add(w));
+    }
+    sums
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,6 +185,17 @@ mod tests {
             }
             assert_eq!(transpose(&out, cols, rows), input);
         }
+    }
+
+    #[test]
+    fn hot_stream_sums_add_each_streamed_vector_and_its_hot_vector() {
+        // 5 streamed vectors over 2 threads, 2 hot vectors: thread 0 takes vectors 0, 2, 4
+        // (hot 0, 0, 0), thread 1 vectors 1, 3 (hot 1, 1).
+        let stream: Vec<u32> = (0..20).collect();
+        let hot = [100, 100, 100, 100, 1000, 1000, 1000, 1000];
+        let sums = hot_stream_sums(&stream, &hot, 2);
+        let vector = |v: u32| (4 * v..4 * v + 4).sum::<u32>();
+        assert_eq!(sums, [vector(0) + vector(2) + vector(4) + 3 * 400, vector(1) + vector(3) + 2 * 4000]);
     }
 
     #[test]

@@ -139,9 +139,27 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
     )?;
     add(
         SweepChart::ladder(sections).map(|c| {
-            figure(&c, dir, "Cycles per dependent load against the chain's working set (log scale): the plateaus are L1, L2 and HBM.".into())
+            figure(&c, dir, "Cycles per dependent load against the chain's working set (log scale): the plateaus are L1, the near L2 partition, the far one, HBM, and HBM with page-table walks past the TLBs' reach.".into())
         }),
         "latency ladder (run the `hierarchy` demo)",
+    )?;
+    add(
+        SweepChart::l2_bandwidth(sections).map(|c| {
+            figure(&c, dir, "L2 read bandwidth over a quarter of the L2 against blocks per SM (log scale): four 16-byte loads in flight per thread against one.".into())
+        }),
+        "L2 bandwidth sweep (run the `l2` demo)",
+    )?;
+    add(
+        SweepChart::persisting(sections).map(|c| {
+            figure(&c, dir, "Speed-up of a persisting access-policy window over the hot buffer of `hot_stream_read`, measured and predicted by the hit model (DRAM bytes without / with).".into())
+        }),
+        "persisting-L2 sweep (run the `l2` demo on cc 8.0 or later)",
+    )?;
+    add(
+        SweepChart::partitions(sections).map(|c| {
+            figure(&c, dir, "Median cycles per L2 hit from each SM on lines SM 0 brought into L2, and the near or far level (two-means) it falls in.".into())
+        }),
+        "L2 partition probe (run the `l2` demo)",
     )?;
     for kernel in OCCUPANCY_KERNELS {
         add(
@@ -185,6 +203,18 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
         "SGEMM ladder against cuBLAS (this run has no `sgemm` section)",
     )?;
 
+    add(
+        SweepChart::tma_curve(sections).map(|c| {
+            figure(&c, dir, "1-D TMA bulk copies (`tma_bulk_copy`, a 256 MiB copy through shared memory): GB/s against bytes per copy, one line per blocks per SM (log scale). Bytes in flight per SM = bytes per copy x blocks per SM; published for H800/H100: 95-96% of HBM peak only from 8-12 KiB per copy and 2-3 blocks per SM.".into())
+        }),
+        "TMA bulk-copy curve (run the `tma` demo on cc 9.0)",
+    )?;
+    add(
+        SweepChart::tma_swizzle(sections).map(|c| {
+            figure(&c, dir, "`tma_transpose` per swizzle mode of its input tensor map: time relative to the fastest mode, against the bank model's conflict factor of the tile's float4 column read with the map's swizzle and with the same box unswizzled.".into())
+        }),
+        "TMA swizzle chart (run the `tma` demo on cc 9.0)",
+    )?;
     let md = markdown(record, &figures, &missing);
     let path = dir.join("report.md");
     output::write(&path, md)?;

@@ -22,6 +22,20 @@ pub mod names {
     pub const LADDER_DEFAULT: &str = "ld.global (L1 and L2)";
     /// Hierarchy: the same with `ld.global.cg` (L2 only).
     pub const LADDER_L2: &str = "ld.global.cg (L2 only)";
+    /// L2: `read_cg_unrolled`'s GB/s against blocks per SM.
+    pub const L2_READ_UNROLLED: &str = "read_cg_unrolled (4 loads in flight per thread)";
+    /// L2: `read_cg`'s GB/s against blocks per SM.
+    pub const L2_READ_PLAIN: &str = "read_cg (1 load in flight per thread)";
+    /// L2: measured speed-up of the persisting window against the hot buffer's size.
+    pub const PERSISTING_MEASURED: &str = "measured speed-up";
+    /// L2: the hit model's speed-up (`model::l2`).
+    pub const PERSISTING_MODEL: &str = "hit model (DRAM bytes without / with)";
+    /// L2: each SM's median cycles per L2 hit on lines another SM brought in.
+    pub const PARTITION_MEDIAN: &str = "median hop per SM";
+    /// L2: the near or far centre (two-means) each SM's median falls in.
+    pub const PARTITION_MODEL: &str = "near / far level (two-means)";
+    /// Hierarchy: steps of the latency ladder worth naming (x = the size after the step).
+    pub const LADDER_STEPS: &str = "ladder steps";
     /// Reference rates drawn across a ladder chart (e.g. cuBLAS): y = TFLOP/s, label = what.
     pub const REFERENCE: &str = "reference";
 }

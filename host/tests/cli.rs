@@ -120,6 +120,18 @@ fn hierarchy_refuses_bad_sizes_before_touching_the_gpu() {
 }
 
 #[test]
+fn the_l2_lesson_refuses_byte_counts_that_are_not_whole_vectors() {
+    let needle = "bytes: the L2 lesson reads 16-byte vectors, so give a multiple of 16 from 16 bytes to 32 GiB";
+    for args in [
+        &["run-demos", "--l2-stream-bytes", "100"][..],
+        &["run-demos", "--l2-read-bytes", "4100"],
+        &["run-demos", "--l2-stream-bytes", "64GiB"],
+    ] {
+        assert_refused(args, needle);
+    }
+}
+
+#[test]
 fn device_lists_are_refused_before_touching_the_gpu() {
     for command in ["run-demos", "hierarchy", "bench", "peer", "host-memory", "collectives"] {
         assert_refused(&[command, "--device", "0,0"], "`0,0` names device 0 twice: list each device once");

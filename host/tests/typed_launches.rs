@@ -116,7 +116,10 @@ fn demos_are_registered_once_in_run_order() {
     // NAMES is computed from the registry at compile time. (Reading DEMOS itself would link the
     // demos' driver calls into this test, which then needs libcuda.so.1 to start.)
     let names = memlab::demos::NAMES;
-    assert_eq!(names, ["memcpy", "transpose", "matmul", "sgemm", "coalescing", "banks", "occupancy", "hierarchy"]);
+    assert_eq!(
+        names,
+        ["memcpy", "transpose", "matmul", "sgemm", "coalescing", "banks", "occupancy", "hierarchy", "l2", "tma"]
+    );
     let mut sorted = names.to_vec();
     sorted.sort_unstable();
     sorted.dedup();

@@ -2,6 +2,10 @@
 //! dynamic shared memory, as thin safe wrappers over `core::arch::nvptx` and
 //! `core::intrinsics::gpu`.
 
+pub mod probe;
+#[cfg(target_feature = "sm_90")]
+pub mod tma;
+
 use core::arch::nvptx;
 
 #[cfg(target_feature = "sm_80")]
@@ -38,6 +42,12 @@ pub fn block_dim_x() -> u32 {
     unsafe { nvptx::_block_dim_x() }
 }
 
+/// Threads of the grid along x: `gridDim.x * blockDim.x`.
+#[inline(always)]
+pub fn grid_threads_x() -> u32 {
+    unsafe { nvptx::_grid_dim_x() * block_dim_x() }
+}
+
 /// Global linear thread index along x: `blockIdx.x * blockDim.x + threadIdx.x`.
 #[inline(always)]
 pub fn global_idx_x() -> u32 {
@@ -51,25 +61,26 @@ pub fn lane_id() -> u32 {
     thread_idx_x() % 32
 }
 
-/// Block-wide barrier (`bar.sync 0`, `__syncthreads()`): every thread of the block waits here,
-/// and shared-memory writes before it are visible to the block after it.
+/// Block-wide barrier (`bar.sync 0`, `__syncthreads()`) for the kernels not yet on the typed
+/// API (`hierarchy.rs`, `sgemm/`); typed kernels use `Barrier::sync`.
 ///
 /// # Safety
 /// Every thread of the block must reach the same barrier (no divergent call).
 #[inline(always)]
 pub unsafe fn sync_threads() {
-    unsafe { nvptx::_syncthreads() }
+    memlab_device_api::arch::sync_threads()
 }
-// ANCHOR: dynamic_shared
-/// The block's dynamic shared memory, sized by the launch (`sharedMemBytes` of `cuLaunchKernel`),
-/// as a pointer in the `.shared` state space, so accesses compile to `ld.shared`/`st.shared`.
-///
-/// Every call returns the same address; the caller indexes only inside the launch's size.
-#[inline(always)]
-pub fn dynamic_shared<T>() -> *mut T {
-    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<T>()
-}
-// ANCHOR_END: dynamic_shared
+
+use memlab_device_api::Vec4;
+pub use memlab_device_api::arch::dynamic_shared;
+/// The safe API the lesson kernels are written on (crate `memlab-device-api`, `device-api/`).
+pub use memlab_device_api::{
+    Block,
+    global::{GlobalIn, GlobalOut},
+    kernel,
+    shared::SharedTile,
+};
+
 /// Fused multiply-add `a * b + c` with one rounding (`fma.rn.f32`), what nvcc emits for
 /// `a * b + c` by default (`-fmad=true`); rustc does not contract on its own.
 #[inline(always)]
@@ -77,38 +88,13 @@ pub fn fma(a: f32, b: f32, c: f32) -> f32 {
     core::intrinsics::fmaf32(a, b, c)
 }
 
-/// Global loads issued by the kernels that load through [`load`], in the counting build only
-/// (feature `count-loads`); the host zeroes and reads it with `cuModuleGetGlobal`.
-#[cfg(feature = "count-loads")]
-#[unsafe(no_mangle)]
-pub static GLOBAL_LOADS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
-
-/// Reads `*p` from global memory; the counting build also counts the load in [`GLOBAL_LOADS`]
-/// (an atomic add per load: for checking counts at small sizes, never for timing).
-///
-/// # Safety
-/// `p` is valid for a read.
-#[inline(always)]
-pub unsafe fn load<T: Copy>(p: *const T) -> T {
-    #[cfg(feature = "count-loads")]
-    GLOBAL_LOADS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-    unsafe { *p }
-}
-
-/// `float4`: 16 bytes, 16-byte aligned, so loads and stores through it are single 128-bit
-/// accesses (`ld.v4.f32`/`st.v4.f32`; CUDA C++ Programming Guide, "Device Memory Accesses":
-/// 16-byte words need 16-byte alignment).
-#[derive(Clone, Copy)]
-#[repr(C, align(16))]
-pub struct F4(pub [f32; 4]);
-
 /// Four floats from `p` with one 128-bit load.
 ///
 /// # Safety
 /// `p` is 16-byte aligned and points to 4 readable floats.
 #[inline(always)]
 pub unsafe fn load4(p: *const f32) -> [f32; 4] {
-    unsafe { (*p.cast::<F4>()).0 }
+    unsafe { (*p.cast::<Vec4<f32>>()).0 }
 }
 
 /// Two floats, 8-byte aligned: loads through it are single 64-bit accesses (`ld.v2.f32`).
@@ -131,29 +117,7 @@ pub unsafe fn load2(p: *const f32) -> [f32; 2] {
 /// `p` is 16-byte aligned and points to 4 writable floats.
 #[inline(always)]
 pub unsafe fn store4(p: *mut f32, v: [f32; 4]) {
-    unsafe { *p.cast::<F4>() = F4(v) }
-}
-
-/// Reads the float at `p` in shared memory with one `ld.shared.f32` written as inline PTX: the
-/// same instruction the compiler would emit, but ptxas keeps the guarded block around it a
-/// branch and issues it after the stores that precede it, where a plain load in a short guarded
-/// block is predicated and hoisted (measured on the H200's JIT: `transpose_tiled`, whose four
-/// 32-way conflicted tile reads were issued three back to back, ran 6% slower).
-///
-/// # Safety
-/// `p` points into the block's shared memory, 4-byte aligned.
-#[inline(always)]
-pub unsafe fn load_shared_in_order(p: *const f32) -> f32 {
-    let v: f32;
-    // SAFETY: `cvta.to.shared` maps the generic shared pointer to its shared-window address.
-    unsafe {
-        core::arch::asm!(
-            "{{\n.reg .u64 a;\ncvta.to.shared.u64 a, {p};\nld.shared.f32 {v}, [a]; }}",
-            p = in(reg64) p as u64,
-            v = out(reg32) v,
-        )
-    };
-    v
+    unsafe { *p.cast::<Vec4<f32>>() = Vec4(v) }
 }
 
 /// Starts an asynchronous copy of `BYTES` (4 or 16) bytes from global `src` to shared `dst`
@@ -208,4 +172,12 @@ pub fn cp_async_commit() {
 pub fn cp_async_wait<const PENDING: u32>() {
     // SAFETY: as for `cp_async_commit`.
     unsafe { core::arch::asm!("cp.async.wait_group {n};", n = const PENDING) };
+}
+
+/// A kernel that reaches a panic (none should: every index is in bounds by the launch
+/// contract, and the checked build traps before one) traps: the host sees
+/// `CUDA_ERROR_LAUNCH_FAILED` at the next sync.
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    memlab_device_api::arch::trap()
 }

@@ -12,35 +12,16 @@
 use core::arch::{asm, global_asm};
 
 pub use memlab_contracts::hierarchy::{
-    CONST_CHAIN_WORDS, LOCAL_ARRAY_WORDS, LOCAL_CHAIN_WORDS, SM_CLOCK_CHAINS, SM_CLOCK_RECORD_WORDS,
+    CONST_CHAIN_WORDS, LOCAL_ARRAY_WORDS, LOCAL_CHAIN_WORDS, READ_CG_UNROLL, SM_CLOCK_CHAINS, SM_CLOCK_RECORD_WORDS,
 };
 
+use crate::device::probe::{clock64, globaltimer, load_cg4, shared_address};
 use crate::device::{block_dim_x, block_idx_x, dynamic_shared, fma, global_idx_x, lane_id, sync_threads, thread_idx_x};
 
 // The constant-memory chain: Rust has no `__constant__`, so the array is declared in the PTX
 // `.const` state space here and the host fills it with `cuModuleGetGlobal` + a copy (what
 // `cudaMemcpyToSymbol` does). Word `w` holds the byte offset of word `(w + 32) mod 256`.
 global_asm!(".visible .const .align 4 .b32 memlab_const_chain[{}];", const CONST_CHAIN_WORDS);
-
-/// `%clock64`: the SM's cycle counter (PTX ISA, "Special Registers: %clock64").
-#[inline(always)]
-fn clock64() -> u64 {
-    let t: u64;
-    // SAFETY: reading a special register; `asm!` without `pure` is never moved across the
-    // other volatile asm blocks (the loads under test), which keeps the timed window exact.
-    unsafe { asm!("mov.u64 {}, %clock64;", out(reg64) t) };
-    t
-}
-
-/// `%globaltimer`: a nanosecond timer common to the whole GPU (PTX ISA, "Special Registers:
-/// %globaltimer"); its update interval is coarser than a nanosecond, so only long windows use it.
-#[inline(always)]
-fn globaltimer() -> u64 {
-    let t: u64;
-    // SAFETY: as for `clock64`.
-    unsafe { asm!("mov.u64 {}, %globaltimer;", out(reg64) t) };
-    t
-}
 
 /// Follows a chain: `warm` links untimed, then `steps` links between two clock reads. `hop`
 /// is one dependent load (its result is the next load's address). Returns the end of the
@@ -125,10 +106,57 @@ pub unsafe extern "ptx-kernel" fn chase_global_cg(start: u64, warm: u32, steps: 
     unsafe { global_chase::<true>(start, warm, steps, out) }
 }
 
-/// Shared-memory latency: the block copies `words` words of `chain` (byte offsets inside the
-/// array, one link per 128-byte slot) into dynamic shared memory as shared-window addresses,
-/// then thread 0 follows `warm` links untimed and times `steps` with `ld.shared.u32`, each load's
-/// result being the next load's address.
+/// The shared-memory chase (see [`chase_shared`]). With `INDEX = false` each word holds the
+/// shared-window address of the next word, and a hop is one `ld.shared.u32 p, [p]`: the loaded
+/// value is the next address as it is. With `INDEX = true` each word holds the next word's
+/// index, and a hop is `j = s[j]` as CUDA C++ writes it: `shl.b32` and `add.u32` turn the index
+/// into an address before the `ld.shared.u32`, so every hop also waits for that arithmetic.
+///
+/// # Safety
+/// As for [`chase_shared`].
+#[inline(always)]
+unsafe fn shared_chase<const INDEX: bool>(chain: *const u32, words: u32, warm: u32, steps: u32, out: *mut u64) {
+    let array = dynamic_shared::<u32>();
+    let base = shared_address(array);
+    let mut w = thread_idx_x();
+    while w < words {
+        let offset = unsafe { *chain.add(w as usize) };
+        unsafe { *array.add(w as usize) = if INDEX { offset / 4 } else { base + offset } };
+        w += block_dim_x();
+    }
+    unsafe { sync_threads() };
+    if thread_idx_x() != 0 {
+        return;
+    }
+    let hop = |mut p: u32| {
+        // SAFETY: every word of the array holds the shared address (or the index) of another
+        // of its words.
+        unsafe {
+            if INDEX {
+                asm!(
+                    "shl.b32 {a}, {j}, 2;",
+                    "add.u32 {a}, {a}, {base};",
+                    "ld.shared.u32 {j}, [{a}];",
+                    j = inout(reg32) p,
+                    base = in(reg32) base,
+                    a = out(reg32) _,
+                )
+            } else {
+                asm!("ld.shared.u32 {0}, [{0}];", inout(reg32) p)
+            }
+        };
+        p
+    };
+    let (p, t) = warm_then_time(if INDEX { 0 } else { base }, warm, steps, hop);
+    // The index as it is: scaling it here would put an instruction inside the timed window.
+    unsafe { record(out, t, if INDEX { p } else { p - base } as u64) };
+}
+
+/// Shared-memory latency, address chase: the block copies `words` words of `chain` (byte
+/// offsets inside the array, one link per 128-byte slot) into dynamic shared memory as
+/// shared-window addresses, then thread 0 follows `warm` links untimed and times `steps` with
+/// `ld.shared.u32`, each load's result being the next load's address (no arithmetic between
+/// two loads: the shortest dependent step shared memory allows).
 ///
 /// - Launch: one block, any size. Shared memory: `4 * words` bytes of dynamic shared memory.
 /// - `out`: the probe record `[cycles, ns, last offset]`.
@@ -138,28 +166,28 @@ pub unsafe extern "ptx-kernel" fn chase_global_cg(start: u64, warm: u32, steps: 
 /// `u64`; the launch gives `4 * words` dynamic shared bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn chase_shared(chain: *const u32, words: u32, warm: u32, steps: u32, out: *mut u64) {
-    let array = dynamic_shared::<u32>();
-    // The 32-bit shared-window address of the array (PTX ISA, "cvta"): `ld.shared` takes it.
-    let base: u64;
-    // SAFETY: `array` is a generic pointer into shared memory, what `cvta.to.shared` converts.
-    unsafe { asm!("cvta.to.shared.u64 {}, {};", out(reg64) base, in(reg64) array as u64) };
-    let base = base as u32;
-    let mut w = thread_idx_x();
-    while w < words {
-        unsafe { *array.add(w as usize) = base + *chain.add(w as usize) };
-        w += block_dim_x();
-    }
-    unsafe { sync_threads() };
-    if thread_idx_x() != 0 {
-        return;
-    }
-    let hop = |mut p: u32| {
-        // SAFETY: every word of the array holds the shared address of another of its words.
-        unsafe { asm!("ld.shared.u32 {0}, [{0}];", inout(reg32) p) };
-        p
-    };
-    let (p, t) = warm_then_time(base, warm, steps, hop);
-    unsafe { record(out, t, (p - base) as u64) };
+    unsafe { shared_chase::<false>(chain, words, warm, steps, out) }
+}
+
+/// Shared-memory latency, index chase: [`chase_shared`] with word indices in the array and the
+/// hop `j = s[j]` (the loaded value scaled by 4 and added to the array's base before the next
+/// `ld.shared.u32`), the chain the published microbenchmark tables time. The same chain and
+/// record as [`chase_shared`]; the difference per hop is the address arithmetic's latency.
+///
+/// - Launch: one block, any size. Shared memory: `4 * words` bytes of dynamic shared memory.
+/// - `out`: the probe record `[cycles, ns, last word index]`.
+///
+/// # Safety
+/// As for [`chase_shared`].
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn chase_shared_index(
+    chain: *const u32,
+    words: u32,
+    warm: u32,
+    steps: u32,
+    out: *mut u64,
+) {
+    unsafe { shared_chase::<true>(chain, words, warm, steps, out) }
 }
 
 /// Local-memory latency: one thread copies a 32-word chain (next-word indices) into a
@@ -306,11 +334,49 @@ pub unsafe extern "ptx-kernel" fn sm_clock_under_load(
     }
 }
 
+/// The reads of [`read_cg`] and [`read_cg_unrolled`]: thread `g` of `T` sums the 16-byte
+/// vectors `g, g + T, g + 2T, ...` below `vectors` with `ld.global.cg.v4.u32`, `passes` times,
+/// `UNROLL` vectors per step: the step issues its `UNROLL` loads before it adds any of them, so
+/// each thread has `UNROLL` loads in flight; the vectors past the last whole step are read one
+/// at a time. Writes the wrapping sum of all words read to `out[g]`.
+///
+/// # Safety
+/// As for [`read_cg`].
+#[inline(always)]
+unsafe fn read_cg_sum<const UNROLL: usize>(input: *const u32, vectors: u32, passes: u32, out: *mut u32) {
+    let g = global_idx_x();
+    // SAFETY: reading a special register has no preconditions inside a kernel.
+    let threads = unsafe { core::arch::nvptx::_grid_dim_x() } * block_dim_x();
+    let load = |v: u32| unsafe { load_cg4(input.add(4 * v as usize)) };
+    let add = |sum: u32, w: [u32; 4]| sum.wrapping_add(w[0]).wrapping_add(w[1]).wrapping_add(w[2]).wrapping_add(w[3]);
+    // Whole steps end where all `UNROLL` vectors of a step exist (`vectors >= span`).
+    let span = (UNROLL as u32 - 1) * threads;
+    let mut sum = 0u32;
+    for _ in 0..passes {
+        let mut v = g;
+        while span < vectors && v < vectors - span {
+            // `v + u * threads <= v + span < vectors`: inside `input`.
+            let w: [[u32; 4]; UNROLL] = core::array::from_fn(|u| load(v + u as u32 * threads));
+            for x in &w {
+                sum = add(sum, *x);
+            }
+            v += UNROLL as u32 * threads;
+        }
+        while v < vectors {
+            // SAFETY: `v < vectors`.
+            sum = add(sum, load(v));
+            v += threads;
+        }
+    }
+    unsafe { *out.add(g as usize) = sum };
+}
+
 /// Read bandwidth through L2: every thread sums 16-byte vectors `g, g + T, g + 2T, ...` of
 /// `input` (`T` = threads launched, `vectors` in all) with `ld.global.cg.v4.u32` (not cached
 /// in L1), `passes` times over, and writes the wrapping sum of all their words to `out[g]`.
-/// A buffer that fits L2, read many passes, measures L2 bandwidth; a buffer much larger than
-/// L2, read once, measures DRAM bandwidth.
+/// One load per thread is in flight: each sum waits for its load. A buffer that fits L2, read
+/// many passes, measures L2 bandwidth; a buffer much larger than L2, read once, measures DRAM
+/// bandwidth.
 ///
 /// - Launch: one-dimensional, any block size. Shared memory: none.
 ///
@@ -318,27 +384,22 @@ pub unsafe extern "ptx-kernel" fn sm_clock_under_load(
 /// `input` holds `4 * vectors` words, 16-byte aligned; `out` holds one word per thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn read_cg(input: *const u32, vectors: u32, passes: u32, out: *mut u32) {
-    let g = global_idx_x();
-    // SAFETY: reading a special register has no preconditions inside a kernel.
-    let threads = unsafe { core::arch::nvptx::_grid_dim_x() } * block_dim_x();
-    let mut sum = 0u32;
-    for _ in 0..passes {
-        let mut v = g;
-        while v < vectors {
-            let addr = unsafe { input.add(4 * v as usize) } as u64;
-            let (a, b, c, d): (u32, u32, u32, u32);
-            // SAFETY: `v < vectors`, inside `input`; 16-byte aligned.
-            unsafe {
-                asm!(
-                    "ld.global.cg.v4.u32 {{{}, {}, {}, {}}}, [{}];",
-                    out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg64) addr
-                )
-            };
-            sum = sum.wrapping_add(a).wrapping_add(b).wrapping_add(c).wrapping_add(d);
-            v += threads;
-        }
-    }
-    unsafe { *out.add(g as usize) = sum };
+    unsafe { read_cg_sum::<1>(input, vectors, passes, out) }
+}
+
+/// [`read_cg`] with [`READ_CG_UNROLL`] loads in flight per thread: each step issues
+/// `READ_CG_UNROLL` independent 16-byte `ld.global.cg.v4.u32` before it adds them, so an SM
+/// full of threads keeps `READ_CG_UNROLL` times the bytes in flight (Little's law: bandwidth =
+/// bytes in flight / latency). Same sums, same output as [`read_cg`].
+///
+/// - Launch: one-dimensional, any block size. Shared memory: none. Memory level: L2 (or DRAM
+///   for a buffer much larger than L2).
+///
+/// # Safety
+/// As for [`read_cg`].
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn read_cg_unrolled(input: *const u32, vectors: u32, passes: u32, out: *mut u32) {
+    unsafe { read_cg_sum::<READ_CG_UNROLL>(input, vectors, passes, out) }
 }
 
 // ANCHOR: local_array

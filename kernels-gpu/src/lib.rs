@@ -6,29 +6,21 @@
 //!   `r * cols + c`); sizes are passed as `u32` and every access is guarded, so any size works.
 //! - Launch shapes are fixed per kernel and written in its doc comment; the host launches with
 //!   exactly those shapes and the dynamic shared bytes named there.
-//! - No kernel can panic: indexing goes through raw pointers the host guarantees in bounds, and
-//!   the panic handler traps should core's code ever reach one.
+//! - Kernels are written on the safe device API (`device.rs`, crate `memlab-device-api`): typed
+//!   global views and shared tiles whose indexing is unchecked in the release build (in bounds
+//!   by the launch contract) and traps when out of bounds in the `checked` build. No kernel can
+//!   panic; the panic handler (`device.rs`) traps should core's code ever reach one.
 #![no_std]
-#![feature(
-    abi_ptx,
-    stdarch_nvptx,
-    core_intrinsics,
-    gpu_intrinsics,
-    gpu_launch_sized_workgroup_mem,
-    asm_experimental_arch
-)]
+#![feature(abi_ptx, stdarch_nvptx, core_intrinsics, asm_experimental_arch)]
 #![allow(internal_features)]
 
 pub mod device;
 pub mod hierarchy;
+pub mod l2;
 pub mod matmul;
 pub mod probes;
 pub mod race;
 pub mod sgemm;
+#[cfg(target_feature = "sm_90")]
+pub mod tma;
 pub mod transpose;
-
-#[panic_handler]
-fn panic(_: &core::panic::PanicInfo) -> ! {
-    // A trap aborts the kernel and the host sees CUDA_ERROR_LAUNCH_FAILED at the next sync.
-    unsafe { core::arch::nvptx::trap() }
-}

@@ -10,9 +10,9 @@
 use memlab_contracts::transpose as contract;
 
 use crate::device::{
-    block_idx_x, block_idx_y, dynamic_shared, load_shared_in_order, load4, store4, sync_threads, thread_idx_x,
-    thread_idx_y,
+    Block, GlobalIn, GlobalOut, SharedTile, block_idx_x, block_idx_y, kernel, thread_idx_x, thread_idx_y,
 };
+use memlab_device_api::global::{Matrix, ReadWrite};
 
 /// Tile edge, in elements ([`contract::TILE`]).
 const TILE: usize = contract::TILE as usize;
@@ -39,61 +39,57 @@ fn for_tile_rows(x: usize, y: usize, rows: usize, cols: usize, mut f: impl FnMut
 /// Rows of a tile one thread moves (`TILE / BLOCK_ROWS`).
 const PER_THREAD: usize = TILE / BLOCK_ROWS;
 
-/// Loads this thread's 4 elements of the tile at `(x, y)` of a `rows x cols` matrix, all before
-/// any store: the output may alias the input as far as the compiler knows, so a load after a
-/// store would wait for it and leave one load in flight per thread instead of four.
+/// Loads this thread's 4 elements of the tile at `(x, y)` of `input`, all before any store:
+/// the output may alias the input as far as the compiler knows, so a load after a store would
+/// wait for it and leave one load in flight per thread instead of four.
 #[inline(always)]
-fn load_tile_rows(input: *const f32, x: usize, y: usize, rows: usize, cols: usize) -> [f32; PER_THREAD] {
+fn load_tile_rows(input: &Matrix<f32>, x: usize, y: usize) -> [f32; PER_THREAD] {
     let mut v = [0.0; PER_THREAD];
-    for_tile_rows(x, y, rows, cols, |x, y, j| v[j / BLOCK_ROWS] = unsafe { *input.add(y * cols + x) });
+    for_tile_rows(x, y, input.rows(), input.cols(), |x, y, j| v[j / BLOCK_ROWS] = input.get(y, x));
     v
 }
 // ANCHOR: copy_and_naive
-/// Moves this thread's 4 elements of its tile from `input[y][x]` to `output[dest(x, y, rows,
-/// cols)]` through registers: the body of [`copy`] and [`transpose_naive`].
-///
-/// # Safety
-/// `dest` maps every in-bounds `(x, y)` inside `output`; buffers as for the kernels.
+/// Moves this thread's 4 elements of its tile from `input (y, x)` to `output dest(x, y)`
+/// through registers: the body of [`copy`] and [`transpose_naive`]. `output` is `rows x cols`
+/// for the copy, `cols x rows` for the transpose.
 #[inline(always)]
-unsafe fn move_via_registers(
-    input: *const f32,
-    output: *mut f32,
-    rows: u32,
-    cols: u32,
-    dest: impl Fn(usize, usize, usize, usize) -> usize,
+fn move_via_registers(
+    input: Matrix<f32>,
+    mut output: Matrix<f32, ReadWrite>,
+    dest: impl Fn(usize, usize) -> (usize, usize),
 ) {
     let (x, y) = tile_origin(block_idx_x(), block_idx_y());
-    let (rows, cols) = (rows as usize, cols as usize);
-    let v = load_tile_rows(input, x, y, rows, cols);
-    for_tile_rows(x, y, rows, cols, |x, y, j| unsafe {
-        *output.add(dest(x, y, rows, cols)) = v[j / BLOCK_ROWS];
+    let v = load_tile_rows(&input, x, y);
+    for_tile_rows(x, y, input.rows(), input.cols(), |x, y, j| {
+        let (r, c) = dest(x, y);
+        output.set(r, c, v[j / BLOCK_ROWS]);
     });
 }
 
-/// The bandwidth ceiling of the transposes: same launch shape, same 4 elements per thread,
-/// coalesced reads and coalesced writes.
-///
-/// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
-/// - Shared memory: none. Memory level: global, fully coalesced (a warp moves one 128-byte row).
-///
-/// # Safety
-/// `input` and `output` hold at least `rows * cols` floats and do not overlap.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn copy(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
-    unsafe { move_via_registers(input, output, rows, cols, |x, y, _, cols| y * cols + x) }
+kernel! {
+    /// The bandwidth ceiling of the transposes: same launch shape, same 4 elements per thread,
+    /// coalesced reads and coalesced writes.
+    ///
+    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
+    /// - Shared memory: none. Memory level: global, fully coalesced (a warp moves one 128-byte row).
+    /// - Buffers: `input` and `output` hold `rows * cols` floats and do not overlap.
+    pub fn copy(input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
+        let (rows, cols) = (rows as usize, cols as usize);
+        move_via_registers(input.matrix(rows, cols), output.matrix(rows, cols), |x, y| (y, x))
+    }
 }
 
-/// Transpose straight through global memory: coalesced reads, strided writes.
-///
-/// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
-/// - Shared memory: none. Memory level: global. A warp reads one 128-byte row segment but writes
-///   32 floats `rows * 4` bytes apart: 32 sectors for 128 useful bytes.
-///
-/// # Safety
-/// `input` and `output` hold at least `rows * cols` floats and do not overlap.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn transpose_naive(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
-    unsafe { move_via_registers(input, output, rows, cols, |x, y, rows, _| x * rows + y) }
+kernel! {
+    /// Transpose straight through global memory: coalesced reads, strided writes.
+    ///
+    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
+    /// - Shared memory: none. Memory level: global. A warp reads one 128-byte row segment but writes
+    ///   32 floats `rows * 4` bytes apart: 32 sectors for 128 useful bytes.
+    /// - Buffers: `input` and `output` hold `rows * cols` floats and do not overlap.
+    pub fn transpose_naive(input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
+        let (rows, cols) = (rows as usize, cols as usize);
+        move_via_registers(input.matrix(rows, cols), output.matrix(cols, rows), |x, y| (x, y))
+    }
 }
 // ANCHOR_END: copy_and_naive  ANCHOR: transpose_via_tile
 /// Transpose through a shared-memory tile of `TILE x PITCH` floats: the body of
@@ -101,63 +97,64 @@ pub unsafe extern "ptx-kernel" fn transpose_naive(input: *const f32, output: *mu
 ///
 /// Global reads and writes are both coalesced; the transpose happens in shared memory, where
 /// the write-out phase reads a tile column: lane `t` reads word `t * PITCH + c`, bank
-/// `(t * PITCH + c) mod 32`.
-///
-/// # Safety
-/// As for the kernels: buffers of `rows * cols` floats, `TILE * PITCH * 4` dynamic shared bytes.
+/// `(t * PITCH + c) mod 32`. The tile is written, published by the barrier, then read: its
+/// phase is in its type.
 #[inline(always)]
-unsafe fn transpose_via_tile<const PITCH: u32>(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
-    const TILE: u32 = self::TILE as u32;
-    let tile = dynamic_shared::<f32>();
+fn transpose_via_tile<const PITCH: usize>(
+    block: Block,
+    input: GlobalIn<f32>,
+    output: GlobalOut<f32>,
+    rows: u32,
+    cols: u32,
+) {
+    const T: u32 = TILE as u32;
+    let (barrier, mut tile) = block.carve::<SharedTile<f32, TILE, TILE, PITCH>>();
+    let input = input.matrix(rows as usize, cols as usize);
+    let mut output = output.matrix(cols as usize, rows as usize);
     let (tx, ty) = (thread_idx_x(), thread_idx_y());
     // 32-bit tile indices and 64-bit global offsets, as in the CUDA C++ twin: `y + j` stays
     // below `32 * ceil(rows / 32)`.
-    let (x, y) = (block_idx_x() * TILE + tx, block_idx_y() * TILE + ty);
-    for j in (0..TILE).step_by(BLOCK_ROWS) {
+    let (x, y) = (block_idx_x() * T + tx, block_idx_y() * T + ty);
+    for j in (0..T).step_by(BLOCK_ROWS) {
         if x < cols && y + j < rows {
-            unsafe {
-                *tile.add(((ty + j) * PITCH + tx) as usize) = *input.add((y + j) as usize * cols as usize + x as usize)
-            };
+            tile.set(ty + j, tx, input.get((y + j) as usize, x as usize));
         }
     }
-    unsafe { sync_threads() };
+    let tile = barrier.sync(tile);
     // The output tile sits at the mirrored block; its matrix is cols x rows.
-    let (x, y) = (block_idx_y() * TILE + tx, block_idx_x() * TILE + ty);
-    for j in (0..TILE).step_by(BLOCK_ROWS) {
+    let (x, y) = (block_idx_y() * T + tx, block_idx_x() * T + ty);
+    for j in (0..T).step_by(BLOCK_ROWS) {
         if x < rows && y + j < cols {
-            // Each conflicted tile read stays paired with its store (see `load_shared_in_order`).
-            let v = unsafe { load_shared_in_order(tile.add((tx * PITCH + ty + j) as usize)) };
-            unsafe { *output.add((y + j) as usize * rows as usize + x as usize) = v };
+            // Each conflicted tile read stays paired with its store (see `get_in_order`).
+            output.set((y + j) as usize, x as usize, tile.get_in_order(tx, ty + j));
         }
     }
 }
 // ANCHOR_END: transpose_via_tile  ANCHOR: tiled_and_padded
-/// Transpose through a `32 x 32` shared tile: coalesced global traffic, but the column read of
-/// the tile puts all 32 lanes of a warp on one bank (word `32 t + c`): a 32-way bank conflict.
-///
-/// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
-/// - Shared memory: `32 * 32 * 4 = 4096` bytes of dynamic shared memory.
-/// - Memory level: global (coalesced) and shared (32-way conflicted reads).
-///
-/// # Safety
-/// `input` and `output` hold at least `rows * cols` floats.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn transpose_tiled(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
-    unsafe { transpose_via_tile::<{ contract::TILED_PITCH }>(input, output, rows, cols) }
+kernel! {
+    /// Transpose through a `32 x 32` shared tile: coalesced global traffic, but the column read of
+    /// the tile puts all 32 lanes of a warp on one bank (word `32 t + c`): a 32-way bank conflict.
+    ///
+    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
+    /// - Shared memory: `32 * 32 * 4 = 4096` bytes of dynamic shared memory.
+    /// - Memory level: global (coalesced) and shared (32-way conflicted reads).
+    /// - Buffers: `input` and `output` hold `rows * cols` floats.
+    pub fn transpose_tiled(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
+        transpose_via_tile::<{ contract::TILED_PITCH as usize }>(block, input, output, rows, cols)
+    }
 }
 
-/// Transpose through a `32 x 33` shared tile: the one padding word per row moves lane `t` of a
-/// column read to bank `(33 t + c) mod 32 = (t + c) mod 32`, so the conflict is gone.
-///
-/// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
-/// - Shared memory: `32 * 33 * 4 = 4224` bytes of dynamic shared memory.
-/// - Memory level: global (coalesced) and shared (conflict-free).
-///
-/// # Safety
-/// `input` and `output` hold at least `rows * cols` floats.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn transpose_padded(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
-    unsafe { transpose_via_tile::<{ contract::PADDED_PITCH }>(input, output, rows, cols) }
+kernel! {
+    /// Transpose through a `32 x 33` shared tile: the one padding word per row moves lane `t` of a
+    /// column read to bank `(33 t + c) mod 32 = (t + c) mod 32`, so the conflict is gone.
+    ///
+    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
+    /// - Shared memory: `32 * 33 * 4 = 4224` bytes of dynamic shared memory.
+    /// - Memory level: global (coalesced) and shared (conflict-free).
+    /// - Buffers: `input` and `output` hold `rows * cols` floats.
+    pub fn transpose_padded(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
+        transpose_via_tile::<{ contract::PADDED_PITCH as usize }>(block, input, output, rows, cols)
+    }
 }
 // ANCHOR_END: tiled_and_padded
 /// Tile edge of [`transpose_vectorized`], in elements.
@@ -165,66 +162,67 @@ const WIDE_TILE: usize = contract::WIDE_TILE as usize;
 /// Row pitch of its shared tile, in floats: one pad word, as in [`transpose_padded`].
 const WIDE_PITCH: usize = contract::WIDE_PITCH as usize;
 
-/// Transpose through a padded `64 x 65` shared tile with 128-bit global loads and stores: each
-/// thread moves 16 floats as 4 `float4` loads (all issued before the barrier) and 4 `float4`
-/// stores, so 4x the bytes of [`transpose_padded`] are in flight per thread and every warp
-/// request moves whole 256-byte row segments.
-///
-/// Thread `(tx, ty)` loads input row `ty + 16 i` (i < 4), columns `4 tx ..+4` of the tile and
-/// stores output row `ty + 16 i`, columns `4 tx ..+4` of the mirrored tile, gathering them from
-/// the shared tile's column. With pitch 65, lane `(tx, ty)` touches bank
-/// `(4 tx + ty + q) mod 32`: two lanes per bank (a 2-way conflict on scalar shared accesses),
-/// cheap next to DRAM time. Measured on the H200: 96% of memcpy, where a `32 x 33` tile with
-/// 8 floats per thread (`8 x 16` block, also conflict-free) reached 90%: bytes in flight per
-/// thread matter more here than the bank conflict. Tiles that reach past an edge, or rows not
-/// 16-byte aligned (`rows` or `cols` not a multiple of 4), take guarded scalar accesses.
-///
-/// - Launch: block `16 x 16`, grid `(ceil(cols / 64), ceil(rows / 64))`.
-/// - Shared memory: `64 * 65 * 4 = 16640` bytes of dynamic shared memory.
-/// - Memory level: global (coalesced, 128-bit) and shared (2-way).
-///
-/// # Safety
-/// `input` and `output` hold at least `rows * cols < 2^32` floats (32-bit indices), 16-byte
-/// aligned, not overlapping.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn transpose_vectorized(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
-    const T: u32 = WIDE_TILE as u32;
-    let tile = dynamic_shared::<f32>();
-    let (tx, ty) = (thread_idx_x(), thread_idx_y());
-    let (r0, c0) = (block_idx_y() * T, block_idx_x() * T);
-    let vector = rows % 4 == 0 && cols % 4 == 0 && r0 + T <= rows && c0 + T <= cols;
-    let mut v = [[0.0f32; 4]; 4];
-    for (i, v) in v.iter_mut().enumerate() {
-        let (r, c) = (r0 + ty + 16 * i as u32, c0 + 4 * tx);
-        if vector {
-            *v = unsafe { load4(input.add((r * cols + c) as usize)) };
-        } else {
-            for (q, v) in v.iter_mut().enumerate() {
-                if r < rows && c + (q as u32) < cols {
-                    *v = unsafe { *input.add((r * cols + c + q as u32) as usize) };
+kernel! {
+    /// Transpose through a padded `64 x 65` shared tile with 128-bit global loads and stores: each
+    /// thread moves 16 floats as 4 `float4` loads (all issued before the barrier) and 4 `float4`
+    /// stores, so 4x the bytes of [`transpose_padded`] are in flight per thread and every warp
+    /// request moves whole 256-byte row segments.
+    ///
+    /// Thread `(tx, ty)` loads input row `ty + 16 i` (i < 4), columns `4 tx ..+4` of the tile and
+    /// stores output row `ty + 16 i`, columns `4 tx ..+4` of the mirrored tile, gathering them from
+    /// the shared tile's column. With pitch 65, lane `(tx, ty)` touches bank
+    /// `(4 tx + ty + q) mod 32`: two lanes per bank (a 2-way conflict on scalar shared accesses),
+    /// cheap next to DRAM time. Measured on the H200: 96% of memcpy, where a `32 x 33` tile with
+    /// 8 floats per thread (`8 x 16` block, also conflict-free) reached 90%: bytes in flight per
+    /// thread matter more here than the bank conflict. Tiles that reach past an edge, or rows not
+    /// 16-byte aligned (`rows` or `cols` not a multiple of 4), take guarded scalar accesses.
+    ///
+    /// - Launch: block `16 x 16`, grid `(ceil(cols / 64), ceil(rows / 64))`.
+    /// - Shared memory: `64 * 65 * 4 = 16640` bytes of dynamic shared memory.
+    /// - Memory level: global (coalesced, 128-bit) and shared (2-way).
+    /// - Buffers: `input` and `output` hold `rows * cols < 2^32` floats (32-bit indices), 16-byte
+    ///   aligned, not overlapping.
+    pub fn transpose_vectorized(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
+        const T: u32 = WIDE_TILE as u32;
+        let (barrier, mut tile) = block.carve::<SharedTile<f32, WIDE_TILE, WIDE_TILE, WIDE_PITCH>>();
+        // 32-bit element indices, as in the CUDA C++ twin (`rows * cols < 2^32`).
+        let (input, mut output) = (input.slice((rows * cols) as usize), output.slice((rows * cols) as usize));
+        let (tx, ty) = (thread_idx_x(), thread_idx_y());
+        let (r0, c0) = (block_idx_y() * T, block_idx_x() * T);
+        let vector = rows % 4 == 0 && cols % 4 == 0 && r0 + T <= rows && c0 + T <= cols;
+        let mut v = [[0.0f32; 4]; 4];
+        for (i, v) in v.iter_mut().enumerate() {
+            let (r, c) = (r0 + ty + 16 * i as u32, c0 + 4 * tx);
+            if vector {
+                *v = input.get4((r * cols + c) as usize);
+            } else {
+                for (q, v) in v.iter_mut().enumerate() {
+                    if r < rows && c + (q as u32) < cols {
+                        *v = input.get((r * cols + c + q as u32) as usize);
+                    }
                 }
             }
         }
-    }
-    for (i, v) in v.iter().enumerate() {
-        for (q, &v) in v.iter().enumerate() {
-            unsafe { *tile.add((ty as usize + 16 * i) * WIDE_PITCH + 4 * tx as usize + q) = v };
+        for (i, v) in v.iter().enumerate() {
+            for (q, &v) in v.iter().enumerate() {
+                tile.set(ty as usize + 16 * i, 4 * tx as usize + q, v);
+            }
         }
-    }
-    unsafe { sync_threads() };
-    // Output tile: rows c0.. (input columns), columns r0.. (input rows); the matrix is cols x rows.
-    for i in 0..4 {
-        let (r, c) = (c0 + ty + 16 * i, r0 + 4 * tx);
-        let mut w = [0.0f32; 4];
-        for (q, w) in w.iter_mut().enumerate() {
-            *w = unsafe { *tile.add((4 * tx as usize + q) * WIDE_PITCH + (ty + 16 * i) as usize) };
-        }
-        if vector {
-            unsafe { store4(output.add((r * rows + c) as usize), w) };
-        } else {
-            for (q, w) in w.into_iter().enumerate() {
-                if r < cols && c + (q as u32) < rows {
-                    unsafe { *output.add((r * rows + c + q as u32) as usize) = w };
+        let tile = barrier.sync(tile);
+        // Output tile: rows c0.. (input columns), columns r0.. (input rows); the matrix is cols x rows.
+        for i in 0..4 {
+            let (r, c) = (c0 + ty + 16 * i, r0 + 4 * tx);
+            let mut w = [0.0f32; 4];
+            for (q, w) in w.iter_mut().enumerate() {
+                *w = tile.get(4 * tx as usize + q, (ty + 16 * i) as usize);
+            }
+            if vector {
+                output.set4((r * rows + c) as usize, w);
+            } else {
+                for (q, w) in w.into_iter().enumerate() {
+                    if r < cols && c + (q as u32) < rows {
+                        output.set((r * rows + c + q as u32) as usize, w);
+                    }
                 }
             }
         }

@@ -16,12 +16,12 @@ const TOOLS: [&str; 4] = ["memcheck", "racecheck", "synccheck", "initcheck"];
 
 /// Size presets: name and `memlab` arguments. Every matmul and SGEMM dimension is a multiple of
 /// neither 16 nor 32 (except where it is 1), every transpose has partial tiles (or is a single
-/// element). One run (no warm-up) of every demo that launches kernels at the given sizes; the
+/// element, or, for TMA, a single 4 x 4 box). One run (no warm-up) of every demo that launches kernels at the given sizes; the
 /// 1000x1000 sizes in one run per group of demos, because racecheck takes minutes on the matmul
 /// and SGEMM kernels there (measured on the H200, run alone: 201 s and 247 s) and `JOBS` can run the
 /// groups side by side; the hierarchy demo, whose sizes follow the device, runs as its own
 /// command with small options.
-const PRESETS: [(&str, &str); 8] = [
+const PRESETS: [(&str, &str); 11] = [
     (
         "1x1",
         "run-demos --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 1x1 --matmul 1x1x1 --sgemm 1x1x1 --strided-bytes 2KiB --bank-iters 8",
@@ -42,16 +42,31 @@ const PRESETS: [(&str, &str); 8] = [
     ("1000x1000-matmul", "run-demos --runs 1 --warmup 0 --only matmul --matmul 1000x1000x1000"),
     ("1000x1000-sgemm", "run-demos --runs 1 --warmup 0 --only sgemm --sgemm 1000x1000x1000"),
     ("hierarchy", "hierarchy --ladder-max 64KiB --steps 64 --transfer-bytes 64KiB --dram-bytes 1MiB --bank-iters 8"),
+    // The L2 lesson: a stream of 4097 vectors (not a multiple of any block), a hot
+    // buffer of 4096 inside it, a 125001-vector bandwidth read (at 1 block/SM on 132 SMs some
+    // threads take an unrolled step; every block count ends in the one-at-a-time tail); the
+    // partition probe on 3 SMs (each SM's turn flushes the L2 with a read of twice its size).
+    (
+        "l2",
+        "run-demos --runs 1 --warmup 0 --only l2 --l2-stream-bytes 65552 --l2-read-bytes 2000016 --l2-partition-sms 3",
+    ),
+    // TMA (cc 9.0): a tensor map needs both dimensions a multiple of 4 (16-byte row pitches of
+    // the input and the transposed output), so its odd sizes are partial 64 x 64 tiles instead.
+    // Its table's SGEMM rungs 6 and 7 run at the first --sgemm size.
+    ("tma-4x4", "run-demos --runs 1 --warmup 0 --only memcpy tma --transpose 4x4 --sgemm 31x33x47"),
+    ("tma-68x132", "run-demos --runs 1 --warmup 0 --only memcpy tma --transpose 68x132 --sgemm 67x131x35"),
 ];
 
-/// The default sizes (8192x8192, 4096^3, 1 GiB, 16384 loads; SGEMM at 4096^3 only), one run
+/// The default sizes (8192x8192, 4096^3, 1 GiB, 16384 loads; SGEMM at 4096^3 only; the TMA
+/// lesson at 8192x8192, its SGEMM rungs small), one run
 /// per group of demos so that each group's result stands on its own, under memcheck only: the
 /// other tools take far longer there; with `DEFAULT_SIZES=all` every tool runs them.
-const DEFAULT_PRESETS: [(&str, &str); 4] = [
+const DEFAULT_PRESETS: [(&str, &str); 5] = [
     ("default-transpose", "run-demos --runs 1 --warmup 0 --only memcpy transpose"),
     ("default-matmul", "run-demos --runs 1 --warmup 0 --only matmul"),
     ("default-sgemm", "run-demos --runs 1 --warmup 0 --only sgemm --sgemm 4096x4096x4096"),
     ("default-probes", "run-demos --runs 1 --warmup 0 --only coalescing banks"),
+    ("default-tma", "run-demos --runs 1 --warmup 0 --only memcpy tma --sgemm 67x131x35"),
 ];
 
 /// One run: tool, preset name, `memlab` arguments.
@@ -245,10 +260,7 @@ mod tests {
         assert_eq!(rows.len(), TOOLS.len() * PRESETS.len() + DEFAULT_PRESETS.len());
         assert!(rows[0].starts_with("| memcheck | 1x1 | 0 |"), "{rows:?}");
         let last = rows.last().unwrap();
-        assert!(
-            last.starts_with("| memcheck | default-probes | skipped |") && last.contains("DEADLINE_S=3"),
-            "{rows:?}"
-        );
+        assert!(last.starts_with("| memcheck | default-tma | skipped |") && last.contains("DEADLINE_S=3"), "{rows:?}");
     }
 
     #[test]

@@ -8,6 +8,11 @@
 //! launch and one twin launch back to back (Rust, twin, Rust, twin, ...) after two warm-up
 //! launches of each; the report gives the medians and the speed ratio `twin time / Rust time`
 //! (1.0: same speed; above 1: Rust is faster).
+//!
+//! With `--checked` the second module is the kernels' checked build instead (`ptx::CHECKED`:
+//! every index of a global view or shared tile bounds-checked, trapping when out of bounds),
+//! timed against the release build through the same path: the ratio is what the bounds checks
+//! cost each kernel, and both builds' results are checked.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -17,8 +22,10 @@ use cust::module::Module;
 
 use crate::demos::sgemm::NO_CUBLAS;
 use crate::demos::{self, Lab, Level, Rate, Section, Sizes, TwinRow, Twins};
+use crate::gpu::context::load_ptx_text;
 use crate::gpu::timing::Repeats;
 use crate::gpu::{Gpu, describe};
+use crate::ptx;
 use crate::series::names;
 use crate::table::{self, Layout};
 use crate::{refuse, report};
@@ -33,9 +40,16 @@ pub struct Args {
     /// bench` builds it; by hand: nvcc -O3 -arch=sm_90 -cubin -o bench/build/twins.cubin bench/twins.cu).
     #[arg(long, default_value = "bench/build/twins.cubin")]
     pub twins: PathBuf,
+    /// Time each kernel's release build against its checked build (bounds checks on, the
+    /// embedded sm_90_checked PTX; cc 9.0 and up) instead of against the CUDA C++ twins.
+    #[arg(long)]
+    pub checked: bool,
     /// Write the results to this JSON file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Demos to compare (default: every demo whose kernels have twins).
+    #[arg(long, num_args = 1.., value_parser = clap::builder::PossibleValuesParser::new(demos::NAMES))]
+    pub only: Vec<String>,
     /// Alternating rounds per kernel (medians are reported).
     #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: u32,
@@ -53,6 +67,39 @@ enum Ceiling {
     Cublas(f64),
     /// None (probes of shared memory or registers).
     None,
+}
+
+/// What the Rust kernels are timed against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Against {
+    /// The CUDA C++ twins (`--twins`).
+    Twins,
+    /// The checked build of the same kernels (`--checked`).
+    Checked,
+}
+
+impl Against {
+    /// Names of the two sides in the table: the timed build, then what it is timed against.
+    fn sides(self) -> (&'static str, &'static str) {
+        match self {
+            Against::Twins => ("Rust", "C++"),
+            Against::Checked => ("release", "checked"),
+        }
+    }
+
+    /// The ratio column's name and the line that explains it.
+    fn ratio(self) -> (&'static str, &'static str) {
+        match self {
+            Against::Twins => (
+                "speed ratio",
+                "speed ratio = CUDA C++ median time / Rust median time (1.00: equal, above 1: Rust faster)",
+            ),
+            Against::Checked => (
+                "checked / release",
+                "checked / release = checked build's median time / release build's (1.00: the bounds checks cost nothing; 1.10: 10% slower)",
+            ),
+        }
+    }
 }
 
 /// One line of the report: a comparison and its ceiling.
@@ -136,21 +183,36 @@ pub fn run(args: Args) -> Result<bool> {
 /// (memcpy, then each kernel's speed ratio) for the side-by-side table.
 fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Result<(bool, Vec<(String, String)>)> {
     let gpu = Gpu::open(ordinal, None)?;
-    let module = match Module::from_file(&args.twins) {
-        Ok(m) => m,
-        Err(e) => refuse!(
-            "cannot load the twins from {}: {} (build them: nvcc -O3 -arch=native -cubin -o {} bench/twins.cu)",
-            args.twins.display(),
-            describe(e),
-            args.twins.display()
+    let against = if args.checked { Against::Checked } else { Against::Twins };
+    let module = match against {
+        Against::Checked if gpu.info.cc < ptx::CHECKED.cc => refuse!(
+            "--checked needs compute capability {}.{} or newer (the checked build is {} PTX); device {ordinal} is {}.{}",
+            ptx::CHECKED.cc.0,
+            ptx::CHECKED.cc.1,
+            ptx::CHECKED.arch,
+            gpu.info.cc.0,
+            gpu.info.cc.1
         ),
+        Against::Checked => load_ptx_text("checked", ptx::CHECKED.text, None)?,
+        Against::Twins => match Module::from_file(&args.twins) {
+            Ok(m) => m,
+            Err(e) => refuse!(
+                "cannot load the twins from {}: {} (build them: nvcc -O3 -arch=native -cubin -o {} bench/twins.cu)",
+                args.twins.display(),
+                describe(e),
+                args.twins.display()
+            ),
+        },
     };
     println!("# memlab bench on {}\n\n{}\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
     let rounds = args.rounds as usize;
     let sizes = args.shapes.apply(Sizes { repeats: Repeats { warmup: 3, runs: rounds }, ..Sizes::default() });
     let twins = Twins { module, rounds, rows: RefCell::default(), missing: RefCell::default() };
     let lab = Lab { gpu, sizes, twins: Some(twins) };
-    let selected: Vec<&demos::Demo> = demos::DEMOS.iter().filter(|d| d.twins).collect();
+    let selected: Vec<&demos::Demo> = demos::DEMOS
+        .iter()
+        .filter(|d| d.twins && (args.only.is_empty() || args.only.iter().any(|o| o == d.name)))
+        .collect();
     let (inputs, sections) = demos::run_all(&lab, &selected, |_, _| ())?;
     let memcpy = inputs.memcpy_gbs();
     let cublas = cublas_rates(&sections);
@@ -175,15 +237,15 @@ fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Res
         println!("{NO_CUBLAS}");
     }
     let missing = twins.missing.take();
-    if !missing.is_empty() {
+    if !missing.is_empty() && against == Against::Twins {
         println!("no CUDA C++ twin in {}: {} (timed without one)", args.twins.display(), missing.join(", "));
     }
-    println!("\n{}\n", table(Layout::current(), &rows));
-    println!("speed ratio = CUDA C++ median time / Rust median time (1.00: equal, above 1: Rust faster)");
+    println!("\n{}\n", table(Layout::current(), &rows, against));
+    println!("{}", against.ratio().1);
     let passed = sections.iter().all(Section::passed)
         && rows.iter().all(|r| r.twin.checks.0.passed() && r.twin.checks.1.passed());
     if let Some(path) = json_path {
-        let doc = json(&lab, rounds, &rows, memcpy, &cublas);
+        let doc = json(&lab, rounds, &rows, memcpy, &cublas, against);
         crate::output::write(path, serde_json::to_string_pretty(&doc)?)?;
         println!("wrote {}", path.display());
     }
@@ -208,18 +270,19 @@ fn rate_text(rate: Rate) -> String {
 
 /// The comparison table in `layout` (columns equal on every row said once above it in the
 /// terminal).
-fn table(layout: Layout, rows: &[Row]) -> String {
-    let header = [
-        "kernel",
-        "size",
-        "regs Rust / C++",
-        "Rust ms",
-        "C++ ms",
-        "speed ratio",
-        "Rust rate",
-        "C++ rate",
-        "Rust share",
-        "check Rust / C++",
+fn table(layout: Layout, rows: &[Row], against: Against) -> String {
+    let (ours, theirs) = against.sides();
+    let header = vec![
+        "kernel".to_string(),
+        "size".into(),
+        format!("regs {ours} / {theirs}"),
+        format!("{ours} ms"),
+        format!("{theirs} ms"),
+        against.ratio().0.into(),
+        format!("{ours} rate"),
+        format!("{theirs} rate"),
+        format!("{ours} share"),
+        format!("check {ours} / {theirs}"),
     ];
     let body = rows.iter().map(|r| {
         let (rust_rate, twin_rate) = r.rates();
@@ -242,10 +305,18 @@ fn table(layout: Layout, rows: &[Row]) -> String {
             format!("{} / {}", t.checks.0.summary(&t.check_kind), t.checks.1.summary(&t.check_kind)),
         ]
     });
-    table::render_condensed(layout, header.map(String::from).to_vec(), body.collect())
+    table::render_condensed(layout, header, body.collect())
 }
 
-fn json(lab: &Lab, rounds: usize, rows: &[Row], memcpy: Option<f64>, cublas: &[(String, f64)]) -> serde_json::Value {
+/// The JSON record; with `--checked` the `cuda_*` fields are the checked build's.
+fn json(
+    lab: &Lab,
+    rounds: usize,
+    rows: &[Row],
+    memcpy: Option<f64>,
+    cublas: &[(String, f64)],
+    against: Against,
+) -> serde_json::Value {
     let info = &lab.gpu.info;
     let rows: Vec<serde_json::Value> = rows
         .iter()
@@ -280,6 +351,7 @@ fn json(lab: &Lab, rounds: usize, rows: &[Row], memcpy: Option<f64>, cublas: &[(
         "device": info.name,
         "compute_capability": format!("{}.{}", info.cc.0, info.cc.1),
         "rounds": rounds,
+        "against": match against { Against::Twins => "cuda_cpp_twins", Against::Checked => "checked_build" },
         "memcpy_gbs": memcpy,
         "cublas_sgemm_tflops": cublas.iter().map(|(s, t)| serde_json::json!({ "size": s, "tflops": t })).collect::<Vec<_>>(),
         "kernels": rows,
@@ -332,12 +404,19 @@ mod tests {
     #[test]
     fn the_table_fits_the_terminal_and_markdown_keeps_every_column() {
         for width in [100, 160] {
-            let t = table(Layout::Terminal(width), &rows());
+            let t = table(Layout::Terminal(width), &rows(), Against::Twins);
             assert!(table::fits(&t, width), "{width}:\n{t}");
             assert!(t.contains("sgemm_6_double_buffered") && t.contains("44.18 TFLOP/s"), "{t}");
         }
-        let md = table(Layout::Markdown, &rows());
+        let md = table(Layout::Markdown, &rows(), Against::Twins);
         assert_eq!(md.lines().count(), 5, "{md}");
         assert!(md.lines().next().unwrap().contains(" check Rust / C++ "), "{md}");
+        // `--checked`: the same rows, release against the checked build.
+        let t = table(Layout::Terminal(100), &rows(), Against::Checked);
+        assert!(table::fits(&t, 100), "{t}");
+        let md = table(Layout::Markdown, &rows(), Against::Checked);
+        let header = md.lines().next().unwrap();
+        assert!(header.contains(" checked / release ") && header.contains(" check release / checked "), "{md}");
+        assert!(!md.contains("C++"), "{md}");
     }
 }

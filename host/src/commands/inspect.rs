@@ -136,8 +136,9 @@ fn print_sass(layout: Layout, instrs: &[SassInstr], line_info: bool) {
     }
     println!("## Rust source -> SASS memory instructions\n");
     let intro = "Each lesson line (files under kernels-gpu/src/) with the SASS memory instructions it \
-                 became; where they come from a helper it calls (device.rs, Rust's core), the helper's \
-                 line is in the second column (the inlining chain of the line tables).";
+                 became; where they come from a helper it calls (device.rs, the device API, Rust's \
+                 core), the helper's line is in the second column (the inlining chain of the line \
+                 tables).";
     println!("{}\n", table::text(layout, intro));
     let rows = inspect::by_source_line(instrs).into_iter().map(|s| {
         let ops: Vec<String> = s.ops.iter().map(|(op, n)| format!("{op} x{n}")).collect();

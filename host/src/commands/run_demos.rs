@@ -32,6 +32,15 @@ pub struct Args {
     /// Shared-memory loads per thread in the bank probe (a multiple of 8).
     #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
     pub bank_iters: u32,
+    /// Bytes of the L2 lesson's streamed buffer, read once amid the hot one (a multiple of 16).
+    #[arg(long, default_value = "1GiB", value_parser = l2_bytes)]
+    pub l2_stream_bytes: usize,
+    /// Bytes of the L2 lesson's bandwidth read (a multiple of 16; default: a quarter of the L2).
+    #[arg(long, value_parser = l2_bytes)]
+    pub l2_read_bytes: Option<usize>,
+    /// SMs the L2 partition probe times, the first SM numbers (default: every SM).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub l2_partition_sms: Option<u32>,
     /// Timed and warm-up runs.
     #[command(flatten)]
     pub runs: super::Runs,
@@ -45,6 +54,11 @@ fn strided_bytes(text: &str) -> Result<usize, String> {
     coalescing::check_bytes(cli::bytes(text)?)
 }
 
+/// `--l2-stream-bytes`, `--l2-read-bytes`: byte counts the L2 lesson's readers can use.
+fn l2_bytes(text: &str) -> Result<usize, String> {
+    demos::l2::check_bytes(cli::bytes(text)?).map_err(|e| e.to_string())
+}
+
 /// Runs the demos on each chosen device, then puts the devices side by side; returns whether
 /// every check passed.
 pub fn run(args: Args) -> Result<bool> {
@@ -52,11 +66,19 @@ pub fn run(args: Args) -> Result<bool> {
         strided_bytes: args.strided_bytes,
         dram_bytes: hierarchy::check_dram_bytes(args.dram_bytes)?,
         bank_iters: demos::banks::check_iters(args.bank_iters)?,
+        l2_stream_bytes: args.l2_stream_bytes,
+        l2_read_bytes: args.l2_read_bytes,
+        l2_partition_sms: args.l2_partition_sms,
         repeats: args.runs.repeats(),
         ..Sizes::default()
     });
     if let Some([m, n, k]) = args.matmul_naive {
         sizes.matmul_naive = (m, n, k);
+    }
+    // Asked for by name, a matrix the TMA lesson cannot describe is refused before the driver is
+    // asked anything; among all the demos, the lesson is skipped with a note instead.
+    if args.only.iter().any(|d| d == "tma") {
+        demos::tma::check_matrix(sizes.transpose.0, sizes.transpose.1)?;
     }
     // The paths as given are checked before the driver is asked for the devices; each device's
     // own (suffixed when several run, in the same folders) once they are known.

@@ -10,6 +10,7 @@ pub mod banks;
 pub mod coalescing;
 pub mod hierarchy;
 pub mod host_memory;
+pub mod l2;
 pub mod matmul;
 pub mod memcpy;
 pub mod occupancy;
@@ -17,6 +18,7 @@ pub mod peer;
 pub mod race;
 pub mod roofline;
 pub mod sgemm;
+pub mod tma;
 pub mod transpose;
 
 use std::cell::RefCell;
@@ -50,7 +52,7 @@ pub struct Demo {
 }
 
 /// Every demo of `run-demos`, in the order it runs them. The race lesson has its own command.
-pub const DEMOS: [Demo; 8] = [
+pub const DEMOS: [Demo; 10] = [
     Demo { name: "memcpy", run: memcpy::run, uses_memcpy: true, twins: true },
     Demo { name: "transpose", run: transpose::run, uses_memcpy: false, twins: true },
     Demo { name: "matmul", run: matmul::run, uses_memcpy: false, twins: true },
@@ -59,6 +61,8 @@ pub const DEMOS: [Demo; 8] = [
     Demo { name: "banks", run: banks::run, uses_memcpy: false, twins: true },
     Demo { name: "occupancy", run: occupancy::run, uses_memcpy: false, twins: true },
     Demo { name: "hierarchy", run: hierarchy::run, uses_memcpy: true, twins: false },
+    Demo { name: "l2", run: l2::run, uses_memcpy: false, twins: true },
+    Demo { name: "tma", run: tma::run, uses_memcpy: true, twins: true },
 ];
 
 /// Names of the demos, in the order `run-demos` runs them.
@@ -133,6 +137,12 @@ pub struct Sizes {
     pub dram_bytes: usize,
     /// Shared-memory loads per thread in the bank probe (a multiple of 8).
     pub bank_iters: usize,
+    /// Bytes of the L2 lesson's streamed buffer (a multiple of 16), read once amid the hot one.
+    pub l2_stream_bytes: usize,
+    /// Bytes of the L2 lesson's bandwidth read (a multiple of 16); `None`: a quarter of the L2.
+    pub l2_read_bytes: Option<usize>,
+    /// SMs the L2 partition probe times (the first SM numbers); `None`: every SM.
+    pub l2_partition_sms: Option<u32>,
     /// Warm-up and timed runs per kernel.
     pub repeats: Repeats,
 }
@@ -147,6 +157,9 @@ impl Default for Sizes {
             strided_bytes: 1 << 30,
             dram_bytes: 1 << 30,
             bank_iters: 16384,
+            l2_stream_bytes: 1 << 30,
+            l2_read_bytes: None,
+            l2_partition_sms: None,
             repeats: Repeats { warmup: 3, runs: 20 },
         }
     }

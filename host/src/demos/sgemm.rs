@@ -293,6 +293,19 @@ impl Operands {
     }
 }
 
+/// The work of a rung of `bm x bn` blocks on `ops`: its FLOP, and bytes as the tiling model
+/// counts them (every global load plus the writes of C).
+pub fn block_work(ops: &Operands, (bm, bn): (u32, u32)) -> Work {
+    let (m, n, k) = ops.size;
+    let loads = block_tiled_global_loads(MatmulShape::new(m as u64, n as u64, k as u64), (bm as u64, bn as u64));
+    Work { flop: ops.flop(), bytes: 4.0 * (loads + (m * n) as u64) as f64, level: Level::Global }
+}
+
+/// [`block_work`] for square `tile x tile` blocks.
+pub fn work(ops: &Operands, tile: u32) -> Work {
+    block_work(ops, (tile, tile))
+}
+
 /// Times cuBLAS SGEMM on `ops` after checking its result; `None` without cuBLAS. With
 /// `Precision::Tf32` cuBLAS may use TF32 tensor cores (on Hopper, its `wgmma` kernels), and is
 /// checked with the TF32 tolerance; the handle is back in FP32 mode afterwards.
@@ -345,8 +358,7 @@ pub fn measure_rung(lab: &Lab, rung: &Rung, ops: &mut Operands) -> Result<Kernel
     let shape = MatmulShape::new(m as u64, n as u64, k as u64);
     let loads = block_tiled_global_loads(shape, (rung.tile.0 as u64, rung.tile.1 as u64));
     let prediction = format!("{m}x{n}x{k}: {loads:.3e} global loads");
-    // Bytes as the tiling model counts them: every global load plus the writes of C.
-    let work = Work { flop: ops.flop(), bytes: 4.0 * (loads + (m * n) as u64) as f64, level: Level::Global };
+    let work = block_work(ops, rung.tile);
     let launch = ops.launch(rung.launch);
     let precision = rung.precision;
     let run = KernelRun { launch, lesson: rung.lesson, prediction, work, size: ops.label(), reset: &|| poison(&ops.c) };

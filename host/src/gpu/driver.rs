@@ -17,9 +17,10 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use super::tensor_map::TensorMap;
 use cust::sys::{
     CUcontext, CUdevice, CUdevice_P2PAttribute, CUdevice_attribute, CUdeviceptr, CUevent, CUfunction,
-    CUfunction_attribute, CUjit_option, CUmodule, CUresult, CUstream,
+    CUfunction_attribute, CUjit_option, CUlimit, CUmodule, CUresult, CUstream, CUstreamAttrID, CUstreamAttrValue,
 };
 
 /// The driver library's name, as the NVIDIA driver installs it.
@@ -72,9 +73,11 @@ fn symbol<F: Copy>(name: &[u8]) -> Option<F> {
 
 /// Defines each listed driver function as a forwarder to the driver's own. The signature must
 /// be the one `cust::sys` declares: each forwarder coerces cust's declaration to it, so a
-/// mismatch does not compile.
+/// mismatch does not compile. Functions cust lacks (newer than its bindings) follow
+/// `not_in_cust:`, with the types of `gpu/` that declare them; cust never calls these, so they
+/// are only reached through their declaring module.
 macro_rules! forward {
-    ($($name:ident($($arg:ident: $ty:ty),* $(,)?);)*) => {$(
+    (@define $name:ident($($arg:ident: $ty:ty),*)) => {
         #[doc = concat!("Forwards to the driver's `", stringify!($name), "` (CUDA Driver API).")]
         ///
         /// # Safety
@@ -82,7 +85,6 @@ macro_rules! forward {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
             type Signature = unsafe extern "C" fn($($ty),*) -> CUresult;
-            const _: Signature = cust::sys::$name;
             static FUNCTION: OnceLock<Option<Signature>> = OnceLock::new();
             match FUNCTION.get_or_init(|| symbol(concat!(stringify!($name), "\0").as_bytes())) {
                 // SAFETY: the caller keeps the driver's contract for this function.
@@ -91,6 +93,13 @@ macro_rules! forward {
                 None => CUresult::CUDA_ERROR_NOT_FOUND,
             }
         }
+    };
+    (not_in_cust: $($name:ident($($arg:ident: $ty:ty),* $(,)?);)*) => {$(
+        forward!(@define $name($($arg: $ty),*));
+    )*};
+    ($($name:ident($($arg:ident: $ty:ty),* $(,)?);)*) => {$(
+        forward!(@define $name($($arg: $ty),*));
+        const _: unsafe extern "C" fn($($ty),*) -> CUresult = cust::sys::$name;
     )*};
 }
 
@@ -177,4 +186,26 @@ forward! {
     cuEventSynchronize(event: CUevent);
     cuEventElapsedTime(milliseconds: *mut f32, start: CUevent, end: CUevent);
     cuEventDestroy_v2(event: CUevent);
+    cuCtxGetLimit(value: *mut usize, limit: CUlimit);
+    cuCtxSetLimit(limit: CUlimit, value: usize);
+    cuCtxResetPersistingL2Cache();
+    cuStreamSetAttribute(stream: CUstream, attribute: CUstreamAttrID, value: *const CUstreamAttrValue);
+}
+
+forward! {
+    not_in_cust:
+    cuTensorMapEncodeTiled(
+        map: *mut TensorMap,
+        data_type: c_uint,
+        rank: c_uint,
+        address: *mut c_void,
+        dims: *const u64,
+        strides: *const u64,
+        box_dims: *const u32,
+        element_strides: *const u32,
+        interleave: c_uint,
+        swizzle: c_uint,
+        l2_promotion: c_uint,
+        oob_fill: c_uint,
+    );
 }

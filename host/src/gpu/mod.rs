@@ -10,12 +10,14 @@ pub mod device;
 pub mod driver;
 pub mod host_memory;
 pub mod kernel;
+pub mod l2;
 pub mod launch;
 pub mod libs;
 pub mod memory;
 pub mod nccl;
 pub mod nvml;
 pub mod peer;
+pub mod tensor_map;
 pub mod timing;
 
 pub use context::Gpu;

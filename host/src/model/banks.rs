@@ -195,6 +195,29 @@ impl WarpRequest {
         Self::from_lanes([Some(0); WARP_SIZE])
     }
 
+    /// The same request with every lane's byte address put through a TMA tensor map's swizzle
+    /// `mode` (0 none, 1 32-byte, 2 64-byte, 3 128-byte; `memlab_contracts::tma::swizzle`: the
+    /// 16-byte chunk bits XORed with the 128-byte line bits above them, PTX ISA "Tensors:
+    /// tensor swizzling modes"), addresses taken from the start of a tile aligned to 1024
+    /// bytes. A swizzle moves whole 16-byte chunks, so accesses of up to 16 bytes stay aligned.
+    pub fn swizzled(&self, mode: u32) -> Self {
+        let swizzle = |a: u64| {
+            let low = (a % 1024) as u32;
+            a - low as u64 + memlab_contracts::tma::swizzle(mode, low) as u64
+        };
+        WarpRequest { width: self.width, lanes: self.lanes.map(|a| a.map(swizzle)) }
+    }
+
+    /// The float4 column read of `tma_transpose`'s input tile under swizzle `mode`: lane `t`
+    /// reads the 16 bytes at row `t`, columns `0..4` of a box `box_cols` floats wide (a box
+    /// that mode allows), unswizzled when `swizzled` is false (the same box as a plain tensor
+    /// map would lay it out).
+    pub fn tma_tile_column(mode: u32, box_cols: u32, swizzled: bool) -> Self {
+        let dense = std::array::from_fn(|t| Some(t as u64 * box_cols as u64 * BANK_WIDTH_BYTES));
+        let plain = WarpRequest { width: Width::B16, lanes: dense };
+        if swizzled { plain.swizzled(mode) } else { plain }
+    }
+
     /// The access width.
     pub fn width(&self) -> Width {
         self.width
@@ -357,6 +380,28 @@ impl Tile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn swizzle_spreads_the_tma_tiles_float4_column_over_the_banks() {
+        use memlab_contracts::tma::box_cols;
+        // (mode, wavefronts unswizzled, swizzled): rows 128, 32, 64 and 128 bytes apart put 8,
+        // 2, 4 and 8 lanes of a 16-byte phase on one 4-bank group; every swizzle spreads a
+        // phase's 8 rows over 8 chunks, one wavefront per phase.
+        for (mode, plain, swizzled) in [(0, 32, 32), (1, 8, 4), (2, 16, 4), (3, 32, 4)] {
+            let w = box_cols(mode);
+            let a = WarpRequest::tma_tile_column(mode, w, false).analyze();
+            let b = WarpRequest::tma_tile_column(mode, w, true).analyze();
+            assert_eq!((a.wavefronts, b.wavefronts), (plain, swizzled), "mode {mode}");
+            assert_eq!(b.ideal_wavefronts, 4);
+        }
+        // The model's addresses are the kernel's: the contract's offsets for row t, column 0.
+        for mode in 0..4 {
+            let r = WarpRequest::tma_tile_column(mode, box_cols(mode), true);
+            let want: Vec<Option<u64>> =
+                (0..32).map(|t| Some(memlab_contracts::tma::transpose_read_offset(mode, t, 0) as u64)).collect();
+            assert_eq!(r.lanes().to_vec(), want);
+        }
+    }
 
     fn gcd(a: u64, b: u64) -> u64 {
         if b == 0 { a } else { gcd(b, a % b) }

@@ -25,6 +25,7 @@ pub mod gemm_tiles;
 pub mod coalescing;
 pub mod dram;
 pub mod gpus;
+pub mod l2;
 pub mod occupancy;
 pub mod roofline;
 pub mod tiling;

@@ -17,22 +17,48 @@ use crate::{reference, refuse};
 
 crate::kernels! {
     /// `read_cg`: `blocks` one-dimensional blocks of 256 threads sum the `vectors` 16-byte
-    /// vectors of `input` (`ld.global.cg`) `passes` times; `out` holds one word per thread.
+    /// vectors of `input` (`ld.global.cg`, one in flight per thread) `passes` times; `out`
+    /// holds one word per thread.
     fn read_cg(blocks: u32; input: &DeviceBuffer<u32>, vectors: u32, passes: u32, out: &mut DeviceBuffer<u32>)
+        => LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: 0 };
+    /// `read_cg_unrolled`: as [`read_cg`], with `READ_CG_UNROLL` loads in flight per thread.
+    fn read_cg_unrolled(blocks: u32; input: &DeviceBuffer<u32>, vectors: u32, passes: u32, out: &mut DeviceBuffer<u32>)
         => LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: 0 };
 }
 
-/// `read_cg` over `bytes` (a multiple of 16) read `passes` times by a full GPU of threads;
+/// The typed launch of a reader: `(blocks, input, vectors, passes, out)`.
+pub type ReadLaunch = fn(u32, &DeviceBuffer<u32>, u32, u32, &mut DeviceBuffer<u32>) -> crate::gpu::launch::Launch;
+
+/// How a read is launched: the kernel and the blocks of 256 threads per SM.
+#[derive(Clone, Copy)]
+pub struct Reader {
+    /// [`kernels::read_cg`] or [`kernels::read_cg_unrolled`].
+    pub kernel: ReadLaunch,
+    /// Blocks per SM; `None`: as many as the SM's threads allow (a full GPU).
+    pub blocks_per_sm: Option<u32>,
+}
+
+impl Reader {
+    /// `read_cg` on a full GPU: the DRAM read.
+    pub const PLAIN: Reader = Reader { kernel: kernels::read_cg, blocks_per_sm: None };
+    /// `read_cg_unrolled` on a full GPU: the L2 read of the hierarchy table.
+    pub const UNROLLED: Reader = Reader { kernel: kernels::read_cg_unrolled, blocks_per_sm: None };
+}
+
+/// A read of `bytes` (a multiple of 16) `passes` times by `reader` (kernel and blocks per SM);
 /// the rate counts every byte read (`bytes * passes`).
 pub fn read(
     lab: &Lab,
+    reader: Reader,
     bytes: usize,
     passes: u32,
     level: Level,
     lesson: &'static str,
     prediction: String,
 ) -> Result<KernelRow> {
-    let (blocks, threads) = crate::demos::full_gpu(&lab.gpu.info, BLOCK);
+    let (full, _) = crate::demos::full_gpu(&lab.gpu.info, BLOCK);
+    let blocks = reader.blocks_per_sm.map_or(full, |b| (b * lab.gpu.info.sms).min(full));
+    let threads = blocks as usize * BLOCK as usize;
     // read_cg counts 16-byte vectors in a u32 and steps its index by the thread count.
     let vectors = bytes / READ_CG_VECTOR_BYTES;
     if vectors > u32::MAX as usize - threads {
@@ -45,7 +71,7 @@ pub fn read(
     let words: Vec<u32> = (0..bytes / 4).map(reference::strided_word).collect();
     let input = upload(&words)?;
     let mut out = poisoned::<u32>(threads)?;
-    let launch = kernels::read_cg(blocks, &input, vectors as u32, passes, &mut out);
+    let launch = (reader.kernel)(blocks, &input, vectors as u32, passes, &mut out);
     let work = Work { flop: 0.0, bytes: bytes as f64 * passes as f64, level };
     let size = format!("{bytes} B x {passes}");
     let run = KernelRun { launch, lesson, prediction, work, size, reset: &|| poison(&out) };

@@ -70,6 +70,14 @@ pub fn plateaus(points: &[(usize, f64)], tolerance: f64, min_points: usize) -> V
     found
 }
 
+/// The L2 partition step of an L2-only ladder on a GPU with `l2_bytes` of L2: the end of the
+/// first plateau whose next size still fits the L2 (a step inside the L2, where one SM's lines
+/// leave its near partition: half the L2, NVIDIA's A100 and H100 whitepapers), as `(last size
+/// on the plateau, next size)`; `None` when no plateau ends inside the L2.
+pub fn partition_step(plateaus: &[Plateau], l2_bytes: usize) -> Option<(usize, usize)> {
+    plateaus.iter().find_map(|p| p.next_bytes.filter(|&next| next <= l2_bytes).map(|next| (p.last_bytes, next)))
+}
+
 /// A byte count as `12 KiB`, `1.5 MiB`, `192 MiB`.
 pub fn bytes(b: usize) -> String {
     let (v, unit) = match b {
@@ -163,6 +171,29 @@ mod tests {
         let p = plateaus(&ramp, 0.2, 2);
         assert!(p.len() >= 2, "{p:?}");
         assert!(p.iter().all(|q| q.points <= 4), "{p:?}");
+    }
+
+    #[test]
+    fn the_partition_step_is_the_step_inside_the_l2() {
+        let plateau = |first, last, next| Plateau {
+            first_bytes: first,
+            last_bytes: last,
+            next_bytes: next,
+            latency: 1.0,
+            points: 2,
+        };
+        const MIB: usize = 1 << 20;
+        // The H200's L2-only ladder: near to 24 MiB, far 32-48 MiB, DRAM from 64 MiB.
+        let h200 = [
+            plateau(4 << 10, 24 * MIB, Some(32 * MIB)),
+            plateau(32 * MIB, 48 * MIB, Some(64 * MIB)),
+            plateau(64 * MIB, 2048 * MIB, None),
+        ];
+        assert_eq!(partition_step(&h200, 60 * MIB), Some((24 * MIB, 32 * MIB)));
+        // One L2 level, then DRAM: the only step leaves the L2.
+        let flat = [plateau(4 << 10, 4 * MIB, Some(8 * MIB)), plateau(8 * MIB, 64 * MIB, None)];
+        assert_eq!(partition_step(&flat, 6 * MIB), None);
+        assert_eq!(partition_step(&[], 6 * MIB), None);
     }
 
     #[test]

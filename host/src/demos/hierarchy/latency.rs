@@ -34,6 +34,9 @@ crate::kernels! {
     /// bytes of dynamic shared memory; one thread follows it (`ld.shared`).
     fn chase_shared(; chain: &DeviceBuffer<u32>, words: u32, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>)
         => one_block(SHARED_CHASE_THREADS, 4 * words);
+    /// `chase_shared_index`: as [`chase_shared`], the hop `j = s[j]` (index, shift, add, load).
+    fn chase_shared_index(; chain: &DeviceBuffer<u32>, words: u32, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>)
+        => one_block(SHARED_CHASE_THREADS, 4 * words);
     /// `chase_local`: one thread follows a 32-word chain in its local memory (`ld.local`).
     fn chase_local(; chain: &DeviceBuffer<u32>, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>) => one_block(1, 0);
     /// `const_chase`: one warp follows the `.const` chain from lane offsets `lane * lane_stride`.
@@ -166,14 +169,21 @@ pub fn chain_at(
     Ok((latency, verify::exact_u32(&[end], |_| want)))
 }
 
-/// Shared-memory latency over a chain of `bytes` (a multiple of 128) in dynamic shared memory.
-pub fn shared(lab: &Lab, bytes: usize, steps: u32) -> Result<(Latency, Check)> {
+/// Shared-memory latency over a chain of `bytes` (a multiple of 128) in dynamic shared memory,
+/// timed twice on the same chain: the address chase (`chase_shared`, the loaded value is the
+/// next address) and the index chase (`chase_shared_index`, `j = s[j]`). Returns
+/// `(address chase, index chase, check of both ends)`.
+pub fn shared(lab: &Lab, bytes: usize, steps: u32) -> Result<(Latency, Latency, Check)> {
     let next = chain::random_cycle(bytes / LINE_BYTES, 3);
     let image = upload(&chain::shared_image(&next))?;
     let warm = next.len() as u32;
-    let record = probe(lab, steps, |out| kernels::chase_shared(&image, (bytes / 4) as u32, warm, steps, out))?;
-    let end = chain::walk(&next, 0, warm as u64 + steps as u64) as u64 * LINE_BYTES as u64;
-    Ok((record.latency, verify::exact_u32(&[record.words[2] as u32], |_| end as u32)))
+    let words = (bytes / 4) as u32;
+    let address = probe(lab, steps, |out| kernels::chase_shared(&image, words, warm, steps, out))?;
+    let index = probe(lab, steps, |out| kernels::chase_shared_index(&image, words, warm, steps, out))?;
+    let end = chain::walk(&next, 0, warm as u64 + steps as u64) * LINE_BYTES as u32;
+    // The address chase ends on a byte offset, the index chase on a word index.
+    let got = [address.words[2] as u32, (index.words[2] as u32).wrapping_mul(4)];
+    Ok((address.latency, index.latency, verify::exact_u32(&got, |_| end)))
 }
 
 /// Local-memory latency: a 32-word chain in one thread's local memory.

@@ -7,18 +7,23 @@
 //!   plain `ld.global`, cached in L1 and L2; `chase_global_cg`, `ld.global.cg`, L2 only). The
 //!   host lays the chain out as a random single cycle over slots 128 bytes (one cache line)
 //!   apart ([`chain`]), so each load waits for the previous one, no two consecutive loads share
-//!   a line, and the order defeats any prefetcher. Working sets run from 4 KiB to at least four
-//!   times the L2 the driver reports ([`ladder::sizes`]); the chain is walked once untimed, then
+//!   a line, and the order defeats any prefetcher. Working sets run from 4 KiB to four times the
+//!   L2 the driver reports or 2 GiB, whichever is more ([`ladder::sizes`], [`LADDER_FLOOR`]:
+//!   past the TLBs' reach); the chain is walked once untimed, then
 //!   4096 loads are timed by the SM's `%clock64` (cycles) and the GPU's `%globaltimer` (ns).
 //!   [`ladder::plateaus`] finds the runs of sizes at one latency; where a run ends, the level's
 //!   capacity lies between its last size and the next one.
-//! - **Other levels.** Shared memory: the same chase with `ld.shared` over 16 KiB. Local memory:
+//! - **Other levels.** Shared memory: the same chase with `ld.shared` over 16 KiB, twice: the
+//!   loaded value used as the next address (`chase_shared`) and as an index, `j = s[j]`
+//!   (`chase_shared_index`, an extra shift-and-add per hop, as published tables time it). Local memory:
 //!   a 32-word chain in a per-thread array, `ld.local`. Constant memory: one warp follows a
 //!   chain in a `.const` array with `ld.const`, all lanes on one address (broadcast) or on 32
 //!   different ones. Registers: a chain of dependent FMAs.
 //! - **Bandwidth.** Shared memory: `shared_bank_probe` at stride 1 on every SM (the banks
-//!   demo's probe, measured here). L2: `read_cg` (16-byte `ld.global.cg` loads) over a quarter
-//!   of the L2, 256 passes. DRAM: `read_cg` over a buffer of `--dram-bytes` (1 GiB) once, the
+//!   demo's probe, measured here). L2: `read_cg_unrolled` (four 16-byte `ld.global.cg` loads in
+//!   flight per thread) over a quarter of the L2, 256 passes, beside `read_cg` (one in flight).
+//!   Persisting L2: `hot_stream_read` with and without an access-policy window (`demos::l2`;
+//!   cc 8.0 and later). DRAM: `read_cg` over a buffer of `--dram-bytes` (1 GiB) once, the
 //!   device-to-device memcpy (the run's ceiling, passed in), and the theoretical figure from
 //!   memory clock x bus width. The bus: 256 MiB host <-> device,
 //!   pageable against pinned memory.
@@ -39,7 +44,9 @@
 //! - One thread runs on one SM and sees the L2 as that SM does: the capacity the L2-only ladder
 //!   implies can fall short of the driver's L2 size (on the H200, measured: hits up to 24 MiB
 //!   of the 60 MiB reported, slower hits up to 48 MiB). The L2 is split in two partitions
-//!   (NVIDIA's A100 and H100 whitepapers); how one SM's lines fill them is not documented.
+//!   (NVIDIA's A100 and H100 whitepapers); the ladder labels the step inside the L2 as the
+//!   partition step ([`ladder::partition_step`]), and `demos::l2` times the same lines from every
+//!   SM to show near and far hits.
 //! - Large working sets span many pages: beyond the TLBs' reach a load also pays a page-table
 //!   walk, so the DRAM plateau rises with size and is not DRAM latency alone.
 //! - The latency of a level includes the load's issue and the dependent address use (a few
@@ -54,6 +61,7 @@ pub mod chain;
 pub mod ladder;
 pub mod latency;
 pub mod spills;
+pub mod tma_path;
 
 use anyhow::Result;
 
@@ -68,7 +76,8 @@ use latency::{LadderPoint, Latency};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// Largest working set of the ladder, bytes (a power of two); `None`: the smallest power of
-    /// two at least four times the device's L2.
+    /// two at least four times the device's L2 and at least [`LADDER_FLOOR`], halved while it
+    /// would take more than half the device's free memory.
     pub ladder_max: Option<usize>,
     /// Timed loads per latency probe.
     pub steps: u32,
@@ -84,6 +93,9 @@ impl Default for Options {
 
 /// Smallest working set of the ladder.
 pub const LADDER_MIN: usize = 4 << 10;
+/// The ladder's default reaches at least this far (2 GiB): past the reach of the TLBs, so the
+/// step of page-table walks shows beyond the DRAM plateau.
+pub const LADDER_FLOOR: usize = 2 << 30;
 /// Relative spread of a ladder plateau (see [`ladder::plateaus`]).
 pub const PLATEAU_TOLERANCE: f64 = 0.2;
 /// Bytes of the shared-memory chain.
@@ -117,14 +129,24 @@ pub struct Measured {
     pub l2_plateaus: Vec<Plateau>,
     /// Register FMA chain.
     pub register: Latency,
-    /// Shared-memory chase.
+    /// Shared-memory chase, the loaded value the next address (`chase_shared`).
     pub shared: Latency,
+    /// Shared-memory chase, `j = s[j]` (`chase_shared_index`).
+    pub shared_index: Latency,
     /// Local-memory chase.
     pub local: Latency,
     /// Constant memory, broadcast and 32 addresses.
     pub constant: (Latency, Latency),
-    /// `read_cg` over a quarter of L2, 256 passes.
+    /// `read_cg_unrolled` over a quarter of L2, 256 passes.
     pub l2_read: KernelRow,
+    /// `read_cg` over the same, one load in flight per thread.
+    pub l2_read_plain: KernelRow,
+    /// The L2 persisting row (`demos::l2::persisting`), or why it was skipped.
+    pub persisting: Result<Vec<String>, String>,
+    /// The L2 partition step of the L2-only ladder: (last size near, first size past it).
+    pub partition_step: Option<(usize, usize)>,
+    /// Why the ladder stops short of its default (device memory), if it does.
+    pub ladder_capped: Option<String>,
     /// `read_cg` over the DRAM buffer, once.
     pub dram_read: KernelRow,
     /// `shared_bank_probe` at stride 1.
@@ -172,13 +194,35 @@ pub fn check_dram_bytes(bytes: usize) -> Result<usize> {
 
 /// The ladder's largest working set for a device with `l2_bytes` of L2.
 pub fn default_ladder_max(l2_bytes: usize) -> usize {
-    (4 * l2_bytes.max(LADDER_MIN)).next_power_of_two()
+    (4 * l2_bytes.max(LADDER_MIN)).next_power_of_two().max(LADDER_FLOOR)
+}
+
+/// The default ladder's end on a device with `free` bytes free: `max` halved while it exceeds
+/// half of them (the chain and everything else the demo allocates), and the sentence saying so
+/// when it had to; at least [`LADDER_MIN`].
+pub fn fit_ladder_max(max: usize, free: usize) -> (usize, Option<String>) {
+    let mut fit = max;
+    while fit > LADDER_MIN && fit > free / 2 {
+        fit /= 2;
+    }
+    let why = (fit < max).then(|| {
+        format!(
+            "the latency ladder stops at {} instead of {}: the device has {} free",
+            bytes(fit),
+            bytes(max),
+            bytes(free)
+        )
+    });
+    (fit, why)
 }
 
 /// Measures every row of the table; the memcpy row is the run's ceiling from `inputs`.
 pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measured> {
     let l2_bytes = lab.gpu.info.l2_bytes as usize;
-    let max = opts.ladder_max.unwrap_or_else(|| default_ladder_max(l2_bytes));
+    let (max, ladder_capped) = match opts.ladder_max {
+        Some(max) => (max, None),
+        None => fit_ladder_max(default_ladder_max(l2_bytes), crate::gpu::memory::free_and_total()?.0),
+    };
     let steps = opts.steps;
     let (ladder, ladder_check) =
         latency::ladder(lab, &ladder::sizes(LADDER_MIN, max), steps, 2 * l2_bytes / chain::LINE_BYTES)?;
@@ -187,22 +231,36 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
     let default_plateaus = ladder::plateaus(&series(|p| p.default.cycles), PLATEAU_TOLERANCE, 2);
     let l2_plateaus = ladder::plateaus(&series(|p| p.l2_only.cycles), PLATEAU_TOLERANCE, 2);
     let (register, register_check) = latency::register(lab, FMA_STEPS)?;
-    let (shared, shared_check) = latency::shared(lab, SHARED_CHAIN_BYTES, steps)?;
+    let (shared, shared_index, shared_check) = latency::shared(lab, SHARED_CHAIN_BYTES, steps)?;
+    let partition_step = ladder::partition_step(&l2_plateaus, l2_bytes);
     let (local, local_check) = latency::local(lab, steps)?;
     let (broadcast, serialized, constant_check) = latency::constant(lab, steps)?;
 
-    let l2_ws = (l2_bytes / 4) / 16 * 16;
+    let l2_ws = super::l2::l2_footprint(l2_bytes);
+    let l2_prediction = format!("{} x {L2_PASSES} passes, L2 hits", bytes(l2_ws));
     let l2_read = bandwidth::read(
         lab,
+        bandwidth::Reader::UNROLLED,
+        l2_ws,
+        L2_PASSES,
+        Level::L2,
+        "a quarter of L2, read 256 times, 4 loads in flight per thread",
+        l2_prediction.clone(),
+    )?;
+    let l2_read_plain = bandwidth::read(
+        lab,
+        bandwidth::Reader::PLAIN,
         l2_ws,
         L2_PASSES,
         Level::L2,
         "a quarter of L2, read 256 times",
-        format!("{} x {L2_PASSES} passes, L2 hits", bytes(l2_ws)),
+        l2_prediction,
     )?;
+    let persisting = persisting_row(lab)?;
     let dram_bytes = lab.sizes.dram_bytes / 16 * 16;
     let dram_read = bandwidth::read(
         lab,
+        bandwidth::Reader::PLAIN,
         dram_bytes,
         1,
         Level::Global,
@@ -219,6 +277,10 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
     let mut outer = host.hierarchy_rows();
     let mut outer_checks: Vec<(&'static str, Check)> = host.checks.iter().map(|c| ("host memory", c.clone())).collect();
     outer_checks.extend(host.mapped_sweep.iter().map(|(_, r)| ("mapped strided_read", r.check.clone())));
+    if let Some((row, check)) = tma_path::row(lab, lab.sizes.dram_bytes, inputs.memcpy_gbs())? {
+        outer.push(row);
+        outer_checks.push(("TMA path", check));
+    }
     if let Some(peer) = super::peer::nearest_level(lab, 16 << 20, steps)? {
         outer.push(peer.hierarchy_row());
         outer_checks.extend(peer.checks.into_iter().map(|c| ("peer GPU", c)));
@@ -230,7 +292,7 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
     let mut checks = vec![
         ("ladder chain ends", ladder_check),
         ("FMA chain result", register_check),
-        ("shared chain end", shared_check),
+        ("shared chain ends (address and index chase)", shared_check),
         ("local chain end", local_check),
         ("constant chain ends (32 lanes x 2)", constant_check),
     ];
@@ -243,9 +305,14 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
         l2_plateaus,
         register,
         shared,
+        shared_index,
         local,
         constant: (broadcast, serialized),
         l2_read,
+        l2_read_plain,
+        persisting,
+        partition_step,
+        ladder_capped,
         dram_read,
         shared_read,
         memcpy_gbs,
@@ -259,6 +326,22 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
         peak_clock_ghz: info.sm_clock_khz as f64 / 1e6,
         theoretical_gbs: info.theoretical_bandwidth_gbs(),
     })
+}
+
+/// The "L2 persisting" row: `hot_stream_read` at the hot size whose reuse distance is just past
+/// the L2 (the lesson's `demos::l2::persisting`), or the one line saying why it is skipped.
+fn persisting_row(lab: &Lab) -> Result<Result<Vec<String>, String>> {
+    use super::l2::persisting;
+    let limits = crate::gpu::l2::limits(&lab.gpu)?;
+    if let Some(why) = persisting::unsupported(lab.gpu.info.cc, &limits) {
+        return Ok(Err(why));
+    }
+    let stream = lab.sizes.l2_stream_bytes;
+    let sizes = persisting::hot_sizes(lab.gpu.info.l2_bytes as usize, stream);
+    // The size whose reuse distance is just past the L2 (the third), or the largest that fits.
+    let hot = sizes[sizes.len().min(3) - 1];
+    Ok(persisting::measure_sizes(lab, limits, stream, &[hot])?
+        .and_then(|m| m.hierarchy_row().ok_or_else(|| "L2 persisting: nothing measured".to_string())))
 }
 
 /// `36 cycles (18.2 ns)`.
@@ -333,9 +416,13 @@ impl Measured {
         );
         push(
             ("shared memory".into(), SEED[1].1.into(), SEED[1].2.into()),
-            latency_text(&self.shared),
+            format!(
+                "address chase {}; index chase (j = s[j]) {}",
+                latency_text(&self.shared),
+                latency_text(&self.shared_index)
+            ),
             format!("{} (all SMs)", gbs(&self.shared_read)),
-            "chase_shared; shared_bank_probe stride 1".into(),
+            "chase_shared, chase_shared_index; shared_bank_probe stride 1".into(),
         );
         push(
             ("L1 (global loads)".into(), SEED[1].1.into(), SEED[1].2.into()),
@@ -346,9 +433,20 @@ impl Measured {
         push(
             seed(2),
             at(l2),
-            format!("{} ({} in L2)", gbs(&self.l2_read), bytes(self.l2_bytes / 4)),
-            format!("chase_global_cg, {l2_where}; read_cg"),
+            format!(
+                "{} ({} in L2; one load in flight per thread: {})",
+                gbs(&self.l2_read),
+                bytes(self.l2_bytes / 4),
+                gbs(&self.l2_read_plain)
+            ),
+            format!("chase_global_cg, {l2_where}; read_cg_unrolled, read_cg"),
         );
+        match &self.persisting {
+            Ok(r) => push((r[0].clone(), r[1].clone(), r[3].clone()), r[2].clone(), r[4].clone(), r[5].clone()),
+            Err(why) => {
+                push(("L2 persisting".into(), "-".into(), "-".into()), "-".into(), "skipped".into(), why.clone())
+            }
+        }
         push(
             seed(3),
             at(dram),
@@ -403,6 +501,22 @@ impl Measured {
         let mut notes = plateau_notes("default-caching ladder", &self.default_plateaus);
         notes.extend(plateau_notes("L2-only ladder", &self.l2_plateaus));
         notes.push(format!("the driver reports {} of L2", bytes(self.l2_bytes)));
+        notes.extend(self.ladder_capped.clone());
+        if let Some((near, next)) = self.partition_step {
+            notes.push(format!(
+                "L2 partition step between {} and {}: one SM's lines fill its near partition (half of {}: {}), then are served from the far one across the link between the partitions (`memlab run-demos --only l2` times the same lines from every SM)",
+                bytes(near),
+                bytes(next),
+                bytes(self.l2_bytes),
+                bytes(self.l2_bytes / 2)
+            ));
+        }
+        notes.push(format!(
+            "shared memory: chase_shared times `ld.shared p, [p]` (the loaded value is the next address, no arithmetic): {:.0} cycles; chase_shared_index times `j = s[j]` as published microbenchmarks do (shift and add make the address): {:.0} cycles, {:.0} more per hop",
+            self.shared.cycles,
+            self.shared_index.cycles,
+            self.shared_index.cycles - self.shared.cycles
+        ));
         if self.cc == (9, 0) {
             notes.push(
                 "the CUDA C++ Programming Guide gives cc 9.0 a 256 KB unified L1/shared data cache per SM".into(),
@@ -447,15 +561,21 @@ impl Measured {
         let points = |pick: fn(&LadderPoint) -> f64| {
             self.ladder.iter().map(move |p| (p.bytes as f64, pick(p), ladder::bytes(p.bytes))).collect::<Vec<_>>()
         };
-        vec![
+        let mut series = vec![
             Series::labelled(names::LADDER_DEFAULT, x, y, points(|p| p.default.cycles)),
             Series::labelled(names::LADDER_L2, x, y, points(|p| p.l2_only.cycles)),
-        ]
+        ];
+        if let Some((_, next)) = self.partition_step {
+            let at = self.ladder.iter().find(|p| p.bytes == next).map_or(0.0, |p| p.l2_only.cycles);
+            series.push(Series::labelled(names::LADDER_STEPS, x, y, [(next as f64, at, "L2 partition step".into())]));
+        }
+        series
     }
 
     /// The demo's report section.
     pub fn section(&self) -> Section {
-        let mut kernels = vec![self.shared_read.clone(), self.l2_read.clone(), self.dram_read.clone()];
+        let mut kernels =
+            vec![self.shared_read.clone(), self.l2_read.clone(), self.l2_read_plain.clone(), self.dram_read.clone()];
         kernels.extend(self.spill_pair.0.iter().cloned());
         kernels.extend(self.sweep.iter().cloned());
         Section {
@@ -476,11 +596,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ladder_reaches_four_times_l2() {
-        assert_eq!(default_ladder_max(50 << 20), 256 << 20);
-        assert_eq!(default_ladder_max(64 << 20), 256 << 20);
-        assert_eq!(default_ladder_max(6 << 20), 32 << 20);
-        assert_eq!(default_ladder_max(0), 16 << 10);
+    fn ladder_reaches_four_times_l2_and_at_least_2_gib() {
+        assert_eq!(default_ladder_max(60 << 20), 2 << 30);
+        assert_eq!(default_ladder_max(6 << 20), 2 << 30);
+        assert_eq!(default_ladder_max(0), 2 << 30);
+        assert_eq!(default_ladder_max(1 << 30), 4 << 30);
+    }
+
+    #[test]
+    fn the_default_ladder_shrinks_to_half_the_free_memory_and_says_so() {
+        assert_eq!(fit_ladder_max(2 << 30, 100 << 30), (2 << 30, None));
+        let (fit, why) = fit_ladder_max(2 << 30, 3 << 30);
+        assert_eq!(fit, 1 << 30);
+        assert_eq!(why.unwrap(), "the latency ladder stops at 1 GiB instead of 2 GiB: the device has 3 GiB free");
+        assert_eq!(fit_ladder_max(2 << 30, 0).0, LADDER_MIN);
     }
 
     #[test]

@@ -1,0 +1,139 @@
+//! TMA kernels (`kernels-gpu/src/tma.rs`): the tensor copy and transpose tiles, the bulk
+//! copy's block, and the tensor map's shared-memory swizzle, which the transpose's reads and
+//! the host's bank model both apply.
+
+use crate::WORD_BYTES;
+
+/// Tile edge of `tma_copy` and `tma_transpose`, elements (f32): a `64 x 64` tile is 16 KiB,
+/// past the 8-12 KiB per copy that TMA needs to approach HBM peak (Luo et al., "Benchmarking
+/// and Dissecting the Nvidia Hopper GPU Architecture", 2024).
+pub const TILE: u32 = 64;
+/// Bytes of one tile.
+pub const TILE_BYTES: u32 = TILE * TILE * WORD_BYTES;
+/// Threads of `tma_copy` and `tma_bulk_copy`: one warp, whose lane 0 issues the copies.
+pub const COPY_THREADS: u32 = 32;
+/// Threads of `tma_transpose`, `32 x 8`: each moves 4 float4 of the tile through registers.
+pub const TRANSPOSE_BLOCK: (u32, u32) = (32, 8);
+/// Float4 reads per thread of `tma_transpose`: `TILE * TILE / 4` float4 over 256 threads.
+pub const TRANSPOSE_READS: u32 = TILE * TILE / 4 / (TRANSPOSE_BLOCK.0 * TRANSPOSE_BLOCK.1);
+
+/// Alignment of every TMA tile in shared memory, bytes: the 128-byte swizzle's pattern repeats
+/// every 1024 bytes and is a function of the shared address bits (PTX ISA, "Tensors: tensor
+/// swizzling modes"), so a tile aligned to 1024 has the layout [`swizzle`] gives.
+pub const SMEM_ALIGN: u32 = 1024;
+/// Bytes of one `mbarrier` object (PTX ISA, "mbarrier": a 64-bit object, 8-byte aligned).
+pub const MBARRIER_BYTES: u32 = 8;
+
+/// Dynamic shared bytes of a kernel whose tiles take `tile_bytes` (a multiple of 8): room to
+/// align them to [`SMEM_ALIGN`], the tiles, then one mbarrier.
+pub const fn smem_bytes(tile_bytes: u32) -> u32 {
+    SMEM_ALIGN + tile_bytes + MBARRIER_BYTES
+}
+
+/// Dynamic shared bytes of `tma_copy`: one tile.
+pub const COPY_SMEM: u32 = smem_bytes(TILE_BYTES);
+/// Dynamic shared bytes of `tma_transpose`: the input tile and the transposed output tile.
+pub const TRANSPOSE_SMEM: u32 = smem_bytes(2 * TILE_BYTES);
+
+/// The tensor map's swizzle modes, as `CUtensorMapSwizzle` numbers them (CUDA Driver API,
+/// `cuTensorMapEncodeTiled`): 0 none, 1 32-byte, 2 64-byte, 3 128-byte.
+pub const SWIZZLE_MODES: u32 = 4;
+
+/// Bytes of the swizzle span of `mode` (0 for none): a box's inner dimension may be at most
+/// this wide when swizzled (CUDA Driver API, `cuTensorMapEncodeTiled`).
+pub const fn swizzle_span(mode: u32) -> u32 {
+    if mode == 0 { 0 } else { 16 << mode }
+}
+
+/// Columns (f32) of one box of `tma_transpose`'s input for swizzle `mode`: the span's width
+/// (8, 16, 32) when swizzled, 32 (128 bytes) without swizzle; the `64 x 64` tile is loaded as
+/// `TILE / box_cols` boxes of `TILE` rows, each landing in its own part of the tile.
+pub const fn box_cols(mode: u32) -> u32 {
+    if mode == 0 { 32 } else { swizzle_span(mode) / WORD_BYTES }
+}
+
+/// Where byte `offset` of a box (dense, rows of `box_cols * 4` bytes) lands in shared memory
+/// under swizzle `mode`: bits 4.. of the offset (the 16-byte chunk) are XORed with the bits 7..
+/// above them (the 128-byte line), `mode` bits of each (CUTLASS `Swizzle<mode, 4, 3>`; PTX
+/// ISA, "Tensors: tensor swizzling modes"). Mode 0 leaves the offset alone.
+pub const fn swizzle(mode: u32, offset: u32) -> u32 {
+    let mask = (1 << mode) - 1;
+    offset ^ (((offset >> 7) & mask) << 4)
+}
+
+/// Byte offset in `tma_transpose`'s input tile of the float4 at row `r`, columns `4 c4 ..+4`,
+/// for swizzle `mode`: box `4 c4 / box_cols`, row `r` of it, swizzled.
+pub const fn transpose_read_offset(mode: u32, r: u32, c4: u32) -> u32 {
+    let w = box_cols(mode);
+    let (b, c) = (4 * c4 / w, 4 * c4 % w);
+    b * TILE * w * WORD_BYTES + swizzle(mode, (r * w + c) * WORD_BYTES)
+}
+
+/// Row and float4 column of read `i` (< [`TRANSPOSE_READS`]) of thread `t` of
+/// `tma_transpose`: the 32 lanes of a warp read 32 consecutive rows of one float4 column (a
+/// column read of the tile, the transpose's conflict-prone access).
+pub const fn transpose_read(t: u32, i: u32) -> (u32, u32) {
+    let idx = t + i * TRANSPOSE_BLOCK.0 * TRANSPOSE_BLOCK.1;
+    (idx % TILE, idx / TILE)
+}
+
+/// Chunk sizes (bytes per `cp.async.bulk`) of the bulk-copy curve: 1 to 48 KiB, so that 4
+/// blocks of the largest still fit in an SM's 228 KiB of shared memory.
+pub const BULK_CHUNKS: [u32; 7] = [1024, 2048, 4096, 8192, 16384, 32768, 49152];
+/// Blocks per SM of the bulk-copy curve.
+pub const BULK_BLOCKS_PER_SM: [u32; 4] = [1, 2, 3, 4];
+/// Bytes per copy of the `tma_bulk_copy` row in the kernel table.
+pub const BULK_CHUNK: u32 = 16384;
+/// Blocks per SM of that row.
+pub const BULK_BLOCKS: u32 = 4;
+/// Granule of `cp.async.bulk`: size and both addresses a multiple of 16 bytes (PTX ISA,
+/// "cp.async.bulk").
+pub const BULK_GRANULE: u32 = 16;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swizzle_permutes_16_byte_chunks_inside_its_repeat() {
+        for mode in 0..SWIZZLE_MODES {
+            let repeat = 128u32 << mode.max(1);
+            let mut seen = [false; 1024];
+            for offset in (0..repeat).step_by(16) {
+                let s = swizzle(mode, offset);
+                assert!(s < repeat && s.is_multiple_of(16), "mode {mode} offset {offset} -> {s}");
+                assert!(!seen[s as usize]);
+                seen[s as usize] = true;
+            }
+        }
+        // 128-byte swizzle: row 1's chunk 0 goes to chunk 1, row 7's chunk 2 to chunk 5.
+        assert_eq!(swizzle(3, 128), 128 + 16);
+        assert_eq!(swizzle(3, 7 * 128 + 32), 7 * 128 + (2 ^ 7) * 16);
+        assert_eq!(swizzle(0, 7 * 128 + 32), 7 * 128 + 32);
+    }
+
+    #[test]
+    fn transpose_reads_cover_the_tile_once() {
+        let mut seen = [false; (TILE * TILE / 4) as usize];
+        for t in 0..TRANSPOSE_BLOCK.0 * TRANSPOSE_BLOCK.1 {
+            for i in 0..TRANSPOSE_READS {
+                let (r, c4) = transpose_read(t, i);
+                let k = (r * TILE / 4 + c4) as usize;
+                assert!(!seen[k]);
+                seen[k] = true;
+            }
+        }
+        for mode in 0..SWIZZLE_MODES {
+            let mut offsets: [u32; 1024] = [0; 1024];
+            let mut n = 0;
+            for r in 0..TILE {
+                for c4 in 0..TILE / 4 {
+                    offsets[n] = transpose_read_offset(mode, r, c4);
+                    n += 1;
+                }
+            }
+            offsets.sort_unstable();
+            assert!(offsets.iter().enumerate().all(|(i, &o)| o == 16 * i as u32), "mode {mode}");
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! The "TMA path" row of the hierarchy table (cc 9.0): DRAM to shared memory and back by the
+//! copy engine, `tma_bulk_copy` at the TMA lesson's configuration (16 KiB per copy, 4 blocks
+//! per SM; `memlab_contracts::tma`), over half the hierarchy's DRAM buffer each way. Absent
+//! below cc 9.0.
+
+use anyhow::Result;
+
+use crate::demos::tma::{NEEDS_CC, kernels};
+use crate::demos::{KernelRun, Lab, Work, download, ensure_free, f32_bytes, measure, poison, poisoned, upload};
+use crate::reference;
+use crate::verify::{self, Check};
+use memlab_contracts::tma::{BULK_BLOCKS, BULK_CHUNK};
+
+/// The row in the table's six columns and its check, `None` below cc 9.0.
+pub fn row(lab: &Lab, dram_bytes: usize, memcpy_gbs: Option<f64>) -> Result<Option<(Vec<String>, Check)>> {
+    if lab.gpu.info.cc < NEEDS_CC {
+        return Ok(None);
+    }
+    // Half the buffer read, half written, a whole number of 16-byte granules.
+    let n = dram_bytes / 8 / 4 * 4;
+    ensure_free("the TMA path", f32_bytes(&[n, n]))?;
+    let host = reference::random_f32(n, 17);
+    let input = upload(&host)?;
+    let mut output = poisoned::<f32>(n)?;
+    let launch = kernels::tma_bulk_copy(lab.gpu.info.sms * BULK_BLOCKS, &input, &mut output, n as u32, BULK_CHUNK);
+    let run = KernelRun {
+        launch,
+        lesson: "the TMA path: DRAM -> shared -> DRAM by 1-D bulk copies",
+        prediction: String::new(),
+        work: Work::global_bytes(8.0 * n as f64),
+        size: format!("{n} f32"),
+        reset: &|| poison(&output),
+    };
+    let k = measure(lab, run, || Ok((verify::exact_f32(&download(&output)?, &host), "exact")))?;
+    let share = memcpy_gbs.map_or(String::new(), |m| format!(", {:.0}% of memcpy", 100.0 * k.rate.value() / m));
+    let row = vec![
+        "TMA path (global -> shared -> global)".into(),
+        "-".into(),
+        "-".into(),
+        "-".into(),
+        format!("{:.0} GB/s (read + written{share})", k.rate.value()),
+        format!(
+            "tma_bulk_copy, {} KiB per copy x {BULK_BLOCKS} blocks/SM, {} MiB each way",
+            BULK_CHUNK / 1024,
+            (4 * n) >> 20
+        ),
+    ];
+    Ok(Some((row, k.check)))
+}

@@ -1,0 +1,243 @@
+//! The L2 lesson: what decides L2 bandwidth (bytes in flight per SM), lines that persist
+//! (an access-policy window over a hot buffer re-read amid a stream), and the two partitions
+//! (the same lines timed from every SM).
+//!
+//! # Methods
+//! - **Bandwidth.** `read_cg` (one 16-byte load in flight per thread) and `read_cg_unrolled`
+//!   (`READ_CG_UNROLL` in flight) over a quarter of the L2, 256 passes, at 1, 2, 4 and 8 blocks
+//!   of 256 threads per SM: bytes in flight per SM = blocks x 256 x 16 B x loads in flight.
+//! - **Persisting lines** ([`persisting`]): `hot_stream_read` without a window and with one
+//!   (carve-out: the device's maximum, `hitRatio` fitted to it) for hot buffers whose reuse
+//!   distance runs from a quarter of the L2 to twice it; the model of `model::l2` predicts the
+//!   hot hits and the speed-up. Skipped in one line below cc 8.0.
+//! - **Partitions** ([`partitions`]): per-hop latencies of one chain from every SM.
+
+pub mod partitions;
+pub mod persisting;
+
+use anyhow::Result;
+use memlab_contracts::hierarchy::{READ_CG_UNROLL, READ_CG_VECTOR_BYTES};
+use memlab_contracts::probes::BLOCK;
+
+use super::hierarchy::bandwidth::{Reader, kernels as readers, read};
+use super::hierarchy::ladder::bytes;
+use super::{Inputs, KernelRow, Lab, Level, Section};
+use crate::series::{Series, names};
+
+/// Passes over the L2-resident buffer of the bandwidth sweep.
+pub const L2_PASSES: u32 = 256;
+
+/// The bandwidth sweep's footprint for an L2 of `l2_bytes`: a quarter of it (15 MiB on the H200,
+/// the footprint of the published figure), a multiple of the 16-byte vector.
+pub fn l2_footprint(l2_bytes: usize) -> usize {
+    (l2_bytes / 4) / READ_CG_VECTOR_BYTES * READ_CG_VECTOR_BYTES
+}
+
+/// `--l2-stream-bytes`, `--l2-read-bytes`: at least one 16-byte vector, a multiple of 16 bytes,
+/// and at most `u32::MAX` vectors (the kernels count vectors in a `u32`).
+///
+/// # Errors
+/// A refusal naming the rule.
+pub fn check_bytes(bytes: usize) -> Result<usize> {
+    let most = READ_CG_VECTOR_BYTES * (u32::MAX as usize / 2);
+    if bytes == 0 || !bytes.is_multiple_of(READ_CG_VECTOR_BYTES) || bytes > most {
+        crate::refuse!(
+            "{bytes} bytes: the L2 lesson reads 16-byte vectors, so give a multiple of 16 from 16 bytes to 32 GiB"
+        );
+    }
+    Ok(bytes)
+}
+
+/// Blocks per SM of the sweep: powers of two up to what the SM's threads allow.
+pub fn blocks_per_sm(max_threads_per_sm: u32) -> Vec<u32> {
+    let most = (max_threads_per_sm / BLOCK).max(1);
+    std::iter::successors(Some(1u32), |b| Some(2 * b)).take_while(|&b| b <= most).collect()
+}
+
+/// Bytes in flight per SM for `blocks` blocks of 256 threads with `loads` 16-byte loads each.
+pub fn in_flight_bytes(blocks: u32, loads: usize) -> usize {
+    blocks as usize * BLOCK as usize * READ_CG_VECTOR_BYTES * loads
+}
+
+/// Everything the lesson measured.
+pub struct Measured {
+    /// `(blocks per SM, read_cg row, read_cg_unrolled row)`.
+    pub bandwidth: Vec<(u32, KernelRow, KernelRow)>,
+    /// The persisting sweep, or the one line saying why it was skipped.
+    pub persisting: Result<persisting::Persisting, String>,
+    /// Per-SM latencies of the same lines.
+    pub partitions: partitions::Partitions,
+    /// The L2 footprint of the bandwidth sweep, bytes.
+    pub footprint: usize,
+}
+
+/// Runs the lesson (the `run-demos` entry).
+pub fn run(lab: &Lab, _inputs: &Inputs) -> Result<Section> {
+    Ok(measure(lab)?.section())
+}
+
+/// Measures the three parts.
+pub fn measure(lab: &Lab) -> Result<Measured> {
+    let info = &lab.gpu.info;
+    let footprint = lab.sizes.l2_read_bytes.unwrap_or_else(|| l2_footprint(info.l2_bytes as usize));
+    let mut bandwidth = Vec::new();
+    for blocks in blocks_per_sm(info.max_threads_per_sm) {
+        let row = |kernel, loads: usize, lesson| {
+            let prediction = format!("{} in flight per SM", bytes(in_flight_bytes(blocks, loads)));
+            let reader = Reader { kernel, blocks_per_sm: Some(blocks) };
+            let mut row = read(lab, reader, footprint, L2_PASSES, Level::L2, lesson, prediction)?;
+            row.size = format!("{} x {L2_PASSES}, {blocks} blocks/SM", bytes(footprint));
+            anyhow::Ok(row)
+        };
+        let plain = row(readers::read_cg, 1, "L2 reads, one 16-byte load in flight per thread")?;
+        let unrolled =
+            row(readers::read_cg_unrolled, READ_CG_UNROLL, "L2 reads, four 16-byte loads in flight per thread")?;
+        bandwidth.push((blocks, plain, unrolled));
+    }
+    let limits = crate::gpu::l2::limits(&lab.gpu)?;
+    let persisting = match persisting::unsupported(info.cc, &limits) {
+        Some(why) => Err(why),
+        None => {
+            let stream = lab.sizes.l2_stream_bytes;
+            let sizes = persisting::hot_sizes(info.l2_bytes as usize, stream);
+            persisting::measure_sizes(lab, limits, stream, &sizes)?
+        }
+    };
+    let partitions = partitions::measure(lab, 0, lab.sizes.l2_partition_sms)?;
+    Ok(Measured { bandwidth, persisting, partitions, footprint })
+}
+
+impl Measured {
+    /// The bandwidth sweep as one note per point, and what it shows.
+    fn bandwidth_notes(&self) -> Vec<String> {
+        let mut notes: Vec<String> = self
+            .bandwidth
+            .iter()
+            .map(|(blocks, plain, unrolled)| {
+                format!(
+                    "L2 read, {} x {L2_PASSES}, {blocks} blocks/SM: read_cg {:.0} GB/s ({} in flight per SM), read_cg_unrolled {:.0} GB/s ({})",
+                    bytes(self.footprint),
+                    plain.rate.value(),
+                    bytes(in_flight_bytes(*blocks, 1)),
+                    unrolled.rate.value(),
+                    bytes(in_flight_bytes(*blocks, READ_CG_UNROLL)),
+                )
+            })
+            .collect();
+        let best = |pick: fn(&(u32, KernelRow, KernelRow)) -> &KernelRow| {
+            self.bandwidth.iter().map(|p| pick(p).rate.value()).fold(0.0, f64::max)
+        };
+        let (plain, unrolled) = (best(|p| &p.1), best(|p| &p.2));
+        notes.push(format!(
+            "L2 bandwidth: best read_cg {plain:.0} GB/s, best read_cg_unrolled {unrolled:.0} GB/s ({:.2}x): Little's law, bandwidth = bytes in flight / latency, and one load per thread leaves too few bytes in flight to cover the L2's latency under load",
+            unrolled / plain.max(1.0)
+        ));
+        notes
+    }
+
+    /// The chart series: the bandwidth sweep, the persisting speed-ups, the per-SM latencies.
+    fn series(&self) -> Vec<Series> {
+        let x = "blocks of 256 threads per SM";
+        let y = "GB/s";
+        let points = |pick: fn(&(u32, KernelRow, KernelRow)) -> &KernelRow| {
+            self.bandwidth
+                .iter()
+                .map(|p| (p.0 as f64, pick(p).rate.value(), format!("{} blk/SM", p.0)))
+                .collect::<Vec<_>>()
+        };
+        let mut series = vec![
+            Series::labelled(names::L2_READ_UNROLLED, x, y, points(|p| &p.2)),
+            Series::labelled(names::L2_READ_PLAIN, x, y, points(|p| &p.1)),
+        ];
+        if let Ok(p) = &self.persisting {
+            let (x, y) = ("hot buffer", "speed-up of the persisting window");
+            let label = |h: &persisting::HotPoint| bytes(h.hot_bytes);
+            series.push(Series::labelled(
+                names::PERSISTING_MEASURED,
+                x,
+                y,
+                p.points.iter().map(|h| (h.hot_bytes as f64, h.speedup(), label(h))),
+            ));
+            series.push(Series::labelled(
+                names::PERSISTING_MODEL,
+                x,
+                y,
+                p.points.iter().map(|h| (h.hot_bytes as f64, h.model_speedup(p.carve_out), label(h))),
+            ));
+        }
+        // Sorted by median, so the near SMs and the far ones form two runs (labels: `%smid`).
+        let mut medians = self.partitions.medians();
+        medians.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let (x, y) = ("SMs, sorted by their median L2 hit", "median cycles per L2 hit");
+        series.push(Series::labelled(
+            names::PARTITION_MEDIAN,
+            x,
+            y,
+            medians.iter().map(|&(sm, m)| (sm as f64, m, format!("SM {sm}"))),
+        ));
+        if let Some((near, far, cut)) = self.partitions.split {
+            let class =
+                medians.iter().map(|&(sm, m)| (sm as f64, if m > cut { far } else { near }, format!("SM {sm}")));
+            series.push(Series::labelled(names::PARTITION_MODEL, x, y, class));
+        }
+        series
+    }
+
+    /// The lesson's report section.
+    pub fn section(&self) -> Section {
+        let mut kernels: Vec<KernelRow> = self.bandwidth.iter().flat_map(|(_, a, b)| [a.clone(), b.clone()]).collect();
+        let mut notes = self.bandwidth_notes();
+        let sweep = match &self.persisting {
+            Ok(p) => {
+                kernels.extend(p.points.iter().flat_map(|h| [h.without.clone(), h.with.clone()]));
+                notes.extend(p.notes());
+                Some(p.table())
+            }
+            Err(why) => {
+                notes.push(why.clone());
+                None
+            }
+        };
+        notes.extend(self.partitions.notes());
+        notes.push(format!(
+            "check, L2 partition chases (SM and chain end per SM): {}",
+            self.partitions.check.summary("exact")
+        ));
+        Section {
+            name: "l2".into(),
+            title: "L2: bytes in flight, persisting lines, two partitions".into(),
+            lesson: "The L2 serves as fast as the SMs keep bytes in flight; a hot buffer stays in it amid a stream only when its lines persist; and each SM reaches half of it near, the other half across the link between the two partitions.".into(),
+            kernels,
+            sweep,
+            checks: vec![self.partitions.check.clone()],
+            notes,
+            series: self.series(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sweep_covers_one_to_eight_blocks_and_counts_bytes_in_flight() {
+        assert_eq!(blocks_per_sm(2048), [1, 2, 4, 8]);
+        assert_eq!(blocks_per_sm(1536), [1, 2, 4]);
+        assert_eq!(blocks_per_sm(128), [1]);
+        // 8 blocks x 256 threads x 16 B x 4 loads = 128 KiB per SM.
+        assert_eq!(in_flight_bytes(8, 4), 128 << 10);
+        assert_eq!(in_flight_bytes(1, 1), 4 << 10);
+        assert_eq!(l2_footprint(60 << 20), 15 << 20);
+        assert_eq!(l2_footprint(100), 16);
+    }
+
+    #[test]
+    fn byte_counts_that_are_not_whole_vectors_are_refused() {
+        assert_eq!(check_bytes(65552).unwrap(), 65552);
+        for bad in [0, 15, 4100, 64 << 30] {
+            let e = check_bytes(bad).unwrap_err().to_string();
+            assert!(e.contains("multiple of 16 from 16 bytes to 32 GiB"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! The L2's two partitions seen from every SM: the L2 is flushed, one SM (the first) walks a
+//! 256 KiB chain so its lines are in L2, then one SM at a time times every hop of the same
+//! chain (`chase_l2_on_sm`, one block per SM). Hops split into near hits and far hits (two-means
+//! over all samples); each SM's share of far hops and each line's share over the far SMs say
+//! whether near and far go by SM, by address, or both.
+
+use anyhow::Result;
+use cust::memory::{CopyDestination, DeviceBuffer};
+use memlab_contracts::hierarchy::READ_CG_VECTOR_BYTES;
+use memlab_contracts::l2::{CHASE_SM_HEADER_WORDS, CHASE_SM_SCRATCH_BYTES, CHASE_SM_THREADS};
+use memlab_contracts::probes::BLOCK;
+
+use crate::demos::hierarchy::chain::{self, LINE_BYTES};
+use crate::demos::hierarchy::ladder::bytes;
+use crate::demos::{Lab, download, ensure_free, poisoned, upload};
+use crate::gpu::describe;
+use crate::gpu::launch::LaunchShape;
+use crate::model::l2::two_means;
+use crate::refuse;
+use crate::verify::{self, Check};
+
+crate::kernels! {
+    /// `chase_l2_on_sm`: `blocks` blocks of one warp, each with `smem` dynamic shared bytes
+    /// (more than half an SM's, so one block per SM); the block on SM `sm` chases.
+    fn chase_l2_on_sm(blocks: u32, smem: u32; start: u64, sm: u32, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>)
+        => LaunchShape { grid: (blocks, 1), block: (CHASE_SM_THREADS, 1), smem_bytes: smem };
+}
+
+/// Lines of the chain every SM times (256 KiB: far inside either partition).
+pub const CHAIN_LINES: usize = 2048;
+
+/// Per-hop latencies of the same lines from every SM.
+#[derive(Debug, Clone)]
+pub struct Partitions {
+    /// The SM that brought the lines into L2.
+    pub warm_sm: u32,
+    /// Per SM reached (`%smid`, ascending), the cycles of each hop, in chain order.
+    pub hops: Vec<(u32, Vec<f64>)>,
+    /// SM numbers below the SM count that no block ran on (`%smid` may have gaps).
+    pub missed: Vec<u32>,
+    /// Near centre, far centre and the threshold between them, cycles (`None`: one level only).
+    pub split: Option<(f64, f64, f64)>,
+    /// Chain ends and SM numbers, checked.
+    pub check: Check,
+}
+
+/// Dynamic shared bytes that keep a second block off an SM: more than half of what an SM has.
+pub fn one_block_per_sm_smem(smem_per_sm: u32, reserved_per_block: u32) -> u32 {
+    (smem_per_sm / 2 + 1).saturating_sub(reserved_per_block).max(CHASE_SM_SCRATCH_BYTES).next_multiple_of(8)
+}
+
+/// Measures the chain from each of the first `timed_sms` SM numbers (every SM when `None` or
+/// more) after SM `warm_sm` brought it into L2.
+pub fn measure(lab: &Lab, warm_sm: u32, timed_sms: Option<u32>) -> Result<Partitions> {
+    let gpu = &lab.gpu;
+    let info = &gpu.info;
+    let sms = info.sms;
+    let smem = one_block_per_sm_smem(info.smem_per_sm, info.smem_reserved_per_block);
+    if smem > info.smem_per_block_optin {
+        refuse!(
+            "the L2 partition probe needs {smem} bytes of shared memory per block to keep one block per SM (limit {})",
+            info.smem_per_block_optin
+        );
+    }
+    crate::gpu::kernel::allow_dynamic_smem(gpu, "chase_l2_on_sm", smem)?;
+    let flush_bytes = (2 * info.l2_bytes as usize).next_multiple_of(READ_CG_VECTOR_BYTES);
+    let chain_bytes = CHAIN_LINES * LINE_BYTES;
+    let (flush_blocks, flush_threads) = crate::demos::full_gpu(info, BLOCK);
+    ensure_free("the L2 partition probe", flush_bytes + chain_bytes + 4 * flush_threads)?;
+    let flush = poisoned::<u32>(flush_bytes / 4)?;
+    let mut flush_out = poisoned::<u32>(flush_threads)?;
+    // SAFETY: written whole by the image copy below before any read.
+    let mut buffer = unsafe { DeviceBuffer::<u64>::uninitialized(chain_bytes / 8) }
+        .map_err(|e| anyhow::anyhow!("alloc: {}", describe(e)))?;
+    let base = buffer.as_device_ptr().as_raw();
+    let next = chain::random_cycle(CHAIN_LINES, 0x12);
+    buffer.copy_from(&chain::global_image(&next, base)[..]).map_err(|e| anyhow::anyhow!("upload: {}", describe(e)))?;
+    let steps = CHAIN_LINES as u32;
+    let record_words = CHASE_SM_HEADER_WORDS + CHAIN_LINES;
+    // The chase starts at slot 0; where it ends, as a byte offset from the chain's base.
+    let want_end = chain::walk(&next, 0, steps as u64) * LINE_BYTES as u32;
+    let mut hops = Vec::with_capacity(sms as usize);
+    let (mut got, mut want, mut missed) = (Vec::new(), Vec::new(), Vec::new());
+    for sm in 0..timed_sms.map_or(sms, |n| n.min(sms)) {
+        let flush_launch = crate::kernels::read_cg(
+            flush_blocks,
+            &flush,
+            (flush_bytes / READ_CG_VECTOR_BYTES) as u32,
+            1,
+            &mut flush_out,
+        );
+        flush_launch.enqueue(gpu)?;
+        let mut warm_out = upload(&vec![u64::MAX; record_words])?;
+        kernels::chase_l2_on_sm(sms, smem, base, warm_sm, steps, 0, &mut warm_out).enqueue(gpu)?;
+        let mut out = upload(&vec![u64::MAX; record_words])?;
+        kernels::chase_l2_on_sm(sms, smem, base, sm, 0, steps, &mut out).enqueue(gpu)?;
+        if let Err(e) = gpu.stream.synchronize() {
+            refuse!("kernel `chase_l2_on_sm` failed: {}", describe(e));
+        }
+        let (warm_record, record) = (download(&warm_out)?, download(&out)?);
+        if warm_record[0] != warm_sm as u64 {
+            refuse!("the L2 partition probe found no block on SM {warm_sm} to bring the lines into L2");
+        }
+        // A record left poisoned: no block ran on this SM number.
+        if record.iter().all(|&w| w == u64::MAX) {
+            missed.push(sm);
+            continue;
+        }
+        // The SM that chased, and where its walk ended.
+        let end = u32::try_from(record[2].wrapping_sub(base)).unwrap_or(u32::MAX);
+        got.extend([u32::try_from(record[0]).unwrap_or(u32::MAX), end]);
+        want.extend([sm, want_end]);
+        hops.push((sm, record[CHASE_SM_HEADER_WORDS..].iter().map(|&c| c as f64).collect::<Vec<_>>()));
+    }
+    let all: Vec<f64> = hops.iter().flat_map(|h| &h.1).copied().collect();
+    let check = verify::exact_u32(&got, |i| want[i]);
+    Ok(Partitions { warm_sm, split: two_means(&all), hops, missed, check })
+}
+
+/// The median of `v` (0 for none).
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+impl Partitions {
+    /// Each SM's median hop, cycles: `(SM, median)`.
+    pub fn medians(&self) -> Vec<(u32, f64)> {
+        self.hops.iter().map(|(sm, h)| (*sm, median(h))).collect()
+    }
+
+    /// Each SM's share of far hops (0 when the hops form one level).
+    fn far_share(&self, hops: &[f64]) -> f64 {
+        let Some((_, _, cut)) = self.split else { return 0.0 };
+        hops.iter().filter(|&&c| c > cut).count() as f64 / hops.len().max(1) as f64
+    }
+
+    /// The hops of the SMs that find the lines mostly far: the other partition from the SM
+    /// that brought them.
+    fn far(&self) -> Vec<&(u32, Vec<f64>)> {
+        self.hops.iter().filter(|(_, h)| self.far_share(h) > 0.5).collect()
+    }
+
+    /// SMs whose hops are mostly far.
+    pub fn far_sms(&self) -> Vec<u32> {
+        self.far().iter().map(|(sm, _)| *sm).collect()
+    }
+
+    /// Over the far SMs, each line's share of far hops (by position on the chain).
+    pub fn line_far_share(&self) -> Vec<f64> {
+        let Some((_, _, cut)) = self.split else { return Vec::new() };
+        let far = self.far();
+        (0..CHAIN_LINES)
+            .map(|i| {
+                far.iter().filter(|(_, h)| h.get(i).is_some_and(|&c| c > cut)).count() as f64 / far.len().max(1) as f64
+            })
+            .collect()
+    }
+
+    /// What the measurement shows.
+    pub fn notes(&self) -> Vec<String> {
+        let medians = self.medians();
+        let far = self.far_sms();
+        let missed = match self.missed.len() {
+            0 => String::new(),
+            n => format!(" ({n} SM numbers had no block: {:?})", self.missed),
+        };
+        let Some((near_c, far_c, cut)) = self.split else {
+            let all: Vec<f64> = medians.iter().map(|m| m.1).collect();
+            return vec![format!(
+                "L2 partitions: every SM's hops are one level (median {:.0} cycles): no near/far split seen{missed}",
+                median(&all)
+            )];
+        };
+        let pick = |far_side: bool| -> Vec<f64> {
+            medians.iter().filter(|(sm, _)| far.contains(sm) == far_side).map(|m| m.1).collect()
+        };
+        let (far_meds, near_sms) = (pick(true), pick(false));
+        let lines = self.line_far_share();
+        let all_far = lines.iter().filter(|&&s| s > 0.9).count();
+        let none_far = lines.iter().filter(|&&s| s < 0.1).count();
+        vec![
+            format!(
+                "L2 partitions: {} lines ({}) brought into L2 by SM {}, then every hop timed from each of {} SMs{missed}; hops split at {cut:.0} cycles into near ({near_c:.0}) and far ({far_c:.0})",
+                CHAIN_LINES,
+                bytes(CHAIN_LINES * LINE_BYTES),
+                self.warm_sm,
+                self.hops.len()
+            ),
+            format!(
+                "{} SMs find the lines near (median {:.0} cycles); {} SMs find them mostly far (median {:.0} cycles, {:.2}x): the partition of the SM that brought them, and the other one, across the link",
+                near_sms.len(),
+                median(&near_sms),
+                far.len(),
+                median(&far_meds),
+                median(&far_meds) / median(&near_sms).max(1.0)
+            ),
+            format!(
+                "by address, over the far SMs: {all_far} of {} lines are far from every far SM, {none_far} near from all of them",
+                lines.len()
+            ),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probe_takes_more_than_half_an_sm_of_shared_memory() {
+        // H200: 228 KiB per SM, 1 KiB reserved per block.
+        let smem = one_block_per_sm_smem(233472, 1024);
+        assert_eq!(smem, 115720);
+        assert!(2 * (smem + 1024) > 233472);
+        assert!(smem + 1024 <= 233472);
+        assert_eq!(one_block_per_sm_smem(0, 0), 8);
+    }
+
+    fn partitions(hops: Vec<Vec<f64>>) -> Partitions {
+        let hops: Vec<(u32, Vec<f64>)> = hops.into_iter().enumerate().map(|(sm, h)| (sm as u32, h)).collect();
+        let all: Vec<f64> = hops.iter().flat_map(|h| &h.1).copied().collect();
+        Partitions { warm_sm: 0, split: two_means(&all), hops, missed: vec![], check: verify::exact_u32(&[1], |_| 1) }
+    }
+
+    #[test]
+    fn far_sms_and_far_lines_are_found() {
+        let near = vec![280.0; CHAIN_LINES];
+        let mut far = vec![480.0; CHAIN_LINES];
+        far[0] = 285.0;
+        let p = partitions(vec![near.clone(), far.clone(), near, far]);
+        assert_eq!(p.far_sms(), [1, 3]);
+        let lines = p.line_far_share();
+        assert_eq!((lines[0], lines[1]), (0.0, 1.0));
+        let notes = p.notes();
+        assert!(
+            notes[1]
+                .starts_with("2 SMs find the lines near (median 280 cycles); 2 SMs find them mostly far (median 480"),
+            "{}",
+            notes[1]
+        );
+        assert!(
+            notes[2].contains(&format!("{} of {CHAIN_LINES} lines are far from every far SM, 1 near", CHAIN_LINES - 1))
+        );
+    }
+
+    #[test]
+    fn one_level_says_so() {
+        let p = partitions(vec![vec![280.0; CHAIN_LINES]; 3]);
+        assert_eq!(p.split, None);
+        assert!(p.far_sms().is_empty());
+        assert!(p.notes()[0].contains("no near/far split seen"));
+    }
+}

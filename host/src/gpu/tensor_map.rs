@@ -1,0 +1,259 @@
+//! Tensor maps for TMA (`CUtensorMap`, built by `cuTensorMapEncodeTiled`, which cust's bindings
+//! lack: declared in [`super::driver`]): a 2-D f32 matrix, the box one tensor copy moves, the
+//! shared-memory swizzle. The kernels read a map from global memory, so [`TensorMap::upload`]
+//! copies it into a device buffer before the launch.
+//!
+//! What a map can describe is checked before the driver is asked ([`TiledSpec::check`]), each
+//! limit named in one line. Limits: CUDA Driver API, `cuTensorMapEncodeTiled` (global address
+//! 16-byte aligned; every global stride a multiple of 16 bytes (and below 2^40, which a
+//! 2-D f32 matrix of at most 2^32 columns never reaches); dimensions 1 to
+//! 2^32; box dimensions 1 to 256, the inner one a multiple of 16 bytes and, swizzled, no wider
+//! than the swizzle span).
+
+use std::ffi::c_void;
+
+use anyhow::Result;
+use cust::memory::{DeviceBuffer, DeviceCopy};
+use cust::sys::cudaError_enum::CUDA_SUCCESS;
+
+use super::describe;
+use crate::refuse;
+
+/// `CUtensorMap`: 128 opaque bytes, 64-byte aligned (CUDA Driver API).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub struct TensorMap(pub [u64; 16]);
+
+// SAFETY: plain bytes, no pointers the host owns.
+unsafe impl DeviceCopy for TensorMap {}
+
+/// `CU_TENSOR_MAP_DATA_TYPE_FLOAT32`.
+const FLOAT32: u32 = 7;
+/// Bytes of one element (f32).
+const ELEMENT_BYTES: u64 = 4;
+/// Global strides are multiples of this, bytes, and so is a box's inner dimension.
+pub const STRIDE_GRANULE: u64 = 16;
+/// Alignment of the global address, bytes (without interleave).
+pub const ADDRESS_ALIGN: u64 = 16;
+/// Largest box dimension, elements.
+pub const MAX_BOX: u32 = 256;
+/// Largest global dimension, elements.
+pub const MAX_DIM: u64 = 1 << 32;
+
+/// The tensor map's shared-memory swizzle (`CUtensorMapSwizzle`, same numbering).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Swizzle {
+    /// Rows land as they are.
+    None = 0,
+    /// 16-byte chunks XOR-permuted inside 32-byte spans.
+    B32 = 1,
+    /// Inside 64-byte spans.
+    B64 = 2,
+    /// Inside 128-byte spans.
+    B128 = 3,
+}
+
+impl Swizzle {
+    /// The four modes, in `CUtensorMapSwizzle` order.
+    pub const ALL: [Swizzle; 4] = [Swizzle::None, Swizzle::B32, Swizzle::B64, Swizzle::B128];
+
+    /// The mode number the kernels and `memlab_contracts::tma::swizzle` take.
+    pub fn mode(self) -> u32 {
+        self as u32
+    }
+
+    /// The span in bytes, `None` without swizzle.
+    pub fn span(self) -> Option<u32> {
+        (self != Swizzle::None).then(|| memlab_contracts::tma::swizzle_span(self.mode()))
+    }
+
+    /// Its name in tables: `none`, `32B`, `64B`, `128B`.
+    pub fn name(self) -> String {
+        self.span().map_or("none".into(), |s| format!("{s}B"))
+    }
+}
+
+/// A 2-D row-major f32 matrix as a tensor map describes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TiledSpec {
+    /// Device address of element `(0, 0)`.
+    pub address: u64,
+    /// Rows and columns of the matrix.
+    pub rows: u64,
+    /// Columns; the row pitch is `cols * 4` bytes.
+    pub cols: u64,
+    /// Rows and columns of one box (the tile a copy moves).
+    pub box_rows: u32,
+    /// Columns of one box.
+    pub box_cols: u32,
+    /// Shared-memory layout of a box.
+    pub swizzle: Swizzle,
+}
+
+impl TiledSpec {
+    /// Refuses what `cuTensorMapEncodeTiled` cannot describe, one line naming the first limit
+    /// broken (see the module's limits).
+    ///
+    /// # Errors
+    /// That line, as a refusal (exit 2).
+    pub fn check(&self) -> Result<()> {
+        let pitch = self.cols * ELEMENT_BYTES;
+        let inner = self.box_cols as u64 * ELEMENT_BYTES;
+        if self.rows == 0 || self.cols == 0 || self.rows > MAX_DIM || self.cols > MAX_DIM {
+            refuse!(
+                "a tensor map cannot describe a {}x{} matrix: each dimension must be 1 to 2^32",
+                self.rows,
+                self.cols
+            );
+        }
+        if !self.address.is_multiple_of(ADDRESS_ALIGN) {
+            refuse!("a tensor map needs its global address {ADDRESS_ALIGN}-byte aligned, got {:#x}", self.address);
+        }
+        if self.rows > 1 && !pitch.is_multiple_of(STRIDE_GRANULE) {
+            refuse!(
+                "a tensor map cannot describe {} columns of f32: the row pitch of {pitch} bytes is not a multiple of {STRIDE_GRANULE} bytes (columns must be a multiple of 4)",
+                self.cols
+            );
+        }
+        for (what, n) in [("rows", self.box_rows), ("columns", self.box_cols)] {
+            if n == 0 || n > MAX_BOX {
+                refuse!("a tensor map's box must have 1 to {MAX_BOX} {what}, got {n}");
+            }
+        }
+        if !inner.is_multiple_of(STRIDE_GRANULE) {
+            refuse!("a tensor map's box row of {inner} bytes is not a multiple of {STRIDE_GRANULE} bytes");
+        }
+        if let Some(span) = self.swizzle.span()
+            && inner > span as u64
+        {
+            refuse!(
+                "a tensor map's box row of {inner} bytes is wider than its {span}-byte swizzle span: swizzled boxes are at most {span} bytes wide"
+            );
+        }
+        Ok(())
+    }
+
+    /// The map, from the driver (`cuTensorMapEncodeTiled`), after [`TiledSpec::check`]; no
+    /// interleave, no L2 promotion, zeros for reads outside the matrix.
+    ///
+    /// # Errors
+    /// The check's refusal, or the driver's.
+    pub fn encode(&self) -> Result<TensorMap> {
+        self.check()?;
+        let dims = [self.cols, self.rows];
+        let strides = [self.cols * ELEMENT_BYTES];
+        let boxes = [self.box_cols, self.box_rows];
+        let element_strides = [1u32, 1];
+        let mut map = TensorMap([0; 16]);
+        // SAFETY: the arrays hold rank (2) and rank - 1 entries, as the driver reads them.
+        let r = unsafe {
+            super::driver::cuTensorMapEncodeTiled(
+                &mut map,
+                FLOAT32,
+                2,
+                self.address as *mut c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                boxes.as_ptr(),
+                element_strides.as_ptr(),
+                0,
+                self.swizzle.mode(),
+                0,
+                0,
+            )
+        };
+        if r != CUDA_SUCCESS {
+            refuse!(
+                "cuTensorMapEncodeTiled refused a {}x{} f32 map, box {}x{}, swizzle {}: {r:?}",
+                self.rows,
+                self.cols,
+                self.box_rows,
+                self.box_cols,
+                self.swizzle.name()
+            );
+        }
+        Ok(map)
+    }
+
+    /// The map in a device buffer of its own, as the kernels read it.
+    ///
+    /// # Errors
+    /// As for [`TiledSpec::encode`], or the copy's failure.
+    pub fn upload(&self) -> Result<DeviceBuffer<TensorMap>> {
+        let map = self.encode()?;
+        DeviceBuffer::from_slice(&[map]).map_err(|e| anyhow::anyhow!("uploading a tensor map: {}", describe(e)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> TiledSpec {
+        TiledSpec {
+            address: 0x7f00_0000_0000,
+            rows: 8192,
+            cols: 8192,
+            box_rows: 64,
+            box_cols: 64,
+            swizzle: Swizzle::None,
+        }
+    }
+
+    fn refusal(s: TiledSpec) -> String {
+        s.check().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn maps_the_lesson_uses_pass() {
+        assert!(spec().check().is_ok());
+        for sw in Swizzle::ALL {
+            let cols = memlab_contracts::tma::box_cols(sw.mode());
+            assert!(TiledSpec { box_cols: cols, swizzle: sw, ..spec() }.check().is_ok(), "{sw:?}");
+        }
+        // Odd rows are fine; a single row has no pitch to check.
+        assert!(TiledSpec { rows: 4099, cols: 1, ..spec() }.check().is_err());
+        assert!(TiledSpec { rows: 1, cols: 3, box_cols: 4, ..spec() }.check().is_ok());
+        assert!(TiledSpec { rows: 4099, cols: 4100, ..spec() }.check().is_ok());
+    }
+
+    #[test]
+    fn shapes_a_map_cannot_describe_are_refused_with_the_limit() {
+        assert_eq!(
+            refusal(TiledSpec { cols: 1001, ..spec() }),
+            "a tensor map cannot describe 1001 columns of f32: the row pitch of 4004 bytes is not a multiple of 16 bytes (columns must be a multiple of 4)"
+        );
+        assert_eq!(
+            refusal(TiledSpec { address: 0x7f00_0000_0004, ..spec() }),
+            "a tensor map needs its global address 16-byte aligned, got 0x7f0000000004"
+        );
+        assert_eq!(
+            refusal(TiledSpec { box_rows: 257, ..spec() }),
+            "a tensor map's box must have 1 to 256 rows, got 257"
+        );
+        assert_eq!(
+            refusal(TiledSpec { box_cols: 0, ..spec() }),
+            "a tensor map's box must have 1 to 256 columns, got 0"
+        );
+        assert_eq!(
+            refusal(TiledSpec { box_cols: 6, ..spec() }),
+            "a tensor map's box row of 24 bytes is not a multiple of 16 bytes"
+        );
+        assert_eq!(
+            refusal(TiledSpec { swizzle: Swizzle::B128, ..spec() }),
+            "a tensor map's box row of 256 bytes is wider than its 128-byte swizzle span: swizzled boxes are at most 128 bytes wide"
+        );
+        assert_eq!(
+            refusal(TiledSpec { rows: 0, ..spec() }),
+            "a tensor map cannot describe a 0x8192 matrix: each dimension must be 1 to 2^32"
+        );
+    }
+
+    #[test]
+    fn swizzle_names_and_spans() {
+        let names: Vec<String> = Swizzle::ALL.iter().map(|s| s.name()).collect();
+        assert_eq!(names, ["none", "32B", "64B", "128B"]);
+        assert_eq!(Swizzle::B64.span(), Some(64));
+        assert_eq!(Swizzle::None.span(), None);
+    }
+}

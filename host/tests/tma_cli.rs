@@ -1,0 +1,27 @@
+//! `run-demos --only tma` with a matrix a tensor map cannot describe: one line naming the limit,
+//! exit 2, before the driver is asked anything (so on any machine, GPU or not).
+
+use std::process::Command;
+
+fn refused(transpose: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_memlab"))
+        .args(["run-demos", "--only", "memcpy", "tma", "--transpose", transpose])
+        .output()
+        .expect("run memlab");
+    assert_eq!(out.status.code(), Some(2), "{transpose}");
+    assert!(out.stdout.is_empty(), "{transpose}: printed a result");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    err
+}
+
+#[test]
+fn matrices_a_tensor_map_cannot_describe_are_refused_before_any_work() {
+    assert_eq!(
+        refused("1000x1001"),
+        "error: a tensor map cannot describe 1001 columns of f32: the row pitch of 4004 bytes is not a multiple of 16 bytes (columns must be a multiple of 4)\n"
+    );
+    // The transposed output is 1001 rows of 1000 columns: its rows are 4004 bytes apart too.
+    assert!(refused("1001x1000").starts_with("error: a tensor map cannot describe 1001 columns of f32"));
+    assert_eq!(refused("1x1"), "error: the 1-D bulk copy moves multiples of 16 bytes: 1x1 f32 is 4 bytes\n");
+}
