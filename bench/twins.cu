@@ -474,6 +474,29 @@ KERNEL void __launch_bounds__(256, 2)
 #endif
 
 
+// ---------------------------------------------------------------- sgemm/mod.rs (store_results)
+// A thread's TM x TN results of rung 8: row i at row_of(i), its columns in chunks of 4 from
+// col_of(h); one 128-bit store per chunk when n is a multiple of 4, else guarded scalar stores.
+template <unsigned TM, unsigned TN, class ROW, class COL>
+DEV void store_results(float* c, unsigned m, unsigned n, const float (&acc)[TM][TN], ROW row_of, COL col_of) {
+#pragma unroll
+    for (unsigned i = 0; i < TM; i++) {
+        unsigned row = row_of(i);
+#pragma unroll
+        for (unsigned h = 0; h < TN / 4; h++) {
+            unsigned col = col_of(h);
+            if (n % 4 == 0 && row < m && col < n) {
+                *reinterpret_cast<float4*>(c + row * n + col) =
+                    make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]);
+            } else {
+#pragma unroll
+                for (unsigned q = 0; q < 4; q++)
+                    if (row < m && col + q < n) c[row * n + col + q] = acc[i][4 * h + q];
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------- sgemm/copy.rs, sgemm/tuned.rs
 // Rung 8: one template over the tile parameters, both tiles by cp.async (STAGES deep), A stored
 // untransposed with rows padded to BK + 4 floats. One extern "C" entry per configuration of
@@ -568,22 +591,8 @@ DEV void tuned(const float* a, const float* b, float* c, unsigned m, unsigned n,
         write = read;
         read = read + 1 == STAGES ? 0 : read + 1;
     }
-#pragma unroll
-    for (unsigned i = 0; i < TM; i++) {
-        unsigned row = row0 + wrow + lr + LR * i;
-#pragma unroll
-        for (unsigned h = 0; h < TN / 4; h++) {
-            unsigned col = col0 + wcol + 4 * lc + 4 * LC * h;
-            if (n % 4 == 0 && row < m && col < n) {
-                *reinterpret_cast<float4*>(c + row * n + col) =
-                    make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]);
-            } else {
-#pragma unroll
-                for (unsigned q = 0; q < 4; q++)
-                    if (row < m && col + q < n) c[row * n + col + q] = acc[i][4 * h + q];
-            }
-        }
-    }
+    store_results(c, m, n, acc, [&](unsigned i) { return row0 + wrow + lr + LR * i; },
+                  [&](unsigned h) { return col0 + wcol + 4 * lc + 4 * LC * h; });
 }
 
 #define TUNED_TWIN(BM, BN, BK, WM, WN, TM, TN, S)                                                                    \
@@ -703,6 +712,9 @@ KERNEL void __launch_bounds__(256, 2)
 KERNEL void __launch_bounds__(256, 2)
     sgemm_9_tensor_tf32_unswizzled(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
     tensor_tf32<false>(a, b, c, m, n, k);
+}
+#endif
+
 // ---------------------------------------------------------------- hierarchy.rs, l2.rs (L2 lesson)
 
 DEV unsigned sum4(uint4 w) { return w.x + w.y + w.z + w.w; }
@@ -883,3 +895,115 @@ KERNEL void tma_transpose(const CUtensorMap* map_in, const CUtensorMap* map_out,
     }
 }
 #endif
+
+// ---------------------------------------------------------------- sgemm/staged.rs
+// Rung 8's Registers configurations: rung 6's algorithm over the tile parameters. Per step each
+// thread loads its float4 chunks of A and B into registers during the other stage's FMAs, then
+// stores A transposed (pitch BM + 4) and B as it is; one barrier per step.
+
+// The 4 floats at (r, c ..) of a rows x cols matrix, zeros outside it.
+DEV float4 chunk_or_zero(const float* p, unsigned rows, unsigned cols, unsigned r, unsigned c) {
+    float v[4];
+#pragma unroll
+    for (unsigned q = 0; q < 4; q++) v[q] = r < rows && c + q < cols ? p[r * cols + c + q] : 0.0f;
+    return make_float4(v[0], v[1], v[2], v[3]);
+}
+
+template <unsigned BM, unsigned BN, unsigned BK, unsigned WM, unsigned WN, unsigned TM, unsigned TN>
+DEV void staged(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    extern __shared__ __align__(16) float smem[];
+    constexpr unsigned THREADS = 32 * (BM / WM) * (BN / WN), LR = WM / TM, LC = WN / TN, PITCH = BM + 4;
+    constexpr unsigned FLOATS = BK * PITCH + BK * BN, AC = BM * BK / 4 / THREADS, BC = BK * BN / 4 / THREADS;
+    unsigned t = threadIdx.x, w = t / 32, l = t % 32, lr = l / LC, lc = l % LC;
+    unsigned wrow = (w / (BN / WN)) * WM, wcol = (w % (BN / WN)) * WN;
+    unsigned row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    bool vector = k % 4 == 0 && n % 4 == 0 && row0 + BM <= m && col0 + BN <= n;
+    float4 sa[AC], sb[BC];
+    auto fetch = [&](unsigned k0) {
+        if (vector && k0 + BK <= k) {
+#pragma unroll
+            for (unsigned i = 0; i < AC; i++) {
+                unsigned ch = t + i * THREADS, r = ch / (BK / 4), cc = 4 * (ch % (BK / 4));
+                sa[i] = *reinterpret_cast<const float4*>(a + (row0 + r) * k + k0 + cc);
+            }
+#pragma unroll
+            for (unsigned i = 0; i < BC; i++) {
+                unsigned ch = t + i * THREADS, r = ch / (BN / 4), cc = 4 * (ch % (BN / 4));
+                sb[i] = *reinterpret_cast<const float4*>(b + (k0 + r) * n + col0 + cc);
+            }
+        } else {
+#pragma unroll
+            for (unsigned i = 0; i < AC; i++) {
+                unsigned ch = t + i * THREADS;
+                sa[i] = chunk_or_zero(a, m, k, row0 + ch / (BK / 4), k0 + 4 * (ch % (BK / 4)));
+            }
+#pragma unroll
+            for (unsigned i = 0; i < BC; i++) {
+                unsigned ch = t + i * THREADS;
+                sb[i] = chunk_or_zero(b, k, n, k0 + ch / (BN / 4), col0 + 4 * (ch % (BN / 4)));
+            }
+        }
+    };
+    auto put = [&](unsigned st) {
+        float* s = smem + st * FLOATS;
+#pragma unroll
+        for (unsigned i = 0; i < AC; i++) {
+            unsigned ch = t + i * THREADS, r = ch / (BK / 4), cc = 4 * (ch % (BK / 4));
+            s[cc * PITCH + r] = sa[i].x, s[(cc + 1) * PITCH + r] = sa[i].y;
+            s[(cc + 2) * PITCH + r] = sa[i].z, s[(cc + 3) * PITCH + r] = sa[i].w;
+        }
+#pragma unroll
+        for (unsigned i = 0; i < BC; i++) {
+            unsigned ch = t + i * THREADS, r = ch / (BN / 4), cc = 4 * (ch % (BN / 4));
+            *reinterpret_cast<float4*>(s + BK * PITCH + r * BN + cc) = sb[i];
+        }
+    };
+    float acc[TM][TN] = {};
+    unsigned steps = (k + BK - 1) / BK;
+    fetch(0);
+    put(0);
+    __syncthreads();
+    for (unsigned s = 0; s < steps; s++) {
+        if (s + 1 < steps) fetch((s + 1) * BK);
+        const float* as = smem + (s % 2) * FLOATS + wrow + 4 * lr;
+        const float* bs = smem + (s % 2) * FLOATS + BK * PITCH + wcol + 4 * lc;
+#pragma unroll
+        for (unsigned d = 0; d < BK; d++) {
+            float av[TM], bv[TN];
+#pragma unroll
+            for (unsigned i = 0; i < TM / 4; i++) {
+                float4 v = *reinterpret_cast<const float4*>(as + d * PITCH + 4 * LR * i);
+                av[4 * i] = v.x, av[4 * i + 1] = v.y, av[4 * i + 2] = v.z, av[4 * i + 3] = v.w;
+            }
+#pragma unroll
+            for (unsigned h = 0; h < TN / 4; h++) {
+                float4 v = *reinterpret_cast<const float4*>(bs + d * BN + 4 * LC * h);
+                bv[4 * h] = v.x, bv[4 * h + 1] = v.y, bv[4 * h + 2] = v.z, bv[4 * h + 3] = v.w;
+            }
+#pragma unroll
+            for (unsigned i = 0; i < TM; i++)
+#pragma unroll
+                for (unsigned j = 0; j < TN; j++) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+        }
+        if (s + 1 < steps) put((s + 1) % 2);
+        __syncthreads();
+    }
+    store_results(c, m, n, acc, [&](unsigned i) { return row0 + wrow + 4 * lr + 4 * LR * (i / 4) + i % 4; },
+                  [&](unsigned h) { return col0 + wcol + 4 * lc + 4 * LC * h; });
+}
+
+// Blocks per SM as memlab_contracts::sgemm::Tuned::blocks_per_sm: 1 above 64 results per thread.
+#define STAGED_TWIN(BM, BN, BK, WM, WN, TM, TN)                                                                     \
+    KERNEL void __launch_bounds__(32 * (BM / WM) * (BN / WN),                                                        \
+                                  TM * TN > 64 ? 1 : 65536 / (32 * (BM / WM) * (BN / WN) * 128))                     \
+        sgemm_8_##BM##x##BN##x##BK##_w##WM##x##WN##_t##TM##x##TN##_regs(const float* a, const float* b, float* c,   \
+                                                                          unsigned m, unsigned n, unsigned k) {      \
+        staged<BM, BN, BK, WM, WN, TM, TN>(a, b, c, m, n, k);                                                        \
+    }
+STAGED_TWIN(128, 128, 8, 32, 64, 8, 8)
+STAGED_TWIN(128, 128, 8, 64, 32, 8, 8)
+STAGED_TWIN(128, 128, 8, 64, 64, 8, 16)
+STAGED_TWIN(128, 256, 8, 64, 64, 8, 16)
+STAGED_TWIN(256, 128, 8, 64, 64, 16, 8)
+STAGED_TWIN(128, 64, 8, 64, 32, 8, 8)
+STAGED_TWIN(64, 64, 8, 32, 32, 4, 8)

@@ -32,13 +32,30 @@ pub const fn smem_bytes(a_pitch: u32, bn: u32, stages: u32) -> u32 {
     stages * BK * (a_pitch + bn) * WORD_BYTES
 }
 
+/// How a configuration of rung 8 moves its tiles from global to shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algo {
+    /// Both tiles by `cp.async` (`sgemm/tuned.rs`), `stages` deep; `A` stored untransposed with
+    /// rows padded to `bk + 4` floats and read by columns (64-bit loads of 2 depths).
+    AsyncCopy,
+    /// Rung 6's algorithm, generic over the tiles (`sgemm/staged.rs`): 128-bit global loads
+    /// into registers during the FMAs, stored into the other of two stages after them, `A`
+    /// transposed (rows of `bm + 4` floats) so that a thread's 4 rows at one depth are one
+    /// 128-bit shared load, like its 4 columns of `B`.
+    Registers,
+}
+
 /// One configuration of rung 8, the tuned rung (`kernels-gpu/src/sgemm/tuned.rs`): a `bm x bn`
 /// tile of `C` per block, `bk` deep steps, warps owning `wm x wn` sub-tiles, threads `tm x tn`
-/// results (in groups of 4 x 4), `stages` shared-memory stages filled by `cp.async`.
+/// results (in groups of 4 x 4), `stages` shared-memory stages filled as `algo` says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tuned {
-    /// The PTX entry: `sgemm_8_<bm>x<bn>x<bk>_w<wm>x<wn>_t<tm>x<tn>_s<stages>`.
+    /// The PTX entry: `sgemm_8_<bm>x<bn>x<bk>_w<wm>x<wn>_t<tm>x<tn>_s<stages>` for
+    /// [`Algo::AsyncCopy`], `sgemm_8_<bm>x<bn>x<bk>_w<wm>x<wn>_t<tm>x<tn>_regs` for
+    /// [`Algo::Registers`] (always 2 stages).
     pub name: &'static str,
+    /// How tiles reach shared memory.
+    pub algo: Algo,
     /// Rows of the block's `C` tile.
     pub bm: u32,
     /// Columns of the block's `C` tile.
@@ -73,17 +90,37 @@ impl Tuned {
         self.wm / self.tm
     }
 
-    /// Row pitch of the `bm x bk` tile of `A` in shared memory, floats: `bk + 4`, one 16-byte
-    /// chunk of padding, so that the rows a warp reads at one depth (consecutive ones) start in
-    /// different groups of 4 banks.
+    /// Row pitch of the tile of `A` in shared memory, floats, one 16-byte chunk of padding:
+    /// [`Algo::AsyncCopy`] stores `bm` rows of `bk + 4`, so that the rows a warp reads at one
+    /// depth (consecutive ones) start in different groups of 4 banks; [`Algo::Registers`]
+    /// stores it transposed, `bk` rows of `bm + 4`, so that the 4 scalar stores of a thread's
+    /// 4 depths land 4 banks apart from its neighbours' (rung 5's padding).
     pub const fn a_pitch(&self) -> u32 {
-        self.bk + 4
+        match self.algo {
+            Algo::AsyncCopy => self.bk + 4,
+            Algo::Registers => self.bm + 4,
+        }
     }
 
-    /// Dynamic shared bytes: `stages` copies of the padded `bm x bk` tile of `A` and the
-    /// `bk x bn` tile of `B`.
+    /// Floats of one stage: the padded tile of `A` and the `bk x bn` tile of `B`.
+    pub const fn stage_floats(&self) -> u32 {
+        let a = match self.algo {
+            Algo::AsyncCopy => self.bm * self.a_pitch(),
+            Algo::Registers => self.bk * self.a_pitch(),
+        };
+        a + self.bk * self.bn
+    }
+
+    /// Dynamic shared bytes: `stages` stages.
     pub const fn smem_bytes(&self) -> u32 {
-        self.stages * (self.bm * self.a_pitch() + self.bk * self.bn) * WORD_BYTES
+        self.stages * self.stage_floats() * WORD_BYTES
+    }
+
+    /// Blocks per SM the kernel is compiled for (`.minnctapersm`): as many as
+    /// [`TUNED_REGS`] registers per thread allow, or 1 for thread tiles above 64 results,
+    /// whose accumulators alone take 128 registers (ptxas may then use up to 255).
+    pub const fn blocks_per_sm(&self) -> u32 {
+        if self.tm * self.tn > 64 { 1 } else { SM_REGISTERS / (self.threads() * TUNED_REGS) }
     }
 
     /// Whether the configuration is one the kernel can run: warps tile the block, 32 lanes
@@ -103,34 +140,51 @@ impl Tuned {
             && (self.bm * self.bk / 4).is_multiple_of(self.threads())
             && (self.bk * self.bn / 4).is_multiple_of(self.threads())
             && self.stages >= 2
+            && (matches!(self.algo, Algo::AsyncCopy) || self.stages == 2)
             && self.smem_bytes() <= 99 * 1024
     }
 }
 
-/// Declares the configurations of rung 8 compiled into the PTX, each `name = (bm, bn, bk, wm,
-/// wn, tm, tn, stages)`, by calling `$callback!` with the list: the one list that the contract
-/// table ([`TUNED`]), the kernels (one entry each) and the host's typed launches are built from.
+/// Declares the configurations of rung 8 compiled into the PTX, each `name = Algo (bm, bn, bk,
+/// wm, wn, tm, tn, stages)`, by calling `$callback!` with the list: the one list that the
+/// contract table ([`TUNED`]), the kernels (one entry each) and the host's typed launches are
+/// built from.
+///
+/// Measured on the H200 (`memlab autotune`, 2026-12-01, TFLOP/s at 1024^3 / 2048^3 / 4096^3;
+/// cuBLAS FP32 30.1 / 48.8 / 51.1): the `AsyncCopy` ones 15.5-30.0 / 35.0-38.2 / 36.3-39.4,
+/// below rung 6 (43.7 at 4096^3): reading `A` by columns costs 64-bit shared loads where rung
+/// 6 reads it transposed in 128-bit ones. The `Registers` ones are rung 6's algorithm at other
+/// tiles (the first is rung 6's own configuration), so the tuned rung is never slower than
+/// rung 6; the `8 x 16` and `16 x 8` thread tiles halve the shared loads per FMA at 1 block
+/// per SM.
 #[macro_export]
 macro_rules! tuned_configs {
     ($callback:path) => {
         $callback! {
-            sgemm_8_128x128x8_w32x64_t8x8_s3 = (128, 128, 8, 32, 64, 8, 8, 3),
-            sgemm_8_128x128x8_w32x64_t8x8_s4 = (128, 128, 8, 32, 64, 8, 8, 4),
-            sgemm_8_128x128x16_w32x64_t8x8_s2 = (128, 128, 16, 32, 64, 8, 8, 2),
-            sgemm_8_128x128x16_w32x64_t8x8_s4 = (128, 128, 16, 32, 64, 8, 8, 4),
-            sgemm_8_128x128x16_w64x32_t8x8_s2 = (128, 128, 16, 64, 32, 8, 8, 2),
-            sgemm_8_128x64x16_w64x32_t8x8_s3 = (128, 64, 16, 64, 32, 8, 8, 3),
-            sgemm_8_64x64x16_w32x32_t4x8_s3 = (64, 64, 16, 32, 32, 4, 8, 3),
-            sgemm_8_64x64x32_w32x32_t4x8_s2 = (64, 64, 32, 32, 32, 4, 8, 2),
+            sgemm_8_128x128x8_w32x64_t8x8_s3 = AsyncCopy (128, 128, 8, 32, 64, 8, 8, 3),
+            sgemm_8_128x128x8_w32x64_t8x8_s4 = AsyncCopy (128, 128, 8, 32, 64, 8, 8, 4),
+            sgemm_8_128x128x16_w32x64_t8x8_s2 = AsyncCopy (128, 128, 16, 32, 64, 8, 8, 2),
+            sgemm_8_128x128x16_w32x64_t8x8_s4 = AsyncCopy (128, 128, 16, 32, 64, 8, 8, 4),
+            sgemm_8_128x128x16_w64x32_t8x8_s2 = AsyncCopy (128, 128, 16, 64, 32, 8, 8, 2),
+            sgemm_8_128x64x16_w64x32_t8x8_s3 = AsyncCopy (128, 64, 16, 64, 32, 8, 8, 3),
+            sgemm_8_64x64x16_w32x32_t4x8_s3 = AsyncCopy (64, 64, 16, 32, 32, 4, 8, 3),
+            sgemm_8_64x64x32_w32x32_t4x8_s2 = AsyncCopy (64, 64, 32, 32, 32, 4, 8, 2),
+            sgemm_8_128x128x8_w32x64_t8x8_regs = Registers (128, 128, 8, 32, 64, 8, 8, 2),
+            sgemm_8_128x128x8_w64x32_t8x8_regs = Registers (128, 128, 8, 64, 32, 8, 8, 2),
+            sgemm_8_128x128x8_w64x64_t8x16_regs = Registers (128, 128, 8, 64, 64, 8, 16, 2),
+            sgemm_8_128x256x8_w64x64_t8x16_regs = Registers (128, 256, 8, 64, 64, 8, 16, 2),
+            sgemm_8_256x128x8_w64x64_t16x8_regs = Registers (256, 128, 8, 64, 64, 16, 8, 2),
+            sgemm_8_128x64x8_w64x32_t8x8_regs = Registers (128, 64, 8, 64, 32, 8, 8, 2),
+            sgemm_8_64x64x8_w32x32_t4x8_regs = Registers (64, 64, 8, 32, 32, 4, 8, 2),
         }
     };
 }
 
 macro_rules! tuned_table {
-    ($($name:ident = ($bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $tm:literal, $tn:literal, $s:literal)),* $(,)?) => {
+    ($($name:ident = $algo:ident ($bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $tm:literal, $tn:literal, $s:literal)),* $(,)?) => {
         /// Every configuration of rung 8 in the PTX (sm_80 and up), in [`tuned_configs!`]'s order.
         pub const TUNED: &[Tuned] = &[$(
-            Tuned { name: stringify!($name), bm: $bm, bn: $bn, bk: $bk, wm: $wm, wn: $wn, tm: $tm, tn: $tn, stages: $s }
+            Tuned { name: stringify!($name), algo: Algo::$algo, bm: $bm, bn: $bn, bk: $bk, wm: $wm, wn: $wn, tm: $tm, tn: $tn, stages: $s }
         ),*];
     };
 }
@@ -194,6 +248,6 @@ const SM_REGISTERS: u32 = 65536;
 /// rustc has no attribute. ptxas then caps registers at [`TUNED_REGS`].
 pub fn launch_bounds() -> impl Iterator<Item = (&'static str, u32, u32)> {
     let tf32 = |name| (name, TF32_THREADS, SM_REGISTERS / (TF32_THREADS * TUNED_REGS));
-    let tuned = TUNED.iter().map(|c| (c.name, c.threads(), SM_REGISTERS / (c.threads() * TUNED_REGS)));
+    let tuned = TUNED.iter().map(|c| (c.name, c.threads(), c.blocks_per_sm()));
     tuned.chain([tf32("sgemm_9_tensor_tf32"), tf32("sgemm_9_tensor_tf32_unswizzled")])
 }

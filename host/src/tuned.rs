@@ -72,13 +72,14 @@ impl ShapeClass {
         }
     }
 
-    /// The configuration run where the file has no choice for the device: a `128 x 128` tile
-    /// for large products, a `64 x 64` one where 128-tiles would leave SMs idle.
+    /// The configuration run where the file has no choice for the device: rung 6's own
+    /// configuration for medium and large products (rung 6 measured 42.7 and 43.7 TFLOP/s at
+    /// 2048^3 and 4096^3 on the H200, above every `AsyncCopy` configuration), the `64 x 64` one
+    /// that was fastest at 1024^3 there (30.0 TFLOP/s), where 128-tiles would leave SMs idle.
     pub fn fallback(self) -> &'static Tuned {
         let name = match self {
-            ShapeClass::Small => "sgemm_8_64x64x16_w32x32_t4x8_s3",
-            ShapeClass::Medium => "sgemm_8_128x64x16_w64x32_t8x8_s3",
-            ShapeClass::Large => "sgemm_8_128x128x16_w32x64_t8x8_s2",
+            ShapeClass::Small => "sgemm_8_64x64x32_w32x32_t4x8_s2",
+            ShapeClass::Medium | ShapeClass::Large => "sgemm_8_128x128x8_w32x64_t8x8_regs",
         };
         config(name).expect("the fallbacks are compiled configurations")
     }

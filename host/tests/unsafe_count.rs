@@ -15,12 +15,24 @@ use std::path::{Path, PathBuf};
 const RAW_BY_DESIGN: [(&str, usize); 1] = [("race.rs", 8)];
 
 /// Lessons not yet on the API, with their line counts when the others were rewritten.
-const NOT_YET_ON_THE_API: [(&str, usize); 7] = [
+///
+/// The SGEMM rungs from 7 up (`async_copy.rs`, `copy.rs`, `tuned.rs`, `staged.rs`,
+/// `tensor.rs`) are beyond what the API expresses today: `cp.async` writes a shared tile outside
+/// the barrier phases (the write lands at `cp.async.wait_group` plus a barrier, later than the
+/// instruction), their stages are a ring of 2 to 4 tiles whose phases differ per stage, and
+/// `ldmatrix` reads a tile into another lane's registers. Rungs 2 to 6 (`scalar.rs`,
+/// `vector.rs`) would fit the tiles and barrier of the API (rung 6's two stages as a pair
+/// whose phases swap each step) but are not rewritten yet.
+const NOT_YET_ON_THE_API: [(&str, usize); 11] = [
     ("hierarchy.rs", 62),
     ("l2.rs", 11),
     ("sgemm/async_copy.rs", 17),
-    ("sgemm/mod.rs", 6),
+    ("sgemm/copy.rs", 9),
+    ("sgemm/mod.rs", 10),
     ("sgemm/scalar.rs", 15),
+    ("sgemm/staged.rs", 21),
+    ("sgemm/tensor.rs", 14),
+    ("sgemm/tuned.rs", 13),
     ("sgemm/vector.rs", 37),
     ("tma.rs", 25),
 ];

@@ -158,6 +158,10 @@ pub fn run(args: Args) -> Result<bool> {
     if let Some(path) = &args.json {
         crate::output::check_file("--json", path)?;
     }
+    // The autotune file the SGEMM lesson reads ($MEMLAB_TUNED), before any GPU work.
+    if args.only.is_empty() || args.only.iter().any(|d| d == "sgemm") {
+        crate::tuned::TunedFile::load()?;
+    }
     let ordinals = super::multi::resolve(&args.device)?;
     let several = ordinals.len() > 1;
     let json_paths: Vec<Option<PathBuf>> =

@@ -8,8 +8,8 @@ use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::matmul::TILE_32;
 use memlab_contracts::sgemm::{
-    A_PITCH, A_PITCH_PADDED, RUNG2_THREADS, RUNG2_TILE, STAGES, TF32_THREADS, TF32_TILE, THREADS, TILE, TUNED, Tuned,
-    smem_bytes, tf32_smem_bytes,
+    A_PITCH, A_PITCH_PADDED, Algo, RUNG2_THREADS, RUNG2_TILE, STAGES, TF32_THREADS, TF32_TILE, THREADS, TILE, TUNED,
+    Tuned, smem_bytes, tf32_smem_bytes,
 };
 
 use super::matmul::{self, MatmulLaunch};
@@ -71,7 +71,7 @@ fn tuned_shape(name: &str, m: u32, n: u32) -> LaunchShape {
 
 /// The typed launches of rung 8, one per configuration of `memlab_contracts::tuned_configs!`.
 macro_rules! tuned_launches {
-    ($($name:ident = ($($param:literal),*)),* $(,)?) => {
+    ($($name:ident = $algo:ident ($($param:literal),*)),* $(,)?) => {
         /// Rung 8's typed launches (`kernels`, `entry`, `ENTRIES`) and [`tuned::LAUNCHES`], in
         /// the order of `memlab_contracts::sgemm::TUNED`.
         pub mod tuned {
@@ -105,8 +105,13 @@ pub struct Rung {
     pub precision: Precision,
 }
 
-/// What rung 8 adds.
-const TUNED_LESSON: &str = "8: tuned: A and B by cp.async, A untransposed (padded), tiles from autotune (sm_80+)";
+/// What rung 8 adds, per algorithm.
+fn tuned_lesson(algo: Algo) -> &'static str {
+    match algo {
+        Algo::AsyncCopy => "8: tuned: A and B by cp.async, A untransposed (padded), tiles from autotune (sm_80+)",
+        Algo::Registers => "8: tuned: rung 6's algorithm (A transposed through registers) at autotune's tiles (sm_80+)",
+    }
+}
 
 impl Rung {
     /// Rung 8 in configuration `cfg`.
@@ -116,7 +121,7 @@ impl Rung {
             entry: tuned::ENTRIES[i],
             launch: tuned::LAUNCHES[i],
             tile: (cfg.bm, cfg.bn),
-            lesson: TUNED_LESSON,
+            lesson: tuned_lesson(cfg.algo),
             precision: Precision::F32,
         }
     }
@@ -479,9 +484,10 @@ pub fn bank_note() -> String {
 /// choice comes from.
 fn tuned_note(cfg: &Tuned, class: ShapeClass, (m, n, k): (usize, usize, usize), source: Option<&str>) -> String {
     format!(
-        "rung 8 at {m}x{n}x{k} (class {}): {} = tile {}x{}, depth {}, warp {}x{}, thread {}x{}, {} stages, {} threads, {} B shared ({})",
+        "rung 8 at {m}x{n}x{k} (class {}): {} = {:?}, tile {}x{}, depth {}, warp {}x{}, thread {}x{}, {} stages, {} threads, {} B shared ({})",
         class.name(),
         cfg.name,
+        cfg.algo,
         cfg.bm,
         cfg.bn,
         cfg.bk,

@@ -21,9 +21,9 @@
 //!   roofline bound.
 
 pub mod banks;
-pub mod gemm_tiles;
 pub mod coalescing;
 pub mod dram;
+pub mod gemm_tiles;
 pub mod gpus;
 pub mod l2;
 pub mod occupancy;

@@ -175,7 +175,8 @@ mod tests {
     fn lanes_table() {
         assert_eq!(fp32_lanes_per_sm(7, 0), Some(64));
         // The whitepapers' dense TF32 figures at their clocks.
-        let tf32 = |cc: (u32, u32), sms: f64, ghz: f64| f64::from(tf32_flop_per_clock(cc.0, cc.1).unwrap()) * sms * ghz / 1e3;
+        let tf32 =
+            |cc: (u32, u32), sms: f64, ghz: f64| f64::from(tf32_flop_per_clock(cc.0, cc.1).unwrap()) * sms * ghz / 1e3;
         assert!(close(tf32((9, 0), 132.0, 1.83), 494.7, 1e-3));
         assert!(close(tf32((8, 0), 108.0, 1.41), 155.9, 1e-3));
         assert_eq!(tf32_flop_per_clock(7, 5), None);

@@ -62,6 +62,8 @@ mod async_copy;
 mod copy;
 mod scalar;
 #[cfg(target_feature = "sm_80")]
+mod staged;
+#[cfg(target_feature = "sm_80")]
 mod tensor;
 #[cfg(target_feature = "sm_80")]
 pub mod tuned;
@@ -106,4 +108,32 @@ impl Gemm {
             unsafe { *self.c.add((row * self.n + col) as usize) = v };
         }
     }
+}
+
+/// Stores a thread's `TM x TN` results of rung 8: row `i` at `row(i)`, its columns in chunks of
+/// 4 starting at `col(h)`. One 128-bit store per chunk when `n` is a multiple of 4 (a chunk that
+/// starts inside a row then ends inside it, 16-byte aligned), else 4 guarded scalar ones.
+///
+/// # Safety
+/// `g.c` holds the `m x n` matrix, 16-byte aligned.
+#[cfg(target_feature = "sm_80")]
+#[inline(always)]
+unsafe fn store_results<const TM: usize, const TN: usize>(
+    g: &Gemm,
+    acc: &[[f32; TN]; TM],
+    row: impl Fn(usize) -> u32,
+    col: impl Fn(usize) -> u32,
+) {
+    unrolled(TM, |i| {
+        let row = row(i);
+        unrolled(TN / 4, |h| {
+            let col = col(h);
+            let v = [acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]];
+            if g.n % 4 == 0 && row < g.m && col < g.n {
+                unsafe { crate::device::store4(g.c.add((row * g.n + col) as usize), v) };
+            } else {
+                unrolled(4, |q| unsafe { g.store_c(row, col + q as u32, v[q]) });
+            }
+        });
+    });
 }

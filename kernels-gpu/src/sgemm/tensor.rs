@@ -19,8 +19,8 @@
 //! both take the minimum, and so do the `cp.async` writes (the swizzles permute chunks inside a
 //! 128-byte line).
 
-use super::{Gemm, unrolled};
 use super::copy::{Matrix, pipeline};
+use super::{Gemm, unrolled};
 use crate::device::mma::{ldmatrix_x4, mma_tf32};
 use crate::device::{block_idx_x, block_idx_y, dynamic_shared, thread_idx_x};
 use memlab_contracts::sgemm::{

@@ -7,15 +7,15 @@
 //! stores), `STAGES` deep. `A` is therefore stored as it lies in memory, `bm` rows of `bk`
 //! floats, and read by columns: at depth `d` the lanes of a warp read `A` in `wm / tm`
 //! consecutive rows. Lane `(lr, lc)` of a warp owns rows `lr + (wm / tm) i` and columns
-//! `4 lc + 4 (wn / tn) h + j` of the warp's tile: per 4 depths a thread reads each of its rows
-//! once as one 128-bit load (4 depths of that row), and per depth its `B` columns as `tn / 4`
-//! 128-bit loads. Rows are padded to `bk + 4` floats, so that consecutive rows start 5 chunks of
-//! 16 bytes apart, in different groups of 4 banks (`memlab banks` predicts 1 wavefront per
-//! load; unpadded, rows 4 chunks apart share banks two by two).
+//! `4 lc + 4 (wn / tn) h + j` of the warp's tile: per 2 depths a thread reads each of its rows
+//! once as one 64-bit load (2 depths of that row), and per depth its `B` columns as `tn / 4`
+//! 128-bit loads. Rows are padded to `bk + 4` floats, so that the rows a warp reads start in
+//! different pairs of banks (`memlab banks` predicts 1 wavefront per load; unpadded, rows of 16
+//! or 32 floats put 2 to 8 rows on one pair of banks, `host/src/model/gemm_tiles.rs`).
 
-use super::{Gemm, unrolled};
 use super::copy::{Matrix, pipeline};
-use crate::device::{block_idx_x, block_idx_y, dynamic_shared, fma, load2, load4, store4, thread_idx_x};
+use super::{Gemm, store_results, unrolled};
+use crate::device::{block_idx_x, block_idx_y, dynamic_shared, fma, load2, load4, thread_idx_x};
 
 /// The body of every configuration of rung 8: a `BM x BN` tile of `C` per block, `BK` deep
 /// steps, `WM x WN` per warp, `TM x TN` per thread, `STAGES` stages.
@@ -78,37 +78,36 @@ unsafe fn tuned<
         });
     };
     unsafe { pipeline::<STAGES>(g.k.div_ceil(BK), fill, compute) };
-    unrolled(TM, |i| {
-        let row = row0 + wrow + lr + lane_rows * i as u32;
-        unrolled(TN / 4, |h| {
-            let col = col0 + wcol + 4 * lc + 4 * lane_cols * h as u32;
-            let v = [acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]];
-            // With n a multiple of 4, a chunk that starts inside a row ends inside it.
-            if g.n % 4 == 0 && row < g.m && col < g.n {
-                unsafe { store4(g.c.add((row * g.n + col) as usize), v) };
-            } else {
-                unrolled(4, |q| unsafe { g.store_c(row, col + q as u32, v[q]) });
-            }
-        });
-    });
+    let row = |i: usize| row0 + wrow + lr + lane_rows * i as u32;
+    let col = |h: usize| col0 + wcol + 4 * lc + 4 * lane_cols * h as u32;
+    unsafe { store_results(&g, &acc, row, col) };
 }
 
-/// One entry per configuration of [`memlab_contracts::tuned_configs!`].
+/// One entry per configuration of [`memlab_contracts::tuned_configs!`]: `AsyncCopy` ones run
+/// [`tuned`], `Registers` ones `staged::Staged::run`.
 macro_rules! tuned_entries {
-    ($($name:ident = ($bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $tm:literal, $tn:literal, $s:literal)),* $(,)?) => {$(
+    ($($name:ident = $algo:ident ($bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $tm:literal, $tn:literal, $s:literal)),* $(,)?) => {$(
         #[doc = concat!(
             "Rung 8 with a `", $bm, " x ", $bn, "` tile of `C`, depth ", $bk, ", `", $wm, " x ", $wn,
-            "` per warp, `", $tm, " x ", $tn, "` per thread, ", $s, " stages (see the module doc).\n\n",
+            "` per warp, `", $tm, " x ", $tn, "` per thread, ", $s, " stages filled as `Algo::", stringify!($algo),
+            "` says (`memlab_contracts::sgemm::Algo`; the module docs of `tuned` and `staged`).\n\n",
             "- Launch: block `32 (", $bm, " / ", $wm, ") (", $bn, " / ", $wn, ")` threads, grid `(ceil(n / ", $bn,
             "), ceil(m / ", $bm, "))`.\n",
-            "- Shared memory: `", $s, " * (", $bm, " * (", $bk, " + 4) + ", $bk, " * ", $bn, ") * 4` dynamic bytes.\n",
-            "- Memory level: both tiles global -> shared by `cp.async` (`LDGSTS`), accumulators in registers. ",
-            "Needs cc 8.0 (PTX ISA, \"cp.async\").\n\n# Safety\nBuffers as in the module doc of `sgemm`, each 16-byte aligned."
+            "- Shared memory: the configuration's `Tuned::smem_bytes` dynamic bytes.\n",
+            "- Memory level: shared tiles (by `cp.async` or through registers), accumulators in registers. ",
+            "In the sm_80 and sm_90 PTX.\n\n# Safety\nBuffers as in the module doc of `sgemm`, each 16-byte aligned."
         )]
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32) {
-            unsafe { tuned::<$bm, $bn, $bk, $wm, $wn, $tm, $tn, $s>(Gemm { a, b, c, m, n, k }) }
+            let g = Gemm { a, b, c, m, n, k };
+            tuned_entries!(@body $algo g ($bm, $bn, $bk, $wm, $wn, $tm, $tn, $s));
         }
     )*};
+    (@body AsyncCopy $g:ident ($bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $tm:literal, $tn:literal, $s:literal)) => {
+        unsafe { tuned::<$bm, $bn, $bk, $wm, $wn, $tm, $tn, $s>($g) }
+    };
+    (@body Registers $g:ident ($bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $tm:literal, $tn:literal, $s:literal)) => {
+        unsafe { super::staged::Staged::<$bm, $bn, $bk, $wm, $wn, $tm, $tn>::run($g) }
+    };
 }
 memlab_contracts::tuned_configs!(tuned_entries);
