@@ -36,6 +36,13 @@ const KERNELS: [&str; 15] = [
     "register_pressure",
 ];
 
+/// The SGEMM ladder's entries (every `sgemm_*` in a compared PTX: rungs 2 to 7 in both, rung 8's
+/// configurations and rung 9 from sm_80 up, so in the sm_90 PTX only), whose raw pieces moved
+/// into `kernels-gpu/src/device/` wrappers (#19 phase 2): same instructions, same registers.
+fn sgemm_kernels(ptx: &str) -> impl Iterator<Item = &str> {
+    ptx::kernel_names(ptx).into_iter().filter(|k| k.starts_with("sgemm_"))
+}
+
 /// The PTX targets compared: the oldest the lab loads (CUDA 12's ptxas) and the H200's.
 const ARCHS: [&str; 2] = ["sm_70", "sm_90"];
 
@@ -53,7 +60,7 @@ fn figures() -> String {
     for arch in ARCHS {
         let p = ptx::ALL.iter().find(|p| p.arch == arch).expect("an embedded PTX per compared target");
         let report = ptxas::run(p.text, arch).expect("ptxas (install it with `cargo xtask setup`)");
-        for kernel in KERNELS {
+        for kernel in KERNELS.into_iter().chain(sgemm_kernels(p.text)) {
             let body = entry_body(p.text, kernel).unwrap_or_else(|| panic!("{arch} PTX lacks {kernel}"));
             let k = report.iter().find(|k| k.kernel == kernel).expect("ptxas compiled every entry");
             let mut ops: BTreeMap<&str, usize> = BTreeMap::new();

@@ -230,7 +230,8 @@ fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Res
         }
     }
     let notes = sections.iter().filter(|s| s.name == "sgemm").flat_map(|s| &s.notes);
-    for note in notes.filter(|n| n.starts_with("skipped")) {
+    // The skipped rungs, and the configuration rung 8 ran at each size with its parameters.
+    for note in notes.filter(|n| n.starts_with("skipped") || n.starts_with(demos::sgemm::TUNED_NOTE)) {
         println!("{note}\n");
     }
     println!("memcpy device-to-device: {}", memcpy.map_or("not measured".into(), |g| format!("{g:.0} GB/s")));

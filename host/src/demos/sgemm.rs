@@ -480,11 +480,14 @@ pub fn bank_note() -> String {
     )
 }
 
+/// How the note naming rung 8's configuration begins (`bench` prints these notes too).
+pub const TUNED_NOTE: &str = "rung 8 at ";
+
 /// The note naming rung 8's configuration at one size, with its parameters and where the
 /// choice comes from.
 fn tuned_note(cfg: &Tuned, class: ShapeClass, (m, n, k): (usize, usize, usize), source: Option<&str>) -> String {
     format!(
-        "rung 8 at {m}x{n}x{k} (class {}): {} = {:?}, tile {}x{}, depth {}, warp {}x{}, thread {}x{}, {} stages, {} threads, {} B shared ({})",
+        "{TUNED_NOTE}{m}x{n}x{k} (class {}): {} = {:?}, tile {}x{}, depth {}, warp {}x{}, thread {}x{}, {} stages, {} threads, {} B shared ({})",
         class.name(),
         cfg.name,
         cfg.algo,
