@@ -2,10 +2,10 @@
 //! dynamic shared memory, as thin safe wrappers over `core::arch::nvptx` and
 //! `core::intrinsics::gpu`.
 
+pub mod gemm;
 pub mod probe;
 #[cfg(target_feature = "sm_90")]
 pub mod tma;
-
 use core::arch::nvptx;
 
 #[cfg(target_feature = "sm_80")]

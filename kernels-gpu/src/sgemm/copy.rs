@@ -2,62 +2,26 @@
 //! `sm_80` and up): both operands go global -> shared without passing through registers, in
 //! 16-byte chunks, each thread a fixed share of the tile's chunks.
 
-use crate::device::{cp_async, cp_async_commit, cp_async_wait, sync_threads};
+use crate::device::gemm::{AsyncSource, Shared, block_barrier};
+use crate::device::{cp_async_commit, cp_async_wait};
 
-/// A `rows x cols` row-major `f32` matrix in global memory, read only.
-#[derive(Clone, Copy)]
-pub(super) struct Matrix {
-    pub(super) ptr: *const f32,
-    pub(super) rows: u32,
-    pub(super) cols: u32,
-}
-
-impl Matrix {
-    /// Starts the copy of the 4 floats at `(row, col ..)` to `dst`, zeros for those outside
-    /// the matrix: one 16-byte copy when `cols` is a multiple of 4 (rows are then 16-byte
-    /// aligned, and an aligned chunk lies wholly inside or wholly outside a row), else four
-    /// 4-byte ones.
-    ///
-    /// # Safety
-    /// `ptr` holds the matrix, 16-byte aligned; `dst` is 16-byte aligned shared memory that no
-    /// thread reads until the copy's group is waited for and a barrier passed.
-    #[inline(always)]
-    pub(super) unsafe fn copy_chunk(&self, dst: *mut f32, row: u32, col: u32) {
-        if self.cols % 4 == 0 {
-            let inside = row < self.rows && col < self.cols;
-            // Outside, nothing is read: `ptr` stands in as a valid address.
-            let src = if inside { unsafe { self.ptr.add((row * self.cols + col) as usize) } } else { self.ptr };
-            unsafe { cp_async::<16>(dst, src, if inside { 16 } else { 0 }) };
-        } else {
-            for q in 0..4 {
-                let inside = row < self.rows && col + q < self.cols;
-                let src = if inside { unsafe { self.ptr.add((row * self.cols + col + q) as usize) } } else { self.ptr };
-                unsafe { cp_async::<4>(dst.add(q as usize), src, if inside { 4 } else { 0 }) };
-            }
-        }
-    }
-
-    /// Starts thread `t`'s copies of the `rows x cols` tile at `(row0, col0)`: chunks `t`,
-    /// `t + threads`, .. of the tile's `rows cols / 4` (row-major, `cols / 4` per row), chunk
-    /// `(r, c)` going to `dst + place(r, c)` floats. Sizes are constants of the caller, so the
-    /// loop unrolls.
-    ///
-    /// # Safety
-    /// As for [`Matrix::copy_chunk`]; `place` maps into the stage, 16-byte aligned.
-    #[inline(always)]
-    pub(super) unsafe fn copy_tile(
-        &self,
-        dst: *mut f32,
-        (rows, cols): (u32, u32),
-        (row0, col0): (u32, u32),
-        (t, threads): (u32, u32),
-        place: impl Fn(u32, u32) -> u32,
-    ) {
-        for i in 0..rows * cols / 4 / threads {
-            let chunk = t + i * threads;
-            let (r, c) = (chunk / (cols / 4), chunk % (cols / 4));
-            unsafe { self.copy_chunk(dst.add(place(r, c) as usize), row0 + r, col0 + 4 * c) };
-        }
+/// Starts thread `t`'s copies of the `rows x cols` tile of `src` at `(row0, col0)`: chunks `t`,
+/// `t + threads`, .. of the tile's `rows cols / 4` (row-major, `cols / 4` per row), chunk
+/// `(r, c)` going to `dst + place(r, c)` floats (16-byte aligned, inside the stage). Sizes are
+/// constants of the caller, so the loop unrolls.
+#[inline(always)]
+pub(super) fn copy_tile(
+    src: &AsyncSource,
+    dst: Shared,
+    (rows, cols): (u32, u32),
+    (row0, col0): (u32, u32),
+    (t, threads): (u32, u32),
+    place: impl Fn(u32, u32) -> u32,
+) {
+    for i in 0..rows * cols / 4 / threads {
+        let chunk = t + i * threads;
+        let (r, c) = (chunk / (cols / 4), chunk % (cols / 4));
+        src.copy_chunk(dst.add(place(r, c)), row0 + r, col0 + 4 * c);
     }
 }
 
@@ -66,11 +30,10 @@ impl Matrix {
 /// reads it. The copies for step `s + STAGES - 1` are issued before step `s`'s arithmetic, so
 /// `STAGES - 1` steps of loads are in flight while the FMAs or MMAs run.
 ///
-/// # Safety
 /// Called by every thread of the block (it holds barriers); `fill` only writes the stage it is
-/// given, `compute` only reads.
+/// given, `compute` only reads (invariants 3 and 4 of `device::gemm`).
 #[inline(always)]
-pub(super) unsafe fn pipeline<const STAGES: u32>(
+pub(super) fn pipeline<const STAGES: u32>(
     steps: u32,
     mut fill: impl FnMut(u32, u32),
     mut compute: impl FnMut(u32),
@@ -90,7 +53,7 @@ pub(super) unsafe fn pipeline<const STAGES: u32>(
         // barrier every thread's copies for step s are visible, and every thread has finished
         // step s - 1, whose stage is filled next.
         wait_pending(STAGES - 2);
-        unsafe { sync_threads() };
+        block_barrier();
         if s + STAGES - 1 < steps {
             fill(write, s + STAGES - 1);
         }

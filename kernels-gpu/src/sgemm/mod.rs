@@ -52,7 +52,7 @@ fn unrolled(n: usize, mut f: impl FnMut(usize)) {
         8 => calls!(0 1 2 3 4 5 6 7),
         16 => calls!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15),
         // Unreachable for the configurations compiled; a trap, never a wrong result.
-        _ => unsafe { core::arch::nvptx::trap() },
+        _ => memlab_device_api::arch::trap(),
     }
 }
 
@@ -77,48 +77,14 @@ pub use tensor::{sgemm_9_tensor_tf32, sgemm_9_tensor_tf32_unswizzled};
 pub use scalar::{sgemm_2_register_1d, sgemm_3_register_2d};
 pub use vector::{sgemm_4_vectorized, sgemm_5_conflict_free, sgemm_6_double_buffered};
 
-/// The operands of one product, as every rung receives them.
-#[derive(Clone, Copy)]
-struct Gemm {
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    m: u32,
-    n: u32,
-    k: u32,
-}
-
-impl Gemm {
-    /// `A[row][col]`, or 0.0 outside the `m x k` matrix.
-    #[inline(always)]
-    unsafe fn a_or_zero(&self, row: u32, col: u32) -> f32 {
-        if row < self.m && col < self.k { unsafe { *self.a.add((row * self.k + col) as usize) } } else { 0.0 }
-    }
-
-    /// `B[row][col]`, or 0.0 outside the `k x n` matrix.
-    #[inline(always)]
-    unsafe fn b_or_zero(&self, row: u32, col: u32) -> f32 {
-        if row < self.k && col < self.n { unsafe { *self.b.add((row * self.n + col) as usize) } } else { 0.0 }
-    }
-
-    /// Stores `C[row][col] = v` when `(row, col)` is inside the `m x n` matrix.
-    #[inline(always)]
-    unsafe fn store_c(&self, row: u32, col: u32, v: f32) {
-        if row < self.m && col < self.n {
-            unsafe { *self.c.add((row * self.n + col) as usize) = v };
-        }
-    }
-}
+use crate::device::gemm::Gemm;
 
 /// Stores a thread's `TM x TN` results of rung 8: row `i` at `row(i)`, its columns in chunks of
 /// 4 starting at `col(h)`. One 128-bit store per chunk when `n` is a multiple of 4 (a chunk that
 /// starts inside a row then ends inside it, 16-byte aligned), else 4 guarded scalar ones.
-///
-/// # Safety
-/// `g.c` holds the `m x n` matrix, 16-byte aligned.
 #[cfg(target_feature = "sm_80")]
 #[inline(always)]
-unsafe fn store_results<const TM: usize, const TN: usize>(
+fn store_results<const TM: usize, const TN: usize>(
     g: &Gemm,
     acc: &[[f32; TN]; TM],
     row: impl Fn(usize) -> u32,
@@ -130,9 +96,9 @@ unsafe fn store_results<const TM: usize, const TN: usize>(
             let col = col(h);
             let v = [acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]];
             if g.n % 4 == 0 && row < g.m && col < g.n {
-                unsafe { crate::device::store4(g.c.add((row * g.n + col) as usize), v) };
+                g.store4_c(row, col, v);
             } else {
-                unrolled(4, |q| unsafe { g.store_c(row, col + q as u32, v[q]) });
+                unrolled(4, |q| g.store_c(row, col + q as u32, v[q]));
             }
         });
     });

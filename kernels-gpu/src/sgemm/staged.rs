@@ -14,7 +14,8 @@
 //! 128 bytes or less.
 
 use super::{Gemm, store_results, unrolled};
-use crate::device::{block_idx_x, block_idx_y, dynamic_shared, fma, load4, store4, sync_threads, thread_idx_x};
+use crate::device::gemm::{Shared, block_barrier};
+use crate::device::{block_idx_x, block_idx_y, fma, thread_idx_x};
 
 /// The most 16-byte chunks of one tile a thread moves per step in any configuration (`A` of
 /// `256 x 8` or `128 x 16` over 256 threads: 2); the arrays are this long, and the unused
@@ -57,8 +58,8 @@ impl<const BM: u32, const BN: u32, const BK: u32, const WM: u32, const WN: u32, 
 
     /// Stage `i` of the block's dynamic shared memory.
     #[inline(always)]
-    fn stage(i: u32) -> *mut f32 {
-        unsafe { dynamic_shared::<f32>().add((i * Self::STAGE_FLOATS) as usize) }
+    fn stage(i: u32) -> Shared {
+        Shared::at(i * Self::STAGE_FLOATS)
     }
 
     /// Where this thread's chunk `i` lies in a tile of `cols` floats per row: (row, column).
@@ -70,27 +71,27 @@ impl<const BM: u32, const BN: u32, const BK: u32, const WM: u32, const WN: u32, 
 
     /// This thread's chunks of the step at depth `k0`, zeros outside the matrices.
     #[inline(always)]
-    unsafe fn fetch(&self, k0: u32) -> Chunks {
+    fn fetch(&self, k0: u32) -> Chunks {
         let g = &self.g;
         let (mut a, mut b) = ([[0.0f32; 4]; MAX_CHUNKS], [[0.0f32; 4]; MAX_CHUNKS]);
         // One branch for both tiles, as rung 6 (a branch per tile costs registers).
         if self.vector && k0 + BK <= g.k {
             unrolled(Self::A_CHUNKS, |i| {
                 let (r, c) = self.at(i, BK);
-                a[i] = unsafe { load4(g.a.add(((self.row0 + r) * g.k + k0 + c) as usize)) };
+                a[i] = g.load4_a(self.row0 + r, k0 + c);
             });
             unrolled(Self::B_CHUNKS, |i| {
                 let (r, c) = self.at(i, BN);
-                b[i] = unsafe { load4(g.b.add(((k0 + r) * g.n + self.col0 + c) as usize)) };
+                b[i] = g.load4_b(k0 + r, self.col0 + c);
             });
         } else {
             unrolled(Self::A_CHUNKS, |i| {
                 let (r, c) = self.at(i, BK);
-                unrolled(4, |q| a[i][q] = unsafe { g.a_or_zero(self.row0 + r, k0 + c + q as u32) });
+                unrolled(4, |q| a[i][q] = g.a_or_zero(self.row0 + r, k0 + c + q as u32));
             });
             unrolled(Self::B_CHUNKS, |i| {
                 let (r, c) = self.at(i, BN);
-                unrolled(4, |q| b[i][q] = unsafe { g.b_or_zero(k0 + r, self.col0 + c + q as u32) });
+                unrolled(4, |q| b[i][q] = g.b_or_zero(k0 + r, self.col0 + c + q as u32));
             });
         }
         (a, b)
@@ -99,15 +100,15 @@ impl<const BM: u32, const BN: u32, const BK: u32, const WM: u32, const WN: u32, 
     /// Stores this thread's chunks into stage `st`: `A` transposed (4 scalar stores a chunk),
     /// `B` as it lies (one 128-bit store).
     #[inline(always)]
-    unsafe fn put(&self, st: u32, (a, b): Chunks) {
+    fn put(&self, st: u32, (a, b): Chunks) {
         let s = Self::stage(st);
         unrolled(Self::A_CHUNKS, |i| {
             let (r, c) = self.at(i, BK);
-            unrolled(4, |q| unsafe { *s.add(((c + q as u32) * Self::PITCH + r) as usize) = a[i][q] });
+            unrolled(4, |q| s.add((c + q as u32) * Self::PITCH + r).store(a[i][q]));
         });
         unrolled(Self::B_CHUNKS, |i| {
             let (r, c) = self.at(i, BN);
-            unsafe { store4(s.add((BK * Self::PITCH + r * BN + c) as usize), b[i]) };
+            s.add(BK * Self::PITCH + r * BN + c).store4(b[i]);
         });
     }
 
@@ -115,19 +116,19 @@ impl<const BM: u32, const BN: u32, const BK: u32, const WM: u32, const WN: u32, 
     /// columns `b_off + ..` of the tile: per depth `TM / 4 + TN / 4` 128-bit loads, `TM TN`
     /// FMAs.
     #[inline(always)]
-    unsafe fn multiply(&self, st: u32, (a_off, b_off): (u32, u32), acc: &mut [[f32; TN]; TM]) {
+    fn multiply(&self, st: u32, (a_off, b_off): (u32, u32), acc: &mut [[f32; TN]; TM]) {
         let (lane_rows, lane_cols) = (WM / TM as u32, WN / TN as u32);
-        let a_s = unsafe { Self::stage(st).add(a_off as usize) };
-        let b_s = unsafe { Self::stage(st).add((BK * Self::PITCH + b_off) as usize) };
+        let a_s = Self::stage(st).add(a_off);
+        let b_s = Self::stage(st).add(BK * Self::PITCH + b_off);
         unrolled(BK as usize, |d| {
             let d = d as u32;
             let (mut av, mut bv) = ([0.0f32; TM], [0.0f32; TN]);
             unrolled(TM / 4, |i| {
-                let v = unsafe { load4(a_s.add((d * Self::PITCH + 4 * lane_rows * i as u32) as usize)) };
+                let v = a_s.add(d * Self::PITCH + 4 * lane_rows * i as u32).load4();
                 unrolled(4, |q| av[4 * i + q] = v[q]);
             });
             unrolled(TN / 4, |h| {
-                let v = unsafe { load4(b_s.add((d * BN + 4 * lane_cols * h as u32) as usize)) };
+                let v = b_s.add(d * BN + 4 * lane_cols * h as u32).load4();
                 unrolled(4, |q| bv[4 * h + q] = v[q]);
             });
             unrolled(TM, |i| unrolled(TN, |j| acc[i][j] = fma(av[i], bv[j], acc[i][j])));
@@ -135,14 +136,12 @@ impl<const BM: u32, const BN: u32, const BK: u32, const WM: u32, const WN: u32, 
     }
 
     /// The body of every `Registers` configuration of rung 8: a `BM x BN` tile of `C` per
-    /// block, `BK` deep steps, `WM x WN` per warp, `TM x TN` per thread, two stages.
-    ///
-    /// # Safety
-    /// Buffers as in the module doc of `sgemm`, each 16-byte aligned; block of `32 (BM / WM)
-    /// (BN / WN)` threads, grid `(ceil(n / BN), ceil(m / BM))`, `Tuned::smem_bytes` dynamic
-    /// shared bytes.
+    /// block, `BK` deep steps, `WM x WN` per warp, `TM x TN` per thread, two stages. Launch
+    /// contract (the invariants of `device::gemm`): buffers as in the module doc of `sgemm`,
+    /// each 16-byte aligned; block of `32 (BM / WM) (BN / WN)` threads, grid `(ceil(n / BN),
+    /// ceil(m / BM))`, `Tuned::smem_bytes` dynamic shared bytes.
     #[inline(always)]
-    pub(super) unsafe fn run(g: Gemm) {
+    pub(super) fn run(g: Gemm) {
         let (lane_rows, lane_cols) = (WM / TM as u32, WN / TN as u32);
         let t = thread_idx_x();
         let (w, l) = (t / 32, t % 32);
@@ -154,21 +153,19 @@ impl<const BM: u32, const BN: u32, const BK: u32, const WM: u32, const WN: u32, 
         let offsets = (wrow + 4 * lr, wcol + 4 * lc);
         let mut acc = [[0.0f32; TN]; TM];
         let steps = g.k.div_ceil(BK);
-        unsafe {
-            block.put(0, block.fetch(0));
-            sync_threads();
-        }
+        block.put(0, block.fetch(0));
+        block_barrier();
         for s in 0..steps {
-            let next = if s + 1 < steps { Some(unsafe { block.fetch((s + 1) * BK) }) } else { None };
-            unsafe { block.multiply(s % 2, offsets, &mut acc) };
+            let next = if s + 1 < steps { Some(block.fetch((s + 1) * BK)) } else { None };
+            block.multiply(s % 2, offsets, &mut acc);
             if let Some(next) = next {
                 // Stage (s + 1) % 2 was last read in step s - 1, before the previous barrier.
-                unsafe { block.put((s + 1) % 2, next) };
+                block.put((s + 1) % 2, next);
             }
-            unsafe { sync_threads() };
+            block_barrier();
         }
         let row = |i: usize| row0 + wrow + 4 * lr + 4 * lane_rows * (i / 4) as u32 + (i % 4) as u32;
         let col = |h: usize| col0 + wcol + 4 * lc + 4 * lane_cols * h as u32;
-        unsafe { store_results(&g, &acc, row, col) };
+        store_results(&g, &acc, row, col);
     }
 }

@@ -19,10 +19,11 @@
 //! both take the minimum, and so do the `cp.async` writes (the swizzles permute chunks inside a
 //! 128-byte line).
 
-use super::copy::{Matrix, pipeline};
+use super::copy::{copy_tile, pipeline};
 use super::{Gemm, unrolled};
-use crate::device::mma::{ldmatrix_x4, mma_tf32};
-use crate::device::{block_idx_x, block_idx_y, dynamic_shared, thread_idx_x};
+use crate::device::gemm::Shared;
+use crate::device::mma::mma_tf32;
+use crate::device::{GlobalIn, GlobalOut, block_idx_x, block_idx_y, kernel, thread_idx_x};
 use memlab_contracts::sgemm::{
     TF32_BK as BK, TF32_STAGES as STAGES, TF32_THREADS as THREADS, TF32_TILE as TILE, TF32_WARP, swizzle_a,
     swizzle_b_tf32,
@@ -32,6 +33,7 @@ use memlab_contracts::sgemm::{
 const MT: usize = (TF32_WARP.0 / 16) as usize;
 const NT: usize = (TF32_WARP.1 / 8) as usize;
 
+kernel! {
 /// Rung 9: `C = A * B` on tensor cores, TF32 inputs (the low 13 mantissa bits of each operand
 /// dropped), FP32 accumulation; see the module doc for the layouts.
 ///
@@ -40,48 +42,30 @@ const NT: usize = (TF32_WARP.1 / 8) as usize;
 /// - Memory level: both tiles global -> shared by `cp.async`, fragments shared -> registers by
 ///   `ldmatrix` (`A`) and `ld.shared.b32` (`B`), 64 accumulators in registers. Needs cc 8.0
 ///   (PTX ISA, "mma": `.tf32` needs `sm_80`).
-///
-/// # Safety
-/// Buffers as in the module doc of `sgemm`, each 16-byte aligned.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn sgemm_9_tensor_tf32(
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    m: u32,
-    n: u32,
-    k: u32,
-) {
-    unsafe { tensor_tf32::<true>(Gemm { a, b, c, m, n, k }) }
+/// - Buffers: as in the module doc of `sgemm`, each 16-byte aligned.
+pub fn sgemm_9_tensor_tf32(a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
+    tensor_tf32::<true>(Gemm::new(a, b, c, m, n, k))
+}
 }
 
+kernel! {
 /// Rung 9 with its tiles stored unswizzled, as they lie in memory: the contrast for the bank
 /// lesson (its `ldmatrix` takes 2 wavefronts per matrix where 1 suffices, its `B` fragment loads
 /// 4 where 1 suffices; the `cp.async` writes stay at the minimum).
 ///
-/// - Launch, shared memory, memory level: as [`sgemm_9_tensor_tf32`].
-///
-/// # Safety
-/// Buffers as in the module doc of `sgemm`, each 16-byte aligned.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn sgemm_9_tensor_tf32_unswizzled(
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    m: u32,
-    n: u32,
-    k: u32,
+/// - Launch, shared memory, memory level, buffers: as [`sgemm_9_tensor_tf32`].
+pub fn sgemm_9_tensor_tf32_unswizzled(
+    a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32,
 ) {
-    unsafe { tensor_tf32::<false>(Gemm { a, b, c, m, n, k }) }
+    tensor_tf32::<false>(Gemm::new(a, b, c, m, n, k))
+}
 }
 
-/// The body of rung 9, with the swizzled layouts or without.
-///
-/// # Safety
-/// As for [`sgemm_9_tensor_tf32`].
+/// The body of rung 9, with the swizzled layouts or without; launch contract as for
+/// [`sgemm_9_tensor_tf32`] (the invariants of `device::gemm`).
 #[inline(always)]
-unsafe fn tensor_tf32<const SWIZZLE: bool>(g: Gemm) {
-    let Gemm { a, b, m, n, k, .. } = g;
+fn tensor_tf32<const SWIZZLE: bool>(g: Gemm) {
+    let k = g.k;
     // Where chunk `(r, c)` of each tile lies, in floats from the tile's start.
     let place_a = |r: u32, c: u32| 4 * if SWIZZLE { swizzle_a(r * (BK / 4) + c) } else { r * (BK / 4) + c };
     let place_b = |r: u32, c: u32| r * TILE + 4 * if SWIZZLE { swizzle_b_tf32(r, c) } else { c };
@@ -92,20 +76,17 @@ unsafe fn tensor_tf32<const SWIZZLE: bool>(g: Gemm) {
     let (wm, wn) = TF32_WARP;
     let (wrow, wcol) = ((w / (TILE / wn)) * wm, (w % (TILE / wn)) * wn);
     let (row0, col0) = (block_idx_y() * TILE, block_idx_x() * TILE);
-    let (am, bm) = (Matrix { ptr: a, rows: m, cols: k }, Matrix { ptr: b, rows: k, cols: n });
+    let (am, bm) = (g.a_source(), g.b_source());
     let stage_floats = 2 * TILE * BK;
-    let stage = |i: u32| unsafe { dynamic_shared::<f32>().add((i * stage_floats) as usize) };
+    let stage = |i: u32| Shared::at(i * stage_floats);
     let mut acc = [[[0.0f32; 4]; NT]; MT];
     let fill = |st: u32, s: u32| {
         let (a_s, k0) = (stage(st), s * BK);
-        unsafe {
-            am.copy_tile(a_s, (TILE, BK), (row0, k0), (t, THREADS), place_a);
-            let b_s = a_s.add((TILE * BK) as usize);
-            bm.copy_tile(b_s, (BK, TILE), (k0, col0), (t, THREADS), place_b);
-        }
+        copy_tile(&am, a_s, (TILE, BK), (row0, k0), (t, THREADS), place_a);
+        copy_tile(&bm, a_s.add(TILE * BK), (BK, TILE), (k0, col0), (t, THREADS), place_b);
     };
     let compute = |st: u32| {
-        let (a_s, b_s) = unsafe { (stage(st), stage(st).add((TILE * BK) as usize)) };
+        let (a_s, b_s) = (stage(st), stage(st).add(TILE * BK));
         unrolled(BK as usize / 8, |ks| {
             let ks = ks as u32;
             // Lane l addresses row l % 8 (+ 8 for matrices 1 and 3) at depth chunk l / 16 of
@@ -114,7 +95,7 @@ unsafe fn tensor_tf32<const SWIZZLE: bool>(g: Gemm) {
             unrolled(MT, |mt| {
                 let row = wrow + 16 * mt as u32 + l % 8 + 8 * ((l / 8) % 2);
                 let chunk = 2 * ks + l / 16;
-                af[mt] = unsafe { ldmatrix_x4(a_s.add(place_a(row, chunk) as usize)) };
+                af[mt] = a_s.add(place_a(row, chunk)).ldmatrix_x4();
             });
             let mut bf = [[0u32; 2]; NT];
             unrolled(NT, |nt| {
@@ -122,23 +103,21 @@ unsafe fn tensor_tf32<const SWIZZLE: bool>(g: Gemm) {
                 unrolled(2, |half| {
                     let kr = 8 * ks + q + 4 * half as u32;
                     let at = place_b(kr, col / 4) + col % 4;
-                    bf[nt][half] = unsafe { *b_s.add(at as usize) }.to_bits();
+                    bf[nt][half] = b_s.add(at).load().to_bits();
                 });
             });
             unrolled(MT, |mt| unrolled(NT, |nt| acc[mt][nt] = mma_tf32(af[mt], bf[nt], acc[mt][nt])));
         });
     };
-    unsafe { pipeline::<STAGES>(k.div_ceil(BK), fill, compute) };
+    pipeline::<STAGES>(k.div_ceil(BK), fill, compute);
     unrolled(MT, |mt| {
         unrolled(NT, |nt| {
             let (row, col) = (row0 + wrow + 16 * mt as u32 + gr, col0 + wcol + 8 * nt as u32 + 2 * q);
             let d = acc[mt][nt];
-            unsafe {
-                g.store_c(row, col, d[0]);
-                g.store_c(row, col + 1, d[1]);
-                g.store_c(row + 8, col, d[2]);
-                g.store_c(row + 8, col + 1, d[3]);
-            }
+            g.store_c(row, col, d[0]);
+            g.store_c(row, col + 1, d[1]);
+            g.store_c(row + 8, col, d[2]);
+            g.store_c(row + 8, col + 1, d[3]);
         });
     });
 }
