@@ -715,6 +715,129 @@ KERNEL void __launch_bounds__(256, 2)
 }
 #endif
 
+// ---------------------------------------------------------------- clusters.rs
+// Thread-block clusters (cc 9.0): the runtime's cluster intrinsics (sm_90_rt.h, what
+// cooperative groups' cluster_group wraps); the chase times ld.shared::cluster through inline
+// PTX, as microbenchmarks do.
+#if __CUDA_ARCH__ >= 900
+DEV void cluster_sync() {
+    __cluster_barrier_arrive();
+    __cluster_barrier_wait();
+}
+
+DEV unsigned long long globaltimer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+DEV unsigned dsmem_load(unsigned address) {
+    unsigned v;
+    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(address) : "memory");
+    return v;
+}
+
+KERNEL void chase_dsmem(const unsigned* chain, unsigned words, unsigned target, unsigned warm, unsigned steps,
+                        unsigned long long* out) {
+    extern __shared__ unsigned array[];
+    unsigned* remote = (unsigned*)__cluster_map_shared_rank(array, target);
+    unsigned base;
+    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(base) : "r"((unsigned)__cvta_generic_to_shared(array)), "r"(target));
+    cluster_sync();
+    if (__clusterRelativeBlockRank() == 0)
+        for (unsigned w = threadIdx.x; w < words; w += blockDim.x) remote[w] = base + chain[w];
+    cluster_sync();
+    if (__clusterRelativeBlockRank() == 0 && threadIdx.x == 0) {
+        unsigned p = base;
+        for (unsigned i = 0; i < warm; i++) p = dsmem_load(p);
+        long long c0 = clock64();
+        unsigned long long t0 = globaltimer();
+        for (unsigned i = 0; i < steps; i++) p = dsmem_load(p);
+        long long c1 = clock64();
+        unsigned long long t1 = globaltimer();
+        out[0] = c1 - c0;
+        out[1] = t1 - t0;
+        out[2] = p - base;
+    }
+    cluster_sync();
+}
+
+// iters reads of 16 bytes per thread from `src` (a block's shared memory), 8 per round.
+DEV unsigned read_rounds(const uint4* src, unsigned iters) {
+    unsigned t = threadIdx.x, threads = blockDim.x, sum = 0;
+    for (unsigned i = 0; i < iters; i += 8) {
+#pragma unroll
+        for (unsigned u = 0; u < 8; u++) {
+            uint4 v = src[(t + (i + u) * threads) & 2047];
+            sum += v.x + v.y + v.z + v.w;
+        }
+    }
+    return sum;
+}
+
+KERNEL void cluster_shared_read(unsigned iters, unsigned peer_offset, unsigned* out) {
+    extern __shared__ __align__(16) unsigned words[];  // 2048 x 16 bytes
+    unsigned rank = __clusterRelativeBlockRank();
+    for (unsigned w = threadIdx.x; w < 4 * 2048; w += blockDim.x) {
+        unsigned h = w + rank * 0x9E3779B9u;  // MurmurHash3's finalizer of (word, rank)
+        h ^= h >> 16;
+        h *= 0x85EBCA6Bu;
+        h ^= h >> 13;
+        h *= 0xC2B2AE35u;
+        words[w] = h ^ (h >> 16);
+    }
+    cluster_sync();
+    unsigned sum;
+    if (peer_offset == 0) {
+        sum = read_rounds(reinterpret_cast<const uint4*>(words), iters);
+    } else {
+        unsigned* peer = (unsigned*)__cluster_map_shared_rank(words, (rank + peer_offset) % __clusterSizeInBlocks());
+        sum = read_rounds(reinterpret_cast<const uint4*>(peer), iters);
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+    cluster_sync();
+}
+
+KERNEL void cluster_barrier(unsigned iters, unsigned long long* out) {
+    cluster_sync();
+    long long start = clock64();
+    for (unsigned i = 0; i < iters; i++) cluster_sync();
+    long long cycles = clock64() - start;
+    if (threadIdx.x == 0) {
+        out[2 * blockIdx.x] = cycles;
+        out[2 * blockIdx.x + 1] = __clusterRelativeBlockRank() | __clusterSizeInBlocks() << 8 | __clusterIdx().x << 16;
+    }
+}
+
+// Block 32 x 32, two stages of 32 x 32 tiles of A and B (16 KiB); the cluster's rows share A,
+// its columns B, each block loading the tile rows r with r % cluster extent == its index.
+KERNEL void matmul_dsmem_32(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    extern __shared__ float tiles[];
+    dim3 cid = __clusterRelativeBlockIdx(), cdim = __clusterDim();
+    unsigned tx = threadIdx.x, ty = threadIdx.y;
+    unsigned row = blockIdx.y * 32 + ty, col = blockIdx.x * 32 + tx, slot = ty * 32 + tx;
+    unsigned a_owner = ty % cdim.x, b_owner = ty % cdim.y;
+    unsigned a_rank = a_owner + cid.y * cdim.x, b_rank = cid.x + b_owner * cdim.x;
+    float acc = 0.f;
+    unsigned stage = 0;
+    for (unsigned k0 = 0; k0 < k; k0 += 32) {
+        float* ta = tiles + stage * 2048;
+        float* tb = ta + 1024;
+        if (a_owner == cid.x) ta[slot] = row < m && k0 + tx < k ? a[row * k + k0 + tx] : 0.f;
+        if (b_owner == cid.y) tb[slot] = k0 + ty < k && col < n ? b[(k0 + ty) * n + col] : 0.f;
+        cluster_sync();
+        if (a_owner != cid.x) ta[slot] = ((float*)__cluster_map_shared_rank(ta, a_rank))[slot];
+        if (b_owner != cid.y) tb[slot] = ((float*)__cluster_map_shared_rank(tb, b_rank))[slot];
+        __syncthreads();
+#pragma unroll
+        for (unsigned i = 0; i < 32; i++) acc += ta[ty * 32 + i] * tb[i * 32 + tx];
+        stage ^= 1;
+    }
+    if (row < m && col < n) c[row * n + col] = acc;
+    cluster_sync();
+}
+#endif
+
 // ---------------------------------------------------------------- hierarchy.rs, l2.rs (L2 lesson)
 
 DEV unsigned sum4(uint4 w) { return w.x + w.y + w.z + w.w; }

@@ -32,16 +32,17 @@ struct Build {
 const SM_90_PTX_ISA: &str = "target-feature=+ptx83";
 
 /// A baseline every supported GPU can JIT (cc 7.0, so V100s load the lab), Ampere's (cc 8.0, the first with
-/// `cp.async`), Hopper's own (cc 9.0, PTX ISA 8.3: [`SM_90_PTX_ISA`]), the load-counting build of the tiling
-/// lesson, Hopper's with line tables, and Hopper's checked build (bounds checks on, `memlab bench
+/// `cp.async`), Hopper's own (cc 9.0, PTX ISA 8.3: [`SM_90_PTX_ISA`]), the load-counting builds of the tiling
+/// lessons (cc 7.0 for any GPU; cc 9.0 for the cluster matmul, in the sm_90 PTX only), Hopper's with line tables, and Hopper's checked build (bounds checks on, `memlab bench
 /// --checked`). The sm_90 PTX holds the sm_80 one's kernels and the
-/// Hopper-only ones (`kernels-gpu/src/tma.rs`); it is what the H200 figures in the README were
+/// Hopper-only ones (`kernels-gpu/src/tma.rs`, `clusters.rs`); it is what the H200 figures in the README were
 /// measured with.
-const BUILDS: [Build; 6] = [
+const BUILDS: [Build; 7] = [
     Build { name: "sm_70", arch: "sm_70", features: "", line_tables: false },
     Build { name: "sm_80", arch: "sm_80", features: "", line_tables: false },
     Build { name: "sm_90", arch: "sm_90", features: "", line_tables: false },
     Build { name: "sm_70_counting", arch: "sm_70", features: "count-loads", line_tables: false },
+    Build { name: "sm_90_counting", arch: "sm_90", features: "count-loads", line_tables: false },
     Build { name: "sm_90_lines", arch: "sm_90", features: "", line_tables: true },
     Build { name: "sm_90_checked", arch: "sm_90", features: "checked", line_tables: false },
 ];

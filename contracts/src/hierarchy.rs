@@ -1,8 +1,10 @@
 //! The hierarchy's probes (`kernels-gpu/src/hierarchy.rs`).
 
-/// Words of the record every latency probe writes: `[cycles, ns, end]`, then one end per lane
-/// of the constant-memory probe's warp.
-pub const RECORD_WORDS: usize = 3 + 32;
+/// Words of the record every latency probe writes: `[cycles, ns, end]`.
+pub const PROBE_RECORD_WORDS: usize = 3;
+/// Words of the record buffer: the probe record, then one end per lane of the constant-memory
+/// probe's warp.
+pub const RECORD_WORDS: usize = PROBE_RECORD_WORDS + CONST_CHASE_THREADS as usize;
 /// Threads of the shared-memory chase's block (one thread chases; the others fill the chain).
 pub const SHARED_CHASE_THREADS: u32 = 256;
 /// Threads of the constant-memory probe: one warp.

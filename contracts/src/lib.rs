@@ -8,6 +8,7 @@
 //! same way.
 #![no_std]
 
+pub mod clusters;
 pub mod hierarchy;
 pub mod l2;
 pub mod matmul;
@@ -43,6 +44,8 @@ mod tests {
         assert_eq!(smem_bytes(A_PITCH_PADDED, T, 1), 8320);
         assert_eq!(smem_bytes(A_PITCH_PADDED, T, STAGES), 16640);
         assert_eq!(probes::BANK_PROBE_SMEM, 16384);
+        assert_eq!(clusters::dsmem_smem_bytes(), 16384);
+        assert_eq!(clusters::READ_SMEM, 32768);
     }
 
     #[test]

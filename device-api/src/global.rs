@@ -40,7 +40,7 @@ pub static GLOBAL_LOADS: core::sync::atomic::AtomicU64 = core::sync::atomic::Ato
 /// # Safety
 /// `p` is valid for a read.
 #[inline(always)]
-unsafe fn load<T: Copy>(p: *const T) -> T {
+pub unsafe fn load<T: Copy>(p: *const T) -> T {
     #[cfg(feature = "count-loads")]
     GLOBAL_LOADS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
     unsafe { *p }
@@ -141,6 +141,14 @@ impl<T: Copy, A> Slice<T, A> {
         check!(i < self.len);
         // SAFETY: `i < len` (checked, or by the launch contract in the release build).
         unsafe { load(self.ptr.add(i)) }
+    }
+
+    /// The first element's address, for loads the view has no method for (the probes'
+    /// `ld.global.cg`, `kernels-gpu/src/device/probe.rs`); reading through it is the caller's
+    /// `unsafe`, inside the view's `len`.
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr
     }
 
     /// The view without its first `n` elements.

@@ -25,6 +25,9 @@ use core::marker::PhantomData;
 
 use crate::{Block, Index, Plain, arch, check};
 
+mod slice;
+pub use slice::SharedSlice;
+
 /// Phase of a tile between two barriers in which threads write it.
 pub struct Writing;
 /// Phase of a tile between two barriers in which threads read it.

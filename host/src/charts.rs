@@ -278,6 +278,20 @@ impl SweepChart {
         })
     }
 
+    /// One sweep of the clusters lesson over cluster sizes: the series `measured` against the
+    /// published figures (`published`); `None` when the run has no clusters section with them.
+    pub fn clusters(
+        sections: &[Section],
+        stem: &'static str,
+        title: &str,
+        measured: &str,
+        published: &str,
+    ) -> Option<Self> {
+        let s = section(sections, "clusters")?;
+        let series = [measured, published].iter().map(|n| series(s, n).cloned()).collect::<Option<Vec<_>>>()?;
+        Some(SweepChart { stem, title: title.into(), x_desc: series[0].x.clone(), series })
+    }
+
     /// The TMA transpose per swizzle mode: time / the fastest mode against the bank model's
     /// conflict factor of the tile's float4 column read, swizzled as the map says and unswizzled.
     pub fn tma_swizzle(sections: &[Section]) -> Option<Self> {
@@ -666,22 +680,33 @@ impl Chart for BarChart {
             .label_style((FONT, 14))
             .axis_desc_style((FONT, 15))
             .draw()?;
+        // A value past the axis (the axis stops at AXIS_LIMIT) is drawn at its end: plotters
+        // overflows an i32 mapping a point far outside the range. Labels keep the true value.
+        let at = |v: f64| v.clamp(0.0, max * 1.12);
         for (i, (label, value)) in self.bars.iter().enumerate() {
             // Top bar first.
             let y = n - 1.0 - i as f64;
-            chart.draw_series([Rectangle::new([(0.0, y + 0.15), (*value, y + 0.85)], MEASURED.mix(0.75).filled())])?;
+            chart.draw_series([Rectangle::new(
+                [(0.0, y + 0.15), (at(*value), y + 0.85)],
+                MEASURED.mix(0.75).filled(),
+            )])?;
             let text = format!("{label}: {}", compact(*value));
             // Inside a long bar in white, after a short one in black.
-            let (x, colour) = if *value > 0.4 * max { (max * 0.01, WHITE) } else { (value + max * 0.01, BLACK) };
+            let (x, colour) = if *value > 0.4 * max { (max * 0.01, WHITE) } else { (at(*value) + max * 0.01, BLACK) };
             chart.draw_series([Text::new(text, (x, y + 0.68), (FONT, 15).into_font().color(&colour))])?;
         }
         for (j, (label, value)) in self.references.iter().enumerate() {
-            chart.draw_series(DashedLineSeries::new([(*value, 0.0), (*value, n)], 8, 5, MARK.stroke_width(2)))?;
+            chart.draw_series(DashedLineSeries::new(
+                [(at(*value), 0.0), (at(*value), n)],
+                8,
+                5,
+                MARK.stroke_width(2),
+            ))?;
             // Right-aligned against its line, one line of text lower per reference.
             let text = format!("{label} {}", compact(*value));
             let width = text.chars().count() as i32 * 8;
             let label = Text::new(text, (-width - 6, 4 + 17 * j as i32), (FONT, 14).into_font().color(&MARK));
-            chart.draw_series([EmptyElement::at((*value, n)) + label])?;
+            chart.draw_series([EmptyElement::at((at(*value), n)) + label])?;
         }
         Ok(())
     }

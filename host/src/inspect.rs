@@ -55,8 +55,10 @@ pub const ACCESSES: [Access; 12] = [
     Access { level: "barrier", what: "block barriers", ptx: &["bar.", "barrier."], sass: &["BAR"] },
 ];
 
-/// State spaces a PTX `ld`/`st` may name; one without any is a generic access.
-const STATE_SPACES: [&str; 5] = ["global", "shared", "local", "const", "param"];
+/// State spaces a PTX `ld`/`st` may name; one without any is a generic access. `.shared::cta`
+/// and `.shared::cluster` are the block's own and its cluster's shared memory (PTX ISA 7.8,
+/// "State Spaces: Shared State Space").
+const STATE_SPACES: [&str; 7] = ["global", "shared", "shared::cta", "shared::cluster", "local", "const", "param"];
 
 /// Static PTX counts of one kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,6 +5,7 @@
 //! added to a module appears here by itself.
 
 pub use crate::demos::banks::kernels::*;
+pub use crate::demos::clusters::kernels::*;
 pub use crate::demos::coalescing::kernels::*;
 pub use crate::demos::hierarchy::bandwidth::kernels::*;
 pub use crate::demos::hierarchy::latency::kernels::*;
@@ -26,6 +27,7 @@ use crate::gpu::launch::Entry;
 /// The entries of every typed launch, module by module.
 pub const TABLES: [&[Entry]; 15] = [
     demos::banks::ENTRIES,
+    demos::clusters::ENTRIES,
     demos::coalescing::ENTRIES,
     demos::hierarchy::bandwidth::ENTRIES,
     demos::hierarchy::latency::ENTRIES,

@@ -24,6 +24,10 @@ pub const ALL: [Ptx; 3] = [
 pub const COUNTING: Ptx =
     Ptx { arch: "sm_70", cc: (7, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_70_counting.ptx")) };
 
+/// The load-counting build for cc 9.0: as [`COUNTING`], with the kernels only the sm_90 PTX
+/// has (`matmul_dsmem_32`, whose cluster shares its tiles).
+pub const COUNTING_SM90: Ptx =
+    Ptx { arch: "sm_90", cc: (9, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90_counting.ptx")) };
 /// The checked build (feature `checked`, sm_90): every index of a global view or shared tile of
 /// the kernels on the device API is bounds-checked and traps when out of bounds; `memlab bench
 /// --checked` times it against the release build.
@@ -55,8 +59,9 @@ pub fn check_kernel(ptx: &Ptx, name: &str) -> Result<(), crate::error::Refusal> 
 
 /// PTX instructions the older targets lack, most specific first (`cp.async.bulk.tensor` and
 /// `cp.async.bulk`: sm_90 and up; `cp.async`: sm_80 and up; PTX ISA "Data Movement and
-/// Conversion Instructions", target ISA notes). A kernel is said to use the first it has.
-const NEWER_INSTRUCTIONS: [&str; 3] = ["cp.async.bulk.tensor", "cp.async.bulk", "cp.async"];
+/// Conversion Instructions"; `mapa` and `barrier.cluster`: sm_90 and up, PTX ISA 7.8, "mapa",
+/// "barrier.cluster"; target ISA notes of each). A kernel is said to use the first it has.
+const NEWER_INSTRUCTIONS: [&str; 5] = ["cp.async.bulk.tensor", "cp.async.bulk", "cp.async", "mapa", "barrier.cluster"];
 
 /// When kernel `name` is not in `ptx` but in a newer embedded PTX: one line naming the compute
 /// capability it needs and the instruction that keeps it out (`cp.async` for
@@ -327,6 +332,10 @@ mod tests {
         assert_eq!(check_kernel(&ALL[0], "sgemm_7_async_copy").unwrap_err().0, why);
         assert_eq!(needs_newer(&ALL[0], "copy"), None, "in every PTX");
         assert_eq!(needs_newer(&ALL[2], "sgemm_7_async_copy"), None);
+        assert_eq!(
+            needs_newer(&ALL[1], "matmul_dsmem_32").unwrap(),
+            "kernel `matmul_dsmem_32` needs cc 9.0 or newer (the sm_90 PTX and up have it, it uses mapa): it is not in the sm_80 PTX, which cc 8.0 loads"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::charts::{self, BarChart, Chart, OccupancyChart, RooflineChart, SweepChart};
 use crate::demos::Section;
 use crate::gpu::device::DeviceInfo;
+use crate::series::names;
 use crate::table::Layout;
 use crate::{output, refuse, report};
 
@@ -94,6 +95,31 @@ impl RunRecord {
         crate::demos::roofline::peak_fp32(&self.device, self.sm_clock_ghz).map(|p| p / 1e12)
     }
 }
+
+/// The clusters lesson's charts: stem, title, measured and published series, caption.
+const CLUSTER_CHARTS: [(&str, &str, &str, &str, &str); 3] = [
+    (
+        "dsmem_latency",
+        "Distributed shared memory: dependent-load latency",
+        names::DSMEM_LATENCY,
+        names::DSMEM_LATENCY_PUBLISHED,
+        "Cycles per dependent `ld.shared::cluster` load in the last block of a cluster, by cluster size, against the published figures (Luo et al. 2024, midpoint of 180-213 cycles).",
+    ),
+    (
+        "dsmem_bandwidth",
+        "Distributed shared memory: reads of the next block",
+        names::DSMEM_READ,
+        names::DSMEM_READ_PUBLISHED,
+        "GB/s of 16-byte reads of the next block's shared memory on every SM, by cluster size, against the published DSMEM throughput (~3.3 TB/s at 2, ~2.7-2.9 TB/s at 4-16).",
+    ),
+    (
+        "cluster_barrier",
+        "The cluster-wide barrier",
+        names::CLUSTER_BARRIER,
+        names::CLUSTER_BARRIER_PUBLISHED,
+        "Cycles per `barrier.cluster.arrive` + `wait` in one cluster, by cluster size, against the published ~850 cycles.",
+    ),
+];
 
 /// One chart's place in the report: the image (SVG) and what to read in it.
 struct Figure {
@@ -215,6 +241,14 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
         }),
         "TMA swizzle chart (run the `tma` demo on cc 9.0)",
     )?;
+    // The clusters lesson's sweeps, drawn when the run has the lesson (a cc 9.0 GPU); a run
+    // without it has nothing to miss.
+    for (stem, title, measured, published, caption) in CLUSTER_CHARTS {
+        if let Some(c) = SweepChart::clusters(sections, stem, title, measured, published) {
+            figures.push(figure(&c, dir, caption.into())?);
+        }
+    }
+
     let md = markdown(record, &figures, &missing);
     let path = dir.join("report.md");
     output::write(&path, md)?;

@@ -22,6 +22,18 @@ pub mod names {
     pub const LADDER_DEFAULT: &str = "ld.global (L1 and L2)";
     /// Hierarchy: the same with `ld.global.cg` (L2 only).
     pub const LADDER_L2: &str = "ld.global.cg (L2 only)";
+    /// Clusters: cycles per dependent `ld.shared::cluster` load in another block, per cluster size.
+    pub const DSMEM_LATENCY: &str = "remote shared load (chase_dsmem)";
+    /// Clusters: the published remote-load latency (Luo et al. 2024), per cluster size.
+    pub const DSMEM_LATENCY_PUBLISHED: &str = "published remote load (Luo et al.)";
+    /// Clusters: GB/s of 16-byte reads of the next block's shared memory, per cluster size.
+    pub const DSMEM_READ: &str = "remote shared reads (cluster_shared_read)";
+    /// Clusters: the published DSMEM throughput, per cluster size.
+    pub const DSMEM_READ_PUBLISHED: &str = "published DSMEM throughput (Luo et al.)";
+    /// Clusters: cycles per cluster-wide barrier, per cluster size.
+    pub const CLUSTER_BARRIER: &str = "cluster barrier (cluster_barrier)";
+    /// Clusters: the published cluster-barrier cost, per cluster size.
+    pub const CLUSTER_BARRIER_PUBLISHED: &str = "published cluster barrier (Luo et al.)";
     /// L2: `read_cg_unrolled`'s GB/s against blocks per SM.
     pub const L2_READ_UNROLLED: &str = "read_cg_unrolled (4 loads in flight per thread)";
     /// L2: `read_cg`'s GB/s against blocks per SM.

@@ -103,6 +103,35 @@ fn bank_iters_must_be_a_multiple_of_the_unroll() {
 }
 
 #[test]
+fn cluster_options_are_refused_before_touching_the_gpu() {
+    for (args, needle) in [
+        (
+            &["run-demos", "--only", "clusters", "--clusters", "2,32"][..],
+            "invalid value '32' for '--clusters <CLUSTERS>': cluster size 32 is outside 1..=16: CUDA allows at most 16 blocks per cluster (non-portable above 8, cc 9.0)",
+        ),
+        (&["run-demos", "--clusters", "0"][..], "cluster size 0 is outside 1..=16"),
+        (&["run-demos", "--clusters", "two"][..], "cluster size `two` is not a whole number"),
+        (&["run-demos", "--cluster-reads", "4"][..], "4 is not in 8..=16777216"),
+        (&["hierarchy", "--cluster-reads", "4"][..], "4 is not in 8..=16777216"),
+        (
+            &["bench", "--only", "hierarchy"][..],
+            "invalid value 'hierarchy' for '--only <ONLY>...' [possible values: memcpy,",
+        ),
+    ] {
+        assert_refused(args, needle);
+    }
+    for command in ["run-demos", "hierarchy"] {
+        let o = memlab(&[command, "--cluster-reads", "12"]);
+        assert_eq!(o.status.code(), Some(2), "{command}");
+        assert_eq!(
+            stderr(&o).trim(),
+            "error: --cluster-reads 12 must be a positive multiple of 8 (the read kernel's unroll)"
+        );
+        assert!(o.stdout.is_empty(), "{command}");
+    }
+}
+
+#[test]
 fn hierarchy_refuses_bad_sizes_before_touching_the_gpu() {
     for (args, needle) in [
         (

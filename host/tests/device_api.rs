@@ -79,3 +79,40 @@ fn an_index_past_a_global_view_traps_in_the_checked_build() {
     let past = std::panic::catch_unwind(|| unsafe { sum_words(words.as_ptr(), [0u32].as_mut_ptr(), 4, 5) });
     assert!(past.is_err());
 }
+
+kernel! {
+    /// Reverses `len` words through a shared slice of `words` words (run-time sized, as the
+    /// shared-memory chase's chain).
+    pub fn reverse_through_slice(block: Block, input: GlobalIn<u32>, out: GlobalOut<u32>, words: u32, len: u32) {
+        let (barrier, mut slice) = block.carve_slice::<u32>(words as usize);
+        let (input, mut out) = (input.slice(len as usize), out.slice(len as usize));
+        for i in 0..len as usize {
+            slice.set(i, input.get(i));
+        }
+        let slice = barrier.sync(slice);
+        for i in 0..len as usize {
+            out.set(i, slice.get(len as usize - 1 - i));
+        }
+    }
+}
+
+#[test]
+fn a_shared_slice_is_written_then_read_across_the_barrier_and_bounded_by_its_length() {
+    let words = [1u32, 2, 3, 4, 5];
+    let mut out = [0u32; 5];
+    // SAFETY: both buffers hold 5 words, the views' lengths.
+    unsafe { reverse_through_slice(words.as_ptr(), out.as_mut_ptr(), 5, 5) };
+    assert_eq!(out, [5, 4, 3, 2, 1]);
+    // A 4-word slice: the fifth `set` traps instead of writing past it.
+    // SAFETY: as above.
+    let past =
+        std::panic::catch_unwind(|| unsafe { reverse_through_slice(words.as_ptr(), [0u32; 5].as_mut_ptr(), 4, 5) });
+    assert_eq!(past.unwrap_err().downcast_ref::<&str>(), Some(&"trap: index out of bounds"));
+    // More words than the launch's dynamic shared memory: the carve traps.
+    let too_many = (memlab_device_api::arch::HOST_SHARED_BYTES / 4 + 1) as u32;
+    // SAFETY: as above; nothing is read or written.
+    let carve = std::panic::catch_unwind(|| unsafe {
+        reverse_through_slice(words.as_ptr(), [0u32; 5].as_mut_ptr(), too_many, 0)
+    });
+    assert!(carve.is_err());
+}

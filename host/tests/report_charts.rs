@@ -124,3 +124,42 @@ fn charts_of_the_full_recorded_run_keep_every_size_and_explain_what_passes_a_roo
     assert!(bars.note.as_deref().is_some_and(|n| n.contains("only reads")), "{:?}", bars.note);
     assert_eq!(charts::log_ticks(&(27.0..1100.0)), [50.0, 100.0, 200.0, 500.0, 1000.0]);
 }
+
+#[test]
+fn the_clusters_charts_are_drawn_when_the_run_has_the_lesson() {
+    use memlab::demos::Section;
+    use memlab::series::Series;
+    let mut r = record();
+    let dir = std::env::temp_dir().join(format!("memlab-cluster-charts-{}", std::process::id()));
+    // Without the lesson: no cluster chart, and none listed as missing.
+    let written = report_dir::write(&dir, &r).unwrap();
+    assert!(!written.iter().any(|p| p.to_string_lossy().contains("dsmem")));
+    assert!(!std::fs::read_to_string(dir.join("report.md")).unwrap().contains("dsmem"));
+    let sweep = |name: &str, y: &str, values: [f64; 4]| {
+        let points = [2.0, 4.0, 8.0, 16.0].into_iter().zip(values).map(|(x, v)| (x, v, format!("{x}")));
+        Series::labelled(name, "blocks per cluster", y, points)
+    };
+    let series = vec![
+        sweep(names::DSMEM_LATENCY, "cycles per dependent load", [201.0, 205.0, 210.0, 214.0]),
+        sweep(names::DSMEM_LATENCY_PUBLISHED, "cycles per dependent load", [196.5; 4]),
+        sweep(names::DSMEM_READ, "GB/s, all SMs", [3400.0, 2950.0, 2800.0, 2700.0]),
+        sweep(names::DSMEM_READ_PUBLISHED, "GB/s, all SMs", [3300.0, 2800.0, 2800.0, 2800.0]),
+        sweep(names::CLUSTER_BARRIER, "cycles per barrier", [380.0, 420.0, 500.0, 640.0]),
+        sweep(names::CLUSTER_BARRIER_PUBLISHED, "cycles per barrier", [850.0; 4]),
+    ];
+    r.sections.push(Section { name: "clusters".into(), series, ..Section::default() });
+    let written = report_dir::write(&dir, &r).unwrap();
+    for stem in ["dsmem_latency", "dsmem_bandwidth", "cluster_barrier"] {
+        for ext in ["svg", "png"] {
+            let file = dir.join(format!("{stem}.{ext}"));
+            assert!(written.contains(&file), "{stem}.{ext} not written");
+            assert!(std::fs::metadata(&file).unwrap().len() > 1000, "{stem}.{ext} is empty");
+        }
+    }
+    let chart = SweepChart::clusters(&r.sections, "x", "t", names::DSMEM_READ, names::DSMEM_READ_PUBLISHED).unwrap();
+    assert_eq!(chart.series[0].points[0].y, 3400.0);
+    assert_eq!(chart.series[1].points[3].y, 2800.0);
+    if std::env::var_os("MEMLAB_KEEP_CHARTS").is_none() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

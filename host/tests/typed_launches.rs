@@ -118,10 +118,43 @@ fn demos_are_registered_once_in_run_order() {
     let names = memlab::demos::NAMES;
     assert_eq!(
         names,
-        ["memcpy", "transpose", "matmul", "sgemm", "coalescing", "banks", "occupancy", "hierarchy", "l2", "tma"]
+        [
+            "memcpy",
+            "transpose",
+            "matmul",
+            "sgemm",
+            "coalescing",
+            "banks",
+            "occupancy",
+            "hierarchy",
+            "clusters",
+            "l2",
+            "tma"
+        ]
     );
     let mut sorted = names.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
     assert_eq!(sorted.len(), names.len(), "a demo registered twice");
+}
+
+#[test]
+fn cluster_launches_carry_their_cluster_and_whole_clusters_of_blocks() {
+    let (a, b, mut c) = (fake::<f32>(0x1000, 1), fake::<f32>(0x2000, 1), fake::<f32>(0x3000, 1));
+    // 67x45: 3x2 tiles of 32, rounded up to whole 4x4 clusters.
+    let l = kernels::matmul_dsmem_32((4, 4), &a, &b, &mut c, 67, 45, 33);
+    assert_eq!((l.kernel, l.shape, l.cluster), ("matmul_dsmem_32", shape((4, 4), (32, 32), 16384), Some((4, 4))));
+    let l = kernels::matmul_dsmem_32((2, 1), &a, &b, &mut c, 67, 45, 33);
+    assert_eq!((l.shape.grid, l.cluster), ((2, 3), Some((2, 1))));
+    let (chain, mut out) = (fake::<u32>(0x4000, 4096), fake::<u64>(0x5000, 35));
+    let l = kernels::chase_dsmem(16, &chain, 4096, 15, 128, 4096, &mut out);
+    assert_eq!((l.shape, l.cluster), (shape((16, 1), (256, 1), 16384), Some((16, 1))));
+    assert_eq!(l.args()[2][..4], 15u32.to_ne_bytes(), "the target rank");
+    let mut sums = fake::<u32>(0x6000, 8 * 256);
+    let l = kernels::cluster_shared_read(8, 4, 4096, 1, &mut sums);
+    assert_eq!((l.shape, l.cluster), (shape((8, 1), (256, 1), 32768), Some((4, 1))));
+    let l = kernels::cluster_barrier(8, 8, 1024, &mut out);
+    assert_eq!((l.shape, l.cluster), (shape((8, 1), (128, 1), 0), Some((8, 1))));
+    // A plain launch has no cluster.
+    assert_eq!(kernels::matmul_tiled_32(&a, &b, &mut c, 67, 45, 33).cluster, None);
 }

@@ -42,6 +42,12 @@ pub fn block_dim_x() -> u32 {
     unsafe { nvptx::_block_dim_x() }
 }
 
+/// `gridDim.x`, blocks of the grid along x.
+#[inline(always)]
+pub fn grid_dim_x() -> u32 {
+    unsafe { nvptx::_grid_dim_x() }
+}
+
 /// Threads of the grid along x: `gridDim.x * blockDim.x`.
 #[inline(always)]
 pub fn grid_threads_x() -> u32 {
@@ -174,6 +180,11 @@ pub fn cp_async_wait<const PENDING: u32>() {
     unsafe { core::arch::asm!("cp.async.wait_group {n};", n = const PENDING) };
 }
 
+// Clusters and distributed shared memory: PTX ISA 7.8 / sm_90 instructions. Declared last so the
+// lines above keep their numbers (the book's generated `inspect` pages cite them).
+#[cfg(target_feature = "sm_90")]
+pub mod cluster;
+
 /// A kernel that reaches a panic (none should: every index is in bounds by the launch
 /// contract, and the checked build traps before one) traps: the host sees
 /// `CUDA_ERROR_LAUNCH_FAILED` at the next sync.
@@ -181,3 +192,6 @@ pub fn cp_async_wait<const PENDING: u32>() {
 fn panic(_: &core::panic::PanicInfo) -> ! {
     memlab_device_api::arch::trap()
 }
+
+/// The counted global load (counted in the `count-loads` build) for kernels not yet on the views.
+pub use memlab_device_api::global::load;

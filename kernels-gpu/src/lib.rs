@@ -14,6 +14,9 @@
 #![feature(abi_ptx, stdarch_nvptx, core_intrinsics, asm_experimental_arch)]
 #![allow(internal_features)]
 
+// Thread-block clusters need sm_90 (PTX ISA 7.8): in the sm_90 PTX only.
+#[cfg(target_feature = "sm_90")]
+pub mod clusters;
 pub mod device;
 pub mod hierarchy;
 pub mod l2;

@@ -21,7 +21,7 @@ const TOOLS: [&str; 4] = ["memcheck", "racecheck", "synccheck", "initcheck"];
 /// and SGEMM kernels there (measured on the H200, run alone: 201 s and 247 s) and `JOBS` can run the
 /// groups side by side; the hierarchy demo, whose sizes follow the device, runs as its own
 /// command with small options.
-const PRESETS: [(&str, &str); 11] = [
+const PRESETS: [(&str, &str); 13] = [
     (
         "1x1",
         "run-demos --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 1x1 --matmul 1x1x1 --sgemm 1x1x1 --strided-bytes 2KiB --bank-iters 8",
@@ -41,7 +41,18 @@ const PRESETS: [(&str, &str); 11] = [
     ),
     ("1000x1000-matmul", "run-demos --runs 1 --warmup 0 --only matmul --matmul 1000x1000x1000"),
     ("1000x1000-sgemm", "run-demos --runs 1 --warmup 0 --only sgemm --sgemm 1000x1000x1000"),
-    ("hierarchy", "hierarchy --ladder-max 64KiB --steps 64 --transfer-bytes 64KiB --dram-bytes 1MiB --bank-iters 8"),
+    (
+        "hierarchy",
+        "hierarchy --ladder-max 64KiB --steps 64 --transfer-bytes 64KiB --dram-bytes 1MiB --bank-iters 8 --cluster-reads 8",
+    ),
+    // Thread-block clusters (cc 9.0; skipped in one line below): the chases, reads and barriers
+    // at their fixed sizes with 8 reads per thread, the cluster matmul at odd sizes, in clusters
+    // of 2 to 16 blocks and of 3 and 5 (odd clusters, odd matmul shapes 3x1 and 5x1).
+    ("clusters-1x1", "run-demos --runs 1 --warmup 0 --only clusters --matmul 1x1x1 --cluster-reads 8"),
+    (
+        "clusters-31x33",
+        "run-demos --runs 1 --warmup 0 --only clusters --matmul 31x33x47 --cluster-reads 8 --clusters 3,5",
+    ),
     // The L2 lesson: a stream of 4097 vectors (not a multiple of any block), a hot
     // buffer of 4096 inside it, a 125001-vector bandwidth read (at 1 block/SM on 132 SMs some
     // threads take an unrolled step; every block count ends in the one-at-a-time tail); the
@@ -61,11 +72,12 @@ const PRESETS: [(&str, &str); 11] = [
 /// lesson at 8192x8192, its SGEMM rungs small), one run
 /// per group of demos so that each group's result stands on its own, under memcheck only: the
 /// other tools take far longer there; with `DEFAULT_SIZES=all` every tool runs them.
-const DEFAULT_PRESETS: [(&str, &str); 5] = [
+const DEFAULT_PRESETS: [(&str, &str); 6] = [
     ("default-transpose", "run-demos --runs 1 --warmup 0 --only memcpy transpose"),
     ("default-matmul", "run-demos --runs 1 --warmup 0 --only matmul"),
     ("default-sgemm", "run-demos --runs 1 --warmup 0 --only sgemm --sgemm 4096x4096x4096"),
     ("default-probes", "run-demos --runs 1 --warmup 0 --only coalescing banks"),
+    ("default-clusters", "run-demos --runs 1 --warmup 0 --only clusters"),
     ("default-tma", "run-demos --runs 1 --warmup 0 --only memcpy tma --sgemm 67x131x35"),
 ];
 

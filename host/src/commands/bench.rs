@@ -47,7 +47,7 @@ pub struct Args {
     /// Write the results to this JSON file.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Demos to compare (default: every demo whose kernels have twins).
+    /// Demos to compare (default: every demo whose kernels have twins; with --checked, every demo).
     #[arg(long, num_args = 1.., value_parser = clap::builder::PossibleValuesParser::new(demos::NAMES))]
     pub only: Vec<String>,
     /// Alternating rounds per kernel (medians are reported).
@@ -56,6 +56,11 @@ pub struct Args {
     /// Problem shapes.
     #[command(flatten)]
     pub shapes: super::Shapes,
+}
+
+/// The demos whose kernels have CUDA C++ twins.
+fn twinned() -> Vec<&'static str> {
+    demos::DEMOS.iter().filter(|d| d.twins).map(|d| d.name).collect()
 }
 
 /// The ceiling a rate is read against.
@@ -153,6 +158,14 @@ fn ceiling(row: &TwinRow, memcpy: Option<f64>, cublas: &[(String, f64)]) -> Ceil
 /// Runs the comparison on each chosen device, then puts the devices side by side; returns
 /// whether every result (Rust and twin) was right.
 pub fn run(args: Args) -> Result<bool> {
+    if !args.checked
+        && let Some(o) = args.only.iter().find(|o| !twinned().contains(&o.as_str()))
+    {
+        refuse!(
+            "bench --only {o}: that demo's kernels have no CUDA C++ twins (demos with twins: {}; --checked times every demo)",
+            twinned().join(", ")
+        );
+    }
     // The path as given is checked before the driver is asked for the devices; each device's
     // own (suffixed when several run, in the same folder) once they are known.
     if let Some(path) = &args.json {
@@ -213,9 +226,11 @@ fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Res
     let sizes = args.shapes.apply(Sizes { repeats: Repeats { warmup: 3, runs: rounds }, ..Sizes::default() });
     let twins = Twins { module, rounds, rows: RefCell::default(), missing: RefCell::default() };
     let lab = Lab { gpu, sizes, twins: Some(twins) };
+    // The checked build has every kernel, so `--checked` also times the demos without twins.
+    let compared = |d: &demos::Demo| d.twins || against == Against::Checked;
     let selected: Vec<&demos::Demo> = demos::DEMOS
         .iter()
-        .filter(|d| d.twins && (args.only.is_empty() || args.only.iter().any(|o| o == d.name)))
+        .filter(|d| compared(d) && (args.only.is_empty() || args.only.iter().any(|o| o == d.name)))
         .collect();
     let (inputs, sections) = demos::run_all(&lab, &selected, |_, _| ())?;
     let memcpy = inputs.memcpy_gbs();

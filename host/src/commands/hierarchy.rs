@@ -30,6 +30,9 @@ pub struct Args {
     /// Shared-memory loads per thread in the shared-bandwidth probe (a multiple of 8).
     #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
     pub bank_iters: u32,
+    /// 16-byte reads per thread of the distributed-shared-memory read (a multiple of 8).
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
+    pub cluster_reads: u32,
 }
 
 /// Measures and prints the table; returns whether every check passed.
@@ -44,6 +47,7 @@ pub fn run(args: Args) -> Result<bool> {
         refuse!("--transfer-bytes {} must be at least 4 bytes", args.transfer_bytes);
     }
     let bank_iters = banks::check_iters(args.bank_iters)?;
+    crate::demos::clusters::check_reads(args.cluster_reads)?;
     let ordinals = super::multi::resolve(&args.device)?;
     let (mut passed, mut figures) = (true, Vec::new());
     for &ordinal in &ordinals {
@@ -65,7 +69,7 @@ pub fn run(args: Args) -> Result<bool> {
 fn run_on(args: &Args, ordinal: u32, dram_bytes: usize, bank_iters: usize) -> Result<(bool, Vec<Vec<String>>)> {
     let gpu = Gpu::open(ordinal, None)?;
     println!("# memlab hierarchy on {}\n\n{}\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
-    let lab = Lab::new(gpu, Sizes { dram_bytes, bank_iters, ..Sizes::default() });
+    let lab = Lab::new(gpu, Sizes { dram_bytes, bank_iters, cluster_reads: args.cluster_reads, ..Sizes::default() });
     let opts = Options { ladder_max: args.ladder_max, steps: args.steps, transfer_bytes: args.transfer_bytes };
     // The memcpy ceiling, measured by its owner and passed in.
     let inputs = Inputs { memcpy: Some(memcpy::measure(&lab)?) };

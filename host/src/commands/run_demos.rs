@@ -32,6 +32,13 @@ pub struct Args {
     /// Shared-memory loads per thread in the bank probe (a multiple of 8).
     #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
     pub bank_iters: u32,
+    /// 16-byte reads per thread of the distributed-shared-memory read (a multiple of 8).
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
+    pub cluster_reads: u32,
+    /// Blocks per thread-block cluster the clusters demo sweeps, a list like 2,4,8,16 (1 to
+    /// 16; above 8 is non-portable, cc 9.0).
+    #[arg(long, value_delimiter = ',', default_values = ["2", "4", "8", "16"], value_parser = demos::clusters::cluster_size)]
+    pub clusters: Vec<u32>,
     /// Bytes of the L2 lesson's streamed buffer, read once amid the hot one (a multiple of 16).
     #[arg(long, default_value = "1GiB", value_parser = l2_bytes)]
     pub l2_stream_bytes: usize,
@@ -66,6 +73,8 @@ pub fn run(args: Args) -> Result<bool> {
         strided_bytes: args.strided_bytes,
         dram_bytes: hierarchy::check_dram_bytes(args.dram_bytes)?,
         bank_iters: demos::banks::check_iters(args.bank_iters)?,
+        cluster_reads: demos::clusters::check_reads(args.cluster_reads)?,
+        cluster_sizes: args.clusters.clone(),
         l2_stream_bytes: args.l2_stream_bytes,
         l2_read_bytes: args.l2_read_bytes,
         l2_partition_sms: args.l2_partition_sms,

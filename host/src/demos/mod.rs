@@ -7,6 +7,7 @@
 
 pub mod autotune;
 pub mod banks;
+pub mod clusters;
 pub mod coalescing;
 pub mod hierarchy;
 pub mod host_memory;
@@ -52,7 +53,7 @@ pub struct Demo {
 }
 
 /// Every demo of `run-demos`, in the order it runs them. The race lesson has its own command.
-pub const DEMOS: [Demo; 10] = [
+pub const DEMOS: [Demo; 11] = [
     Demo { name: "memcpy", run: memcpy::run, uses_memcpy: true, twins: true },
     Demo { name: "transpose", run: transpose::run, uses_memcpy: false, twins: true },
     Demo { name: "matmul", run: matmul::run, uses_memcpy: false, twins: true },
@@ -61,6 +62,7 @@ pub const DEMOS: [Demo; 10] = [
     Demo { name: "banks", run: banks::run, uses_memcpy: false, twins: true },
     Demo { name: "occupancy", run: occupancy::run, uses_memcpy: false, twins: true },
     Demo { name: "hierarchy", run: hierarchy::run, uses_memcpy: true, twins: false },
+    Demo { name: "clusters", run: clusters::run, uses_memcpy: false, twins: true },
     Demo { name: "l2", run: l2::run, uses_memcpy: false, twins: true },
     Demo { name: "tma", run: tma::run, uses_memcpy: true, twins: true },
 ];
@@ -137,6 +139,11 @@ pub struct Sizes {
     pub dram_bytes: usize,
     /// Shared-memory loads per thread in the bank probe (a multiple of 8).
     pub bank_iters: usize,
+    /// 16-byte reads per thread of `cluster_shared_read` (a multiple of 8; the clusters demo
+    /// and the hierarchy's distributed-shared-memory row).
+    pub cluster_reads: u32,
+    /// Blocks per cluster the clusters demo sweeps (each 1 to 16).
+    pub cluster_sizes: Vec<u32>,
     /// Bytes of the L2 lesson's streamed buffer (a multiple of 16), read once amid the hot one.
     pub l2_stream_bytes: usize,
     /// Bytes of the L2 lesson's bandwidth read (a multiple of 16); `None`: a quarter of the L2.
@@ -157,6 +164,8 @@ impl Default for Sizes {
             strided_bytes: 1 << 30,
             dram_bytes: 1 << 30,
             bank_iters: 16384,
+            cluster_reads: clusters::READ_ITERS,
+            cluster_sizes: memlab_contracts::clusters::CLUSTER_SIZES.to_vec(),
             l2_stream_bytes: 1 << 30,
             l2_read_bytes: None,
             l2_partition_sms: None,

@@ -17,7 +17,6 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use super::tensor_map::TensorMap;
 use cust::sys::{
     CUcontext, CUdevice, CUdevice_P2PAttribute, CUdevice_attribute, CUdeviceptr, CUevent, CUfunction,
     CUfunction_attribute, CUjit_option, CUlimit, CUmodule, CUresult, CUstream, CUstreamAttrID, CUstreamAttrValue,
@@ -71,35 +70,52 @@ fn symbol<F: Copy>(name: &[u8]) -> Option<F> {
     unsafe { lib.get::<F>(name).ok().map(|f| *f) }
 }
 
+/// The body of a forwarder: the driver's function `$symbol`, looked up once, called with the
+/// arguments.
+macro_rules! forwarder_body {
+    ($symbol:expr, ($($arg:ident: $ty:ty),*)) => {{
+        type Signature = unsafe extern "C" fn($($ty),*) -> CUresult;
+        static FUNCTION: OnceLock<Option<Signature>> = OnceLock::new();
+        match FUNCTION.get_or_init(|| symbol($symbol)) {
+            // SAFETY: the caller keeps the driver's contract for this function.
+            Some(function) => unsafe { function($($arg),*) },
+            None if library().is_err() => CUresult::CUDA_ERROR_STUB_LIBRARY,
+            None => CUresult::CUDA_ERROR_NOT_FOUND,
+        }
+    }};
+}
+
 /// Defines each listed driver function as a forwarder to the driver's own. The signature must
 /// be the one `cust::sys` declares: each forwarder coerces cust's declaration to it, so a
-/// mismatch does not compile. Functions cust lacks (newer than its bindings) follow
-/// `not_in_cust:`, with the types of `gpu/` that declare them; cust never calls these, so they
-/// are only reached through their declaring module.
+/// mismatch does not compile.
 macro_rules! forward {
-    (@define $name:ident($($arg:ident: $ty:ty),*)) => {
+    ($($name:ident($($arg:ident: $ty:ty),* $(,)?);)*) => {$(
         #[doc = concat!("Forwards to the driver's `", stringify!($name), "` (CUDA Driver API).")]
         ///
         /// # Safety
         /// The driver API's contract for this function.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
-            type Signature = unsafe extern "C" fn($($ty),*) -> CUresult;
-            static FUNCTION: OnceLock<Option<Signature>> = OnceLock::new();
-            match FUNCTION.get_or_init(|| symbol(concat!(stringify!($name), "\0").as_bytes())) {
-                // SAFETY: the caller keeps the driver's contract for this function.
-                Some(function) => unsafe { function($($arg),*) },
-                None if library().is_err() => CUresult::CUDA_ERROR_STUB_LIBRARY,
-                None => CUresult::CUDA_ERROR_NOT_FOUND,
-            }
+            const _: unsafe extern "C" fn($($ty),*) -> CUresult = cust::sys::$name;
+            forwarder_body!(concat!(stringify!($name), "\0").as_bytes(), ($($arg: $ty),*))
         }
-    };
-    (not_in_cust: $($name:ident($($arg:ident: $ty:ty),* $(,)?);)*) => {$(
-        forward!(@define $name($($arg: $ty),*));
     )*};
+}
+
+/// Defines forwarders for driver functions that `cust::sys` (CUDA 11's headers) lacks, or
+/// whose CUDA 12 enum values its enums lack, with the signature of CUDA 12's `cuda.h`
+/// (integers for enums). Not exported under the driver's name (cust never calls them), so
+/// they live in [`raw`] and may share a name with an exported forwarder.
+macro_rules! forward_raw {
     ($($name:ident($($arg:ident: $ty:ty),* $(,)?);)*) => {$(
-        forward!(@define $name($($arg: $ty),*));
-        const _: unsafe extern "C" fn($($ty),*) -> CUresult = cust::sys::$name;
+        #[doc = concat!("Forwards to the driver's `", stringify!($name), "` (CUDA Driver API, CUDA 12).")]
+        ///
+        /// # Safety
+        /// The driver API's contract for this function.
+        #[allow(clippy::too_many_arguments)] // the driver's own signature
+        pub unsafe fn $name($($arg: $ty),*) -> CUresult {
+            forwarder_body!(concat!(stringify!($name), "\0").as_bytes(), ($($arg: $ty),*))
+        }
     )*};
 }
 
@@ -192,20 +208,37 @@ forward! {
     cuStreamSetAttribute(stream: CUstream, attribute: CUstreamAttrID, value: *const CUstreamAttrValue);
 }
 
-forward! {
-    not_in_cust:
-    cuTensorMapEncodeTiled(
-        map: *mut TensorMap,
-        data_type: c_uint,
-        rank: c_uint,
-        address: *mut c_void,
-        dims: *const u64,
-        strides: *const u64,
-        box_dims: *const u32,
-        element_strides: *const u32,
-        interleave: c_uint,
-        swizzle: c_uint,
-        l2_promotion: c_uint,
-        oob_fill: c_uint,
-    );
+/// Driver functions of CUDA 12 that cust does not declare: thread-block clusters (types in
+/// [`super::cluster`]).
+#[allow(non_snake_case)]
+pub mod raw {
+    use std::ffi::{c_int, c_uint, c_void};
+    use std::sync::OnceLock;
+
+    use cust::sys::{CUfunction, CUresult};
+
+    use super::super::cluster::CUlaunchConfig;
+    use super::super::tensor_map::TensorMap;
+    use super::{library, symbol};
+
+    forward_raw! {
+        cuTensorMapEncodeTiled(
+            map: *mut TensorMap,
+            data_type: c_uint,
+            rank: c_uint,
+            address: *mut c_void,
+            dims: *const u64,
+            strides: *const u64,
+            box_dims: *const u32,
+            element_strides: *const u32,
+            interleave: c_uint,
+            swizzle: c_uint,
+            l2_promotion: c_uint,
+            oob_fill: c_uint,
+        );
+        cuLaunchKernelEx(config: *const CUlaunchConfig, function: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void);
+        cuOccupancyMaxActiveClusters(clusters: *mut c_int, function: CUfunction, config: *const CUlaunchConfig);
+        cuOccupancyMaxPotentialClusterSize(size: *mut c_int, function: CUfunction, config: *const CUlaunchConfig);
+        cuFuncSetAttribute(function: CUfunction, attribute: c_int, value: c_int);
+    }
 }

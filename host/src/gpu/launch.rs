@@ -169,13 +169,21 @@ pub struct Launch {
     pub kernel: &'static str,
     /// Grid, block and dynamic shared bytes.
     pub shape: LaunchShape,
+    /// Blocks per thread-block cluster along x and y, for a cluster launch
+    /// ([`super::cluster::launch`]); `None` for a plain one.
+    pub cluster: Option<(u32, u32)>,
     args: Vec<[u8; 8]>,
 }
 
 impl Launch {
     /// A launch of `kernel` with `shape` and argument bytes (one per parameter, in order).
     pub fn new(kernel: &'static str, shape: LaunchShape, args: Vec<[u8; 8]>) -> Launch {
-        Launch { kernel, shape, args }
+        Launch { kernel, shape, cluster: None, args }
+    }
+
+    /// This launch in clusters of `cx x cy` blocks.
+    pub fn in_clusters(self, cluster: (u32, u32)) -> Launch {
+        Launch { cluster: Some(cluster), ..self }
     }
 
     /// The argument values, one 8-byte slot per parameter (the value in its first bytes).
@@ -220,7 +228,10 @@ impl Launch {
         }
         // cuLaunchKernel takes a pointer to each parameter's value; `values` outlives the call.
         let mut values = self.args.clone();
-        let ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr() as *mut c_void).collect();
+        let mut ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr() as *mut c_void).collect();
+        if let Some(cluster) = self.cluster {
+            return super::cluster::launch(gpu, f, self.kernel, shape, cluster, &mut ptrs);
+        }
         // SAFETY: the values match the entry's parameters (the typed launch function builds
         // them from its signature, and `tests/launch_params.rs` checks every signature against
         // the PTX); the buffers are live until the stream syncs.
@@ -246,6 +257,9 @@ impl Launch {
 ///     /// Doc comment of the launch function.
 ///     fn transpose_padded(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
 ///         => tiles(rows, cols, TILE, BLOCK, smem_bytes(TILE, PADDED_PITCH));
+///     /// A cluster launch: `in clusters` and the `(cx, cy)` blocks per cluster.
+///     fn cluster_barrier(cluster: (u32, u32); iters: u32, out: &mut DeviceBuffer<u64>)
+///         => shape(cluster), in clusters cluster;
 /// }
 /// ```
 ///
@@ -259,7 +273,8 @@ impl Launch {
 macro_rules! kernels {
     ($(
         $(#[$doc:meta])*
-        fn $name:ident($($sarg:ident: $sty:ty),* ; $($arg:ident: $ty:ty),* $(,)?) => $shape:expr;
+        fn $name:ident($($sarg:ident: $sty:ty),* ; $($arg:ident: $ty:ty),* $(,)?) => $shape:expr
+            $(, in clusters $cluster:expr)?;
     )*) => {
         /// The entry (name and parameters) of each typed launch in [`kernels`].
         pub mod entry {
@@ -290,7 +305,9 @@ macro_rules! kernels {
                 pub fn $name($($sarg: $sty,)* $($arg: $ty),*) -> $crate::gpu::launch::Launch {
                     let shape: $crate::gpu::launch::LaunchShape = $shape;
                     let args = vec![$($crate::gpu::launch::KernelArg::bytes(&$arg)),*];
-                    $crate::gpu::launch::Launch::new(super::entry::$name.name, shape, args)
+                    let launch = $crate::gpu::launch::Launch::new(super::entry::$name.name, shape, args);
+                    $(let launch = launch.in_clusters($cluster);)?
+                    launch
                 }
             )*
         }

@@ -4,6 +4,7 @@
 //! other libraries loaded at run time (`libs` finds cuBLAS and NCCL; NVML). Raw driver calls
 //! (`cust::sys`) live here and nowhere else (`tests/layering.rs`).
 
+pub mod cluster;
 pub mod context;
 pub mod cublas;
 pub mod device;

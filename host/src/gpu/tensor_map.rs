@@ -147,7 +147,7 @@ impl TiledSpec {
         let mut map = TensorMap([0; 16]);
         // SAFETY: the arrays hold rank (2) and rank - 1 entries, as the driver reads them.
         let r = unsafe {
-            super::driver::cuTensorMapEncodeTiled(
+            super::driver::raw::cuTensorMapEncodeTiled(
                 &mut map,
                 FLOAT32,
                 2,

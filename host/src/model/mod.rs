@@ -17,10 +17,12 @@
 //!   swizzled tiles, `ldmatrix`), fed to [`banks`].
 //! - [`tiling`]: global element loads of naive vs shared-memory tiled
 //!   matrix multiplication.
+//! - [`clusters`]: how many thread-block clusters fit at once, GPC by GPC.
 //! - [`roofline`]: arithmetic intensity, peak FP32 throughput and the
 //!   roofline bound.
 
 pub mod banks;
+pub mod clusters;
 pub mod coalescing;
 pub mod dram;
 pub mod gemm_tiles;

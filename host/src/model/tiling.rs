@@ -17,6 +17,15 @@
 //!   `M * K * ceil(N/T) + K * N * ceil(M/T)` loads. When `T` divides `M`
 //!   and `N` this is the naive count divided by `T`: each loaded value is
 //!   reused `T` times from shared memory.
+//! - Tiled with the tiles shared across a thread-block cluster of
+//!   `cx x cy` blocks (`matmul_dsmem_32`): the grid is rounded up to whole
+//!   clusters, `gx = cx * ceil(ceil(N/T) / cx)` by `gy = cy * ceil(ceil(M/T) / cy)`
+//!   blocks. The `cx` blocks of a cluster row need the same A tile, so
+//!   together they load it once (each its rows `r` with `r % cx` equal to
+//!   its x in the cluster) and copy the rest from each other's shared memory;
+//!   likewise the `cy` blocks of a cluster column with B:
+//!   `M*K*(gx/cx) + K*N*(gy/cy)` loads. The blocks the rounding adds load
+//!   their share of A (their rows are in bounds), none of B.
 
 /// Matrix sizes for `C[M x N] = A[M x K] * B[K x N]`, in elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +79,55 @@ pub const fn tiled_global_loads(shape: MatmulShape, tile: u64) -> u64 {
 pub const fn block_tiled_global_loads(shape: MatmulShape, (bm, bn): (u64, u64)) -> u64 {
     assert!(bm > 0 && bn > 0, "tile edges must be at least 1");
     shape.m * shape.k * shape.n.div_ceil(bn) + shape.k * shape.n * shape.m.div_ceil(bm)
+}
+
+/// Blocks of a grid of `tiles` tiles along one axis, rounded up to whole clusters of
+/// `cluster` blocks.
+const fn whole_clusters(tiles: u64, cluster: u64) -> u64 {
+    tiles.div_ceil(cluster) * cluster
+}
+
+/// Global element loads of the tiled kernel whose `cx x cy` clusters share their tiles
+/// (see the module's counting rule): `M*K*(gx/cx) + K*N*(gy/cy)`.
+///
+/// # Panics
+/// If `tile`, `cx` or `cy` is 0.
+pub const fn cluster_tiled_global_loads(shape: MatmulShape, tile: u64, (cx, cy): (u64, u64)) -> u64 {
+    assert!(tile > 0 && cx > 0 && cy > 0, "tile and cluster must be at least 1");
+    let gx = whole_clusters(shape.n.div_ceil(tile), cx);
+    let gy = whole_clusters(shape.m.div_ceil(tile), cy);
+    shape.m * shape.k * (gx / cx) + shape.k * shape.n * (gy / cy)
+}
+
+/// Counts the cluster-shared kernel's loads by walking its loops: for each block `(bx, by)` of
+/// the grid rounded up to whole clusters, each step and each thread `(ty, tx)`, the thread
+/// loads `A[by*T + ty][s*T + tx]` when `ty % cx == bx % cx` and `B[s*T + ty][bx*T + tx]` when
+/// `ty % cy == by % cy`, each when in bounds. For checking [`cluster_tiled_global_loads`].
+///
+/// # Panics
+/// If `tile`, `cx` or `cy` is 0.
+pub fn simulate_cluster_tiled_loads(shape: MatmulShape, tile: u64, (cx, cy): (u64, u64)) -> u64 {
+    assert!(tile > 0 && cx > 0 && cy > 0, "tile and cluster must be at least 1");
+    let MatmulShape { m, n, k } = shape;
+    let mut loads = 0;
+    for by in 0..whole_clusters(m.div_ceil(tile), cy) {
+        for bx in 0..whole_clusters(n.div_ceil(tile), cx) {
+            for s in 0..k.div_ceil(tile) {
+                for ty in 0..tile {
+                    for tx in 0..tile {
+                        let (row, col, ka, kb) = (by * tile + ty, bx * tile + tx, s * tile + tx, s * tile + ty);
+                        if ty % cx == bx % cx && row < m && ka < k {
+                            loads += 1;
+                        }
+                        if ty % cy == by % cy && kb < k && col < n {
+                            loads += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    loads
 }
 
 /// Naive loads / tiled loads: how many times less global traffic tiling
@@ -174,6 +232,37 @@ mod tests {
             assert_eq!(simulate_naive_loads(shape), naive_global_loads(shape));
             for tile in [1, 2, 3, 4, 5, 8, 16] {
                 assert_eq!(simulate_tiled_loads(shape, tile), tiled_global_loads(shape, tile), "{shape:?} tile {tile}");
+            }
+        }
+    }
+
+    #[test]
+    fn cluster_sharing_divides_the_tiled_loads_by_the_cluster_extent() {
+        let shape = MatmulShape::square(4096);
+        let tiled = tiled_global_loads(shape, 32);
+        assert_eq!(cluster_tiled_global_loads(shape, 32, (1, 1)), tiled);
+        // A shared by 2 blocks of a row, B by 2 of a column: half the loads.
+        assert_eq!(cluster_tiled_global_loads(shape, 32, (2, 2)), tiled / 2);
+        assert_eq!(cluster_tiled_global_loads(shape, 32, (4, 4)), tiled / 4);
+        // A 2x1 cluster shares A only: A's half of the traffic halves.
+        assert_eq!(cluster_tiled_global_loads(shape, 32, (2, 1)), tiled / 4 * 3);
+        // The counting run's shape (67x45x33): grids 2x3 -> 4x4 for 4x4 clusters.
+        let count = MatmulShape::new(67, 45, 33);
+        assert_eq!(cluster_tiled_global_loads(count, 32, (4, 4)), 67 * 33 + 33 * 45);
+        assert_eq!(cluster_tiled_global_loads(count, 32, (2, 1)), 67 * 33 + 33 * 45 * 3);
+    }
+
+    #[test]
+    fn cluster_formula_matches_brute_force_on_odd_sizes() {
+        for shape in [MatmulShape::new(1, 1, 1), MatmulShape::new(67, 45, 33), MatmulShape::new(13, 40, 9)] {
+            for tile in [4, 8, 32] {
+                for cluster in [(1, 1), (2, 1), (2, 2), (4, 2), (4, 4), (3, 5)] {
+                    assert_eq!(
+                        simulate_cluster_tiled_loads(shape, tile, cluster),
+                        cluster_tiled_global_loads(shape, tile, cluster),
+                        "{shape:?} tile {tile} cluster {cluster:?}"
+                    );
+                }
             }
         }
     }

@@ -58,6 +58,7 @@
 
 pub mod bandwidth;
 pub mod chain;
+pub mod dsmem;
 pub mod ladder;
 pub mod latency;
 pub mod spills;
@@ -165,6 +166,8 @@ pub struct Measured {
     /// The outer levels' rows (host mapped, managed, the nearest peer GPU), in the table's
     /// six columns.
     pub outer: Vec<Vec<String>>,
+    /// The distributed-shared-memory row ([`dsmem`]), on cc 9.0 and newer.
+    pub dsmem: Option<Vec<String>>,
     /// The device's L2, bytes.
     pub l2_bytes: usize,
     /// The device's compute capability.
@@ -286,6 +289,9 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
         outer_checks.extend(peer.checks.into_iter().map(|c| ("peer GPU", c)));
     }
 
+    // Distributed shared memory (cc 9.0 and newer), between shared memory and L2.
+    let dsmem = dsmem::row(lab, steps)?;
+
     let spill_pair = spills::local_array_pair(lab, LOCAL_ARRAY_ITERS)?;
     let sweep = spills::register_sweep(lab, PRESSURE_ITERS)?;
 
@@ -297,6 +303,10 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
         ("constant chain ends (32 lanes x 2)", constant_check),
     ];
     checks.extend(transfers.iter().map(|t| ("transfer data", t.check.clone())));
+    let dsmem = dsmem.map(|(row, dsmem_checks)| {
+        checks.extend(dsmem_checks);
+        row
+    });
     checks.extend(outer_checks);
     let info = &lab.gpu.info;
     Ok(Measured {
@@ -321,6 +331,7 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
         sweep,
         checks,
         outer,
+        dsmem,
         l2_bytes,
         cc: lab.gpu.info.cc,
         peak_clock_ghz: info.sm_clock_khz as f64 / 1e6,
@@ -472,6 +483,11 @@ impl Measured {
                 format!("{:.1} GB/s", t.gbs),
                 format!("cuMemcpy*Async, {}", bytes(t.bytes)),
             );
+        }
+        // Distributed shared memory sits right below the shared-memory row.
+        if let Some(row) = &self.dsmem {
+            let at = rows.iter().position(|r| r[0] == "shared memory").map_or(rows.len(), |i| i + 1);
+            rows.insert(at, row.clone());
         }
         rows.extend(self.outer.iter().cloned());
         (header.map(String::from).to_vec(), rows)
