@@ -33,11 +33,7 @@ pub(super) fn copy_tile(
 /// Called by every thread of the block (it holds barriers); `fill` only writes the stage it is
 /// given, `compute` only reads (invariants 3 and 4 of `device::gemm`).
 #[inline(always)]
-pub(super) fn pipeline<const STAGES: u32>(
-    steps: u32,
-    mut fill: impl FnMut(u32, u32),
-    mut compute: impl FnMut(u32),
-) {
+pub(super) fn pipeline<const STAGES: u32>(steps: u32, mut fill: impl FnMut(u32, u32), mut compute: impl FnMut(u32)) {
     const { assert!(STAGES >= 2) };
     // Step s is commit group s: the first STAGES - 1 go out now, empty ones past the last step,
     // so that the count of groups always matches the count of steps.
