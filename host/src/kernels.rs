@@ -25,7 +25,7 @@ use crate::demos;
 use crate::gpu::launch::Entry;
 
 /// The entries of every typed launch, module by module.
-pub const TABLES: [&[Entry]; 15] = [
+pub const TABLES: [&[Entry]; 16] = [
     demos::banks::ENTRIES,
     demos::clusters::ENTRIES,
     demos::coalescing::ENTRIES,

@@ -174,7 +174,7 @@ fn rung_9_loads_fragments_by_ldmatrix_multiplies_by_tf32_mma_and_copies_by_cp_as
             // Both tiles global -> shared by cp.async only: no global load, no shared store,
             // 16-byte copies (rows of 4-float multiples) or four 4-byte ones, at 2 or more sites.
             let cg = count_ops(b, "cp.async.cg.shared.global");
-            assert!(cg >= 2 * 2 * chunks && cg % (2 * chunks) == 0, "{what}: {cg}");
+            assert!(cg >= 2 * 2 * chunks && cg.is_multiple_of(2 * chunks), "{what}: {cg}");
             assert_eq!(count_ops(b, "cp.async.ca.shared.global"), 4 * cg, "{what}");
             assert_eq!(count_ops(b, "ld.global") + count_ops(b, "st.shared"), 0, "{what}");
             assert_eq!(count_ops(b, &format!("cp.async.wait_group {}", TF32_STAGES - 2)), 1, "{what}");
@@ -263,7 +263,7 @@ fn rung_8_configurations_have_their_algorithms_instructions_in_cc_80_ptx_only() 
                     assert_eq!(count_ops(b, "ld.shared.v4"), tn / 4 * bk, "{what}");
                     let site = chunks(c.bm, c.bk) + chunks(c.bk, c.bn);
                     let cg = count_ops(b, "cp.async.cg.shared.global");
-                    assert!(cg >= 2 * site && cg % site == 0, "{what}: {cg}");
+                    assert!(cg >= 2 * site && cg.is_multiple_of(site), "{what}: {cg}");
                     assert_eq!(count_ops(b, "ld.global") + count_ops(b, "st.shared"), 0, "{what}");
                 }
                 Algo::Registers => {
