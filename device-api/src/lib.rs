@@ -29,6 +29,9 @@
 //!    threads writing the same slot of a tile or of a global view in one phase, or one
 //!    reading a global element another writes, is a data race the types do not rule out.
 //!
+//! Distributed shared memory ([`cluster`]) has phases of its own, moved by the cluster barrier,
+//! and four more invariants, written in its module documentation.
+//!
 //! Builds: for `nvptx64` the intrinsics are `core::arch::nvptx` and inline PTX ([`arch`]); on
 //! the host they are stand-ins (one thread, a 64 KiB shared buffer, `trap` panics), so the
 //! API type-checks and its checks run in ordinary tests. Feature `checked`: every index is
@@ -44,6 +47,10 @@
 extern crate std;
 
 pub mod arch;
+// Distributed shared memory (PTX ISA 7.8 / sm_90 instructions). Not gated here: the build's
+// `-C target-cpu` reaches the kernel crate only, which gates its use (`kernels-gpu/src/lib.rs`),
+// and fat LTO leaves out of each PTX what no kernel of it calls.
+pub mod cluster;
 pub mod global;
 mod kernel;
 pub mod shared;

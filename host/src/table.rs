@@ -174,8 +174,13 @@ pub fn wrap(layout: Layout, paragraph: &str, first: &str, rest: &str) -> String 
     match layout {
         Layout::Markdown => format!("{first}{paragraph}"),
         Layout::Terminal(width) => {
-            let options =
-                textwrap::Options::new(width as usize).initial_indent(first).subsequent_indent(rest).break_words(true);
+            // Lines break at spaces only: a break after the hyphen of "8-way" would make the
+            // text read differently from the record's (and the Markdown's) words.
+            let options = textwrap::Options::new(width as usize)
+                .initial_indent(first)
+                .subsequent_indent(rest)
+                .break_words(true)
+                .word_splitter(textwrap::WordSplitter::NoHyphenation);
             textwrap::fill(paragraph, options)
         }
     }

@@ -36,6 +36,10 @@ const KERNELS: [&str; 15] = [
     "register_pressure",
 ];
 
+/// The cluster lesson's kernels (`clusters.rs`), in the sm_90 PTX only (PTX ISA 7.8), recorded
+/// from their raw kernels before the rewrite on the distributed-shared-memory API.
+const SM_90_KERNELS: [&str; 4] = ["chase_dsmem", "cluster_shared_read", "cluster_barrier", "matmul_dsmem_32"];
+
 /// Phase 2 of #19: the hierarchy and L2 probes (`hierarchy.rs`, `l2.rs`), recorded from their
 /// raw kernels before the rewrite (commit "zero-cost baseline: the hierarchy and L2 probes").
 const PROBE_KERNELS: [&str; 14] = [
@@ -79,7 +83,9 @@ fn figures() -> String {
     for arch in ARCHS {
         let p = ptx::ALL.iter().find(|p| p.arch == arch).expect("an embedded PTX per compared target");
         let report = ptxas::run(p.text, arch).expect("ptxas (install it with `cargo xtask setup`)");
-        for kernel in KERNELS.into_iter().chain(PROBE_KERNELS).chain(sgemm_kernels(p.text)) {
+        let sm_90_only = if arch == "sm_90" { &SM_90_KERNELS[..] } else { &[] };
+        let sgemm: Vec<&str> = sgemm_kernels(p.text).collect();
+        for &kernel in KERNELS.iter().chain(&PROBE_KERNELS).chain(sm_90_only).chain(&sgemm) {
             let body = entry_body(p.text, kernel).unwrap_or_else(|| panic!("{arch} PTX lacks {kernel}"));
             let k = report.iter().find(|k| k.kernel == kernel).expect("ptxas compiled every entry");
             let mut ops: BTreeMap<&str, usize> = BTreeMap::new();
@@ -138,7 +144,8 @@ fn the_checked_build_traps_where_the_release_build_has_no_check() {
     // Probes whose only views are written at constant indices or under the kernel's own guard.
     const PROBES_IMPLIED: [&str; 3] = ["register_chain", "local_array_constant_index", "local_array_runtime_index"];
     let implied = |k: &str| IMPLIED.contains(&k) || PROBES_IMPLIED.contains(&k);
-    for kernel in KERNELS.iter().chain(&PROBE_KERNELS).filter(|k| !k.ends_with("missing_barrier")) {
+    for kernel in KERNELS.iter().chain(&PROBE_KERNELS).chain(&SM_90_KERNELS).filter(|k| !k.ends_with("missing_barrier"))
+    {
         let traps = |p: &str| entry_body(p, kernel).unwrap().matches("trap;").count();
         assert_eq!(traps(release.text), 0, "{kernel}: a check left in the release build");
         let checked = traps(ptx::CHECKED.text);

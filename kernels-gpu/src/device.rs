@@ -183,7 +183,7 @@ pub fn cp_async_wait<const PENDING: u32>() {
 // Clusters and distributed shared memory: PTX ISA 7.8 / sm_90 instructions. Declared last so the
 // lines above keep their numbers (the book's generated `inspect` pages cite them).
 #[cfg(target_feature = "sm_90")]
-pub mod cluster;
+pub use memlab_device_api::cluster;
 
 /// A kernel that reaches a panic (none should: every index is in bounds by the launch
 /// contract, and the checked build traps before one) traps: the host sees

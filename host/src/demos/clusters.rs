@@ -21,6 +21,23 @@
 //! - **Occupancy.** `cuOccupancyMaxActiveClusters` beside `model::clusters` (a cluster must fit
 //!   in one GPC).
 //!
+//! # Why the cluster matmul is slower although its global traffic falls (measured on the H200)
+//! `matmul_tiled_32` at 4096^3 takes 16.16 ms (8.50 TFLOP/s): 4029 SM cycles per block and
+//! 32-wide step (2 blocks of 1024 threads on each of 132 SMs, 1.98 GHz,
+//! `model::clusters::cycles_per_block_step`). Its 17.2 GB of global traffic move at 1.07 TB/s,
+//! a fifth of the HBM's 4.8 TB/s: global memory never limited it, so cutting that traffic cannot
+//! make it faster. `matmul_dsmem_32` cuts it 1.33x, 1.99x, 2.65x, 3.95x (clusters 2x1, 2x2, 4x2,
+//! 4x4, counted exactly) and takes 22.05, 24.47, 25.80, 27.52 ms (6.23 down to 4.99 TFLOP/s):
+//! 1467, 2072, 2401, 2830 cycles more per step. Each step still does 32 FMAs (64 FLOP) and 64
+//! shared loads per thread, and adds on its critical path a cluster barrier (340-359 cycles
+//! measured) and a dependent remote load (193-210 cycles) before the block barrier, with only
+//! two blocks per SM to hide them. The remote loads the tiling model does not count are one per
+//! 128 FLOP (2x1) to three per 128 FLOP (4x4) per thread; as bandwidth they are small (at most
+//! 6 KiB per block-step, about 0.5 TB/s at 4x4 against the 3.1 TB/s the lesson measures), so the
+//! cost is latency and waiting: the added cycles are 2.8x to 5.1x one barrier plus one remote
+//! load, and grow with the cluster, because every step's barrier waits for the slowest of its
+//! blocks, each on its own SM beside a block of another cluster.
+//!
 //! # Published figures (H800 PCIe and H100 SXM; Luo et al., "Benchmarking and Dissecting the
 //! Nvidia Hopper GPU Architecture", 2024, and its 2025 follow-up)
 //! Remote DSMEM load about 180-213 cycles over cluster sizes 2-16 (about 190 on the H100 SXM)
@@ -51,7 +68,7 @@ use crate::gpu::context::load_ptx_text;
 use crate::gpu::describe;
 use crate::gpu::kernel::{attributes, function};
 use crate::gpu::launch::LaunchShape;
-use crate::model::clusters::{self as cluster_model, even_layout};
+use crate::model::clusters::{self as cluster_model, SMS_PER_TPC, cycles_per_block_step, even_layout, gpc_rule_range};
 use crate::model::tiling::{MatmulShape, cluster_tiled_global_loads, tiled_global_loads};
 use crate::series::{Series, names};
 use crate::verify::{self, Check};
@@ -511,28 +528,59 @@ fn notes(
         ),
     ];
     let layout = even_layout(lab.gpu.info.sms);
+    let (tpcs, gpcs) = (lab.gpu.info.sms.div_ceil(SMS_PER_TPC), layout.len() as u32);
     let off: Vec<String> = sizes
         .iter()
         .filter(|s| s.clusters_at_once.0 != s.clusters_at_once.1)
-        .map(|s| format!("cluster {}: model {}, driver {}", s.cluster, s.clusters_at_once.0, s.clusters_at_once.1))
+        .map(|s| {
+            let (model, driver) = s.clusters_at_once;
+            let range = gpc_rule_range(tpcs, gpcs, s.read.occupancy.active_blocks, s.cluster);
+            let beyond = match range {
+                Some((lo, hi)) if !(lo..=hi).contains(&driver) => {
+                    format!(" (every layout of {tpcs} TPCs in {gpcs} GPCs holds {lo}-{hi}: the driver applies a limit beyond the GPC)")
+                }
+                _ => String::new(),
+            };
+            format!("cluster {}: model {model}, driver {driver}{beyond}", s.cluster)
+        })
         .collect();
     notes.push(format!(
         "Clusters at once (cluster_shared_read): a cluster must fit in one GPC; the model assumes GPCs of {layout:?} SMs (the driver does not report them). {}",
         if off.is_empty() { "The driver agrees at every size.".to_string() } else { format!("The model is off: {}.", off.join("; ")) }
     ));
     if let Some((base, rest)) = matmul.split_first() {
-        for row in rest {
+        let steps = lab.sizes.matmul.2.div_ceil(DSMEM_TILE as usize) as f64;
+        let step_cycles = |row: &KernelRow| {
+            let slots = (lab.gpu.info.sms * row.occupancy.active_blocks) as f64;
+            let blocks = row.shape.grid.0 as f64 * row.shape.grid.1 as f64;
+            cycles_per_block_step(row.timing.median_ms, lab.gpu.info.sm_clock_khz as f64 * 1e3, slots, blocks, steps)
+        };
+        let base_step = step_cycles(base);
+        for (row, at) in rest.iter().zip(sizes) {
             notes.push(format!(
-                "{} ({}): the model's global traffic {:.0} MB against {:.0} MB for matmul_tiled_32 ({:.2}x less); {:.2} ms against {:.2} ms.",
+                "{} ({}): the model's global traffic {:.0} MB against {:.0} MB for matmul_tiled_32 ({:.2}x less); {:.2} ms against {:.2} ms: {:.0} SM cycles per block and 32-wide step against {:.0}, {:+.0}, where each step waits at one cluster barrier ({:.0} cycles measured) and one remote load ({:.0} cycles) on its way to the FMAs.",
                 row.kernel,
                 row.size,
                 row.work.bytes / 1e6,
                 base.work.bytes / 1e6,
                 base.work.bytes / row.work.bytes,
                 row.timing.median_ms,
-                base.timing.median_ms
+                base.timing.median_ms,
+                step_cycles(row),
+                base_step,
+                step_cycles(row) - base_step,
+                at.barrier_cycles,
+                at.remote.cycles
             ));
         }
+        let gbs = base.work.bytes / base.timing.median_ms / 1e6;
+        notes.push(format!(
+            "Why less global traffic can be slower: matmul_tiled_32 moves its {:.0} MB at {gbs:.0} GB/s, {:.0}% of the memory's theoretical {:.0} GB/s, and its step is 64 shared loads for 32 FMAs per thread; the cluster matmul keeps those and adds, per step, a cluster barrier that waits for the slowest block of the cluster and a dependent remote load before the block barrier, with {} blocks per SM to hide them. Its remote bytes are few (at most one 4-byte load per thread and step), so what they cost is latency and waiting, not DSMEM bandwidth.",
+            base.work.bytes / 1e6,
+            100.0 * gbs / lab.gpu.info.theoretical_bandwidth_gbs(),
+            lab.gpu.info.theoretical_bandwidth_gbs(),
+            base.occupancy.active_blocks
+        ));
     }
     notes
 }

@@ -13,6 +13,15 @@
 //! spreads the enabled TPCs over the GPCs as evenly as possible ([`even_layout`]: 132 SMs ->
 //! two GPCs of 18 SMs and six of 16). A chip with a less even layout holds fewer large
 //! clusters, which is where the driver's `cuOccupancyMaxActiveClusters` and this model part.
+//!
+//! The GPC is not the whole story (measured on the H200, `cluster_shared_read`, 6 blocks per
+//! SM): the driver's 396 / 186 / 92 / 42 clusters of 2 / 4 / 8 / 16 match this model at 2 only.
+//! No layout of the 66 TPCs in 8 GPCs gives them: a TPC's 12 block slots hold exactly 3
+//! clusters of 4, so every layout holds 198 of them, and every layout holds at least 95 of 8
+//! and 44 of 16 ([`gpc_rule_range`]). The driver places fewer clusters than any GPC layout
+//! allows, so it applies a limit finer than "the cluster fits in one GPC" that it does not
+//! document; the model keeps the GPC rule, the figure it does explain, and the lesson prints
+//! both.
 
 /// SMs per TPC on Hopper (NVIDIA H100 whitepaper).
 pub const SMS_PER_TPC: u32 = 2;
@@ -34,6 +43,41 @@ pub fn max_active_clusters(gpc_sms: &[u32], blocks_per_sm: u32, cluster: u32) ->
         return 0;
     }
     gpc_sms.iter().map(|&g| g * blocks_per_sm / cluster).sum()
+}
+
+/// The fewest and the most clusters of `cluster` blocks the GPC rule allows over every layout
+/// of `tpcs` TPCs in `gpcs` GPCs of at most [`MAX_TPCS_PER_GPC`] TPCs, at `blocks_per_sm`: the
+/// range a driver figure explained by the GPC alone falls in; `None` when the TPCs do not fit.
+pub fn gpc_rule_range(tpcs: u32, gpcs: u32, blocks_per_sm: u32, cluster: u32) -> Option<(u32, u32)> {
+    // Every way to give the GPCs `tpcs` TPCs, each at most MAX_TPCS_PER_GPC (the order of GPCs
+    // does not matter, so non-increasing sizes only).
+    fn layouts(left: u32, gpcs: u32, most: u32, out: &mut Vec<Vec<u32>>, now: &mut Vec<u32>) {
+        if gpcs == 0 {
+            if left == 0 {
+                out.push(now.clone());
+            }
+            return;
+        }
+        for t in (0..=most.min(left)).rev() {
+            if t * gpcs < left {
+                break;
+            }
+            now.push(SMS_PER_TPC * t);
+            layouts(left - t, gpcs - 1, t, out, now);
+            now.pop();
+        }
+    }
+    let mut all = Vec::new();
+    layouts(tpcs, gpcs, MAX_TPCS_PER_GPC, &mut all, &mut Vec::new());
+    let counts = || all.iter().map(|l| max_active_clusters(l, blocks_per_sm, cluster));
+    Some((counts().min()?, counts().max()?))
+}
+
+/// SM cycles one block spends per step of a tiled kernel, from a timed run of `ms`: `slots`
+/// blocks (SMs x resident blocks per SM) advance at once, so each slot runs `blocks * steps /
+/// slots` block-steps in the run (many waves: the tail is ignored).
+pub fn cycles_per_block_step(ms: f64, clock_hz: f64, slots: f64, blocks: f64, steps: f64) -> f64 {
+    ms * 1e-3 * clock_hz * slots / (blocks * steps)
 }
 
 /// Block slots [`max_active_clusters`] leaves empty: the GPU's `SMs x b` minus the clusters'
@@ -77,5 +121,41 @@ mod tests {
         // floor(132 * 7 / 16) = 57 against the model's 56.
         assert_eq!(132 * 7 / 16, 57);
         assert_eq!(max_active_clusters(&h200, 1, 0), 0);
+    }
+
+    #[test]
+    fn no_gpc_layout_gives_the_h200_drivers_clusters_at_once() {
+        // cluster_shared_read, 6 blocks per SM, 66 TPCs in 8 GPCs: the driver's figures
+        // (measured on the H200) against the GPC rule over every layout.
+        assert_eq!(gpc_rule_range(66, 8, 6, 2), Some((396, 396)));
+        assert_eq!(gpc_rule_range(66, 8, 6, 4), Some((198, 198)));
+        assert_eq!(gpc_rule_range(66, 8, 6, 8), Some((95, 98)));
+        assert_eq!(gpc_rule_range(66, 8, 6, 16), Some((44, 48)));
+        let driver = [(2, 396), (4, 186), (8, 92), (16, 42)];
+        let explained: Vec<u32> = driver
+            .iter()
+            .filter(|&&(c, n)| {
+                let (lo, hi) = gpc_rule_range(66, 8, 6, c).unwrap();
+                (lo..=hi).contains(&n)
+            })
+            .map(|d| d.0)
+            .collect();
+        assert_eq!(explained, [2]);
+        // The even layout is one of them, at the top of the range.
+        assert_eq!(max_active_clusters(&even_layout(132), 6, 16), 48);
+        // A GPC of 18 SMs with nothing else is the only layout of 9 TPCs in one GPC.
+        assert_eq!(gpc_rule_range(9, 1, 1, 16), Some((1, 1)));
+        assert_eq!(gpc_rule_range(10, 1, 1, 16), None, "10 TPCs do not fit in one GPC");
+    }
+
+    #[test]
+    fn a_block_step_of_matmul_tiled_32_on_the_h200() {
+        // 4096^3 in 32-wide steps: 16384 blocks of 128 steps, 2 blocks on each of 132 SMs,
+        // 16.164 ms at 1.98 GHz (measured on the H200): about 4029 cycles per block-step.
+        let cycles = cycles_per_block_step(16.164, 1.98e9, 264.0, 16384.0, 128.0);
+        assert!((cycles - 4028.9).abs() < 0.5, "{cycles}");
+        // matmul_dsmem_32 in clusters of 2x1: 22.048 ms, 1467 cycles more per step.
+        let dsmem = cycles_per_block_step(22.048, 1.98e9, 264.0, 16384.0, 128.0);
+        assert!((dsmem - cycles - 1466.6).abs() < 0.5, "{}", dsmem - cycles);
     }
 }
