@@ -474,6 +474,247 @@ KERNEL void __launch_bounds__(256, 2)
 #endif
 
 
+// ---------------------------------------------------------------- sgemm/mod.rs (store_results)
+// A thread's TM x TN results of rung 8: row i at row_of(i), its columns in chunks of 4 from
+// col_of(h); one 128-bit store per chunk when n is a multiple of 4, else guarded scalar stores.
+template <unsigned TM, unsigned TN, class ROW, class COL>
+DEV void store_results(float* c, unsigned m, unsigned n, const float (&acc)[TM][TN], ROW row_of, COL col_of) {
+#pragma unroll
+    for (unsigned i = 0; i < TM; i++) {
+        unsigned row = row_of(i);
+#pragma unroll
+        for (unsigned h = 0; h < TN / 4; h++) {
+            unsigned col = col_of(h);
+            if (n % 4 == 0 && row < m && col < n) {
+                *reinterpret_cast<float4*>(c + row * n + col) =
+                    make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]);
+            } else {
+#pragma unroll
+                for (unsigned q = 0; q < 4; q++)
+                    if (row < m && col + q < n) c[row * n + col + q] = acc[i][4 * h + q];
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- sgemm/copy.rs, sgemm/tuned.rs
+// Rung 8: one template over the tile parameters, both tiles by cp.async (STAGES deep), A stored
+// untransposed with rows padded to BK + 4 floats. One extern "C" entry per configuration of
+// memlab_contracts::tuned_configs! (host/tests/sgemm_ptx.rs checks that the lists agree), with
+// the launch bounds the Rust build writes into the PTX (.maxntid, .minnctapersm: 128 registers).
+
+#if __CUDA_ARCH__ >= 800
+// The 4 floats at (row, col ..) of a rows x cols matrix to dst, zeros outside.
+DEV void copy_chunk(float* dst, const float* src, unsigned rows, unsigned cols, unsigned row, unsigned col) {
+    if (cols % 4 == 0) {
+        bool in = row < rows && col < cols;
+        cp_async<16>(dst, in ? src + row * cols + col : src, in ? 16 : 0);
+    } else {
+#pragma unroll
+        for (unsigned q = 0; q < 4; q++) {
+            bool in = row < rows && col + q < cols;
+            cp_async<4>(dst + q, in ? src + row * cols + col + q : src, in ? 4 : 0);
+        }
+    }
+}
+
+// Thread t's chunks t, t + THREADS, .. of the R x C tile at (row0, col0); chunk (r, c) goes to
+// dst + PLACE::at(r, c).
+template <unsigned R, unsigned C, unsigned THREADS, class PLACE>
+DEV void copy_tile(float* dst, const float* src, unsigned rows, unsigned cols, unsigned row0, unsigned col0,
+                   unsigned t) {
+#pragma unroll
+    for (unsigned i = 0; i < R * C / 4 / THREADS; i++) {
+        unsigned chunk = t + i * THREADS, r = chunk / (C / 4), c = chunk % (C / 4);
+        copy_chunk(dst + PLACE::at(r, c), src, rows, cols, row0 + r, col0 + 4 * c);
+    }
+}
+
+template <unsigned N>
+DEV void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+DEV void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+template <unsigned PITCH>
+struct RowMajor {
+    static DEV unsigned at(unsigned r, unsigned c) { return r * PITCH + 4 * c; }
+};
+
+template <unsigned BM, unsigned BN, unsigned BK, unsigned WM, unsigned WN, unsigned TM, unsigned TN, unsigned STAGES>
+DEV void tuned(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    extern __shared__ __align__(16) float smem[];
+    constexpr unsigned THREADS = 32 * (BM / WM) * (BN / WN), LR = WM / TM, LC = WN / TN, PITCH = BK + 4;
+    constexpr unsigned FLOATS = BM * PITCH + BK * BN;
+    unsigned t = threadIdx.x, w = t / 32, l = t % 32, lr = l / LC, lc = l % LC;
+    unsigned wrow = (w / (BN / WN)) * WM, wcol = (w % (BN / WN)) * WN;
+    unsigned row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    float acc[TM][TN] = {};
+    unsigned steps = (k + BK - 1) / BK;
+    auto fill = [&](unsigned st, unsigned s) {
+        float* as = smem + st * FLOATS;
+        copy_tile<BM, BK, THREADS, RowMajor<PITCH>>(as, a, m, k, row0, s * BK, t);
+        copy_tile<BK, BN, THREADS, RowMajor<BN>>(as + BM * PITCH, b, k, n, s * BK, col0, t);
+    };
+#pragma unroll
+    for (unsigned s = 0; s < STAGES - 1; s++) {
+        if (s < steps) fill(s, s);
+        cp_async_commit();
+    }
+    unsigned read = 0, write = STAGES - 1;
+    for (unsigned s = 0; s < steps; s++) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        if (s + STAGES - 1 < steps) fill(write, s + STAGES - 1);
+        cp_async_commit();
+        const float* as = smem + read * FLOATS + (wrow + lr) * PITCH;
+        const float* bs = smem + read * FLOATS + BM * PITCH + wcol + 4 * lc;
+#pragma unroll
+        for (unsigned kp = 0; kp < BK / 2; kp++) {
+            float2 a2[TM];
+#pragma unroll
+            for (unsigned i = 0; i < TM; i++) a2[i] = *reinterpret_cast<const float2*>(as + i * LR * PITCH + 2 * kp);
+#pragma unroll
+            for (unsigned d = 0; d < 2; d++) {
+                float bv[TN];
+#pragma unroll
+                for (unsigned h = 0; h < TN / 4; h++) {
+                    float4 v = *reinterpret_cast<const float4*>(bs + (2 * kp + d) * BN + 4 * LC * h);
+                    bv[4 * h] = v.x, bv[4 * h + 1] = v.y, bv[4 * h + 2] = v.z, bv[4 * h + 3] = v.w;
+                }
+#pragma unroll
+                for (unsigned i = 0; i < TM; i++)
+#pragma unroll
+                    for (unsigned j = 0; j < TN; j++) acc[i][j] = fmaf(d ? a2[i].y : a2[i].x, bv[j], acc[i][j]);
+            }
+        }
+        write = read;
+        read = read + 1 == STAGES ? 0 : read + 1;
+    }
+    store_results(c, m, n, acc, [&](unsigned i) { return row0 + wrow + lr + LR * i; },
+                  [&](unsigned h) { return col0 + wcol + 4 * lc + 4 * LC * h; });
+}
+
+#define TUNED_TWIN(BM, BN, BK, WM, WN, TM, TN, S)                                                                    \
+    KERNEL void __launch_bounds__(32 * (BM / WM) * (BN / WN), 65536 / (32 * (BM / WM) * (BN / WN) * 128))           \
+        sgemm_8_##BM##x##BN##x##BK##_w##WM##x##WN##_t##TM##x##TN##_s##S(const float* a, const float* b, float* c,   \
+                                                                           unsigned m, unsigned n, unsigned k) {     \
+        tuned<BM, BN, BK, WM, WN, TM, TN, S>(a, b, c, m, n, k);                                                       \
+    }
+TUNED_TWIN(128, 128, 8, 32, 64, 8, 8, 3)
+TUNED_TWIN(128, 128, 8, 32, 64, 8, 8, 4)
+TUNED_TWIN(128, 128, 16, 32, 64, 8, 8, 2)
+TUNED_TWIN(128, 128, 16, 32, 64, 8, 8, 4)
+TUNED_TWIN(128, 128, 16, 64, 32, 8, 8, 2)
+TUNED_TWIN(128, 64, 16, 64, 32, 8, 8, 3)
+TUNED_TWIN(64, 64, 16, 32, 32, 4, 8, 3)
+TUNED_TWIN(64, 64, 32, 32, 32, 4, 8, 2)
+
+// ---------------------------------------------------------------- sgemm/tensor.rs
+// Rung 9: TF32 mma.sync m16n8k8, 128 x 128 tile, 8 warps of 64 x 32, BK 16, 3 stages; A's chunks
+// placed by swizzle_a and loaded by ldmatrix.x4, B's rows by swizzle_b_tf32 and loaded by 32-bit
+// shared loads.
+
+template <bool SWIZZLE>
+struct SwizzleA {  // memlab_contracts::sgemm::swizzle_a on rows of 16 floats (4 chunks)
+    static DEV unsigned at(unsigned r, unsigned c) {
+        unsigned flat = r * 4 + c;
+        return 4 * (SWIZZLE ? flat ^ ((flat >> 3) & 7) : flat);
+    }
+};
+template <bool SWIZZLE>
+struct SwizzleB {  // memlab_contracts::sgemm::swizzle_b_tf32 on rows of 128 floats
+    static DEV unsigned at(unsigned r, unsigned c) { return r * 128 + 4 * (SWIZZLE ? c ^ ((r & 3) << 1) : c); }
+};
+
+template <bool SWIZZLE>
+DEV void tensor_tf32(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    using PlaceA = SwizzleA<SWIZZLE>;
+    using PlaceB = SwizzleB<SWIZZLE>;
+    extern __shared__ __align__(16) float smem[];
+    constexpr unsigned TILE = 128, BK = 16, STAGES = 3, FLOATS = 2 * TILE * BK;
+    unsigned t = threadIdx.x, w = t / 32, l = t % 32, gr = l / 4, q = l % 4;
+    unsigned wrow = (w / 4) * 64, wcol = (w % 4) * 32, row0 = blockIdx.y * TILE, col0 = blockIdx.x * TILE;
+    float acc[4][4][4] = {};
+    unsigned steps = (k + BK - 1) / BK;
+    auto fill = [&](unsigned st, unsigned s) {
+        float* as = smem + st * FLOATS;
+        copy_tile<TILE, BK, 256, PlaceA>(as, a, m, k, row0, s * BK, t);
+        copy_tile<BK, TILE, 256, PlaceB>(as + TILE * BK, b, k, n, s * BK, col0, t);
+    };
+#pragma unroll
+    for (unsigned s = 0; s < STAGES - 1; s++) {
+        if (s < steps) fill(s, s);
+        cp_async_commit();
+    }
+    unsigned read = 0, write = STAGES - 1;
+    for (unsigned s = 0; s < steps; s++) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        if (s + STAGES - 1 < steps) fill(write, s + STAGES - 1);
+        cp_async_commit();
+        const float* as = smem + read * FLOATS;
+        const float* bs = as + TILE * BK;
+#pragma unroll
+        for (unsigned ks = 0; ks < BK / 8; ks++) {
+            unsigned af[4][4], bf[4][2];
+#pragma unroll
+            for (unsigned mt = 0; mt < 4; mt++) {
+                unsigned row = wrow + 16 * mt + l % 8 + 8 * ((l / 8) % 2), chunk = 2 * ks + l / 16;
+                unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(as + PlaceA::at(row, chunk)));
+                asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                             : "=r"(af[mt][0]), "=r"(af[mt][1]), "=r"(af[mt][2]), "=r"(af[mt][3])
+                             : "r"(addr));
+            }
+#pragma unroll
+            for (unsigned nt = 0; nt < 4; nt++) {
+                unsigned col = wcol + 8 * nt + gr;
+#pragma unroll
+                for (unsigned half = 0; half < 2; half++) {
+                    unsigned kr = 8 * ks + q + 4 * half;
+                    bf[nt][half] = __float_as_uint(bs[PlaceB::at(kr, col / 4) + col % 4]);
+                }
+            }
+#pragma unroll
+            for (unsigned mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (unsigned nt = 0; nt < 4; nt++) {
+                    float* d = acc[mt][nt];
+                    asm volatile(
+                        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                        "{%8, %9}, {%0, %1, %2, %3};"
+                        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                        : "r"(af[mt][0]), "r"(af[mt][1]), "r"(af[mt][2]), "r"(af[mt][3]), "r"(bf[nt][0]),
+                          "r"(bf[nt][1]));
+                }
+        }
+        write = read;
+        read = read + 1 == STAGES ? 0 : read + 1;
+    }
+#pragma unroll
+    for (unsigned mt = 0; mt < 4; mt++)
+#pragma unroll
+        for (unsigned nt = 0; nt < 4; nt++) {
+            unsigned row = row0 + wrow + 16 * mt + gr, col = col0 + wcol + 8 * nt + 2 * q;
+            float* d = acc[mt][nt];
+            if (row < m && col < n) c[row * n + col] = d[0];
+            if (row < m && col + 1 < n) c[row * n + col + 1] = d[1];
+            if (row + 8 < m && col < n) c[(row + 8) * n + col] = d[2];
+            if (row + 8 < m && col + 1 < n) c[(row + 8) * n + col + 1] = d[3];
+        }
+}
+
+KERNEL void __launch_bounds__(256, 2)
+    sgemm_9_tensor_tf32(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    tensor_tf32<true>(a, b, c, m, n, k);
+}
+
+KERNEL void __launch_bounds__(256, 2)
+    sgemm_9_tensor_tf32_unswizzled(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    tensor_tf32<false>(a, b, c, m, n, k);
+}
+#endif
+
 // ---------------------------------------------------------------- clusters.rs
 // Thread-block clusters (cc 9.0): the runtime's cluster intrinsics (sm_90_rt.h, what
 // cooperative groups' cluster_group wraps); the chase times ld.shared::cluster through inline
@@ -918,3 +1159,115 @@ KERNEL void transpose_aligned_stores(const float* in, float* out, unsigned rows,
         if (y < cols && x >= 0 && (unsigned)x < rows) out[(size_t)y * rows + x] = tile[(tx + 8 - e) * 33 + j];
     }
 }
+
+// ---------------------------------------------------------------- sgemm/staged.rs
+// Rung 8's Registers configurations: rung 6's algorithm over the tile parameters. Per step each
+// thread loads its float4 chunks of A and B into registers during the other stage's FMAs, then
+// stores A transposed (pitch BM + 4) and B as it is; one barrier per step.
+
+// The 4 floats at (r, c ..) of a rows x cols matrix, zeros outside it.
+DEV float4 chunk_or_zero(const float* p, unsigned rows, unsigned cols, unsigned r, unsigned c) {
+    float v[4];
+#pragma unroll
+    for (unsigned q = 0; q < 4; q++) v[q] = r < rows && c + q < cols ? p[r * cols + c + q] : 0.0f;
+    return make_float4(v[0], v[1], v[2], v[3]);
+}
+
+template <unsigned BM, unsigned BN, unsigned BK, unsigned WM, unsigned WN, unsigned TM, unsigned TN>
+DEV void staged(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+    extern __shared__ __align__(16) float smem[];
+    constexpr unsigned THREADS = 32 * (BM / WM) * (BN / WN), LR = WM / TM, LC = WN / TN, PITCH = BM + 4;
+    constexpr unsigned FLOATS = BK * PITCH + BK * BN, AC = BM * BK / 4 / THREADS, BC = BK * BN / 4 / THREADS;
+    unsigned t = threadIdx.x, w = t / 32, l = t % 32, lr = l / LC, lc = l % LC;
+    unsigned wrow = (w / (BN / WN)) * WM, wcol = (w % (BN / WN)) * WN;
+    unsigned row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    bool vector = k % 4 == 0 && n % 4 == 0 && row0 + BM <= m && col0 + BN <= n;
+    float4 sa[AC], sb[BC];
+    auto fetch = [&](unsigned k0) {
+        if (vector && k0 + BK <= k) {
+#pragma unroll
+            for (unsigned i = 0; i < AC; i++) {
+                unsigned ch = t + i * THREADS, r = ch / (BK / 4), cc = 4 * (ch % (BK / 4));
+                sa[i] = *reinterpret_cast<const float4*>(a + (row0 + r) * k + k0 + cc);
+            }
+#pragma unroll
+            for (unsigned i = 0; i < BC; i++) {
+                unsigned ch = t + i * THREADS, r = ch / (BN / 4), cc = 4 * (ch % (BN / 4));
+                sb[i] = *reinterpret_cast<const float4*>(b + (k0 + r) * n + col0 + cc);
+            }
+        } else {
+#pragma unroll
+            for (unsigned i = 0; i < AC; i++) {
+                unsigned ch = t + i * THREADS;
+                sa[i] = chunk_or_zero(a, m, k, row0 + ch / (BK / 4), k0 + 4 * (ch % (BK / 4)));
+            }
+#pragma unroll
+            for (unsigned i = 0; i < BC; i++) {
+                unsigned ch = t + i * THREADS;
+                sb[i] = chunk_or_zero(b, k, n, k0 + ch / (BN / 4), col0 + 4 * (ch % (BN / 4)));
+            }
+        }
+    };
+    auto put = [&](unsigned st) {
+        float* s = smem + st * FLOATS;
+#pragma unroll
+        for (unsigned i = 0; i < AC; i++) {
+            unsigned ch = t + i * THREADS, r = ch / (BK / 4), cc = 4 * (ch % (BK / 4));
+            s[cc * PITCH + r] = sa[i].x, s[(cc + 1) * PITCH + r] = sa[i].y;
+            s[(cc + 2) * PITCH + r] = sa[i].z, s[(cc + 3) * PITCH + r] = sa[i].w;
+        }
+#pragma unroll
+        for (unsigned i = 0; i < BC; i++) {
+            unsigned ch = t + i * THREADS, r = ch / (BN / 4), cc = 4 * (ch % (BN / 4));
+            *reinterpret_cast<float4*>(s + BK * PITCH + r * BN + cc) = sb[i];
+        }
+    };
+    float acc[TM][TN] = {};
+    unsigned steps = (k + BK - 1) / BK;
+    fetch(0);
+    put(0);
+    __syncthreads();
+    for (unsigned s = 0; s < steps; s++) {
+        if (s + 1 < steps) fetch((s + 1) * BK);
+        const float* as = smem + (s % 2) * FLOATS + wrow + 4 * lr;
+        const float* bs = smem + (s % 2) * FLOATS + BK * PITCH + wcol + 4 * lc;
+#pragma unroll
+        for (unsigned d = 0; d < BK; d++) {
+            float av[TM], bv[TN];
+#pragma unroll
+            for (unsigned i = 0; i < TM / 4; i++) {
+                float4 v = *reinterpret_cast<const float4*>(as + d * PITCH + 4 * LR * i);
+                av[4 * i] = v.x, av[4 * i + 1] = v.y, av[4 * i + 2] = v.z, av[4 * i + 3] = v.w;
+            }
+#pragma unroll
+            for (unsigned h = 0; h < TN / 4; h++) {
+                float4 v = *reinterpret_cast<const float4*>(bs + d * BN + 4 * LC * h);
+                bv[4 * h] = v.x, bv[4 * h + 1] = v.y, bv[4 * h + 2] = v.z, bv[4 * h + 3] = v.w;
+            }
+#pragma unroll
+            for (unsigned i = 0; i < TM; i++)
+#pragma unroll
+                for (unsigned j = 0; j < TN; j++) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+        }
+        if (s + 1 < steps) put((s + 1) % 2);
+        __syncthreads();
+    }
+    store_results(c, m, n, acc, [&](unsigned i) { return row0 + wrow + 4 * lr + 4 * LR * (i / 4) + i % 4; },
+                  [&](unsigned h) { return col0 + wcol + 4 * lc + 4 * LC * h; });
+}
+
+// Blocks per SM as memlab_contracts::sgemm::Tuned::blocks_per_sm: 1 above 64 results per thread.
+#define STAGED_TWIN(BM, BN, BK, WM, WN, TM, TN)                                                                     \
+    KERNEL void __launch_bounds__(32 * (BM / WM) * (BN / WN),                                                        \
+                                  TM * TN > 64 ? 1 : 65536 / (32 * (BM / WM) * (BN / WN) * 128))                     \
+        sgemm_8_##BM##x##BN##x##BK##_w##WM##x##WN##_t##TM##x##TN##_regs(const float* a, const float* b, float* c,   \
+                                                                          unsigned m, unsigned n, unsigned k) {      \
+        staged<BM, BN, BK, WM, WN, TM, TN>(a, b, c, m, n, k);                                                        \
+    }
+STAGED_TWIN(128, 128, 8, 32, 64, 8, 8)
+STAGED_TWIN(128, 128, 8, 64, 32, 8, 8)
+STAGED_TWIN(128, 128, 8, 64, 64, 8, 16)
+STAGED_TWIN(128, 256, 8, 64, 64, 8, 16)
+STAGED_TWIN(256, 128, 8, 64, 64, 16, 8)
+STAGED_TWIN(128, 64, 8, 64, 32, 8, 8)
+STAGED_TWIN(64, 64, 8, 32, 32, 4, 8)

@@ -57,6 +57,14 @@ impl<T> GlobalIn<T> {
         Self(p)
     }
 
+    /// The raw pointer, for wrappers in `kernels-gpu/src/device/` that keep the crate's
+    /// invariant 1 themselves (the SGEMM ladder's `cp.async` and vector accesses).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn as_ptr(self) -> *const T {
+        self.0
+    }
+
     /// The first `len` elements.
     #[inline(always)]
     pub fn slice(self, len: usize) -> Slice<T> {
@@ -78,6 +86,13 @@ impl<T> GlobalOut<T> {
     #[doc(hidden)]
     pub unsafe fn from_raw(p: *mut T) -> Self {
         Self(p)
+    }
+
+    /// The raw pointer; as [`GlobalIn::as_ptr`].
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn as_ptr(self) -> *mut T {
+        self.0
     }
 
     /// The first `len` elements, writable.

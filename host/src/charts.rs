@@ -40,6 +40,8 @@ pub trait Chart {
 pub(crate) const FONT: &str = "sans-serif";
 /// Colours: measured data, first model, second model, marked point.
 const MEASURED: RGBColor = RGBColor(0x1f, 0x5f, 0xbf);
+/// The tensor-core roof of the roofline chart.
+const TENSOR: RGBColor = RGBColor(0xc0, 0x50, 0x10);
 const MODEL_A: RGBColor = RGBColor(0xd9, 0x5f, 0x02);
 const MODEL_B: RGBColor = RGBColor(0x1b, 0x9e, 0x77);
 /// A third model line (the DRAM-granularity model of the coalescing sweep).
@@ -871,6 +873,8 @@ pub struct RooflineChart {
     pub theoretical_gbs: f64,
     /// Kernels: label, arithmetic intensity (FLOP/byte), TFLOP/s.
     pub points: Vec<(String, f64, f64)>,
+    /// Dense TF32 tensor-core peak, TFLOP/s, drawn beside the FP32 roof (`None`: no TF32).
+    pub tensor_tflops: Option<f64>,
 }
 
 impl RooflineChart {
@@ -893,12 +897,24 @@ impl RooflineChart {
         if points.is_empty() {
             return None;
         }
-        Some(RooflineChart { peak_tflops, driver_peak_tflops: peak_tflops, memcpy_gbs, theoretical_gbs, points })
+        Some(RooflineChart {
+            peak_tflops,
+            driver_peak_tflops: peak_tflops,
+            memcpy_gbs,
+            theoretical_gbs,
+            points,
+            tensor_tflops: None,
+        })
     }
 
     /// The chart with the FP32 peak at the driver's clock, TFLOP/s, beside the measured roof.
     pub fn with_driver_peak(self, driver_peak_tflops: f64) -> Self {
         RooflineChart { driver_peak_tflops, ..self }
+    }
+
+    /// The chart with the TF32 tensor-core roof, TFLOP/s.
+    pub fn with_tensor_peak(self, tensor_tflops: Option<f64>) -> Self {
+        RooflineChart { tensor_tflops, ..self }
     }
 
     /// The balance point, FLOP/byte, against the memcpy roof.
@@ -923,7 +939,7 @@ impl Chart for RooflineChart {
         let ais = self.points.iter().map(|p| p.1).chain([self.balance() * 4.0, 0.05, max_ai * 24.0]);
         let x = log_range(ais);
         let y_lo = (x.start * self.memcpy_gbs / 1e3).min(self.points.iter().map(|p| p.2).fold(f64::MAX, f64::min));
-        let y = log_range([y_lo, self.peak_tflops * 1.5]);
+        let y = log_range([y_lo, self.tensor_tflops.unwrap_or(0.0).max(self.peak_tflops) * 1.5]);
         let mut chart = ChartBuilder::on(root)
             .caption(
                 format!("Roofline: FP32 peak {:.1} TFLOP/s, memcpy {:.0} GB/s", self.peak_tflops, self.memcpy_gbs),
@@ -959,6 +975,16 @@ impl Chart for RooflineChart {
             .draw_series(DashedLineSeries::new(roof(self.theoretical_gbs), 6, 4, BLACK.stroke_width(1)))?
             .label(format!("clock x bus {:.0} GB/s", self.theoretical_gbs))
             .legend(|(x, y)| EmptyElement::at((x, y)) + DashedPathElement::new(vec![(0, 0), (22, 0)], 6, 4, BLACK));
+        if let Some(tensor) = self.tensor_tflops {
+            let tensor_roof: Vec<(f64, f64)> =
+                roof(f64::INFINITY).into_iter().map(|(ai, _)| (ai, (ai * self.memcpy_gbs / 1e3).min(tensor))).collect();
+            chart
+                .draw_series(DashedLineSeries::new(tensor_roof, 10, 5, TENSOR.stroke_width(2)))?
+                .label(format!("TF32 tensor-core roof {tensor:.0} TFLOP/s (dense, wgmma rate)"))
+                .legend(|(x, y)| {
+                    EmptyElement::at((x, y)) + DashedPathElement::new(vec![(0, 0), (22, 0)], 10, 5, TENSOR)
+                });
+        }
         if (self.driver_peak_tflops / self.peak_tflops - 1.0).abs() > 1e-3 {
             let driver = [(self.balance(), self.driver_peak_tflops), (x.end, self.driver_peak_tflops)];
             chart

@@ -18,6 +18,7 @@ pub use crate::demos::occupancy::kernels::*;
 pub use crate::demos::race::kernels::*;
 pub use crate::demos::roofline::kernels::*;
 pub use crate::demos::sgemm::kernels::*;
+pub use crate::demos::sgemm::tuned::kernels::*;
 pub use crate::demos::tma::kernels::*;
 pub use crate::demos::transpose::kernels::*;
 
@@ -25,7 +26,7 @@ use crate::demos;
 use crate::gpu::launch::Entry;
 
 /// The entries of every typed launch, module by module.
-pub const TABLES: [&[Entry]; 16] = [
+pub const TABLES: [&[Entry]; 17] = [
     demos::banks::ENTRIES,
     demos::clusters::ENTRIES,
     demos::coalescing::ENTRIES,
@@ -40,6 +41,7 @@ pub const TABLES: [&[Entry]; 16] = [
     demos::race::ENTRIES,
     demos::roofline::ENTRIES,
     demos::sgemm::ENTRIES,
+    demos::sgemm::tuned::ENTRIES,
     demos::tma::ENTRIES,
     demos::transpose::ENTRIES,
 ];

@@ -30,4 +30,5 @@ pub mod report;
 pub mod report_dir;
 pub mod series;
 pub mod table;
+pub mod tuned;
 pub mod verify;

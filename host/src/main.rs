@@ -52,6 +52,9 @@ enum Command {
     Hierarchy(commands::hierarchy::Args),
     /// Time every Rust kernel against its CUDA C++ twin (bench/twins.cu) and print the ratios.
     Bench(commands::bench::Args),
+    /// Time every compiled configuration of the tuned SGEMM (rung 8) per shape class and write
+    /// the fastest to the autotune file that run-demos and bench read.
+    Autotune(commands::autotune::Args),
     /// Peer GPU memory over NVLink or PCIe: copy engines, kernels and latency, every pair.
     Peer(commands::peer::Args),
     /// Host memory read by kernels: zero-copy mapped memory and managed memory.
@@ -147,6 +150,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Devices => commands::devices::run(),
         Command::Doctor => commands::doctor::run(),
         Command::RaceLesson(args) => commands::race::run(args),
+        Command::Autotune(args) => commands::autotune::run(args),
         Command::Occupancy(args) => commands::occupancy::run(args),
         Command::Banks(args) => commands::banks::run(args),
         Command::Coalescing(args) => commands::coalescing::run(args),

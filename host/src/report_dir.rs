@@ -202,8 +202,9 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
     let roofline = match (record.peak_tflops(), record.memcpy_gbs) {
         (Some(peak), Some(memcpy)) => {
             let driver = crate::demos::roofline::peak_fp32(&record.device, None).map_or(peak, |p| p / 1e12);
+            let tensor = crate::demos::roofline::peak_tf32(&record.device, record.sm_clock_ghz).map(|p| p / 1e12);
             RooflineChart::new(sections, peak, memcpy, record.device.theoretical_bandwidth_gbs())
-                .map(|c| c.with_driver_peak(driver))
+                .map(|c| c.with_driver_peak(driver).with_tensor_peak(tensor))
         }
         _ => None,
     };

@@ -226,6 +226,39 @@ pub fn matmul_tolerance(k: usize, abs_sum: f64) -> f64 {
     k as f64 * f32::EPSILON as f64 * abs_sum + f64::from(f32::MIN_POSITIVE)
 }
 
+/// Largest error accepted for one dot product of length `k` computed on tensor cores in TF32
+/// with FP32 accumulation (rung 9): `(2^-9 + 2^-20 + 2 k 2^-23) * sum |a_i b_i|`, plus the same
+/// floor. TF32 keeps 10 of f32's 23 mantissa bits, and `mma.sync` drops the rest of each
+/// operand (truncation, PTX ISA "Matrix multiply-accumulate operation using mma": the tensor
+/// core reads only the TF32 bits), so each operand is off by a factor `1 + d`, `|d| < 2^-10`,
+/// and each product by less than `2^-9 + 2^-20` of itself; the FP32 accumulation adds at most
+/// twice [`matmul_tolerance`]'s bound, as the PTX ISA leaves the order and rounding of the
+/// tensor core's internal additions to the implementation. At the odd check sizes (`k` of 204
+/// and 263) the bound is below one `|a_i b_i|` on average, so a single misplaced term fails.
+pub fn matmul_tf32_tolerance(k: usize, abs_sum: f64) -> f64 {
+    let products = (-9f64).exp2() + (-20f64).exp2();
+    (products + 2.0 * k as f64 * f64::from(f32::EPSILON)) * abs_sum + f64::from(f32::MIN_POSITIVE)
+}
+
+/// The precision a product was computed in, which sets the tolerance of its check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    /// FP32 FMAs: [`matmul_tolerance`].
+    F32,
+    /// TF32 tensor-core products, FP32 accumulation: [`matmul_tf32_tolerance`].
+    Tf32,
+}
+
+impl Precision {
+    /// The tolerance of one dot product of length `k` with `sum |a_i b_i| = abs_sum`.
+    pub fn tolerance(self, k: usize, abs_sum: f64) -> f64 {
+        match self {
+            Precision::F32 => matmul_tolerance(k, abs_sum),
+            Precision::Tf32 => matmul_tf32_tolerance(k, abs_sum),
+        }
+    }
+}
+
 /// Elements [`matmul_auto`] samples when the full check would cost more than
 /// [`FULL_CHECK_MACS`] multiply-adds: a grid of 128 rows x 128 columns.
 pub const SAMPLES: usize = 1 << 14;
@@ -236,10 +269,21 @@ pub const FULL_CHECK_MACS: usize = 1 << 28;
 /// [`FULL_CHECK_MACS`] multiply-adds of reference work, else [`SAMPLES`] dot products on a grid
 /// of random rows and columns (seed 5). Returns the check and what it compared.
 pub fn matmul_auto(a: &[f32], b: &[f32], c: &[f32], (m, n, k): (usize, usize, usize)) -> (Check, &'static str) {
+    matmul_auto_in(Precision::F32, a, b, c, (m, n, k))
+}
+
+/// [`matmul_auto`] with the tolerance of `precision`.
+pub fn matmul_auto_in(
+    precision: Precision,
+    a: &[f32],
+    b: &[f32],
+    c: &[f32],
+    (m, n, k): (usize, usize, usize),
+) -> (Check, &'static str) {
     if m.saturating_mul(n).saturating_mul(k) <= FULL_CHECK_MACS {
-        (matmul(a, b, c, (m, n, k), usize::MAX, 5), "every element")
+        (matmul_in(precision, a, b, c, (m, n, k), usize::MAX, 5), "every element")
     } else {
-        (matmul(a, b, c, (m, n, k), SAMPLES, 5), "sampled dot products")
+        (matmul_in(precision, a, b, c, (m, n, k), SAMPLES, 5), "sampled dot products")
     }
 }
 
@@ -251,6 +295,19 @@ pub fn matmul_auto(a: &[f32], b: &[f32], c: &[f32], (m, n, k): (usize, usize, us
 /// probability about `(1 - (1 - T/m)^r) (1 - (1 - T/n)^c)` (0.75 for 128-wide tiles of an
 /// 8192^2 result, against 0.63 for as many elements drawn one by one). NaN never passes.
 pub fn matmul(a: &[f32], b: &[f32], c: &[f32], (m, n, k): (usize, usize, usize), samples: usize, seed: u64) -> Check {
+    matmul_in(Precision::F32, a, b, c, (m, n, k), samples, seed)
+}
+
+/// [`matmul`] with the tolerance of `precision`.
+pub fn matmul_in(
+    precision: Precision,
+    a: &[f32],
+    b: &[f32],
+    c: &[f32],
+    (m, n, k): (usize, usize, usize),
+    samples: usize,
+    seed: u64,
+) -> Check {
     let (rows, cols): (Vec<usize>, Vec<usize>) = if m.saturating_mul(n) <= samples {
         ((0..m).collect(), (0..n).collect())
     } else {
@@ -274,7 +331,7 @@ pub fn matmul(a: &[f32], b: &[f32], c: &[f32], (m, n, k): (usize, usize, usize),
                 let (want, abs) = reference::dot(row.iter().copied(), column.iter().copied());
                 let got = c[i * n + j] as f64;
                 // NaN fails: every comparison with NaN is false.
-                (i * n + j, got, want, (got - want).abs() <= matmul_tolerance(k, abs))
+                (i * n + j, got, want, (got - want).abs() <= precision.tolerance(k, abs))
             })
         })
         .collect();

@@ -1,9 +1,12 @@
 //! What the SGEMM ladder and the vectorized transpose must look like in PTX and to ptxas, checked
 //! without a GPU: each rung really has what its name says (register blocking, 128-bit loads,
-//! two shared stages), and nothing spills.
+//! two shared stages, `cp.async`, `ldmatrix` and TF32 `mma.sync`), and nothing spills.
 
-use memlab::ptx::{self, count_ops, entry_body};
+use memlab::ptx::{self, count_ops, entry_body, opcodes};
 use memlab::ptxas;
+use memlab_contracts::sgemm::{
+    A_PITCH_PADDED, Algo, BK, STAGES, TF32_BK, TF32_STAGES, TF32_THREADS, TF32_WARP, THREADS, TILE, TM, TUNED, Tuned,
+};
 
 const RUNGS: [&str; 5] = [
     "sgemm_2_register_1d",
@@ -129,13 +132,169 @@ fn the_ladder_offers_each_rung_only_where_its_ptx_has_it() {
         }
         match p.cc {
             (7, 0) => {
-                assert_eq!(rungs.len(), RUNGS.len() - 1);
+                assert_eq!(rungs.len(), RUNGS.len() - 3);
                 assert_eq!(
                     note.as_deref(),
-                    Some("skipped sgemm_7_async_copy: not compiled into the sm_70 PTX this device runs")
+                    Some(
+                        "skipped sgemm_7_async_copy, rung 8 (sgemm_8_*), sgemm_9_tensor_tf32, sgemm_9_tensor_tf32_unswizzled: not compiled into the sm_70 PTX this device runs (they need cc 8.0)"
+                    )
                 );
             }
             _ => assert_eq!((rungs.len(), note), (RUNGS.len(), None), "{}", p.arch),
         }
+    }
+}
+
+/// Every load and store of `body` names its state space (`.shared`, `.global`, `.param`): none
+/// is generic, which would go through the generic-to-shared window check.
+fn assert_no_generic_accesses(body: &str, what: &str) {
+    for op in opcodes(body).filter(|op| op.starts_with("ld.") || op.starts_with("st.")) {
+        let space = op.split('.').nth(1).unwrap_or("");
+        assert!(["shared", "global", "param"].contains(&space), "{what}: generic access `{op}`");
+    }
+}
+
+#[test]
+fn rung_9_loads_fragments_by_ldmatrix_multiplies_by_tf32_mma_and_copies_by_cp_async() {
+    let (mt, nt, ksteps) = ((TF32_WARP.0 / 16) as usize, (TF32_WARP.1 / 8) as usize, (TF32_BK / 8) as usize);
+    // Chunks of 16 bytes per thread and tile, per fill site.
+    let chunks = (TF32_BK * memlab_contracts::sgemm::TF32_TILE / 4 / TF32_THREADS) as usize;
+    for kernel in ["sgemm_9_tensor_tf32", "sgemm_9_tensor_tf32_unswizzled"] {
+        for p in &ptx::ALL {
+            let Some(b) = entry_body(p.text, kernel) else {
+                assert!(p.cc < (8, 0), "{} PTX lacks {kernel}", p.arch);
+                continue;
+            };
+            let what = format!("{}/{kernel}", p.arch);
+            // Per step: an ldmatrix.x4 per 16-row MMA tile and k = 8 slice of A, a TF32 MMA per
+            // pair of tiles and slice, 2 32-bit loads of B per 8-column tile and slice.
+            assert_eq!(count_ops(b, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), mt * ksteps, "{what}");
+            assert_eq!(count_ops(b, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), mt * nt * ksteps, "{what}");
+            assert_eq!(count_ops(b, "ld.shared.b32"), 2 * nt * ksteps, "{what}");
+            // Both tiles global -> shared by cp.async only: no global load, no shared store,
+            // 16-byte copies (rows of 4-float multiples) or four 4-byte ones, at 2 or more sites.
+            let cg = count_ops(b, "cp.async.cg.shared.global");
+            assert!(cg >= 2 * 2 * chunks && cg.is_multiple_of(2 * chunks), "{what}: {cg}");
+            assert_eq!(count_ops(b, "cp.async.ca.shared.global"), 4 * cg, "{what}");
+            assert_eq!(count_ops(b, "ld.global") + count_ops(b, "st.shared"), 0, "{what}");
+            assert_eq!(count_ops(b, &format!("cp.async.wait_group {}", TF32_STAGES - 2)), 1, "{what}");
+            assert_eq!(count_ops(b, "bar.sync"), 1, "{what}: one barrier per step");
+            assert_eq!(count_ops(b, "fma.rn.f32"), 0, "{what}: the products are the tensor cores'");
+            assert_no_generic_accesses(b, &what);
+        }
+    }
+}
+
+/// The PTX entry name of a configuration, from its parameters.
+fn expected_name(c: &Tuned) -> String {
+    let suffix = match c.algo {
+        Algo::AsyncCopy => format!("s{}", c.stages),
+        Algo::Registers => "regs".to_string(),
+    };
+    format!("sgemm_8_{}x{}x{}_w{}x{}_t{}x{}_{suffix}", c.bm, c.bn, c.bk, c.wm, c.wn, c.tm, c.tn)
+}
+
+#[test]
+fn autotune_candidates_include_rung_6_and_larger_thread_tiles_and_are_named_by_their_parameters() {
+    for c in TUNED {
+        assert_eq!(c.name, expected_name(c));
+        assert!(c.valid(), "{}", c.name);
+    }
+    // Rung 6 itself: its tile, depth, threads, 8 x 8 results, warp tiles of 32 x 64, padded A
+    // pitch and two stages, with its algorithm.
+    let rung6 = TUNED.iter().find(|c| c.algo == Algo::Registers && c.bm == TILE && c.bn == TILE && c.bk == BK);
+    let rung6 = rung6.expect("rung 6's configuration is a candidate");
+    assert_eq!(
+        (rung6.threads(), rung6.tm, rung6.tn, (rung6.wm, rung6.wn), rung6.a_pitch(), rung6.stages),
+        (THREADS, TM as u32, TM as u32, (32, 64), A_PITCH_PADDED, STAGES)
+    );
+    assert_eq!(rung6.smem_bytes(), memlab_contracts::sgemm::smem_bytes(A_PITCH_PADDED, TILE, STAGES));
+    // Larger thread tiles (128 accumulators) at 1 block per SM, smaller blocks for small shapes.
+    assert!(TUNED.iter().any(|c| c.tm * c.tn == 128 && c.blocks_per_sm() == 1));
+    assert!(TUNED.iter().any(|c| c.bm * c.bn == 64 * 64));
+    let names: std::collections::HashSet<&str> = TUNED.iter().map(|c| c.name).collect();
+    assert_eq!(names.len(), TUNED.len(), "names are unique");
+}
+
+#[test]
+fn every_configuration_of_rung_8_has_its_twin() {
+    let twins = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/twins.cu")).unwrap();
+    let listed: Vec<String> = twins
+        .lines()
+        .filter_map(|l| {
+            let (kind, args) = l.strip_suffix(')')?.split_once('(')?;
+            let v: Vec<u32> = args.split(',').map(|a| a.trim().parse().ok()).collect::<Option<_>>()?;
+            match (kind, v.as_slice()) {
+                ("TUNED_TWIN", &[bm, bn, bk, wm, wn, tm, tn, s]) => {
+                    Some(format!("sgemm_8_{bm}x{bn}x{bk}_w{wm}x{wn}_t{tm}x{tn}_s{s}"))
+                }
+                ("STAGED_TWIN", &[bm, bn, bk, wm, wn, tm, tn]) => {
+                    Some(format!("sgemm_8_{bm}x{bn}x{bk}_w{wm}x{wn}_t{tm}x{tn}_regs"))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    let names: Vec<String> = TUNED.iter().map(|c| c.name.to_string()).collect();
+    assert_eq!(listed, names);
+}
+
+#[test]
+fn rung_8_configurations_have_their_algorithms_instructions_in_cc_80_ptx_only() {
+    for p in &ptx::ALL {
+        for c in TUNED {
+            let Some(b) = entry_body(p.text, c.name) else {
+                assert!(p.cc < (8, 0), "{} PTX lacks {}", p.arch, c.name);
+                continue;
+            };
+            let what = format!("{}/{}", p.arch, c.name);
+            let (tm, tn, bk) = (c.tm as usize, c.tn as usize, c.bk as usize);
+            let chunks = |rows: u32, cols: u32| (rows * cols / 4 / c.threads()) as usize;
+            // Fully unrolled: every result's FMA per depth of a step, no accumulator in local
+            // memory, 128-bit stores of C.
+            assert_eq!(count_ops(b, "fma.rn.f32"), tm * tn * bk, "{what}");
+            assert!(!b.contains(".local"), "{what}: accumulators in local memory");
+            assert_eq!(count_ops(b, "st.global.v4"), tm * tn / 4, "{what}");
+            assert_no_generic_accesses(b, &what);
+            match c.algo {
+                Algo::AsyncCopy => {
+                    // A read by columns, 2 depths per 64-bit load; B 4 columns per 128-bit one.
+                    assert_eq!(count_ops(b, "ld.shared.v2"), tm * bk / 2, "{what}");
+                    assert_eq!(count_ops(b, "ld.shared.v4"), tn / 4 * bk, "{what}");
+                    let site = chunks(c.bm, c.bk) + chunks(c.bk, c.bn);
+                    let cg = count_ops(b, "cp.async.cg.shared.global");
+                    assert!(cg >= 2 * site && cg.is_multiple_of(site), "{what}: {cg}");
+                    assert_eq!(count_ops(b, "ld.global") + count_ops(b, "st.shared"), 0, "{what}");
+                }
+                Algo::Registers => {
+                    // Rung 6's algorithm: 128-bit fragment loads of A (transposed) and B, both
+                    // tiles through registers (prologue and loop), A stored by 4 scalar
+                    // stores a chunk, B by one 128-bit store, one barrier per step.
+                    assert_eq!(count_ops(b, "ld.shared.v4"), (tm / 4 + tn / 4) * bk, "{what}");
+                    let (a, bt) = (chunks(c.bm, c.bk), chunks(c.bk, c.bn));
+                    assert_eq!(count_ops(b, "ld.global.v4"), 2 * (a + bt), "{what}");
+                    assert_eq!(count_ops(b, "st.shared.v4"), 2 * bt, "{what}");
+                    assert_eq!(count_ops(b, "st.shared.b32") + count_ops(b, "st.shared.f32"), 2 * 4 * a, "{what}");
+                    assert_eq!(count_ops(b, "cp.async"), 0, "{what}");
+                    assert_eq!(count_ops(b, "bar.sync"), 2, "{what}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn rungs_8_and_9_carry_their_launch_bounds_and_ptxas_keeps_them_without_spills() {
+    let sm90 = ptx::ALL.iter().find(|p| p.arch == "sm_90").unwrap();
+    let report = ptxas::run(sm90.text, "sm_90").expect("ptxas (run `cargo xtask setup`)");
+    for (kernel, threads, blocks) in memlab_contracts::sgemm::launch_bounds() {
+        let b = entry_body(sm90.text, kernel).unwrap_or_else(|| panic!("sm_90 PTX lacks {kernel}"));
+        let head = &b[..b.find('{').unwrap()];
+        assert!(head.contains(&format!(".maxntid {threads}, 1, 1")), "{kernel}: {head}");
+        assert!(head.contains(&format!(".minnctapersm {blocks}")), "{kernel}: {head}");
+        let k = report.iter().find(|k| k.kernel == kernel).unwrap_or_else(|| panic!("ptxas lacks {kernel}"));
+        assert_eq!((k.stack_bytes, k.spill_stores, k.spill_loads), (0, 0, 0), "{kernel}: {k:?}");
+        // The bounds hold: `blocks` blocks of `threads` fit the SM's 65536 registers.
+        assert!(k.regs * threads * blocks <= 65536 && k.regs <= 255, "{kernel}: {} registers", k.regs);
     }
 }

@@ -96,11 +96,19 @@ fn latency_probes_run_one_block_and_pass_floats_as_floats() {
 #[test]
 fn every_rung_names_the_entry_its_launch_runs() {
     let (a, b, mut c) = (fake::<f32>(0x1000, 1), fake::<f32>(0x2000, 1), fake::<f32>(0x3000, 1));
-    for rung in memlab::demos::sgemm::RUNGS {
-        let launch = (rung.launch)(&a, &b, &mut c, 128, 128, 8);
+    use memlab::demos::sgemm::{RUNGS, Rung};
+    let tuned = memlab_contracts::sgemm::TUNED.iter().map(Rung::tuned);
+    for rung in RUNGS.into_iter().chain(tuned) {
+        let launch = (rung.launch)(&a, &b, &mut c, 300, 200, 8);
         assert_eq!(launch.kernel, rung.entry.name);
-        assert_eq!(launch.shape.grid, (128u32.div_ceil(rung.tile), 128u32.div_ceil(rung.tile)), "{}", launch.kernel);
+        let (rows, cols) = rung.tile;
+        assert_eq!(launch.shape.grid, (200u32.div_ceil(cols), 300u32.div_ceil(rows)), "{}", launch.kernel);
     }
+    // Rung 8's shape and shared bytes come from its configuration.
+    let cfg = memlab::tuned::config("sgemm_8_128x64x16_w64x32_t8x8_s3").unwrap();
+    let launch = (Rung::tuned(cfg).launch)(&a, &b, &mut c, 300, 200, 8);
+    assert_eq!(launch.shape.block, (128, 1));
+    assert_eq!(launch.shape.smem_bytes, 3 * (128 * 20 + 16 * 64) * 4);
 }
 
 #[test]

@@ -16,8 +16,21 @@ use std::path::{Path, PathBuf};
 const RAW_BY_DESIGN: [(&str, usize); 1] = [("race.rs", 8)];
 
 /// Lessons not yet on the API, with their line counts when the others were rewritten.
-const NOT_YET_ON_THE_API: [(&str, usize); 4] =
-    [("sgemm/async_copy.rs", 17), ("sgemm/mod.rs", 6), ("sgemm/scalar.rs", 15), ("sgemm/vector.rs", 37)];
+///
+/// The SGEMM rungs 8 and 9 (`copy.rs`, `tuned.rs`, `staged.rs`, `tensor.rs`) and the ladder's
+/// shared helpers (`sgemm/mod.rs`) hold none: their raw pieces (`cp.async` issue, `ldmatrix`,
+/// the shared-memory places and their 32/64/128-bit accesses, the vector global accesses, the
+/// entries) are `kernels-gpu/src/device/gemm.rs` wrappers with safe signatures over written
+/// invariants, with the same PTX (`host/tests/zero_cost.rs`). They are not on the typed
+/// `SharedTile` phases: `cp.async` writes a stage outside the barrier phases (the write lands at
+/// `cp.async.wait_group` plus a barrier, later than the instruction), the stages are a ring of 2
+/// to 4 tiles whose phases differ per stage, and `ldmatrix` reads a tile into another lane's
+/// registers; so `device::gemm` states the phase discipline as an invariant instead of a type.
+/// Rungs 2 to 7 (`scalar.rs`, `vector.rs`, `async_copy.rs`) still do their own pointer
+/// arithmetic: the same wrappers fit them (rung 6's two stages as a pair whose phases swap each
+/// step would also fit the typed tiles), not moved yet.
+const NOT_YET_ON_THE_API: [(&str, usize); 3] =
+    [("sgemm/async_copy.rs", 17), ("sgemm/scalar.rs", 14), ("sgemm/vector.rs", 34)];
 
 /// Every `.rs` file under `dir`, as paths relative to `root`.
 fn rust_files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {

@@ -61,6 +61,13 @@ const PROBE_KERNELS: [&str; 14] = [
     "chase_l2_on_sm",
 ];
 
+/// The SGEMM ladder's entries (every `sgemm_*` in a compared PTX: rungs 2 to 7 in both, rung 8's
+/// configurations and rung 9 from sm_80 up, so in the sm_90 PTX only), whose raw pieces moved
+/// into `kernels-gpu/src/device/` wrappers (#19 phase 2): same instructions, same registers.
+fn sgemm_kernels(ptx: &str) -> impl Iterator<Item = &str> {
+    ptx::kernel_names(ptx).into_iter().filter(|k| k.starts_with("sgemm_"))
+}
+
 /// The PTX targets compared: the oldest the lab loads (CUDA 12's ptxas) and the H200's.
 const ARCHS: [&str; 2] = ["sm_70", "sm_90"];
 
@@ -79,7 +86,8 @@ fn figures() -> String {
         let p = ptx::ALL.iter().find(|p| p.arch == arch).expect("an embedded PTX per compared target");
         let report = ptxas::run(p.text, arch).expect("ptxas (install it with `cargo xtask setup`)");
         let sm_90_only = if arch == "sm_90" { &SM_90_KERNELS[..] } else { &[] };
-        for &kernel in KERNELS.iter().chain(&PROBE_KERNELS).chain(sm_90_only) {
+        let sgemm: Vec<&str> = sgemm_kernels(p.text).collect();
+        for &kernel in KERNELS.iter().chain(&PROBE_KERNELS).chain(sm_90_only).chain(&sgemm) {
             let body = entry_body(p.text, kernel).unwrap_or_else(|| panic!("{arch} PTX lacks {kernel}"));
             let k = report.iter().find(|k| k.kernel == kernel).expect("ptxas compiled every entry");
             let mut ops: BTreeMap<&str, usize> = BTreeMap::new();

@@ -2,11 +2,14 @@
 //! dynamic shared memory, as thin safe wrappers over `core::arch::nvptx` and
 //! `core::intrinsics::gpu`.
 
+pub mod gemm;
 pub mod probe;
 #[cfg(target_feature = "sm_90")]
 pub mod tma;
-
 use core::arch::nvptx;
+
+#[cfg(target_feature = "sm_80")]
+pub mod mma;
 // ANCHOR: thread_idx_x
 /// `threadIdx.x`, the thread's index inside its block along x.
 #[inline(always)]
@@ -98,6 +101,20 @@ pub fn fma(a: f32, b: f32, c: f32) -> f32 {
 #[inline(always)]
 pub unsafe fn load4(p: *const f32) -> [f32; 4] {
     unsafe { (*p.cast::<Vec4<f32>>()).0 }
+}
+
+/// Two floats, 8-byte aligned: loads through it are single 64-bit accesses (`ld.v2.f32`).
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+pub struct F2(pub [f32; 2]);
+
+/// Two floats from `p` with one 64-bit load.
+///
+/// # Safety
+/// `p` is 8-byte aligned and points to 2 readable floats.
+#[inline(always)]
+pub unsafe fn load2(p: *const f32) -> [f32; 2] {
+    unsafe { (*p.cast::<F2>()).0 }
 }
 
 /// Stores four floats at `p` with one 128-bit store.

@@ -171,6 +171,10 @@ pub fn run(args: Args) -> Result<bool> {
     if let Some(path) = &args.json {
         crate::output::check_file("--json", path)?;
     }
+    // The autotune file the SGEMM lesson reads ($MEMLAB_TUNED), before any GPU work.
+    if args.only.is_empty() || args.only.iter().any(|d| d == "sgemm") {
+        crate::tuned::TunedFile::load()?;
+    }
     let ordinals = super::multi::resolve(&args.device)?;
     let several = ordinals.len() > 1;
     let json_paths: Vec<Option<PathBuf>> =
@@ -241,7 +245,8 @@ fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Res
         }
     }
     let notes = sections.iter().filter(|s| s.name == "sgemm").flat_map(|s| &s.notes);
-    for note in notes.filter(|n| n.starts_with("skipped")) {
+    // The skipped rungs, and the configuration rung 8 ran at each size with its parameters.
+    for note in notes.filter(|n| n.starts_with("skipped") || n.starts_with(demos::sgemm::TUNED_NOTE)) {
         println!("{note}\n");
     }
     println!("memcpy device-to-device: {}", memcpy.map_or("not measured".into(), |g| format!("{g:.0} GB/s")));

@@ -1,6 +1,7 @@
 //! The binary's commands: each module holds one command's options (`Args`, parsed by clap in
 //! `main.rs`) and its `run`, which returns whether every check passed.
 
+pub mod autotune;
 pub mod banks;
 pub mod bench;
 pub mod coalescing;

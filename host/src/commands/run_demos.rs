@@ -94,6 +94,10 @@ pub fn run(args: Args) -> Result<bool> {
     if args.only.iter().any(|d| d == "tma") {
         demos::tma::check_matrix(sizes.transpose.0, sizes.transpose.1)?;
     }
+    // The autotune file the SGEMM lesson reads ($MEMLAB_TUNED) is checked before any GPU work.
+    if args.only.is_empty() || args.only.iter().any(|d| d == "sgemm") {
+        crate::tuned::TunedFile::load()?;
+    }
     // The paths as given are checked before the driver is asked for the devices; each device's
     // own (suffixed when several run, in the same folders) once they are known.
     args.outputs.for_device(0, false)?;

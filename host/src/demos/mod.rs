@@ -5,6 +5,7 @@
 //! report. A demo never runs another: what several need (the memcpy ceiling) is measured once
 //! by its owner and passed in as [`Inputs`]. Every demo is registered in [`DEMOS`].
 
+pub mod autotune;
 pub mod banks;
 pub mod clusters;
 pub mod coalescing;

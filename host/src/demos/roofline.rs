@@ -15,7 +15,7 @@ use crate::gpu::device::DeviceInfo;
 use crate::gpu::launch::LaunchShape;
 use crate::model::roofline::{
     AboveRoof, Bound, above_roof, arithmetic_intensity, attainable, balance_point, bound, fp32_lanes_per_sm,
-    peak_fp32_flops,
+    peak_fp32_flops, tf32_flop_per_clock,
 };
 use crate::refuse;
 use crate::series::{Series, names};
@@ -114,6 +114,14 @@ pub fn peak_fp32(info: &DeviceInfo, clock_ghz: Option<f64>) -> Option<f64> {
     Some(peak_fp32_flops(info.sms, lanes, hz))
 }
 
+/// The device's dense TF32 tensor-core peak, FLOP/s, at `clock_ghz` when measured, else at the
+/// driver's SM clock; `None` below cc 8.0 or for an architecture the model lacks.
+pub fn peak_tf32(info: &DeviceInfo, clock_ghz: Option<f64>) -> Option<f64> {
+    let per_clock = tf32_flop_per_clock(info.cc.0, info.cc.1)?;
+    let hz = clock_ghz.map_or(info.sm_clock_khz as f64 * 1e3, |g| g * 1e9);
+    Some(f64::from(info.sms) * f64::from(per_clock) * hz)
+}
+
 /// The roofline section for the kernels of `sections` on `info`'s device with the run's memcpy
 /// ceiling (GB/s) and SM clock, or `None` when no kernel ran or the device's FP32 lanes are not
 /// in the model's table. The clock's check is the section's.
@@ -154,6 +162,8 @@ pub fn build(
     let lanes = fp32_lanes_per_sm(info.cc.0, info.cc.1)?;
     let driver_ghz = info.sm_clock_khz as f64 / 1e6;
     let peaks = Peaks { driver: peak_fp32(info, None)?, measured: peak_fp32(info, clock_ghz)? };
+    let tensor =
+        peak_tf32(info, None).zip(peak_tf32(info, clock_ghz)).map(|(driver, measured)| Peaks { driver, measured });
     let (bw, bw_source) = match memcpy_gbs {
         Some(g) => (g * 1e9, "memcpy measured in this run"),
         None => (info.theoretical_bandwidth_gbs() * 1e9, "theoretical (memcpy not run)"),
@@ -181,6 +191,12 @@ pub fn build(
             }
             let mut cells = match k.work.level {
                 Level::Global => {
+                    // Tensor-core kernels against the TF32 roof, the rest against FP32's.
+                    let tf32 = super::sgemm::TENSOR_KERNELS.contains(&k.kernel.as_str());
+                    let peaks = match (tf32, tensor) {
+                        (true, Some(t)) => t,
+                        _ => peaks,
+                    };
                     let (cells, why) = row(k, peaks, bw);
                     above.extend(why.map(|w| (w, name.clone())));
                     cells
@@ -221,6 +237,15 @@ pub fn build(
         bw / 1e9,
         balance_point(peaks.measured, bw)
     )];
+    if let Some(t) = tensor {
+        notes.push(format!(
+            "TF32 tensor-core roof {:.0} TFLOP/s = {} SMs x {} FLOP per clock x the same clock, dense (NVIDIA's whitepaper rate, which Hopper reaches with wgmma; rung 9's mma.sync is measured against it): {} are placed against it.",
+            t.measured / 1e12,
+            info.sms,
+            tf32_flop_per_clock(info.cc.0, info.cc.1).unwrap_or(0),
+            super::sgemm::TENSOR_KERNELS.join(", ")
+        ));
+    }
     notes.extend(above_notes(&above, driver_ghz, clock_ghz));
     notes.push("Bytes are the global-memory requests the lesson's model counts. A stream that only reads (read_cg) can pass memcpy, which also writes.".into());
     Some(Section {

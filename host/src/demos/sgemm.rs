@@ -1,11 +1,16 @@
 //! The SGEMM ladder (kernels-gpu `sgemm`): each rung's TFLOP/s next to cuBLAS SGEMM (FP32, no
 //! TF32) measured in the same run, after a full check of every rung on sizes that are not
-//! multiples of any tile.
+//! multiples of any tile. Rung 8 runs the configuration the autotune file chooses for the device
+//! and each shape's class ([`crate::tuned`]); rung 9 (TF32 tensor cores) is checked with the TF32
+//! tolerance and timed beside cuBLAS with TF32 allowed.
 
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::matmul::TILE_32;
-use memlab_contracts::sgemm::{A_PITCH, A_PITCH_PADDED, RUNG2_THREADS, RUNG2_TILE, STAGES, THREADS, TILE, smem_bytes};
+use memlab_contracts::sgemm::{
+    A_PITCH, A_PITCH_PADDED, Algo, RUNG2_THREADS, RUNG2_TILE, STAGES, TF32_THREADS, TF32_TILE, THREADS, TILE, TUNED,
+    Tuned, smem_bytes, tf32_smem_bytes,
+};
 
 use super::matmul::{self, MatmulLaunch};
 use super::{
@@ -15,10 +20,11 @@ use super::{
 use crate::gpu::cublas::Cublas;
 use crate::gpu::launch::{Entry, Launch, LaunchShape};
 use crate::gpu::timing::{Timing, time};
-use crate::model::tiling::{MatmulShape, tiled_global_loads};
+use crate::model::tiling::{MatmulShape, block_tiled_global_loads};
 use crate::ptx::Ptx;
 use crate::series::{Series, names};
-use crate::verify::{self, Check};
+use crate::tuned::{ShapeClass, TunedFile};
+use crate::verify::{self, Check, Precision};
 use crate::{reference, refuse};
 
 /// The shape of a rung: one-dimensional blocks of `threads`, one per `tile x tile` tile of the
@@ -48,79 +54,180 @@ crate::kernels! {
     /// sm_90 PTX only. Buffers 16-byte aligned (every device allocation is).
     fn sgemm_7_async_copy(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
         => rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH_PADDED, TILE, STAGES));
+    /// Rung 9, `sgemm_9_tensor_tf32`: 256 threads per `128 x 128` tile, 3 stages of swizzled
+    /// `A` and `B` tiles (49152 B); TF32 tensor cores; in the sm_80 and sm_90 PTX only.
+    fn sgemm_9_tensor_tf32(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
+        => rung_shape(m, n, TF32_TILE, TF32_THREADS, tf32_smem_bytes());
+    /// Rung 9 with unswizzled tiles (the bank lesson's contrast), as `sgemm_9_tensor_tf32`.
+    fn sgemm_9_tensor_tf32_unswizzled(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
+        => rung_shape(m, n, TF32_TILE, TF32_THREADS, tf32_smem_bytes());
 }
 
-/// One rung: its entry and typed launch, the `C` tile edge per block (for the tiling model),
-/// and what it adds.
+/// The launch shape of rung 8 in configuration `name` (of `TUNED`).
+fn tuned_shape(name: &str, m: u32, n: u32) -> LaunchShape {
+    let c = crate::tuned::config(name).expect("every typed launch of rung 8 is a compiled configuration");
+    LaunchShape::covering(m as usize, n as usize, (c.bm as usize, c.bn as usize), (c.threads(), 1), c.smem_bytes())
+}
+
+/// The typed launches of rung 8, one per configuration of `memlab_contracts::tuned_configs!`.
+macro_rules! tuned_launches {
+    ($($name:ident = $algo:ident ($($param:literal),*)),* $(,)?) => {
+        /// Rung 8's typed launches (`kernels`, `entry`, `ENTRIES`) and [`tuned::LAUNCHES`], in
+        /// the order of `memlab_contracts::sgemm::TUNED`.
+        pub mod tuned {
+            use super::*;
+            crate::kernels! {$(
+                /// Rung 8 in the configuration its name gives (`a` `m x k`, `b` `k x n`, `c`
+                /// `m x n`, row-major f32, 16-byte aligned); in the sm_80 and sm_90 PTX only.
+                fn $name(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
+                    => tuned_shape(stringify!($name), m, n);
+            )*}
+            /// The launch of each configuration, in `TUNED`'s order.
+            pub const LAUNCHES: &[MatmulLaunch] = &[$(kernels::$name),*];
+        }
+    };
+}
+memlab_contracts::tuned_configs!(tuned_launches);
+
+/// One rung: its entry and typed launch, the `C` tile per block (for the tiling model), what
+/// it adds, and the precision its check allows.
 #[derive(Debug, Clone, Copy)]
 pub struct Rung {
     /// The kernel's entry.
     pub entry: Entry,
     /// Its typed launch.
     pub launch: MatmulLaunch,
-    /// Each block computes a `tile x tile` tile of `C`.
-    pub tile: u32,
+    /// Each block computes a `rows x cols` tile of `C`.
+    pub tile: (u32, u32),
     /// What the rung adds.
     pub lesson: &'static str,
+    /// FP32, or TF32 tensor cores.
+    pub precision: Precision,
+}
+
+/// What rung 8 adds, per algorithm.
+fn tuned_lesson(algo: Algo) -> &'static str {
+    match algo {
+        Algo::AsyncCopy => "8: tuned: A and B by cp.async, A untransposed (padded), tiles from autotune (sm_80+)",
+        Algo::Registers => "8: tuned: rung 6's algorithm (A transposed through registers) at autotune's tiles (sm_80+)",
+    }
+}
+
+impl Rung {
+    /// Rung 8 in configuration `cfg`.
+    pub fn tuned(cfg: &Tuned) -> Rung {
+        let i = TUNED.iter().position(|c| c.name == cfg.name).expect("a compiled configuration");
+        Rung {
+            entry: tuned::ENTRIES[i],
+            launch: tuned::LAUNCHES[i],
+            tile: (cfg.bm, cfg.bn),
+            lesson: tuned_lesson(cfg.algo),
+            precision: Precision::F32,
+        }
+    }
+
+    /// Whether the PTX has the rung's kernel.
+    fn in_ptx(&self, names: &[&str]) -> bool {
+        names.contains(&self.entry.name)
+    }
 }
 
 /// The rungs the loaded PTX has (a rung compiled only for newer targets, like rung 7's
 /// `cp.async`, is missing from older PTX), and a note naming those it lacks (`None` when none).
 pub fn available(ptx: &Ptx) -> (Vec<Rung>, Option<String>) {
     let names = crate::ptx::kernel_names(ptx.text);
-    let (have, lack): (Vec<Rung>, Vec<Rung>) = RUNGS.iter().partition(|r| names.contains(&r.entry.name));
+    let (have, lack): (Vec<Rung>, Vec<Rung>) = RUNGS.iter().partition(|r| r.in_ptx(&names));
+    let mut lack: Vec<&str> = lack.iter().map(|r| r.entry.name).collect();
+    if !TUNED.iter().any(|c| names.contains(&c.name)) {
+        // In ladder order: after rung 7 when it is missing too.
+        let at = lack.iter().position(|n| n.starts_with("sgemm_9")).unwrap_or(lack.len());
+        lack.insert(at, "rung 8 (sgemm_8_*)");
+    }
     let note = (!lack.is_empty()).then(|| {
-        let lack: Vec<&str> = lack.iter().map(|r| r.entry.name).collect();
-        format!("skipped {}: not compiled into the {} PTX this device runs", lack.join(", "), ptx.arch)
+        format!(
+            "skipped {}: not compiled into the {} PTX this device runs (they need cc 8.0)",
+            lack.join(", "),
+            ptx.arch
+        )
     });
     (have, note)
 }
 
+/// Every configuration of rung 8 the PTX has.
+pub fn tuned_available(ptx: &Ptx) -> Vec<&'static Tuned> {
+    let names = crate::ptx::kernel_names(ptx.text);
+    TUNED.iter().filter(|c| names.contains(&c.name)).collect()
+}
+
 /// The ladder, bottom first. Rung 1 is the tiled matmul of the `matmul` demo.
-pub const RUNGS: [Rung; 7] = [
+pub const RUNGS: [Rung; 9] = [
     Rung {
         entry: matmul::entry::matmul_tiled_32,
         launch: matmul::kernels::matmul_tiled_32,
-        tile: TILE_32,
+        tile: (TILE_32, TILE_32),
+        precision: Precision::F32,
         lesson: "1: block tiling in shared memory, one result per thread",
     },
     Rung {
         entry: entry::sgemm_2_register_1d,
         launch: kernels::sgemm_2_register_1d,
-        tile: RUNG2_TILE,
+        tile: (RUNG2_TILE, RUNG2_TILE),
+        precision: Precision::F32,
         lesson: "2: 8 results per thread down a column (1D register blocking)",
     },
     Rung {
         entry: entry::sgemm_3_register_2d,
         launch: kernels::sgemm_3_register_2d,
-        tile: TILE,
+        tile: (TILE, TILE),
+        precision: Precision::F32,
         lesson: "3: 8x8 results per thread (2D register blocking)",
     },
     Rung {
         entry: entry::sgemm_4_vectorized,
         launch: kernels::sgemm_4_vectorized,
-        tile: TILE,
+        tile: (TILE, TILE),
+        precision: Precision::F32,
         lesson: "4: 128-bit global and shared loads, A transposed in shared memory",
     },
     Rung {
         entry: entry::sgemm_5_conflict_free,
         launch: kernels::sgemm_5_conflict_free,
-        tile: TILE,
+        tile: (TILE, TILE),
+        precision: Precision::F32,
         lesson: "5: conflict-free shared layout (split 4x4 groups, padded A tile)",
     },
     Rung {
         entry: entry::sgemm_6_double_buffered,
         launch: kernels::sgemm_6_double_buffered,
-        tile: TILE,
+        tile: (TILE, TILE),
+        precision: Precision::F32,
         lesson: "6: two shared stages (next loads overlap FMAs), warp tiling",
     },
     Rung {
         entry: entry::sgemm_7_async_copy,
         launch: kernels::sgemm_7_async_copy,
-        tile: TILE,
+        tile: (TILE, TILE),
+        precision: Precision::F32,
         lesson: "7: rung 6 with B copied global-to-shared by cp.async (sm_80+ PTX)",
     },
+    Rung {
+        entry: entry::sgemm_9_tensor_tf32,
+        launch: kernels::sgemm_9_tensor_tf32,
+        tile: (TF32_TILE, TF32_TILE),
+        lesson: "9: TF32 tensor cores (mma.sync), swizzled tiles, ldmatrix (sm_80+ PTX)",
+        precision: Precision::Tf32,
+    },
+    Rung {
+        entry: entry::sgemm_9_tensor_tf32_unswizzled,
+        launch: kernels::sgemm_9_tensor_tf32_unswizzled,
+        tile: (TF32_TILE, TF32_TILE),
+        lesson: "9 unswizzled: rung 9's tiles as they lie in memory, conflicted ldmatrix and B loads",
+        precision: Precision::Tf32,
+    },
 ];
+
+/// The rungs that run on tensor cores (TF32): the roofline places them against the tensor roof.
+pub const TENSOR_KERNELS: [&str; 2] = ["sgemm_9_tensor_tf32", "sgemm_9_tensor_tf32_unswizzled"];
 
 /// Sizes every rung is checked on, element by element: not multiples of 4 (scalar paths), and
 /// multiples of 4 that are not multiples of the tiles (128-bit interior, guarded edges), with
@@ -173,7 +280,15 @@ impl Operands {
     /// # Errors
     /// A failed download.
     pub fn check(&self) -> Result<(Check, &'static str)> {
-        Ok(verify::matmul_auto(&self.a_host, &self.b_host, &download(&self.c)?, self.size))
+        self.check_in(Precision::F32)
+    }
+
+    /// [`Operands::check`] with the tolerance of `precision`.
+    ///
+    /// # Errors
+    /// A failed download.
+    pub fn check_in(&self, precision: Precision) -> Result<(Check, &'static str)> {
+        Ok(verify::matmul_auto_in(precision, &self.a_host, &self.b_host, &download(&self.c)?, self.size))
     }
 
     /// `2 m n k`.
@@ -183,73 +298,123 @@ impl Operands {
     }
 }
 
-/// The work of a rung of `tile x tile` blocks on `ops`: its FLOP, and bytes as the tiling model
+/// The work of a rung of `bm x bn` blocks on `ops`: its FLOP, and bytes as the tiling model
 /// counts them (every global load plus the writes of C).
-pub fn work(ops: &Operands, tile: u32) -> Work {
+pub fn block_work(ops: &Operands, (bm, bn): (u32, u32)) -> Work {
     let (m, n, k) = ops.size;
-    let loads = tiled_global_loads(MatmulShape::new(m as u64, n as u64, k as u64), tile as u64);
+    let loads = block_tiled_global_loads(MatmulShape::new(m as u64, n as u64, k as u64), (bm as u64, bn as u64));
     Work { flop: ops.flop(), bytes: 4.0 * (loads + (m * n) as u64) as f64, level: Level::Global }
 }
 
-/// Times cuBLAS SGEMM on `ops` after checking its result; `None` without cuBLAS.
+/// [`block_work`] for square `tile x tile` blocks.
+pub fn work(ops: &Operands, tile: u32) -> Work {
+    block_work(ops, (tile, tile))
+}
+
+/// Times cuBLAS SGEMM on `ops` after checking its result; `None` without cuBLAS. With
+/// `Precision::Tf32` cuBLAS may use TF32 tensor cores (on Hopper, its `wgmma` kernels), and is
+/// checked with the TF32 tolerance; the handle is back in FP32 mode afterwards.
 ///
 /// # Errors
 /// A cuBLAS failure or a wrong cuBLAS result.
-pub fn time_cublas(lab: &Lab, cublas: Option<&Cublas>, ops: &Operands) -> Result<Option<Timing>> {
+pub fn time_cublas(lab: &Lab, cublas: Option<&Cublas>, ops: &Operands, precision: Precision) -> Result<Option<Timing>> {
     let Some(cublas) = cublas else { return Ok(None) };
-    poison(&ops.c)?;
-    cublas.sgemm(&ops.a, &ops.b, &ops.c, ops.size)?;
-    lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!(crate::gpu::describe(e)))?;
-    let (check, kind) = ops.check()?;
-    if !check.passed() {
-        refuse!("cuBLAS SGEMM returned a wrong result: {}", check.summary(kind));
-    }
-    Ok(Some(time(&lab.gpu, lab.sizes.repeats, || cublas.sgemm(&ops.a, &ops.b, &ops.c, ops.size))?))
+    cublas.allow_tf32(precision == Precision::Tf32)?;
+    let timed = (|| {
+        poison(&ops.c)?;
+        cublas.sgemm(&ops.a, &ops.b, &ops.c, ops.size)?;
+        lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!(crate::gpu::describe(e)))?;
+        let (check, kind) = ops.check_in(precision)?;
+        if !check.passed() {
+            refuse!("cuBLAS SGEMM ({precision:?}) returned a wrong result: {}", check.summary(kind));
+        }
+        time(&lab.gpu, lab.sizes.repeats, || cublas.sgemm(&ops.a, &ops.b, &ops.c, ops.size))
+    })();
+    cublas.allow_tf32(false)?;
+    Ok(Some(timed?))
 }
 
 /// The note for a run without cuBLAS.
 pub const NO_CUBLAS: &str = "cuBLAS not found: skipped (set MEMLAB_CUBLAS=/path/to/libcublas.so to point at one)";
 
-/// Runs every rung on [`ODD_SIZES`] (checked, untimed) and on each of `lab.sizes.sgemm`
-/// (checked, timed, next to cuBLAS).
-pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
-    let cublas = Cublas::open(&lab.gpu)?;
-    let (rungs, skipped) = available(lab.gpu.ptx);
+/// Checks `rung` on each of [`ODD_SIZES`], element by element, untimed.
+///
+/// # Errors
+/// A failed allocation, launch or download.
+pub fn check_odd_sizes(lab: &Lab, rungs: &[Rung]) -> Result<Vec<Check>> {
     let mut checks = Vec::new();
     for size in ODD_SIZES {
         let mut ops = Operands::new(size)?;
-        for rung in &rungs {
+        for rung in rungs {
             poison(&ops.c)?;
             ops.launch(rung.launch).enqueue(&lab.gpu)?;
-            checks.push(ops.check()?.0);
+            checks.push(ops.check_in(rung.precision)?.0);
         }
     }
-    let peak = super::roofline::peak_fp32(&lab.gpu.info, None).map(|p| p / 1e12);
-    let mut kernels: Vec<KernelRow> = Vec::new();
-    let mut table: Vec<Vec<String>> = rungs.iter().map(|r| vec![r.entry.name.to_string()]).collect();
+    Ok(checks)
+}
+
+/// Checks and times `rung` on `ops` through [`measure`] (and so against its twin in `bench`).
+///
+/// # Errors
+/// As for [`measure`].
+pub fn measure_rung(lab: &Lab, rung: &Rung, ops: &mut Operands) -> Result<KernelRow> {
+    let (m, n, k) = ops.size;
+    let shape = MatmulShape::new(m as u64, n as u64, k as u64);
+    let loads = block_tiled_global_loads(shape, (rung.tile.0 as u64, rung.tile.1 as u64));
+    let prediction = format!("{m}x{n}x{k}: {loads:.3e} global loads");
+    let work = block_work(ops, rung.tile);
+    let launch = ops.launch(rung.launch);
+    let precision = rung.precision;
+    let run = KernelRun { launch, lesson: rung.lesson, prediction, work, size: ops.label(), reset: &|| poison(&ops.c) };
+    measure(lab, run, || ops.check_in(precision))
+}
+
+/// Runs every rung, and every configuration of rung 8, on [`ODD_SIZES`] (checked, untimed), then
+/// each rung on each of `lab.sizes.sgemm` (checked, timed, next to cuBLAS FP32 and TF32), rung
+/// 8 in the configuration the autotune file chooses for the device and the shape's class.
+pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
+    let cublas = Cublas::open(&lab.gpu)?;
+    let (rungs, skipped) = available(lab.gpu.ptx);
+    let tuned_all: Vec<Rung> = tuned_available(lab.gpu.ptx).into_iter().map(Rung::tuned).collect();
+    let file = TunedFile::load()?;
+    let mut checks = check_odd_sizes(lab, &rungs)?;
+    checks.extend(check_odd_sizes(lab, &tuned_all)?);
+    // Rung 8 sits between rung 7 and rung 9 in the table; its entry differs per shape class.
+    let (fp32, tf32): (Vec<Rung>, Vec<Rung>) = rungs.iter().partition(|r| r.precision == Precision::F32);
+    let mut table: Vec<Vec<String>> = fp32.iter().map(|r| vec![r.entry.name.to_string()]).collect();
+    let tuned_row = (!tuned_all.is_empty()).then(|| {
+        table.push(vec!["sgemm_8 (tuned, autotune's choice)".to_string()]);
+        table.len() - 1
+    });
+    table.extend(tf32.iter().map(|r| vec![r.entry.name.to_string()]));
     table.push(vec!["cuBLAS SGEMM (FP32)".into()]);
+    table.push(vec!["cuBLAS SGEMM (TF32 allowed)".into()]);
     let mut header = vec!["kernel".to_string()];
+    let mut kernels: Vec<KernelRow> = Vec::new();
     // cuBLAS's rate per size, drawn across the ladder chart.
     let mut references = Vec::new();
+    let mut notes = vec![format!(
+        "every rung and every configuration of rung 8 ({}) also checked element by element on {}; rung 9 and cuBLAS TF32 with the TF32 tolerance (2^-9 of sum |a b| per product, 2k 2^-23 for the sums)",
+        tuned_all.len(),
+        ODD_SIZES.map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
+    )];
     for &size in &lab.sizes.sgemm {
         let (m, n, k) = size;
         header.extend([format!("TFLOP/s {m}x{n}x{k}"), "% of cuBLAS".into()]);
         let mut ops = Operands::new(size)?;
-        let cublas_tflops = time_cublas(lab, cublas.as_ref(), &ops)?.map(|t| t.tflops(ops.flop()));
-        for (rung, row) in rungs.iter().zip(&mut table) {
-            let loads = tiled_global_loads(MatmulShape::new(m as u64, n as u64, k as u64), rung.tile as u64);
-            let prediction = format!("{m}x{n}x{k}: {loads:.3e} global loads");
-            let work = work(&ops, rung.tile);
-            let launch = ops.launch(rung.launch);
-            let run = KernelRun {
-                launch,
-                lesson: rung.lesson,
-                prediction,
-                work,
-                size: ops.label(),
-                reset: &|| poison(&ops.c),
-            };
-            let kernel_row = measure(lab, run, || ops.check())?;
+        let cublas_tflops = time_cublas(lab, cublas.as_ref(), &ops, Precision::F32)?.map(|t| t.tflops(ops.flop()));
+        let cublas_tf32 = time_cublas(lab, cublas.as_ref(), &ops, Precision::Tf32)?.map(|t| t.tflops(ops.flop()));
+        let class = ShapeClass::of(m, n);
+        let mut timed: Vec<Rung> = fp32.clone();
+        if tuned_row.is_some() {
+            let (cfg, choice) = file.choose(lab.gpu.info.cc, class);
+            timed.push(Rung::tuned(cfg));
+            notes.push(tuned_note(cfg, class, size, choice.map(|c| c.source.as_str())));
+        }
+        timed.extend(tf32.iter().copied());
+        for (rung, row) in timed.iter().zip(&mut table) {
+            let kernel_row = measure_rung(lab, rung, &mut ops)?;
             let tflops = kernel_row.rate.value();
             row.extend([
                 format!("{tflops:.2}"),
@@ -260,29 +425,82 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
         if let Some(c) = cublas_tflops {
             references.push((0.0, c, format!("cuBLAS {m}x{n}x{k}")));
         }
-        let cublas_row = table.last_mut().unwrap();
-        cublas_row.extend([cublas_tflops.map_or("skipped".into(), |c| format!("{c:.2}")), "100%".into()]);
+        if let Some(c) = cublas_tf32 {
+            references.push((0.0, c, format!("cuBLAS TF32 {m}x{n}x{k}")));
+        }
+        let rows = table.len();
+        let cell = |t: Option<f64>| t.map_or("skipped".into(), |c| format!("{c:.2}"));
+        let share = |t: Option<f64>| match (t, cublas_tflops) {
+            (Some(t), Some(c)) => format!("{:.0}%", 100.0 * t / c),
+            _ => "-".into(),
+        };
+        table[rows - 2].extend([cell(cublas_tflops), share(cublas_tflops)]);
+        table[rows - 1].extend([cell(cublas_tf32), share(cublas_tf32)]);
     }
-    let mut notes = vec![format!(
-        "every rung also checked element by element on {}",
-        ODD_SIZES.map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
-    )];
     notes.extend(skipped);
+    notes.push(bank_note());
     notes.push(match &cublas {
-        Some(c) => format!("cuBLAS from {}, CUBLAS_DEFAULT_MATH (no TF32)", c.path.display()),
+        Some(c) => format!(
+            "cuBLAS from {}: CUBLAS_DEFAULT_MATH (FP32, no TF32) for the percentages; the TF32 row allows TF32 tensor cores (CUBLAS_TF32_TENSOR_OP_MATH), which on Hopper run wgmma, an instruction rung 9's mma.sync does not use",
+            c.path.display()
+        ),
         None => NO_CUBLAS.into(),
     });
+    let peak = super::roofline::peak_fp32(&lab.gpu.info, None).map(|p| p / 1e12);
     if let Some(peak) = peak {
         notes.push(format!("FP32 peak at the driver's clock: {peak:.1} TFLOP/s (SMs x FP32 lanes x 2 x clock)"));
     }
     Ok(Section {
         name: "sgemm".into(),
         title: "An SGEMM ladder up to cuBLAS: C = A * B, f32".into(),
-        lesson: "Each rung keeps more of the product close to the FMA units: shared-memory tiles, then results blocked in registers, then wider loads, a conflict-free layout, and loads overlapped with arithmetic.".into(),
+        lesson: "Each rung keeps more of the product close to the FMA units: shared-memory tiles, then results blocked in registers, then wider loads, a conflict-free layout, loads overlapped with arithmetic, tiles tuned per GPU and shape, and finally tensor cores.".into(),
         kernels,
         sweep: Some((header, table)),
         checks,
         notes,
         series: vec![Series::labelled(names::REFERENCE, "", "TFLOP/s", references)],
     })
+}
+
+/// The bank model's wavefronts per warp instruction for rung 9's shared accesses, swizzled and
+/// not (what Nsight Compute's `l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld` and `_st`
+/// count, divided by the instructions).
+pub fn bank_note() -> String {
+    use crate::model::gemm_tiles::{Layout, tf32_b_load, tf32_copy, tf32_ldmatrix};
+    let pair = |f: &dyn Fn(Layout) -> crate::model::banks::BankReport| {
+        let (built, plain) = (f(Layout::AsBuilt), f(Layout::Plain));
+        format!("{} swizzled, {} unswizzled (ideal {})", built.wavefronts, plain.wavefronts, built.ideal_wavefronts)
+    };
+    format!(
+        "bank model, wavefronts per warp instruction of rung 9: ldmatrix.x4 of A {}; 32-bit B fragment loads {}; cp.async writes of A {}, of B {}",
+        pair(&tf32_ldmatrix),
+        pair(&tf32_b_load),
+        pair(&|l| tf32_copy(true, l)),
+        pair(&|l| tf32_copy(false, l)),
+    )
+}
+
+/// How the note naming rung 8's configuration begins (`bench` prints these notes too).
+pub const TUNED_NOTE: &str = "rung 8 at ";
+
+/// The note naming rung 8's configuration at one size, with its parameters and where the
+/// choice comes from.
+fn tuned_note(cfg: &Tuned, class: ShapeClass, (m, n, k): (usize, usize, usize), source: Option<&str>) -> String {
+    format!(
+        "{TUNED_NOTE}{m}x{n}x{k} (class {}): {} = {:?}, tile {}x{}, depth {}, warp {}x{}, thread {}x{}, {} stages, {} threads, {} B shared ({})",
+        class.name(),
+        cfg.name,
+        cfg.algo,
+        cfg.bm,
+        cfg.bn,
+        cfg.bk,
+        cfg.wm,
+        cfg.wn,
+        cfg.tm,
+        cfg.tn,
+        cfg.stages,
+        cfg.threads(),
+        cfg.smem_bytes(),
+        source.unwrap_or("no autotune choice for this GPU: the class's default"),
+    )
 }

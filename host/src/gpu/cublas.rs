@@ -20,6 +20,9 @@ const OP_N: c_int = 0;
 /// `cublasMath_t::CUBLAS_DEFAULT_MATH`: FP32 math, no TF32 tensor cores (cuBLAS documentation,
 /// `cublasSetMathMode`).
 const DEFAULT_MATH: c_int = 0;
+/// `cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH`: FP32 GEMMs may run on tensor cores in TF32
+/// (cuBLAS documentation, `cublasSetMathMode`).
+const TF32_MATH: c_int = 3;
 
 type Handle = *mut c_void;
 type Create = unsafe extern "C" fn(*mut Handle) -> c_int;
@@ -50,6 +53,7 @@ pub struct Cublas {
     pub path: PathBuf,
     handle: Handle,
     sgemm: Sgemm,
+    set_math: SetMathMode,
     destroy: Destroy,
     // Dropped after the handle (see Drop).
     _lib: libloading::Library,
@@ -96,11 +100,22 @@ impl Cublas {
             let sgemm: Sgemm = std::mem::transmute(sym("cublasSgemm_v2")?);
             let mut handle: Handle = std::ptr::null_mut();
             status("cublasCreate", create(&mut handle))?;
-            let cublas = Cublas { path: path.clone(), handle, sgemm, destroy, _lib: lib };
+            let cublas = Cublas { path: path.clone(), handle, sgemm, set_math, destroy, _lib: lib };
             status("cublasSetStream", set_stream(handle, gpu.stream.as_inner() as *mut c_void))?;
             status("cublasSetMathMode(CUBLAS_DEFAULT_MATH)", set_math(handle, DEFAULT_MATH))?;
             Ok(Some(cublas))
         }
+    }
+
+    /// Lets the following SGEMMs use TF32 tensor cores (`CUBLAS_TF32_TENSOR_OP_MATH`) or not
+    /// (`CUBLAS_DEFAULT_MATH`, the mode [`Cublas::open`] sets).
+    ///
+    /// # Errors
+    /// A cuBLAS error status.
+    pub fn allow_tf32(&self, allow: bool) -> Result<()> {
+        let (mode, name) = if allow { (TF32_MATH, "TF32_TENSOR_OP_MATH") } else { (DEFAULT_MATH, "DEFAULT_MATH") };
+        // SAFETY: a live handle and a valid mode.
+        status(&format!("cublasSetMathMode(CUBLAS_{name})"), unsafe { (self.set_math)(self.handle, mode) })
     }
 
     /// Enqueues row-major `C = A * B` (`A` is `m x k`, `B` is `k x n`): cuBLAS is column-major,

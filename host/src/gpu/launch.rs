@@ -221,6 +221,11 @@ impl Launch {
     pub fn enqueue_function(&self, gpu: &Gpu, f: &Function<'_>) -> Result<()> {
         let shape = &self.shape;
         shape.check(&gpu.info)?;
+        // Above the default, a kernel takes dynamic shared memory only after opting in (CUDA C++
+        // Programming Guide, "Shared Memory"); `check` has bounded it by the opt-in limit.
+        if shape.smem_bytes > gpu.info.smem_per_block {
+            super::kernel::allow_dynamic_smem_of(f, self.kernel, shape.smem_bytes, gpu.info.smem_per_block_optin)?;
+        }
         // cuLaunchKernel takes a pointer to each parameter's value; `values` outlives the call.
         let mut values = self.args.clone();
         let mut ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr() as *mut c_void).collect();

@@ -13,6 +13,8 @@
 //!   touched by one warp instruction or several, and the resulting efficiency.
 //! - [`dram`]: what HBM moves per L2 miss (64-byte fetches) and how the
 //!   spacing of fetches changes DRAM throughput, measured on the H200.
+//! - [`gemm_tiles`]: the shared-memory requests of the SGEMM ladder's top rungs (padded and
+//!   swizzled tiles, `ldmatrix`), fed to [`banks`].
 //! - [`tiling`]: global element loads of naive vs shared-memory tiled
 //!   matrix multiplication.
 //! - [`clusters`]: how many thread-block clusters fit at once, GPC by GPC.
@@ -23,6 +25,7 @@ pub mod banks;
 pub mod clusters;
 pub mod coalescing;
 pub mod dram;
+pub mod gemm_tiles;
 pub mod gpus;
 pub mod l2;
 pub mod occupancy;

@@ -39,6 +39,20 @@ pub fn fp32_lanes_per_sm(major: u32, minor: u32) -> Option<u32> {
     FP32_LANES.iter().find(|l| l.major == major && l.minor == minor).map(|l| l.lanes_per_sm)
 }
 
+/// Dense TF32 tensor-core FLOP per clock per SM (an FMA counts 2) by compute capability, from
+/// NVIDIA's whitepapers: A100 (cc 8.0) 156 TFLOP/s = 108 SMs x 1024 x 1.41 GHz; GA102 (cc 8.6)
+/// and AD102 (cc 8.9) 256 per SM ("NVIDIA Ampere GA102 GPU Architecture", "NVIDIA Ada GPU
+/// Architecture": TF32 at a quarter of A100's per-SM rate); H100 SXM5 (cc 9.0) 494.7 TFLOP/s =
+/// 132 SMs x 2048 x 1.83 GHz, a rate Hopper reaches with `wgmma`, not with the `mma.sync` of
+/// rung 9. Below cc 8.0 there is no TF32.
+pub const TF32_TENSOR_FLOP_PER_CLOCK: [(u32, u32, u32); 4] = [(8, 0, 1024), (8, 6, 256), (8, 9, 256), (9, 0, 2048)];
+
+/// Dense TF32 tensor-core FLOP per clock per SM for cc `major.minor`, or `None` (no TF32, or
+/// not in [`TF32_TENSOR_FLOP_PER_CLOCK`]).
+pub fn tf32_flop_per_clock(major: u32, minor: u32) -> Option<u32> {
+    TF32_TENSOR_FLOP_PER_CLOCK.iter().find(|t| (t.0, t.1) == (major, minor)).map(|t| t.2)
+}
+
 /// Peak FP32 throughput, FLOP/s: `sms x lanes x 2 x clock_hz` (an FMA
 /// counts as two FLOP).
 pub fn peak_fp32_flops(sms: u32, fp32_lanes_per_sm: u32, clock_hz: f64) -> f64 {
@@ -160,6 +174,12 @@ mod tests {
     #[test]
     fn lanes_table() {
         assert_eq!(fp32_lanes_per_sm(7, 0), Some(64));
+        // The whitepapers' dense TF32 figures at their clocks.
+        let tf32 =
+            |cc: (u32, u32), sms: f64, ghz: f64| f64::from(tf32_flop_per_clock(cc.0, cc.1).unwrap()) * sms * ghz / 1e3;
+        assert!(close(tf32((9, 0), 132.0, 1.83), 494.7, 1e-3));
+        assert!(close(tf32((8, 0), 108.0, 1.41), 155.9, 1e-3));
+        assert_eq!(tf32_flop_per_clock(7, 5), None);
         assert_eq!(fp32_lanes_per_sm(7, 5), Some(64));
         assert_eq!(fp32_lanes_per_sm(8, 0), Some(64));
         assert_eq!(fp32_lanes_per_sm(8, 6), Some(128));

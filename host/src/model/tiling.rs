@@ -71,6 +71,16 @@ pub const fn tiled_global_loads(shape: MatmulShape, tile: u64) -> u64 {
     shape.m * shape.k * shape.n.div_ceil(tile) + shape.k * shape.n * shape.m.div_ceil(tile)
 }
 
+/// [`tiled_global_loads`] for `bm x bn` tiles of `C`: each block reads a `bm x K` strip of `A`
+/// and a `K x bn` strip of `B`.
+///
+/// # Panics
+/// If a tile edge is 0.
+pub const fn block_tiled_global_loads(shape: MatmulShape, (bm, bn): (u64, u64)) -> u64 {
+    assert!(bm > 0 && bn > 0, "tile edges must be at least 1");
+    shape.m * shape.k * shape.n.div_ceil(bn) + shape.k * shape.n * shape.m.div_ceil(bm)
+}
+
 /// Blocks of a grid of `tiles` tiles along one axis, rounded up to whole clusters of
 /// `cluster` blocks.
 const fn whole_clusters(tiles: u64, cluster: u64) -> u64 {

@@ -10,6 +10,8 @@
 //! | 5 | [`sgemm_5_conflict_free`] | a thread layout whose 128-bit shared loads are conflict-free, a padded `A` tile |
 //! | 6 | [`sgemm_6_double_buffered`] | two shared stages: the next tile's global loads overlap this tile's FMAs; warp tiling |
 //! | 7 | `sgemm_7_async_copy` | `B` copied global-to-shared by `cp.async`, not through registers (cc 8.0 and later only) |
+//! | 8 | `tuned::sgemm_8_*` | both operands by `cp.async`, `A` untransposed and padded, tile parameters chosen by `memlab autotune` (cc 8.0+) |
+//! | 9 | `sgemm_9_tensor_tf32` | tensor cores: TF32 `mma.sync`, swizzled tiles, `ldmatrix` (cc 8.0+) |
 //!
 //! Shapes: `A` is `m x k`, `B` is `k x n`, `C` is `m x n`, row-major, densely packed, and each
 //! has fewer than `2^32` elements (indices are 32-bit, as in CUDA C++ with `int`). Any
@@ -33,46 +35,71 @@ macro_rules! unroll {
     };
 }
 
+/// Calls `f(0)`, .., `f(n - 1)` as straight-line code, for `n` of 1, 2, 4, 8 or 16 known at
+/// compile time (a constant of the caller, so the match folds away): the generic rungs' loops
+/// over accumulators, which LLVM leaves rolled, sending the array to local memory (measured in
+/// the sm_90 PTX: a 256-byte stack frame).
+#[cfg(target_feature = "sm_80")]
+#[inline(always)]
+fn unrolled(n: usize, mut f: impl FnMut(usize)) {
+    macro_rules! calls {
+        ($($i:literal)*) => {{ $(f($i);)* }};
+    }
+    match n {
+        1 => calls!(0),
+        2 => calls!(0 1),
+        4 => calls!(0 1 2 3),
+        8 => calls!(0 1 2 3 4 5 6 7),
+        16 => calls!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15),
+        // Unreachable for the configurations compiled; a trap, never a wrong result.
+        _ => memlab_device_api::arch::trap(),
+    }
+}
+
 #[cfg(target_feature = "sm_80")]
 mod async_copy;
+#[cfg(target_feature = "sm_80")]
+mod copy;
 mod scalar;
+#[cfg(target_feature = "sm_80")]
+mod staged;
+#[cfg(target_feature = "sm_80")]
+mod tensor;
+#[cfg(target_feature = "sm_80")]
+pub mod tuned;
 mod vector;
 
 #[cfg(target_feature = "sm_80")]
 pub use async_copy::sgemm_7_async_copy;
+#[cfg(target_feature = "sm_80")]
+pub use tensor::{sgemm_9_tensor_tf32, sgemm_9_tensor_tf32_unswizzled};
 
 pub use scalar::{sgemm_2_register_1d, sgemm_3_register_2d};
 pub use vector::{sgemm_4_vectorized, sgemm_5_conflict_free, sgemm_6_double_buffered};
 
-/// The operands of one product, as every rung receives them.
-#[derive(Clone, Copy)]
-struct Gemm {
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    m: u32,
-    n: u32,
-    k: u32,
-}
+use crate::device::gemm::Gemm;
 
-impl Gemm {
-    /// `A[row][col]`, or 0.0 outside the `m x k` matrix.
-    #[inline(always)]
-    unsafe fn a_or_zero(&self, row: u32, col: u32) -> f32 {
-        if row < self.m && col < self.k { unsafe { *self.a.add((row * self.k + col) as usize) } } else { 0.0 }
-    }
-
-    /// `B[row][col]`, or 0.0 outside the `k x n` matrix.
-    #[inline(always)]
-    unsafe fn b_or_zero(&self, row: u32, col: u32) -> f32 {
-        if row < self.k && col < self.n { unsafe { *self.b.add((row * self.n + col) as usize) } } else { 0.0 }
-    }
-
-    /// Stores `C[row][col] = v` when `(row, col)` is inside the `m x n` matrix.
-    #[inline(always)]
-    unsafe fn store_c(&self, row: u32, col: u32, v: f32) {
-        if row < self.m && col < self.n {
-            unsafe { *self.c.add((row * self.n + col) as usize) = v };
-        }
-    }
+/// Stores a thread's `TM x TN` results of rung 8: row `i` at `row(i)`, its columns in chunks of
+/// 4 starting at `col(h)`. One 128-bit store per chunk when `n` is a multiple of 4 (a chunk that
+/// starts inside a row then ends inside it, 16-byte aligned), else 4 guarded scalar ones.
+#[cfg(target_feature = "sm_80")]
+#[inline(always)]
+fn store_results<const TM: usize, const TN: usize>(
+    g: &Gemm,
+    acc: &[[f32; TN]; TM],
+    row: impl Fn(usize) -> u32,
+    col: impl Fn(usize) -> u32,
+) {
+    unrolled(TM, |i| {
+        let row = row(i);
+        unrolled(TN / 4, |h| {
+            let col = col(h);
+            let v = [acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]];
+            if g.n % 4 == 0 && row < g.m && col < g.n {
+                g.store4_c(row, col, v);
+            } else {
+                unrolled(4, |q| g.store_c(row, col + q as u32, v[q]));
+            }
+        });
+    });
 }

@@ -74,7 +74,7 @@ unsafe fn register_blocked<
     unroll!(i in 0..8 => {
         unroll!(j in 0..8 => {
             if i < TM && j < TN {
-                unsafe { g.store_c(row0 + thread_row + i as u32, col0 + thread_col + j as u32, acc[i][j]) };
+                g.store_c(row0 + thread_row + i as u32, col0 + thread_col + j as u32, acc[i][j]);
             }
         });
     });

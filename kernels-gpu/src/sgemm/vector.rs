@@ -125,10 +125,8 @@ impl Block {
             // occupancy.
             let mut s = Staged { a: [0.0; 4], b: [0.0; 4] };
             unroll!(q in 0..4 => {
-                unsafe {
-                    s.a[q] = g.a_or_zero(ar, ac + q as u32);
-                    s.b[q] = g.b_or_zero(br, bc + q as u32);
-                }
+                s.a[q] = g.a_or_zero(ar, ac + q as u32);
+                s.b[q] = g.b_or_zero(br, bc + q as u32);
             });
             s
         }
@@ -146,7 +144,7 @@ impl Block {
         } else {
             let mut a = [0.0; 4];
             unroll!(q in 0..4 => {
-                a[q] = unsafe { g.a_or_zero(ar, ac + q as u32) };
+                a[q] = g.a_or_zero(ar, ac + q as u32);
             });
             a
         }
@@ -166,7 +164,7 @@ impl Block {
                         unsafe { store4(self.g.c.add((row * self.g.n + col) as usize), v) };
                     } else {
                         unroll!(q in 0..4 => {
-                            unsafe { self.g.store_c(row, col + q as u32, v[q]) };
+                            self.g.store_c(row, col + q as u32, v[q]);
                         });
                     }
                 }

@@ -1,0 +1,171 @@
+//! Rung 8's `Registers` configurations (`memlab_contracts::sgemm::Algo::Registers`, compiled
+//! for `sm_80` and up with the rest of rung 8): rung 6's algorithm, generic over the tiles, so
+//! that the autotuner can choose rung 6's own configuration or a larger one.
+//!
+//! Per `BK`-deep step thread `t` loads chunks `t, t + threads, ..` of 4 floats of the `BM x BK`
+//! tile of `A` (row-major, `BK / 4` chunks per row) and of the `BK x BN` tile of `B` into
+//! registers, one 128-bit global load each inside the matrices, while the block multiplies the
+//! other stage; after the FMAs it stores `A` transposed (`As[d * (BM + 4) + r]`, 4 scalar
+//! stores) and `B` as it lies (one 128-bit store), and one barrier ends the step. Lane
+//! `(lr, lc)` of warp `w` owns rows `4 lr + 4 (WM / TM) i + ..4` and columns `4 lc + 4 (WN /
+//! TN) h + ..4` of the warp's `WM x WN` sub-tile, so per depth a thread reads its `TM` values
+//! of `A` and `TN` of `B` as `TM / 4 + TN / 4` 128-bit shared loads, each of a contiguous run of
+//! `16 WM / TM` (`A`) or `16 WN / TN` (`B`) bytes across the warp: 1 wavefront when that is
+//! 128 bytes or less.
+
+use super::{Gemm, store_results, unrolled};
+use crate::device::gemm::{Shared, block_barrier};
+use crate::device::{block_idx_x, block_idx_y, fma, thread_idx_x};
+
+/// The most 16-byte chunks of one tile a thread moves per step in any configuration (`A` of
+/// `256 x 8` or `128 x 16` over 256 threads: 2); the arrays are this long, and the unused
+/// entries fold away.
+const MAX_CHUNKS: usize = 4;
+
+/// The chunks of `A` and of `B` one thread moves per step (entries past the configuration's
+/// counts stay unused).
+type Chunks = ([[f32; 4]; MAX_CHUNKS], [[f32; 4]; MAX_CHUNKS]);
+
+/// One block of a `Registers` configuration: a `BM x BN` tile of `C`, `BK` deep steps, `WM x WN`
+/// per warp, `TM x TN` per thread, and what thread `t` needs of it. Methods, not closures, so
+/// that they inline (LLVM kept the closures as calls, with the context in local memory).
+pub(super) struct Staged<
+    const BM: u32,
+    const BN: u32,
+    const BK: u32,
+    const WM: u32,
+    const WN: u32,
+    const TM: usize,
+    const TN: usize,
+> {
+    g: Gemm,
+    t: u32,
+    row0: u32,
+    col0: u32,
+    /// The block's tiles lie inside the matrices and rows are 16-byte aligned.
+    vector: bool,
+}
+
+impl<const BM: u32, const BN: u32, const BK: u32, const WM: u32, const WN: u32, const TM: usize, const TN: usize>
+    Staged<BM, BN, BK, WM, WN, TM, TN>
+{
+    const THREADS: u32 = 32 * (BM / WM) * (BN / WN);
+    const A_CHUNKS: usize = (BM * BK / 4 / Self::THREADS) as usize;
+    const B_CHUNKS: usize = (BK * BN / 4 / Self::THREADS) as usize;
+    /// Row pitch of the transposed `A` tile, floats.
+    const PITCH: u32 = BM + 4;
+    const STAGE_FLOATS: u32 = BK * Self::PITCH + BK * BN;
+
+    /// Stage `i` of the block's dynamic shared memory.
+    #[inline(always)]
+    fn stage(i: u32) -> Shared {
+        Shared::at(i * Self::STAGE_FLOATS)
+    }
+
+    /// Where this thread's chunk `i` lies in a tile of `cols` floats per row: (row, column).
+    #[inline(always)]
+    fn at(&self, i: usize, cols: u32) -> (u32, u32) {
+        let chunk = self.t + i as u32 * Self::THREADS;
+        (chunk / (cols / 4), 4 * (chunk % (cols / 4)))
+    }
+
+    /// This thread's chunks of the step at depth `k0`, zeros outside the matrices.
+    #[inline(always)]
+    fn fetch(&self, k0: u32) -> Chunks {
+        let g = &self.g;
+        let (mut a, mut b) = ([[0.0f32; 4]; MAX_CHUNKS], [[0.0f32; 4]; MAX_CHUNKS]);
+        // One branch for both tiles, as rung 6 (a branch per tile costs registers).
+        if self.vector && k0 + BK <= g.k {
+            unrolled(Self::A_CHUNKS, |i| {
+                let (r, c) = self.at(i, BK);
+                a[i] = g.load4_a(self.row0 + r, k0 + c);
+            });
+            unrolled(Self::B_CHUNKS, |i| {
+                let (r, c) = self.at(i, BN);
+                b[i] = g.load4_b(k0 + r, self.col0 + c);
+            });
+        } else {
+            unrolled(Self::A_CHUNKS, |i| {
+                let (r, c) = self.at(i, BK);
+                unrolled(4, |q| a[i][q] = g.a_or_zero(self.row0 + r, k0 + c + q as u32));
+            });
+            unrolled(Self::B_CHUNKS, |i| {
+                let (r, c) = self.at(i, BN);
+                unrolled(4, |q| b[i][q] = g.b_or_zero(k0 + r, self.col0 + c + q as u32));
+            });
+        }
+        (a, b)
+    }
+
+    /// Stores this thread's chunks into stage `st`: `A` transposed (4 scalar stores a chunk),
+    /// `B` as it lies (one 128-bit store).
+    #[inline(always)]
+    fn put(&self, st: u32, (a, b): Chunks) {
+        let s = Self::stage(st);
+        unrolled(Self::A_CHUNKS, |i| {
+            let (r, c) = self.at(i, BK);
+            unrolled(4, |q| s.add((c + q as u32) * Self::PITCH + r).store(a[i][q]));
+        });
+        unrolled(Self::B_CHUNKS, |i| {
+            let (r, c) = self.at(i, BN);
+            s.add(BK * Self::PITCH + r * BN + c).store4(b[i]);
+        });
+    }
+
+    /// `acc += A_tile * B_tile` from stage `st` for the results at rows `a_off + ..` and
+    /// columns `b_off + ..` of the tile: per depth `TM / 4 + TN / 4` 128-bit loads, `TM TN`
+    /// FMAs.
+    #[inline(always)]
+    fn multiply(&self, st: u32, (a_off, b_off): (u32, u32), acc: &mut [[f32; TN]; TM]) {
+        let (lane_rows, lane_cols) = (WM / TM as u32, WN / TN as u32);
+        let a_s = Self::stage(st).add(a_off);
+        let b_s = Self::stage(st).add(BK * Self::PITCH + b_off);
+        unrolled(BK as usize, |d| {
+            let d = d as u32;
+            let (mut av, mut bv) = ([0.0f32; TM], [0.0f32; TN]);
+            unrolled(TM / 4, |i| {
+                let v = a_s.add(d * Self::PITCH + 4 * lane_rows * i as u32).load4();
+                unrolled(4, |q| av[4 * i + q] = v[q]);
+            });
+            unrolled(TN / 4, |h| {
+                let v = b_s.add(d * BN + 4 * lane_cols * h as u32).load4();
+                unrolled(4, |q| bv[4 * h + q] = v[q]);
+            });
+            unrolled(TM, |i| unrolled(TN, |j| acc[i][j] = fma(av[i], bv[j], acc[i][j])));
+        });
+    }
+
+    /// The body of every `Registers` configuration of rung 8: a `BM x BN` tile of `C` per
+    /// block, `BK` deep steps, `WM x WN` per warp, `TM x TN` per thread, two stages. Launch
+    /// contract (the invariants of `device::gemm`): buffers as in the module doc of `sgemm`,
+    /// each 16-byte aligned; block of `32 (BM / WM) (BN / WN)` threads, grid `(ceil(n / BN),
+    /// ceil(m / BM))`, `Tuned::smem_bytes` dynamic shared bytes.
+    #[inline(always)]
+    pub(super) fn run(g: Gemm) {
+        let (lane_rows, lane_cols) = (WM / TM as u32, WN / TN as u32);
+        let t = thread_idx_x();
+        let (w, l) = (t / 32, t % 32);
+        let (lr, lc) = (l / lane_cols, l % lane_cols);
+        let (wrow, wcol) = ((w / (BN / WN)) * WM, (w % (BN / WN)) * WN);
+        let (row0, col0) = (block_idx_y() * BM, block_idx_x() * BN);
+        let vector = g.k % 4 == 0 && g.n % 4 == 0 && row0 + BM <= g.m && col0 + BN <= g.n;
+        let block = Self { g, t, row0, col0, vector };
+        let offsets = (wrow + 4 * lr, wcol + 4 * lc);
+        let mut acc = [[0.0f32; TN]; TM];
+        let steps = g.k.div_ceil(BK);
+        block.put(0, block.fetch(0));
+        block_barrier();
+        for s in 0..steps {
+            let next = if s + 1 < steps { Some(block.fetch((s + 1) * BK)) } else { None };
+            block.multiply(s % 2, offsets, &mut acc);
+            if let Some(next) = next {
+                // Stage (s + 1) % 2 was last read in step s - 1, before the previous barrier.
+                block.put((s + 1) % 2, next);
+            }
+            block_barrier();
+        }
+        let row = |i: usize| row0 + wrow + 4 * lr + 4 * lane_rows * (i / 4) as u32 + (i % 4) as u32;
+        let col = |h: usize| col0 + wcol + 4 * lc + 4 * lane_cols * h as u32;
+        store_results(&g, &acc, row, col);
+    }
+}
