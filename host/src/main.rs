@@ -184,7 +184,7 @@ mod tests {
             "matmul_naive" => "512x512x512",
             "l2_read_bytes" => "64MiB",
             "l2_partition_sms" => "4",
-            "json" | "report" | "chart" => "memlab-cli-test-output",
+            "json" | "report" | "chart" | "write" => "memlab-cli-test-output",
             "cc" => "9.0",
             "regs" | "regs_per_sm" => "64",
             "threads" | "threads_per_sm" => "256",
