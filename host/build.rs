@@ -84,7 +84,7 @@ fn main() {
         if let Some(line) = ptx.lines().find(|l| l.trim_start().starts_with(".extern .func")) {
             fail(&format!("the {} PTX is not self-contained, it still declares `{}`", build.name, line.trim()));
         }
-        let ptx = with_launch_bounds(ptx);
+        let ptx = with_launch_bounds(ptx, build.arch);
         fs::write(out_dir.join(format!("kernels_{}.ptx", build.name)), ptx).unwrap();
     }
     println!("cargo:rustc-env=MEMLAB_NIGHTLY={toolchain}");
@@ -189,11 +189,12 @@ fn build_ptx(kernels: &Path, toolchain: &str, build: &Build) -> String {
     fs::read_to_string(&asm).unwrap_or_else(|e| fail(&format!("no PTX at {}: {e}", asm.display())))
 }
 
-/// Writes `memlab_contracts::sgemm::launch_bounds` into the PTX: `.maxntid` and `.minnctapersm`
-/// after the parameter list of each of those entries the PTX has (PTX ISA, "Performance-Tuning
+/// Writes `memlab_contracts::sgemm::launch_bounds` for `arch` (`sm_NN`) into its PTX: `.maxntid`
+/// and `.minnctapersm` after the parameter list of each of those entries the PTX has (PTX ISA, "Performance-Tuning
 /// Directives"), what `__launch_bounds__` writes for nvcc; rustc has no attribute for them.
-fn with_launch_bounds(mut ptx: String) -> String {
-    for (entry, threads, blocks) in memlab_contracts::sgemm::launch_bounds() {
+fn with_launch_bounds(mut ptx: String, arch: &str) -> String {
+    let sm = arch.trim_start_matches("sm_").parse().expect("an arch is `sm_` and a number");
+    for (entry, threads, blocks) in memlab_contracts::sgemm::launch_bounds(sm) {
         let Some(start) = ptx.find(&format!(".entry {entry}(")) else { continue };
         let end = start + ptx[start..].find(')').expect("an entry's parameter list ends with `)`");
         ptx.insert_str(end + 1, &format!("\n.maxntid {threads}, 1, 1\n.minnctapersm {blocks}"));

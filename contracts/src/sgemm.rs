@@ -116,11 +116,11 @@ impl Tuned {
         self.stages * self.stage_floats() * WORD_BYTES
     }
 
-    /// Blocks per SM the kernel is compiled for (`.minnctapersm`): as many as
-    /// [`TUNED_REGS`] registers per thread allow, or 1 for thread tiles above 64 results,
-    /// whose accumulators alone take 128 registers (ptxas may then use up to 255).
-    pub const fn blocks_per_sm(&self) -> u32 {
-        if self.tm * self.tn > 64 { 1 } else { SM_REGISTERS / (self.threads() * TUNED_REGS) }
+    /// Blocks per SM the kernel is compiled for (`.minnctapersm`) in the PTX for `sm` (80 or
+    /// 90): as many as [`tuned_regs`] registers per thread allow, or 1 for thread tiles above
+    /// 64 results, whose accumulators alone take 128 registers (ptxas may then use up to 255).
+    pub const fn blocks_per_sm(&self, sm: u32) -> u32 {
+        if self.tm * self.tn > 64 { 1 } else { SM_REGISTERS / (self.threads() * tuned_regs(sm, self.tm * self.tn)) }
     }
 
     /// Whether the configuration is one the kernel can run: warps tile the block, 32 lanes
@@ -238,16 +238,29 @@ pub const fn tf32_smem_bytes() -> u32 {
 /// sm_90) and halves the blocks per SM.
 pub const TUNED_REGS: u32 = 128;
 
+/// Registers per thread that thread tiles of 64 results need in the sm_80 PTX: ptxas (CUDA 13.0)
+/// spills 4-24 bytes under [`TUNED_REGS`] there and takes 142-165 registers when free (measured
+/// here on every such configuration of [`tuned_configs!`]; the sm_90 PTX fits in 128). At 168,
+/// blocks of 128 threads run 3 per SM and blocks of 256 one.
+pub const SM80_TILE64_REGS: u32 = 168;
+
+/// Registers per thread a rung-8 configuration with `results` per thread is compiled for in the
+/// PTX for `sm` (80 or 90): [`TUNED_REGS`], or [`SM80_TILE64_REGS`] for 64 results below sm_90.
+pub const fn tuned_regs(sm: u32, results: u32) -> u32 {
+    if sm < 90 && results == 64 { SM80_TILE64_REGS } else { TUNED_REGS }
+}
+
 /// Registers in an SM's register file, every compute capability from 7.0 to 9.0 (CUDA C++
 /// Programming Guide, "Technical Specifications per Compute Capability").
 const SM_REGISTERS: u32 = 65536;
 
-/// The launch bounds of rungs 8 and 9 as `(entry, threads per block, blocks per SM)`: the host's
-/// build step writes them into the PTX as `.maxntid` and `.minnctapersm` (PTX ISA,
-/// "Performance-Tuning Directives"), CUDA C++'s `__launch_bounds__(threads, blocks)`, for which
-/// rustc has no attribute. ptxas then caps registers at [`TUNED_REGS`].
-pub fn launch_bounds() -> impl Iterator<Item = (&'static str, u32, u32)> {
+/// The launch bounds of rungs 8 and 9 in the PTX for `sm` (80 or 90) as `(entry, threads per
+/// block, blocks per SM)`: the host's build step writes them into the PTX as `.maxntid` and
+/// `.minnctapersm` (PTX ISA, "Performance-Tuning Directives"), CUDA C++'s
+/// `__launch_bounds__(threads, blocks)`, for which rustc has no attribute. ptxas then caps
+/// registers at [`tuned_regs`].
+pub fn launch_bounds(sm: u32) -> impl Iterator<Item = (&'static str, u32, u32)> {
     let tf32 = |name| (name, TF32_THREADS, SM_REGISTERS / (TF32_THREADS * TUNED_REGS));
-    let tuned = TUNED.iter().map(|c| (c.name, c.threads(), c.blocks_per_sm()));
+    let tuned = TUNED.iter().map(move |c| (c.name, c.threads(), c.blocks_per_sm(sm)));
     tuned.chain([tf32("sgemm_9_tensor_tf32"), tf32("sgemm_9_tensor_tf32_unswizzled")])
 }

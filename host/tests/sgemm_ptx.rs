@@ -210,7 +210,7 @@ fn autotune_candidates_include_rung_6_and_larger_thread_tiles_and_are_named_by_t
     );
     assert_eq!(rung6.smem_bytes(), memlab_contracts::sgemm::smem_bytes(A_PITCH_PADDED, TILE, STAGES));
     // Larger thread tiles (128 accumulators) at 1 block per SM, smaller blocks for small shapes.
-    assert!(TUNED.iter().any(|c| c.tm * c.tn == 128 && c.blocks_per_sm() == 1));
+    assert!(TUNED.iter().any(|c| c.tm * c.tn == 128 && c.blocks_per_sm(90) == 1));
     assert!(TUNED.iter().any(|c| c.bm * c.bn == 64 * 64));
     let names: std::collections::HashSet<&str> = TUNED.iter().map(|c| c.name).collect();
     assert_eq!(names.len(), TUNED.len(), "names are unique");
@@ -285,16 +285,23 @@ fn rung_8_configurations_have_their_algorithms_instructions_in_cc_80_ptx_only() 
 
 #[test]
 fn rungs_8_and_9_carry_their_launch_bounds_and_ptxas_keeps_them_without_spills() {
-    let sm90 = ptx::ALL.iter().find(|p| p.arch == "sm_90").unwrap();
-    let report = ptxas::run(sm90.text, "sm_90").expect("ptxas (run `cargo xtask setup`)");
-    for (kernel, threads, blocks) in memlab_contracts::sgemm::launch_bounds() {
-        let b = entry_body(sm90.text, kernel).unwrap_or_else(|| panic!("sm_90 PTX lacks {kernel}"));
-        let head = &b[..b.find('{').unwrap()];
-        assert!(head.contains(&format!(".maxntid {threads}, 1, 1")), "{kernel}: {head}");
-        assert!(head.contains(&format!(".minnctapersm {blocks}")), "{kernel}: {head}");
-        let k = report.iter().find(|k| k.kernel == kernel).unwrap_or_else(|| panic!("ptxas lacks {kernel}"));
-        assert_eq!((k.stack_bytes, k.spill_stores, k.spill_loads), (0, 0, 0), "{kernel}: {k:?}");
-        // The bounds hold: `blocks` blocks of `threads` fit the SM's 65536 registers.
-        assert!(k.regs * threads * blocks <= 65536 && k.regs <= 255, "{kernel}: {} registers", k.regs);
+    for (arch, sm) in [("sm_80", 80), ("sm_90", 90)] {
+        let p = ptx::ALL.iter().find(|p| p.arch == arch).unwrap();
+        let report = ptxas::run(p.text, arch).expect("ptxas (run `cargo xtask setup`)");
+        for (kernel, threads, blocks) in memlab_contracts::sgemm::launch_bounds(sm) {
+            let b = entry_body(p.text, kernel).unwrap_or_else(|| panic!("{arch} PTX lacks {kernel}"));
+            let head = &b[..b.find('{').unwrap()];
+            assert!(head.contains(&format!(".maxntid {threads}, 1, 1")), "{arch} {kernel}: {head}");
+            assert!(head.contains(&format!(".minnctapersm {blocks}")), "{arch} {kernel}: {head}");
+            let k = report.iter().find(|k| k.kernel == kernel).unwrap_or_else(|| panic!("ptxas lacks {kernel}"));
+            assert_eq!((k.stack_bytes, k.spill_stores, k.spill_loads), (0, 0, 0), "{arch} {kernel}: {k:?}");
+            // The bounds hold: `blocks` blocks of `threads` fit the SM's 65536 registers.
+            assert!(k.regs * threads * blocks <= 65536 && k.regs <= 255, "{arch} {kernel}: {} registers", k.regs);
+        }
     }
+    // The sm_80 PTX runs 64-result thread tiles at fewer blocks than the sm_90 one, the rest alike.
+    let bounds = |sm| memlab_contracts::sgemm::launch_bounds(sm).collect::<Vec<_>>();
+    let fewer = bounds(80).iter().zip(bounds(90)).filter(|(a, b)| a.2 < b.2).count();
+    let tile64 = memlab_contracts::sgemm::TUNED.iter().filter(|c| c.tm * c.tn == 64).count();
+    assert_eq!(fewer, tile64);
 }

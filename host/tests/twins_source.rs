@@ -77,12 +77,32 @@ fn every_bracket_is_closed() {
 #[test]
 fn each_kernel_is_defined_once() {
     let src = code(TWINS);
-    let mut names: Vec<&str> =
-        src.split("KERNEL void ").skip(1).filter_map(|rest| rest.split('(').next()).map(str::trim).collect();
+    let mut names: Vec<&str> = src.split("KERNEL void ").skip(1).filter_map(kernel_name).collect();
     assert!(names.len() >= 20 && names.contains(&"transpose_padded"), "{names:?}");
     names.sort_unstable();
     let twice: Vec<_> = names.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]).collect();
     assert!(twice.is_empty(), "defined twice in bench/twins.cu: {twice:?}");
+}
+
+/// The name after `KERNEL void `, past a `__launch_bounds__(...)` (whose arguments may nest
+/// parentheses).
+fn kernel_name(rest: &str) -> Option<&str> {
+    let rest = match rest.strip_prefix("__launch_bounds__") {
+        Some(bounds) => {
+            let mut depth = 0;
+            let end = bounds.char_indices().find_map(|(i, c)| {
+                depth += match c {
+                    '(' => 1,
+                    ')' => -1,
+                    _ => 0,
+                };
+                (c == ')' && depth == 0).then_some(i + 1)
+            })?;
+            &bounds[end..]
+        }
+        None => rest,
+    };
+    rest.split('(').next().map(str::trim)
 }
 
 #[test]
@@ -93,4 +113,6 @@ fn the_checks_see_what_a_lost_line_breaks() {
     assert_eq!(conditional_depth("#endif\n#if B\n"), Err(1));
     assert_eq!(bracket_balance("}\n{").1, Some(1));
     assert_eq!(code("a \"}\" /* { */ b // (\nc"), "a   b \nc");
+    assert_eq!(kernel_name("__launch_bounds__(32 * (4 / 2), 1)\n    k_8(const float* a)"), Some("k_8"));
+    assert_eq!(kernel_name("plain(int n)"), Some("plain"));
 }
