@@ -12,6 +12,8 @@ use std::sync::Once;
 
 use anyhow::{Result, anyhow};
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::types::RangedCoordf64;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
@@ -159,7 +161,24 @@ pub struct SweepChart {
     pub x_desc: String,
     /// The measured series (drawn with markers) followed by the models (lines).
     pub series: Vec<Series>,
+    /// How the y axis is drawn.
+    pub y_axis: YAxis,
 }
+
+/// The y axis of a [`SweepChart`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum YAxis {
+    /// Logarithmic, for rates and latencies spanning decades; points at or below 0 are not drawn.
+    Log,
+    /// Linear from 0 (or below, for a value measured below 0) to 1 (or above), for fractions
+    /// such as a hit fraction, whose noise may carry a measurement past either bound.
+    Fraction,
+}
+
+/// The series drawn on a [`YAxis::Fraction`] axis: the only ones whose y may be below 0 in a
+/// record (`record_check`), since a linear axis shows such a value where it lies.
+pub const SIGNED_Y_SERIES: [&str; 4] =
+    [names::PERSISTING_MEASURED, names::PERSISTING_MODEL, names::PERSISTING_PLAIN, names::PERSISTING_WINDOW];
 
 impl SweepChart {
     /// The coalescing sweep: measured useful bandwidth / stride 1 against the sector and
@@ -178,6 +197,7 @@ impl SweepChart {
             title: "Strided reads: useful bandwidth against stride".into(),
             x_desc,
             series,
+            y_axis: YAxis::Log,
         })
     }
 
@@ -193,6 +213,7 @@ impl SweepChart {
             title: "Shared-memory bank probe: slowdown against stride".into(),
             x_desc,
             series,
+            y_axis: YAxis::Log,
         })
     }
 
@@ -224,7 +245,7 @@ impl SweepChart {
             true => "Latency ladder: one thread chasing dependent loads".into(),
             false => format!("Latency ladder: one thread chasing dependent loads ({})", steps.join(", ")),
         };
-        Some(SweepChart { stem: "latency_ladder", title, x_desc: series[0].x.clone(), series })
+        Some(SweepChart { stem: "latency_ladder", title, x_desc: series[0].x.clone(), series, y_axis: YAxis::Log })
     }
 
     /// The chart of the `l2` section made of the series `names` (the first one measured),
@@ -232,7 +253,8 @@ impl SweepChart {
     fn l2(sections: &[Section], stem: &'static str, title: &str, names: &[&str]) -> Option<Self> {
         let s = section(sections, "l2")?;
         let series = names.iter().map(|n| series(s, n).cloned()).collect::<Option<Vec<_>>>()?;
-        Some(SweepChart { stem, title: title.into(), x_desc: series[0].x.clone(), series })
+        let y_axis = if names.iter().all(|n| SIGNED_Y_SERIES.contains(n)) { YAxis::Fraction } else { YAxis::Log };
+        Some(SweepChart { stem, title: title.into(), x_desc: series[0].x.clone(), series, y_axis })
     }
 
     /// L2 bandwidth against blocks per SM, one and four loads in flight per thread.
@@ -276,6 +298,7 @@ impl SweepChart {
             title: "TMA bulk copies: bandwidth against bytes per copy and blocks per SM".into(),
             x_desc: series[0].x.clone(),
             series,
+            y_axis: YAxis::Log,
         })
     }
 
@@ -291,6 +314,7 @@ impl SweepChart {
             title: "TMA pipelines: bandwidth against stages in the ring".into(),
             x_desc: series[0].x.clone(),
             series,
+            y_axis: YAxis::Log,
         })
     }
 
@@ -305,7 +329,7 @@ impl SweepChart {
     ) -> Option<Self> {
         let s = section(sections, "clusters")?;
         let series = [measured, published].iter().map(|n| series(s, n).cloned()).collect::<Option<Vec<_>>>()?;
-        Some(SweepChart { stem, title: title.into(), x_desc: series[0].x.clone(), series })
+        Some(SweepChart { stem, title: title.into(), x_desc: series[0].x.clone(), series, y_axis: YAxis::Log })
     }
 
     /// The TMA transpose per swizzle mode: time / the fastest mode against the bank model's
@@ -321,6 +345,7 @@ impl SweepChart {
             title: "TMA transpose: swizzle modes against the bank model".into(),
             x_desc: "the input tensor map's swizzle (box 64 rows x span)".into(),
             series,
+            y_axis: YAxis::Log,
         })
     }
 
@@ -338,15 +363,45 @@ impl Chart for SweepChart {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         root.fill(&WHITE)?;
+        let n = self.series[0].points.len();
+        let x = -0.5..(n as f64 - 0.5);
+        let ys = self.series.iter().flat_map(|s| s.points.iter().map(|p| p.y));
+        let mut builder = ChartBuilder::on(root);
+        builder.caption(&self.title, (FONT, 22)).margin(14).x_label_area_size(46).y_label_area_size(70);
+        match self.y_axis {
+            YAxis::Log => {
+                let y = down_to_tick(log_range(ys));
+                let chart = builder.build_cartesian_2d(x, y.clone().log_scale().with_key_points(log_ticks(&y)))?;
+                self.draw_on(chart, |v| log_label(*v), |y| y > 0.0)
+            }
+            YAxis::Fraction => {
+                let (lo, hi) = ys
+                    .filter(|v| v.is_finite())
+                    .map(|v| v.clamp(-AXIS_LIMIT, AXIS_LIMIT))
+                    .fold((0.0f64, 1.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+                let pad = 0.05 * (hi - lo);
+                let chart = builder.build_cartesian_2d(x, (lo - pad)..(hi + pad))?;
+                self.draw_on(chart, |v| format!("{v:.2}"), |_| true)
+            }
+        }
+    }
+}
+
+impl SweepChart {
+    /// Draws the mesh, every series (points where `drawn` says so) and the legend on `chart`,
+    /// whatever its y axis.
+    fn draw_on<'a, DB, Y>(
+        &self,
+        mut chart: ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+        y_label: impl Fn(&f64) -> String,
+        drawn: impl Fn(f64) -> bool,
+    ) -> DrawResult<DB>
+    where
+        DB: DrawingBackend + 'a,
+        Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
         let measured = &self.series[0];
         let n = measured.points.len();
-        let y = down_to_tick(log_range(self.series.iter().flat_map(|s| s.points.iter().map(|p| p.y))));
-        let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, (FONT, 22))
-            .margin(14)
-            .x_label_area_size(46)
-            .y_label_area_size(70)
-            .build_cartesian_2d(-0.5..(n as f64 - 0.5), y.clone().log_scale().with_key_points(log_ticks(&y)))?;
         // At most about 12 category labels, so long sweeps (the latency ladder) stay legible.
         let every = n.div_ceil(12).max(1);
         let label = |x: &f64| {
@@ -360,7 +415,7 @@ impl Chart for SweepChart {
             .y_desc(measured.y.as_str())
             .x_labels(n)
             .x_label_formatter(&label)
-            .y_label_formatter(&|v| log_label(*v))
+            .y_label_formatter(&y_label)
             .label_style((FONT, 15))
             .axis_desc_style((FONT, 16))
             .draw()?;
@@ -370,7 +425,8 @@ impl Chart for SweepChart {
         for (k, s) in self.series.iter().enumerate() {
             let colour = colours[k % colours.len()];
             // Models are drawn at the measured sweep's positions (same order and length).
-            let xy: Vec<(f64, f64)> = s.points.iter().enumerate().map(|(i, p)| (i as f64, p.y)).collect();
+            let xy: Vec<(f64, f64)> =
+                s.points.iter().enumerate().filter(|(_, p)| drawn(p.y)).map(|(i, p)| (i as f64, p.y)).collect();
             if k == 0 {
                 let style = ShapeStyle::from(&colour).stroke_width(3);
                 chart

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::charts::{self, Chart, DrawResult, FONT, SweepChart};
+use crate::charts::{self, Chart, DrawResult, FONT, SweepChart, YAxis};
 use crate::demos::coalescing::sector_model;
 use crate::demos::peer::PeerRecord;
 use crate::demos::peer::matrix::PairMatrix;
@@ -99,6 +99,7 @@ pub fn coalescing_chart(record: &PeerRecord) -> Option<SweepChart> {
         title: "Strided reads over the link and from local HBM".into(),
         x_desc: x.into(),
         series,
+        y_axis: YAxis::Log,
     })
 }
 

@@ -50,10 +50,17 @@ fn kernel(at: &str, k: &KernelRow) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// A series' coordinates: finite, and 0 or more except the y of a series drawn on a linear
+/// axis that shows values below 0 ([`crate::charts::SIGNED_Y_SERIES`]).
 fn series(at: &str, s: &Series) -> Result<(), Refusal> {
+    let signed_y = crate::charts::SIGNED_Y_SERIES.contains(&s.name.as_str());
     for (i, p) in s.points.iter().enumerate() {
         non_negative(&format!("{at}.points[{i}].x"), p.x)?;
-        non_negative(&format!("{at}.points[{i}].y"), p.y)?;
+        match signed_y {
+            true if !p.y.is_finite() => refuse(&format!("{at}.points[{i}].y"), p.y, "must be a finite number")?,
+            true => {}
+            false => non_negative(&format!("{at}.points[{i}].y"), p.y)?,
+        }
     }
     Ok(())
 }

@@ -163,3 +163,42 @@ fn the_clusters_charts_are_drawn_when_the_run_has_the_lesson() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+#[test]
+fn a_hit_fraction_measured_below_0_is_drawn_where_it_lies_on_a_linear_axis() {
+    use memlab::charts::YAxis;
+    use memlab::demos::Section;
+    use memlab::series::Series;
+    let mut r = record();
+    let h = |name: &str, values: [f64; 3]| {
+        let points = [16.0, 32.0, 48.0].into_iter().zip(values).map(|(x, v)| (x * 1048576.0, v, format!("{x} MiB")));
+        Series::labelled(name, "hot buffer", "hit fraction h of the hot re-reads", points)
+    };
+    let series = vec![
+        h(names::PERSISTING_MEASURED, [0.95, 0.82, -0.09]),
+        h(names::PERSISTING_MODEL, [1.0, 0.88, 0.1]),
+        h(names::PERSISTING_PLAIN, [0.4, 0.15, 0.0]),
+        h(names::PERSISTING_WINDOW, [0.3, 0.1, 0.02]),
+    ];
+    r.sections.push(Section { name: "l2".into(), series, ..Section::default() });
+    // The record check lets the noisy measurement through on this series only.
+    assert_eq!(memlab::record_check::check(&r), Ok(()));
+    let chart = SweepChart::persisting(&r.sections).expect("the persisting chart");
+    assert_eq!((chart.y_axis, chart.series[0].points[2].y), (YAxis::Fraction, -0.09));
+    let dir = std::env::temp_dir().join(format!("memlab-persisting-chart-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in charts::save(&chart, &dir).unwrap() {
+        assert!(std::fs::metadata(&file).unwrap().len() > 1000, "{} is empty", file.display());
+    }
+    // Elsewhere a value below 0 is still refused, by its field.
+    let l2 = r.sections.last_mut().unwrap();
+    l2.series[0].name = names::MEASURED.into();
+    assert!(
+        memlab::record_check::check(&r)
+            .unwrap_err()
+            .ends_with(".points[2].y is -0.09: must be a finite number, 0 or more")
+    );
+    if std::env::var_os("MEMLAB_KEEP_CHARTS").is_none() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
