@@ -68,7 +68,9 @@ use crate::gpu::context::load_ptx_text;
 use crate::gpu::describe;
 use crate::gpu::kernel::{attributes, function};
 use crate::gpu::launch::LaunchShape;
-use crate::model::clusters::{self as cluster_model, SMS_PER_TPC, cycles_per_block_step, even_layout, gpc_rule_range};
+use crate::model::clusters::{
+    self as cluster_model, cycles_per_block_step, even_layout, layout_from_single_block_counts,
+};
 use crate::model::tiling::{MatmulShape, cluster_tiled_global_loads, tiled_global_loads};
 use crate::series::{Series, names};
 use crate::verify::{self, Check};
@@ -191,14 +193,16 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let (l2, l2_check) = l2_latency(lab)?;
     let local_read = read_bandwidth(lab, CLUSTER_SIZES[0], 0)?;
     let counting = load_ptx_text("counting sm_90", ptx::COUNTING_SM90.text, None)?;
+    let units = units(lab)?;
     let mut sizes = Vec::new();
     for &cluster in &lab.sizes.cluster_sizes {
-        sizes.push(at_size(lab, &counting, cluster, matmul_cluster(cluster))?);
+        sizes.push(at_size(lab, &counting, cluster, matmul_cluster(cluster), &units.layout)?);
     }
     let matmul = matmul_rows(lab)?;
     let mut checks = vec![local_check, own_check, l2_check];
     checks.extend(sizes.iter().flat_map(|s| s.checks.iter().cloned()));
-    let notes = notes(lab, &local, &own_window, &l2, &local_read, &sizes, &matmul);
+    let mut notes = notes(lab, &local, &own_window, &l2, &local_read, &sizes, &matmul);
+    notes.insert(2, occupancy_note(&sizes, &units));
     let mut kernels = vec![local_read];
     kernels.extend(sizes.iter().map(|s| s.read.clone()));
     kernels.extend(matmul);
@@ -228,11 +232,11 @@ fn skipped(cc: (u32, u32)) -> Section {
 }
 
 /// Everything measured at one cluster size.
-fn at_size(lab: &Lab, counting: &Module, cluster: u32, matmul_cluster: (u32, u32)) -> Result<AtSize> {
+fn at_size(lab: &Lab, counting: &Module, cluster: u32, matmul_cluster: (u32, u32), units: &[u32]) -> Result<AtSize> {
     let (remote, chase_check) = dsmem_chase(lab, cluster, cluster - 1, STEPS)?;
     let read = read_bandwidth(lab, cluster, 1)?;
     let (barrier_cycles, barrier_check) = barrier(lab, cluster)?;
-    let clusters_at_once = occupancy(lab, cluster)?;
+    let clusters_at_once = occupancy(lab, cluster, units)?;
     let (counted, count_check) = count_loads(lab, counting, matmul_cluster)?;
     let checks = vec![chase_check, read.check.clone(), barrier_check, count_check];
     Ok(AtSize { cluster, remote, read, barrier_cycles, clusters_at_once, counted, checks })
@@ -371,14 +375,69 @@ pub fn barrier(lab: &Lab, cluster: u32) -> Result<(f64, Check)> {
 }
 
 /// Clusters of `cluster` blocks of `cluster_shared_read` at once: the model (blocks per SM
-/// from the occupancy model, GPCs from [`even_layout`]) and the driver.
-fn occupancy(lab: &Lab, cluster: u32) -> Result<(u32, u32)> {
+/// from the occupancy model, the SMs per unit `units`) and the driver.
+fn occupancy(lab: &Lab, cluster: u32, units: &[u32]) -> Result<(u32, u32)> {
     let gpu = &lab.gpu;
     let shape = row_of(cluster, READ_THREADS, READ_SMEM);
     let f = function(gpu, "cluster_shared_read")?;
     let driver = max_active_clusters(gpu, &f, "cluster_shared_read", &shape, (cluster, 1))?;
     let per_sm = model_blocks(gpu.info.cc, &attributes(gpu, "cluster_shared_read")?, &shape).unwrap_or(0);
-    Ok((cluster_model::max_active_clusters(&even_layout(gpu.info.sms), per_sm, cluster), driver))
+    Ok((cluster_model::max_active_clusters(units, per_sm, cluster), driver))
+}
+
+/// The units clusters are scheduled in, as the model takes them.
+pub struct Units {
+    /// The driver's clusters at once of 1 to [`MAX_CLUSTER_SIZE`] blocks at 1 block per SM.
+    pub single_block: Vec<u32>,
+    /// SMs per unit, largest first: solved from `single_block`, else [`even_layout`].
+    pub layout: Vec<u32>,
+    /// Whether `layout` was solved from the driver's figures.
+    pub solved: bool,
+}
+
+/// The note on clusters at once: the driver's figures at 1 block per SM, the units they imply,
+/// and where the model and the driver part.
+fn occupancy_note(sizes: &[AtSize], units: &Units) -> String {
+    let off: Vec<String> = sizes
+        .iter()
+        .filter(|s| s.clusters_at_once.0 != s.clusters_at_once.1)
+        .map(|s| format!("cluster {}: model {}, driver {}", s.cluster, s.clusters_at_once.0, s.clusters_at_once.1))
+        .collect();
+    let figures = units.single_block.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    let layout = match units.solved {
+        true => format!("they imply units of {} SMs", units_text(&units.layout)),
+        false => format!("no layout gives them, so the model assumes the even one, {}", units_text(&units.layout)),
+    };
+    format!(
+        "Clusters at once (cluster_shared_read): a cluster runs inside one unit of SMs (a GPC, or a TPC on its own), one block per SM, so a unit smaller than the cluster takes none. The driver does not report the units; its clusters at once at 1 block per SM, for clusters of 1-{MAX_CLUSTER_SIZE} blocks, are {figures}: {layout}. {}",
+        if off.is_empty() {
+            "The model agrees with the driver at every size.".to_string()
+        } else {
+            format!("The model is off: {}.", off.join("; "))
+        }
+    )
+}
+
+/// SMs per unit as `18 x2, 16 x5, 8`: runs of one size counted.
+fn units_text(layout: &[u32]) -> String {
+    let runs = layout.chunk_by(|a, b| a == b);
+    runs.map(|r| if r.len() > 1 { format!("{} x{}", r[0], r.len()) } else { r[0].to_string() })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Asks the driver how many clusters of `cluster_shared_read` of each size fit at 1 block per
+/// SM (the device's opt-in shared memory per block) and solves the figures for the units.
+fn units(lab: &Lab) -> Result<Units> {
+    let gpu = &lab.gpu;
+    let smem = gpu.info.smem_per_block_optin;
+    crate::gpu::kernel::allow_dynamic_smem(gpu, "cluster_shared_read", smem)?;
+    let f = function(gpu, "cluster_shared_read")?;
+    let single_block = (1..=MAX_CLUSTER_SIZE)
+        .map(|c| max_active_clusters(gpu, &f, "cluster_shared_read", &row_of(c, READ_THREADS, smem), (c, 1)))
+        .collect::<Result<Vec<u32>>>()?;
+    let solved = layout_from_single_block_counts(&single_block, gpu.info.sms);
+    Ok(Units { single_block, solved: solved.is_some(), layout: solved.unwrap_or_else(|| even_layout(gpu.info.sms)) })
 }
 
 /// A counted matmul: its cluster shape, the model's loads, the counted loads.
@@ -527,27 +586,6 @@ fn notes(
             local_read.rate.value()
         ),
     ];
-    let layout = even_layout(lab.gpu.info.sms);
-    let (tpcs, gpcs) = (lab.gpu.info.sms.div_ceil(SMS_PER_TPC), layout.len() as u32);
-    let off: Vec<String> = sizes
-        .iter()
-        .filter(|s| s.clusters_at_once.0 != s.clusters_at_once.1)
-        .map(|s| {
-            let (model, driver) = s.clusters_at_once;
-            let range = gpc_rule_range(tpcs, gpcs, s.read.occupancy.active_blocks, s.cluster);
-            let beyond = match range {
-                Some((lo, hi)) if !(lo..=hi).contains(&driver) => {
-                    format!(" (every layout of {tpcs} TPCs in {gpcs} GPCs holds {lo}-{hi}: the driver applies a limit beyond the GPC)")
-                }
-                _ => String::new(),
-            };
-            format!("cluster {}: model {model}, driver {driver}{beyond}", s.cluster)
-        })
-        .collect();
-    notes.push(format!(
-        "Clusters at once (cluster_shared_read): a cluster must fit in one GPC; the model assumes GPCs of {layout:?} SMs (the driver does not report them). {}",
-        if off.is_empty() { "The driver agrees at every size.".to_string() } else { format!("The model is off: {}.", off.join("; ")) }
-    ));
     if let Some((base, rest)) = matmul.split_first() {
         let steps = lab.sizes.matmul.2.div_ceil(DSMEM_TILE as usize) as f64;
         let step_cycles = |row: &KernelRow| {
@@ -609,6 +647,12 @@ pub fn hierarchy_row(lab: &Lab, steps: u32) -> Result<Option<(Vec<String>, Vec<C
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn units_are_written_as_runs_of_one_size() {
+        assert_eq!(units_text(&[18, 18, 16, 16, 16, 16, 16, 8, 2, 2, 2, 2]), "18 x2, 16 x5, 8, 2 x4");
+        assert_eq!(units_text(&[4]), "4");
+    }
 
     #[test]
     fn matmul_clusters_are_the_most_square_shapes() {

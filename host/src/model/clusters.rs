@@ -1,27 +1,26 @@
 //! How many thread-block clusters a GPU holds at once.
 //!
 //! The blocks of a cluster are co-scheduled on the SMs of one GPC, the GPU processing cluster
-//! (CUDA C++ Programming Guide, "Thread Block Clusters"), so a cluster must find its `C` block
-//! slots inside one GPC: with `b` blocks per SM (the occupancy model's figure), a GPC of `g`
-//! SMs holds `floor(g * b / C)` clusters, and the GPU the sum over its GPCs. The limit this
-//! names is the GPC: slots left over in each GPC (`g * b mod C`) stay empty, however many
-//! other GPCs have free ones.
+//! (CUDA C++ Programming Guide, "Thread Block Clusters"). Measured on the H200, the driver adds
+//! a second rule: the `C` blocks of a cluster run on `C` different SMs. With `b` blocks per SM
+//! (the occupancy model's figure), a unit of `g` SMs therefore holds `floor(g * b / C)`
+//! clusters when `g >= C` and none when `g < C`, and the GPU the sum over its units. Slots left
+//! over in each unit (`g * b mod C`) stay empty, however many other units have free ones.
 //!
-//! The driver does not report the GPC layout. Hopper's full GH100 has 8 GPCs of 9 TPCs of 2 SMs
-//! (144 SMs); the H100 SXM5 and the H200 enable 132 SMs, 66 TPCs (NVIDIA H100 Tensor Core GPU
-//! Architecture whitepaper). Which TPCs are disabled differs from chip to chip; this model
-//! spreads the enabled TPCs over the GPCs as evenly as possible ([`even_layout`]: 132 SMs ->
-//! two GPCs of 18 SMs and six of 16). A chip with a less even layout holds fewer large
-//! clusters, which is where the driver's `cuOccupancyMaxActiveClusters` and this model part.
+//! The driver does not report the layout, but it gives it away: at 1 block per SM its
+//! `cuOccupancyMaxActiveClusters` for clusters of 1 to 16 blocks is `n(C) = sum over g >= C of
+//! floor(g / C)`, and [`layout_from_single_block_counts`] solves those 16 figures for the SMs
+//! per unit. On the H200 they give units of 18, 18, 16, 16, 16, 16, 16 and 8 SMs and four of
+//! 2 (one TPC each, which take clusters of 2 only): 132 SMs. A probe that records where
+//! co-resident clusters land (`%smid`) merges the SMs into the same units. With that layout
+//! and the two rules, the model equals all 144 driver figures for clusters of 1-16 blocks at
+//! 1-8 blocks per SM (256 threads, the shared memory setting the blocks per SM; measured on the
+//! H200, `docs/h200-round6/gpc-probe.txt`).
 //!
-//! The GPC is not the whole story (measured on the H200, `cluster_shared_read`, 6 blocks per
-//! SM): the driver's 396 / 186 / 92 / 42 clusters of 2 / 4 / 8 / 16 match this model at 2 only.
-//! No layout of the 66 TPCs in 8 GPCs gives them: a TPC's 12 block slots hold exactly 3
-//! clusters of 4, so every layout holds 198 of them, and every layout holds at least 95 of 8
-//! and 44 of 16 ([`gpc_rule_range`]). The driver places fewer clusters than any GPC layout
-//! allows, so it applies a limit finer than "the cluster fits in one GPC" that it does not
-//! document; the model keeps the GPC rule, the figure it does explain, and the lesson prints
-//! both.
+//! Hopper's full GH100 has 8 GPCs of 9 TPCs of 2 SMs (144 SMs); the H100 SXM5 and the H200
+//! enable 132 SMs, 66 TPCs (NVIDIA H100 Tensor Core GPU Architecture whitepaper). Which TPCs
+//! are disabled differs from chip to chip, so where the driver's figures fit no layout the
+//! model spreads the TPCs as evenly as possible ([`even_layout`]).
 
 /// SMs per TPC on Hopper (NVIDIA H100 whitepaper).
 pub const SMS_PER_TPC: u32 = 2;
@@ -36,41 +35,61 @@ pub fn even_layout(sms: u32) -> Vec<u32> {
     (0..gpcs).map(|g| SMS_PER_TPC * (tpcs / gpcs + u32::from(g < tpcs % gpcs))).collect()
 }
 
-/// Clusters of `cluster` blocks that fit at once in GPCs of `gpc_sms` SMs with
-/// `blocks_per_sm` resident blocks per SM: `sum floor(g * b / C)`; 0 for an empty cluster.
-pub fn max_active_clusters(gpc_sms: &[u32], blocks_per_sm: u32, cluster: u32) -> u32 {
+/// Clusters of `cluster` blocks that fit at once in units of `unit_sms` SMs with
+/// `blocks_per_sm` resident blocks per SM: `sum over g >= C of floor(g * b / C)` (one block
+/// of a cluster per SM, the cluster inside one unit); 0 for an empty cluster.
+pub fn max_active_clusters(unit_sms: &[u32], blocks_per_sm: u32, cluster: u32) -> u32 {
     if cluster == 0 {
         return 0;
     }
-    gpc_sms.iter().map(|&g| g * blocks_per_sm / cluster).sum()
+    unit_sms.iter().filter(|&&g| g >= cluster).map(|&g| g * blocks_per_sm / cluster).sum()
 }
 
-/// The fewest and the most clusters of `cluster` blocks the GPC rule allows over every layout
-/// of `tpcs` TPCs in `gpcs` GPCs of at most [`MAX_TPCS_PER_GPC`] TPCs, at `blocks_per_sm`: the
-/// range a driver figure explained by the GPC alone falls in; `None` when the TPCs do not fit.
-pub fn gpc_rule_range(tpcs: u32, gpcs: u32, blocks_per_sm: u32, cluster: u32) -> Option<(u32, u32)> {
-    // Every way to give the GPCs `tpcs` TPCs, each at most MAX_TPCS_PER_GPC (the order of GPCs
-    // does not matter, so non-increasing sizes only).
-    fn layouts(left: u32, gpcs: u32, most: u32, out: &mut Vec<Vec<u32>>, now: &mut Vec<u32>) {
-        if gpcs == 0 {
-            if left == 0 {
-                out.push(now.clone());
-            }
+/// The units (SMs each, largest first) that the driver's clusters at once at 1 block per SM
+/// imply: `counts[i]` is `cuOccupancyMaxActiveClusters` for clusters of `i + 1` blocks, and
+/// units are whole TPCs of at most [`MAX_TPCS_PER_GPC`]. `None` when no layout of `sms` SMs
+/// gives exactly those counts, or more than one does.
+pub fn layout_from_single_block_counts(counts: &[u32], sms: u32) -> Option<Vec<u32>> {
+    let largest = SMS_PER_TPC * MAX_TPCS_PER_GPC;
+    let probed = counts.len() as u32;
+    // Units larger than the largest probed cluster all count once or more in its figure, so
+    // their counts are searched; the rest follow from the figures, largest size first.
+    let above: Vec<u32> = (probed + 1..=largest).filter(|g| g % SMS_PER_TPC == 0).collect();
+    let below: Vec<u32> = (1..=probed.min(largest)).rev().filter(|g| g % SMS_PER_TPC == 0).collect();
+    let n = |c: u32| counts[c as usize - 1];
+    let most = counts.last().copied().unwrap_or(0);
+    let mut found = Vec::new();
+    let try_above = |units: Vec<u32>| {
+        let mut units = units;
+        for &g in &below {
+            let implied = max_active_clusters(&units, 1, g);
+            let own = n(g).checked_sub(implied)?;
+            units.extend(std::iter::repeat_n(g, own as usize));
+        }
+        let fits = (1..=probed).all(|c| max_active_clusters(&units, 1, c) == n(c));
+        (fits && units.iter().sum::<u32>() == sms).then_some(units)
+    };
+    // Every multiset of `above` sizes of at most `most` units (each counts once or more there).
+    fn multisets(sizes: &[u32], left: u32, now: &mut Vec<u32>, out: &mut dyn FnMut(Vec<u32>)) {
+        out(now.clone());
+        if left == 0 {
             return;
         }
-        for t in (0..=most.min(left)).rev() {
-            if t * gpcs < left {
-                break;
+        for (i, &g) in sizes.iter().enumerate() {
+            if now.last().is_none_or(|&l| g <= l) {
+                now.push(g);
+                multisets(&sizes[i..], left - 1, now, out);
+                now.pop();
             }
-            now.push(SMS_PER_TPC * t);
-            layouts(left - t, gpcs - 1, t, out, now);
-            now.pop();
         }
     }
-    let mut all = Vec::new();
-    layouts(tpcs, gpcs, MAX_TPCS_PER_GPC, &mut all, &mut Vec::new());
-    let counts = || all.iter().map(|l| max_active_clusters(l, blocks_per_sm, cluster));
-    Some((counts().min()?, counts().max()?))
+    let sizes: Vec<u32> = above.iter().rev().copied().collect();
+    multisets(&sizes, most, &mut Vec::new(), &mut |units| found.extend(try_above(units)));
+    found.dedup();
+    match found.len() {
+        1 => found.pop(),
+        _ => None,
+    }
 }
 
 /// SM cycles one block spends per step of a tiled kernel, from a timed run of `ms`: `slots`
@@ -78,13 +97,6 @@ pub fn gpc_rule_range(tpcs: u32, gpcs: u32, blocks_per_sm: u32, cluster: u32) ->
 /// slots` block-steps in the run (many waves: the tail is ignored).
 pub fn cycles_per_block_step(ms: f64, clock_hz: f64, slots: f64, blocks: f64, steps: f64) -> f64 {
     ms * 1e-3 * clock_hz * slots / (blocks * steps)
-}
-
-/// Block slots [`max_active_clusters`] leaves empty: the GPU's `SMs x b` minus the clusters'
-/// blocks.
-pub fn idle_slots(gpc_sms: &[u32], blocks_per_sm: u32, cluster: u32) -> u32 {
-    let slots: u32 = gpc_sms.iter().sum::<u32>() * blocks_per_sm;
-    slots - max_active_clusters(gpc_sms, blocks_per_sm, cluster) * cluster
 }
 
 #[cfg(test)]
@@ -104,48 +116,67 @@ mod tests {
     }
 
     #[test]
-    fn a_cluster_fits_only_inside_one_gpc() {
+    fn a_cluster_fits_inside_one_unit_one_block_per_sm() {
         let h200 = even_layout(132);
         // One block per SM: 16 blocks per cluster fit once in every GPC, the two spare SMs of
         // the 18-SM GPCs stay idle.
         assert_eq!(max_active_clusters(&h200, 1, 16), 8);
-        assert_eq!(idle_slots(&h200, 1, 16), 4);
         assert_eq!(max_active_clusters(&h200, 1, 8), 2 * 2 + 6 * 2);
         assert_eq!(max_active_clusters(&h200, 1, 2), 66);
-        // Two blocks per SM (matmul_dsmem_32's 1024 threads): 36 or 32 slots per GPC.
-        assert_eq!(max_active_clusters(&h200, 2, 16), 2 * 2 + 6 * 2);
+        // Seven blocks per SM: 126 or 112 slots per GPC.
         assert_eq!(max_active_clusters(&h200, 7, 16), 2 * 7 + 6 * 7);
-        // The 18-SM GPCs leave 126 - 112 slots each, the 16-SM ones none.
-        assert_eq!(idle_slots(&h200, 7, 16), 2 * (126 - 112));
-        // Without the GPC limit the 132 SMs would hold floor(132 / 16) = 8 too, but
-        // floor(132 * 7 / 16) = 57 against the model's 56.
-        assert_eq!(132 * 7 / 16, 57);
+        // A unit smaller than the cluster holds none, however many slots it has: its blocks
+        // would share SMs.
+        assert_eq!(max_active_clusters(&[8], 8, 16), 0);
+        assert_eq!(max_active_clusters(&[16], 8, 16), 8);
         assert_eq!(max_active_clusters(&h200, 1, 0), 0);
     }
 
+    /// `cuOccupancyMaxActiveClusters` on the H200 (driver 580), 256 threads, clusters of 1-16
+    /// blocks (columns) at 1-8 blocks per SM (rows, set by the dynamic shared memory):
+    /// `docs/h200-round6/gpc-probe.txt`.
+    const H200_DRIVER: [[u32; 16]; 8] = [
+        [132, 66, 39, 30, 22, 17, 15, 15, 9, 7, 7, 7, 7, 7, 7, 7],
+        [264, 132, 79, 62, 47, 39, 32, 30, 23, 21, 16, 16, 14, 14, 14, 14],
+        [396, 198, 124, 92, 69, 62, 47, 45, 37, 30, 28, 28, 23, 21, 21, 21],
+        [528, 264, 163, 124, 94, 79, 69, 62, 51, 44, 37, 37, 30, 30, 28, 28],
+        [660, 330, 203, 154, 124, 101, 84, 77, 60, 58, 51, 44, 42, 37, 37, 35],
+        [792, 396, 248, 186, 146, 124, 101, 92, 74, 65, 58, 58, 51, 44, 44, 42],
+        [924, 462, 287, 216, 171, 141, 124, 107, 88, 79, 72, 65, 58, 58, 51, 49],
+        [1056, 528, 327, 248, 193, 163, 139, 124, 102, 88, 81, 74, 67, 65, 58, 58],
+    ];
+
     #[test]
-    fn no_gpc_layout_gives_the_h200_drivers_clusters_at_once() {
-        // cluster_shared_read, 6 blocks per SM, 66 TPCs in 8 GPCs: the driver's figures
-        // (measured on the H200) against the GPC rule over every layout.
-        assert_eq!(gpc_rule_range(66, 8, 6, 2), Some((396, 396)));
-        assert_eq!(gpc_rule_range(66, 8, 6, 4), Some((198, 198)));
-        assert_eq!(gpc_rule_range(66, 8, 6, 8), Some((95, 98)));
-        assert_eq!(gpc_rule_range(66, 8, 6, 16), Some((44, 48)));
-        let driver = [(2, 396), (4, 186), (8, 92), (16, 42)];
-        let explained: Vec<u32> = driver
-            .iter()
-            .filter(|&&(c, n)| {
-                let (lo, hi) = gpc_rule_range(66, 8, 6, c).unwrap();
-                (lo..=hi).contains(&n)
-            })
-            .map(|d| d.0)
-            .collect();
-        assert_eq!(explained, [2]);
-        // The even layout is one of them, at the top of the range.
-        assert_eq!(max_active_clusters(&even_layout(132), 6, 16), 48);
-        // A GPC of 18 SMs with nothing else is the only layout of 9 TPCs in one GPC.
-        assert_eq!(gpc_rule_range(9, 1, 1, 16), Some((1, 1)));
-        assert_eq!(gpc_rule_range(10, 1, 1, 16), None, "10 TPCs do not fit in one GPC");
+    fn the_h200s_units_from_its_single_block_figures_give_every_driver_figure() {
+        let units = layout_from_single_block_counts(&H200_DRIVER[0], 132).expect("one layout");
+        // The SMs a placement probe merged into units (`%smid` of co-resident clusters).
+        assert_eq!(units, [18, 18, 16, 16, 16, 16, 16, 8, 2, 2, 2, 2]);
+        for (row, b) in H200_DRIVER.iter().zip(1..) {
+            let model: Vec<u32> = (1..=16).map(|c| max_active_clusters(&units, b, c)).collect();
+            assert_eq!(model, row, "{b} blocks per SM");
+        }
+        // The GPC rule alone (small units taking large clusters) and the even layout are off.
+        let gpc_only: u32 = units.iter().map(|g| g * 6 / 4).sum();
+        assert_eq!((gpc_only, max_active_clusters(&even_layout(132), 6, 4)), (198, 198));
+        assert_eq!(H200_DRIVER[5][3], 186);
+    }
+
+    #[test]
+    fn a_layout_is_recovered_only_from_figures_that_fit_one() {
+        let counts =
+            |units: &[u32], most: u32| (1..=most).map(|c| max_active_clusters(units, 1, c)).collect::<Vec<_>>();
+        for units in [vec![18; 8], even_layout(132), vec![18, 16, 10, 6, 2], vec![4]] {
+            let sms = units.iter().sum();
+            assert_eq!(layout_from_single_block_counts(&counts(&units, 16), sms), Some(units.clone()));
+        }
+        // Clusters of at most 8 blocks (the portable limit) tell these apart ...
+        assert_eq!(layout_from_single_block_counts(&counts(&even_layout(132), 8), 132), Some(even_layout(132)));
+        // ... but not these: 18, 12, 10, 10, 2 and 18, 10, 10, 8, 6 give the same 8 figures.
+        assert_eq!(layout_from_single_block_counts(&counts(&[18, 16, 10, 6, 2], 8), 52), None);
+        let mut wrong = counts(&[18, 16], 16);
+        assert_eq!(layout_from_single_block_counts(&wrong, 33), None, "the SMs do not add up");
+        wrong[3] += 1;
+        assert_eq!(layout_from_single_block_counts(&wrong, 34), None, "no layout gives these");
     }
 
     #[test]
