@@ -193,7 +193,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let (l2, l2_check) = l2_latency(lab)?;
     let local_read = read_bandwidth(lab, CLUSTER_SIZES[0], 0)?;
     let counting = load_ptx_text("counting sm_90", ptx::COUNTING_SM90.text, None)?;
-    let units = units(lab)?;
+    let units = units(lab);
     let mut sizes = Vec::new();
     for &cluster in &lab.sizes.cluster_sizes {
         sizes.push(at_size(lab, &counting, cluster, matmul_cluster(cluster), &units.layout)?);
@@ -393,6 +393,8 @@ pub struct Units {
     pub layout: Vec<u32>,
     /// Whether `layout` was solved from the driver's figures.
     pub solved: bool,
+    /// The driver's refusal of a query at 1 block per SM, if any.
+    pub refused: Option<String>,
 }
 
 /// The note on clusters at once: the driver's figures at 1 block per SM, the units they imply,
@@ -404,12 +406,18 @@ fn occupancy_note(sizes: &[AtSize], units: &Units) -> String {
         .map(|s| format!("cluster {}: model {}, driver {}", s.cluster, s.clusters_at_once.0, s.clusters_at_once.1))
         .collect();
     let figures = units.single_block.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
-    let layout = match units.solved {
-        true => format!("they imply units of {} SMs", units_text(&units.layout)),
-        false => format!("no layout gives them, so the model assumes the even one, {}", units_text(&units.layout)),
+    let layout = match (&units.refused, units.solved) {
+        (Some(why), _) => format!(
+            "the driver did not answer ({why}), so the model assumes the even layout, {}",
+            units_text(&units.layout)
+        ),
+        (None, true) => format!("{figures}: they imply units of {} SMs", units_text(&units.layout)),
+        (None, false) => {
+            format!("{figures}: no layout gives them, so the model assumes the even one, {}", units_text(&units.layout))
+        }
     };
     format!(
-        "Clusters at once (cluster_shared_read): a cluster runs inside one unit of SMs (a GPC, or a TPC on its own), one block per SM, so a unit smaller than the cluster takes none. The driver does not report the units; its clusters at once at 1 block per SM, for clusters of 1-{MAX_CLUSTER_SIZE} blocks, are {figures}: {layout}. {}",
+        "Clusters at once (cluster_shared_read): a cluster runs inside one unit of SMs (a GPC, or a TPC on its own), one block per SM, so a unit smaller than the cluster takes none. The driver does not report the units; its clusters at once at 1 block per SM, for clusters of 1-{MAX_CLUSTER_SIZE} blocks, are {layout}. {}",
         if off.is_empty() {
             "The model agrees with the driver at every size.".to_string()
         } else {
@@ -427,17 +435,29 @@ fn units_text(layout: &[u32]) -> String {
 }
 
 /// Asks the driver how many clusters of `cluster_shared_read` of each size fit at 1 block per
-/// SM (the device's opt-in shared memory per block) and solves the figures for the units.
-fn units(lab: &Lab) -> Result<Units> {
+/// SM (the device's opt-in shared memory per block) and solves the figures for the units. A
+/// refused query leaves the model on [`even_layout`], and the note says why: the units are an
+/// input of the model, not a result of the lesson.
+fn units(lab: &Lab) -> Units {
     let gpu = &lab.gpu;
     let smem = gpu.info.smem_per_block_optin;
-    crate::gpu::kernel::allow_dynamic_smem(gpu, "cluster_shared_read", smem)?;
-    let f = function(gpu, "cluster_shared_read")?;
-    let single_block = (1..=MAX_CLUSTER_SIZE)
-        .map(|c| max_active_clusters(gpu, &f, "cluster_shared_read", &row_of(c, READ_THREADS, smem), (c, 1)))
-        .collect::<Result<Vec<u32>>>()?;
+    let asked = crate::gpu::kernel::allow_dynamic_smem(gpu, "cluster_shared_read", smem).and_then(|()| {
+        let f = function(gpu, "cluster_shared_read")?;
+        (1..=MAX_CLUSTER_SIZE)
+            .map(|c| max_active_clusters(gpu, &f, "cluster_shared_read", &row_of(c, READ_THREADS, smem), (c, 1)))
+            .collect::<Result<Vec<u32>>>()
+    });
+    let (single_block, refused) = match asked {
+        Ok(figures) => (figures, None),
+        Err(e) => (Vec::new(), Some(format!("{e:#}"))),
+    };
     let solved = layout_from_single_block_counts(&single_block, gpu.info.sms);
-    Ok(Units { single_block, solved: solved.is_some(), layout: solved.unwrap_or_else(|| even_layout(gpu.info.sms)) })
+    Units {
+        single_block,
+        refused,
+        solved: solved.is_some(),
+        layout: solved.unwrap_or_else(|| even_layout(gpu.info.sms)),
+    }
 }
 
 /// A counted matmul: its cluster shape, the model's loads, the counted loads.
