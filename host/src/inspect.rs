@@ -182,14 +182,30 @@ pub fn parse_sass(text: &str) -> BTreeMap<String, Vec<SassInstr>> {
 /// ptxas or nvdisasm missing (`cargo xtask setup` installs both) or failing; line tables this
 /// reader does not know.
 pub fn sass(ptx: &str, arch: &str, line_info: bool) -> Result<BTreeMap<String, Vec<SassInstr>>> {
-    let extra: &[&str] = if line_info { &["-lineinfo"] } else { &[] };
-    let lined;
-    let ptx = if line_info {
-        lined = line_tables::with_inlining(ptx)?;
-        lined.as_str()
-    } else {
-        ptx
+    if line_info { disassemble(&line_tables::with_inlining(ptx)?, arch, true) } else { disassemble(ptx, arch, false) }
+}
+
+/// [`sass`] of kernel `entry` alone: ptxas and nvdisasm see that kernel and the module's device
+/// functions only ([`crate::ptx::only_entry`], [`line_tables::entry_with_inlining`]), which
+/// compile to the SASS they have in the whole module; `inspect` took 80 s of CPU per kernel in
+/// a debug build once rung 8's configurations filled the module. An empty list when `ptx`
+/// has no kernel `entry`.
+///
+/// # Errors
+/// As for [`sass`].
+pub fn entry_sass(ptx: &str, arch: &str, line_info: bool, entry: &str) -> Result<Vec<SassInstr>> {
+    let alone = match line_info {
+        true => line_tables::entry_with_inlining(ptx, entry)?,
+        false => crate::ptx::only_entry(ptx, entry),
     };
+    let Some(alone) = alone else { return Ok(Vec::new()) };
+    Ok(disassemble(&alone, arch, line_info)?.remove(entry).unwrap_or_default())
+}
+
+/// Assembles `ptx` (with `-lineinfo` when `line_info`: a text [`line_tables::with_inlining`]
+/// made) and disassembles the cubin, `-gi` when `line_info`.
+fn disassemble(ptx: &str, arch: &str, line_info: bool) -> Result<BTreeMap<String, Vec<SassInstr>>> {
+    let extra: &[&str] = if line_info { &["-lineinfo"] } else { &[] };
     ptxas::with_cubin(ptx, arch, extra, |_, cubin| {
         let nvdisasm = ptxas::tool("nvdisasm");
         let mut cmd = Command::new(&nvdisasm);

@@ -47,6 +47,7 @@ pub fn with_inlining(ptx: &str) -> Result<String> {
     let info = section(sections, ".debug_info");
     let dies = if info.is_empty() { Vec::new() } else { parse_dies(&items(abbrev)?, &items(info)?)? };
     let positions = label_positions(code);
+    let dies = Dies::new(dies, &positions);
     let referenced = referenced_labels(code);
     let mut names: Vec<String> = Vec::new();
     let mut out = String::with_capacity(code.len() * 2);
@@ -58,7 +59,7 @@ pub fn with_inlining(ptx: &str) -> Result<String> {
             continue;
         }
         if let Some(loc) = parse_loc(t) {
-            let chain = chain(&dies, &positions, position, loc.0)?;
+            let chain = chain(&dies, position, loc.0)?;
             out += &loc_directives(&dies, &chain, loc, &mut names);
             continue;
         }
@@ -80,6 +81,21 @@ pub fn with_inlining(ptx: &str) -> Result<String> {
         out += "\t}\n";
     }
     Ok(out)
+}
+
+/// [`with_inlining`] with kernel `entry` alone: the header, that entry and the module's device
+/// functions ([`crate::ptx::only_entry`]), then what follows the code (the `.file`
+/// directives, the `.debug_str` naming the inlined functions), so that ptxas assembles one
+/// kernel with its line tables. `None` when `ptx` has no kernel `entry`.
+///
+/// # Errors
+/// As for [`with_inlining`].
+pub fn entry_with_inlining(ptx: &str, entry: &str) -> Result<Option<String>> {
+    let lined = with_inlining(ptx)?;
+    let Some(alone) = crate::ptx::only_entry(&lined, entry) else { return Ok(None) };
+    // The code ends with the last function's closing brace at the start of a line.
+    let tail = lined.rfind("\n}\n").map_or("", |at| &lined[at + 3..]);
+    Ok(Some(alone + tail))
 }
 
 /// The lines between `.section NAME` and its closing brace.
@@ -324,23 +340,61 @@ fn parse_loc(t: &str) -> Option<(u32, u32, u32)> {
     Some((parts.next()??, parts.next()??, parts.next().flatten().unwrap_or(0)))
 }
 
+/// The DIEs with what every `.loc` asks of them, found once (a search per `.loc` made the
+/// inspect command quadratic: 80 s of CPU in a debug build for rung 8's 31,000 `.loc`s): each
+/// DIE's span of code places, or the error of a label the code lacks (raised when the DIE is
+/// asked about, as before), the kernels in DIE order, and each DIE's index by its offset.
+struct Dies {
+    dies: Vec<Die>,
+    spans: Vec<Result<Option<(usize, usize)>, String>>,
+    subprograms: Vec<usize>,
+    by_offset: HashMap<u64, usize>,
+}
+
+impl Dies {
+    fn new(dies: Vec<Die>, positions: &HashMap<&str, usize>) -> Dies {
+        let at = |s: &str| positions.get(s).copied().ok_or_else(|| format!("DWARF label {s} not in the code"));
+        let spans = dies
+            .iter()
+            .map(|d| match (&d.low, &d.high) {
+                (Some(l), Some(h)) => Ok(Some((at(l)?, at(h)?))),
+                _ => Ok(None),
+            })
+            .collect();
+        let subprograms = (0..dies.len()).filter(|&i| dies[i].tag == SUBPROGRAM).collect();
+        let mut by_offset = HashMap::new();
+        for (i, d) in dies.iter().enumerate() {
+            by_offset.entry(d.offset).or_insert(i);
+        }
+        Dies { dies, spans, subprograms, by_offset }
+    }
+
+    /// DIE `i`'s span of code places, if it has one.
+    fn span(&self, i: usize) -> Result<Option<(usize, usize)>> {
+        self.spans[i].clone().map_err(anyhow::Error::msg)
+    }
+
+    /// The name of the function DIE `i` is an inlined call of.
+    fn origin_name(&self, i: usize) -> Option<String> {
+        let origin = self.by_offset.get(&self.dies[i].origin?)?;
+        self.dies[*origin].name.clone()
+    }
+}
+
+impl std::ops::Index<usize> for Dies {
+    type Output = Die;
+    fn index(&self, i: usize) -> &Die {
+        &self.dies[i]
+    }
+}
+
 /// The inlined calls (outermost first) that hold the instruction at `position`, whose own
 /// line is in file `file`.
-fn chain(dies: &[Die], positions: &HashMap<&str, usize>, position: usize, file: u32) -> Result<Vec<usize>> {
-    let span = |d: &Die| -> Result<Option<(usize, usize)>> {
-        match (&d.low, &d.high) {
-            (Some(l), Some(h)) => {
-                let at =
-                    |s: &str| positions.get(s).copied().with_context(|| format!("DWARF label {s} not in the code"));
-                Ok(Some((at(l)?, at(h)?)))
-            }
-            _ => Ok(None),
-        }
-    };
+fn chain(dies: &Dies, position: usize, file: u32) -> Result<Vec<usize>> {
     // The kernel whose code holds the position.
     let mut current = None;
-    for (i, d) in dies.iter().enumerate().filter(|(_, d)| d.tag == SUBPROGRAM) {
-        if let Some((lo, hi)) = span(d)?
+    for &i in &dies.subprograms {
+        if let Some((lo, hi)) = dies.span(i)?
             && (lo..hi).contains(&position)
         {
             current = Some(i);
@@ -354,7 +408,7 @@ fn chain(dies: &[Die], positions: &HashMap<&str, usize>, position: usize, file: 
             if dies[c].tag != INLINED {
                 continue;
             }
-            if let Some((lo, hi)) = span(&dies[c])?
+            if let Some((lo, hi)) = dies.span(c)?
                 && (lo..hi).contains(&position)
                 && best.is_none_or(|(_, width)| hi - lo < width)
             {
@@ -384,15 +438,11 @@ fn chain(dies: &[Die], positions: &HashMap<&str, usize>, position: usize, file: 
 
 /// The `.loc` directives of one place: the outermost call site, each inlined function's call
 /// site `inlined_at` its caller's, and the instruction's own line last.
-fn loc_directives(dies: &[Die], chain: &[usize], own: (u32, u32, u32), names: &mut Vec<String>) -> String {
+fn loc_directives(dies: &Dies, chain: &[usize], own: (u32, u32, u32), names: &mut Vec<String>) -> String {
     let (file, line, column) = own;
     let Some(&first) = chain.first() else { return format!("\t.loc\t{file} {line} {column}\n") };
     let mut label = |d: usize| {
-        let name = dies[d]
-            .origin
-            .and_then(|o| dies.iter().find(|x| x.offset == o))
-            .and_then(|x| x.name.clone())
-            .unwrap_or_else(|| "inlined".into());
+        let name = dies.origin_name(d).unwrap_or_else(|| "inlined".into());
         let i = names.iter().position(|n| *n == name).unwrap_or_else(|| {
             names.push(name);
             names.len() - 1

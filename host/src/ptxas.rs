@@ -67,6 +67,17 @@ pub fn run(ptx: &str, arch: &str) -> Result<Vec<PtxasKernel>> {
     run_with(ptx, arch, &[])
 }
 
+/// ptxas's figures for kernel `entry` of `ptx`, assembled alone ([`crate::ptx::only_entry`]:
+/// the figures it has in the whole module, `host/tests/single_entry.rs`), in a fraction of the
+/// whole module's time; `None` when `ptx` has no kernel `entry` or ptxas reports nothing for it.
+///
+/// # Errors
+/// As for [`run`].
+pub fn run_entry(ptx: &str, arch: &str, entry: &str) -> Result<Option<PtxasKernel>> {
+    let Some(alone) = crate::ptx::only_entry(ptx, entry) else { return Ok(None) };
+    Ok(run(&alone, arch)?.into_iter().find(|k| k.kernel == entry))
+}
+
 /// [`run`] with more ptxas options, e.g. `-maxrregcount=64` (the register cap the driver's JIT
 /// applies for `CU_JIT_MAX_REGISTERS`).
 ///

@@ -107,6 +107,26 @@ fn line_table_ptx_assembles_to_the_same_sass() {
         assert_eq!(ops(instrs), ops(&lined[kernel]), "{kernel}");
         assert!(lined[kernel].iter().filter(|i| inspect::is_memory(i)).all(|i| i.line.is_some()), "{kernel}");
     }
+    // `memlab inspect` assembles the kernel it shows alone: the SASS and the source lines (with
+    // their inlining chains) it has in the whole module.
+    for kernel in ["transpose_padded", "chase_global", "register_pressure", "matmul_tiled_32"] {
+        let alone = inspect::entry_sass(LINES_PTX, LINES_ARCH, true, kernel).unwrap();
+        assert!(alone.iter().any(|i| !i.inlined_at.is_empty()), "{kernel}: inlining chains");
+        assert_eq!(without_labels(&alone), without_labels(&lined[kernel]), "{kernel}");
+        let alone = inspect::entry_sass(release.text, LINES_ARCH, false, kernel).unwrap();
+        assert_eq!(without_labels(&alone), without_labels(&plain[kernel]), "{kernel}");
+    }
+    assert!(inspect::entry_sass(LINES_PTX, LINES_ARCH, true, "no_such_kernel").unwrap().is_empty());
+}
+
+/// The instructions with nvdisasm's branch labels (`.L_x_12`, numbered across the whole cubin)
+/// taken out of their text.
+fn without_labels(instrs: &[inspect::SassInstr]) -> Vec<inspect::SassInstr> {
+    let strip = |text: &str| match text.find("`(.L_x_") {
+        Some(at) => format!("{}`(.L_x_)", &text[..at]),
+        None => text.to_string(),
+    };
+    instrs.iter().map(|i| inspect::SassInstr { text: strip(&i.text), ..i.clone() }).collect()
 }
 
 #[test]

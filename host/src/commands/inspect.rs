@@ -41,8 +41,8 @@ pub fn run(args: Args) -> Result<bool> {
     // The line-table PTX has the same code as the sm_90 PTX (tests compare the SASS).
     let line_info = p.arch == LINES_ARCH;
     let source = if line_info { LINES_PTX } else { p.text };
-    let sass = inspect::sass(source, &sass_arch, line_info).map(|mut f| f.remove(name).unwrap_or_default());
-    let figures = ptxas::run(p.text, &sass_arch).map(|k| k.into_iter().find(|k| k.kernel == name));
+    let sass = inspect::entry_sass(source, &sass_arch, line_info, name);
+    let figures = ptxas::run_entry(p.text, &sass_arch, name);
     match &figures {
         Ok(Some(k)) => println!(
             "{}\n",

@@ -127,12 +127,10 @@ fn kernel_figures(kernel: &str, arch: &ArchLimits) -> Result<(u32, u32, String)>
         refuse!("unknown kernel `{kernel}`: choose from {}", names.join(", "));
     }
     let sass_arch = format!("sm_{}{}", cc.0, cc.1);
-    let figures = match ptxas::run(p.text, &sass_arch) {
-        Ok(f) => f,
+    let k = match ptxas::run_entry(p.text, &sass_arch, kernel) {
+        Ok(Some(k)) => k,
+        Ok(None) => refuse!("ptxas reported nothing for `{kernel}`"),
         Err(e) => refuse!("--kernel needs ptxas: {e:#}"),
-    };
-    let Some(k) = figures.into_iter().find(|k| k.kernel == kernel) else {
-        refuse!("ptxas reported nothing for `{kernel}`")
     };
     Ok((k.regs, k.smem_bytes, format!("ptxas -arch={sass_arch} on the {} PTX", p.arch)))
 }
