@@ -69,6 +69,9 @@ mod nvptx {
         };
         v
     }
+
+    // The cluster's intrinsics (`arch/nvptx/cluster.rs`), behind the same switch.
+    pub mod cluster;
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -110,4 +113,7 @@ mod host {
     pub unsafe fn load_shared_in_order(p: *const f32) -> f32 {
         unsafe { *p }
     }
+
+    // The cluster's stand-ins (`arch/host/cluster.rs`).
+    pub mod cluster;
 }

@@ -47,11 +47,11 @@
 //!    [`RemoteMut::link`] (checked to lie in the slice); a word of a [`Link`] slice read before
 //!    anything was written to it is not one. The `checked` build checks every link it follows.
 
-mod arch;
-
 use core::marker::PhantomData;
 
-pub use self::arch::{
+// The cluster's intrinsics live with the others, under the one nvptx/host switch of `crate::arch`.
+use crate::arch::cluster as arch;
+pub use crate::arch::cluster::{
     cluster_ctaid_x, cluster_ctaid_y, cluster_ctarank, cluster_id_x, cluster_nctaid_x, cluster_nctaid_y,
     cluster_nctarank, cluster_sync,
 };

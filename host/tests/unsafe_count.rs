@@ -3,34 +3,43 @@
 //!
 //! At the start of #19 `kernels-gpu/src` had 209 such lines, 189 outside `device.rs`. The
 //! lessons rewritten on the API (`copy` and the transposes, the matmuls, the probes; in phase
-//! 2 the hierarchy and L2 probes, 62 and 11 lines before) have 0.
-//! Two kinds of file may still have some, each at most the count listed:
-//! - [`RAW_BY_DESIGN`]: the race lesson's kernel, kept on raw pointers to show what the GPU does
-//!   when the barrier check is bypassed (on the API its bug does not compile);
-//! - [`NOT_YET_ON_THE_API`]: lessons to rewrite in phase 2 of #19 (a ratchet: a count may fall,
-//!   never rise; lower it here when it does, and remove the file at 0).
+//! 2 the hierarchy and L2 probes, 62 and 11 lines before, the clusters and TMA lessons, and the
+//! whole SGEMM ladder: rungs 8-9 and the ladder's helpers, then rungs 2-7, `scalar.rs` 14,
+//! `vector.rs` 34 and `async_copy.rs` 17 lines before) have 0. Only [`RAW_BY_DESIGN`] may have
+//! some, exactly the count listed.
 
 use std::path::{Path, PathBuf};
 
-/// Files allowed raw pointers for what they teach, with their line counts.
-const RAW_BY_DESIGN: [(&str, usize); 1] = [("race.rs", 8)];
+/// The one lesson kept on raw pointers by design, with its line count and why (issue #19: "the
+/// race lesson keeps its raw kernel, to show what the GPU does when the check is bypassed").
+/// On the API its bug, the tiled matmul without its second barrier, does not compile
+/// (`device-api/tests/ui/missing_barrier.rs`), so the only way to run it is a raw kernel.
+const RAW_BY_DESIGN: [(&str, usize, &str); 1] = [(
+    "race.rs",
+    8,
+    "matmul_tiled_32_missing_barrier: the race lesson's bug, which does not compile on the typed tiles",
+)];
 
-/// Lessons not yet on the API, with their line counts when the others were rewritten.
-///
-/// The SGEMM rungs 8 and 9 (`copy.rs`, `tuned.rs`, `staged.rs`, `tensor.rs`) and the ladder's
-/// shared helpers (`sgemm/mod.rs`) hold none: their raw pieces (`cp.async` issue, `ldmatrix`,
-/// the shared-memory places and their 32/64/128-bit accesses, the vector global accesses, the
-/// entries) are `kernels-gpu/src/device/gemm.rs` wrappers with safe signatures over written
-/// invariants, with the same PTX (`host/tests/zero_cost.rs`). They are not on the typed
-/// `SharedTile` phases: `cp.async` writes a stage outside the barrier phases (the write lands at
-/// `cp.async.wait_group` plus a barrier, later than the instruction), the stages are a ring of 2
-/// to 4 tiles whose phases differ per stage, and `ldmatrix` reads a tile into another lane's
-/// registers; so `device::gemm` states the phase discipline as an invariant instead of a type.
-/// Rungs 2 to 7 (`scalar.rs`, `vector.rs`, `async_copy.rs`) still do their own pointer
-/// arithmetic: the same wrappers fit them (rung 6's two stages as a pair whose phases swap each
-/// step would also fit the typed tiles), not moved yet.
-const NOT_YET_ON_THE_API: [(&str, usize); 3] =
-    [("sgemm/async_copy.rs", 17), ("sgemm/scalar.rs", 14), ("sgemm/vector.rs", 34)];
+/// The SGEMM ladder (rungs 2 to 9 and `sgemm/mod.rs`'s shared helpers) is on
+/// `kernels-gpu/src/device/gemm.rs`: the operands (`Gemm`: scalar accesses with their bounds
+/// tests, 128-bit ones on the caller's word, checked in the `checked` build), places in the
+/// dynamic shared memory (`Shared`: 32/64/128-bit accesses, `ldmatrix`), the `cp.async` source
+/// of a tile, the block barrier; with the same PTX (`host/tests/zero_cost.rs`). They are not on
+/// the typed `SharedTile` phases: `cp.async` writes a stage outside the barrier phases (the
+/// write lands at `cp.async.wait_group` plus a barrier, later than the instruction), the stages
+/// are a ring of 2 to 4 tiles whose phases differ per stage, and `ldmatrix` reads a tile into
+/// another lane's registers; so `device::gemm` states the phase discipline as an invariant
+/// instead of a type.
+const SGEMM_FILES: [&str; 8] = [
+    "sgemm/mod.rs",
+    "sgemm/scalar.rs",
+    "sgemm/vector.rs",
+    "sgemm/async_copy.rs",
+    "sgemm/copy.rs",
+    "sgemm/staged.rs",
+    "sgemm/tuned.rs",
+    "sgemm/tensor.rs",
+];
 
 /// Every `.rs` file under `dir`, as paths relative to `root`.
 fn rust_files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
@@ -64,17 +73,32 @@ fn lesson_files_hold_no_unsafe_beyond_the_listed_ones() {
         })
         .collect();
     assert!(lessons.iter().any(|(f, _)| f == "transpose.rs") && lessons.len() >= 9, "{lessons:?}");
-    let allowed = |f: &str| RAW_BY_DESIGN.iter().chain(&NOT_YET_ON_THE_API).find(|(a, _)| *a == f).map(|a| a.1);
     for (file, n) in &lessons {
-        let most = allowed(file).unwrap_or(0);
-        assert!(*n <= most, "kernels-gpu/src/{file}: {n} lines with `unsafe`, at most {most} (move it into device/)");
+        match RAW_BY_DESIGN.iter().find(|(raw, ..)| raw == file) {
+            // Exactly: fewer would mean the raw kernel lost what it shows, more new raw code.
+            Some((_, most, why)) => assert_eq!(n, most, "kernels-gpu/src/{file} is raw by design ({why})"),
+            None => assert_eq!(*n, 0, "kernels-gpu/src/{file}: {n} lines with `unsafe` (move them into device/)"),
+        }
     }
-    let total: usize = lessons.iter().map(|l| l.1).sum();
-    let listed: usize = RAW_BY_DESIGN.iter().chain(&NOT_YET_ON_THE_API).map(|a| a.1).sum();
-    assert!(total <= listed, "{total} lines with `unsafe` in lesson files");
-    // The rewritten lessons are at the target.
-    for file in ["transpose.rs", "matmul.rs", "probes.rs", "lib.rs", "hierarchy.rs", "l2.rs", "clusters.rs", "tma.rs"] {
-        assert_eq!(allowed(file), None, "{file}");
+    // Every lesson named here exists, so a renamed file cannot leave the count unchecked.
+    let has = |f: &str| lessons.iter().any(|(l, _)| l == f);
+    for file in SGEMM_FILES.iter().chain(&["transpose.rs", "matmul.rs", "probes.rs", "hierarchy.rs", "l2.rs"]) {
+        assert!(has(file), "kernels-gpu/src/{file} is gone: update this test");
+    }
+}
+
+#[test]
+fn the_raw_kernel_by_design_is_the_race_lessons_and_nothing_else() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels-gpu/src");
+    for (file, _, why) in RAW_BY_DESIGN {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        // One raw entry (the macro `kernel!` is how every other lesson declares its entries).
+        let raw_entries: Vec<&str> = text.lines().filter(|l| l.contains("extern \"ptx-kernel\" fn")).collect();
+        assert_eq!(raw_entries.len(), 1, "{file}: {raw_entries:?}");
+        let entry = why.split(':').next().unwrap();
+        assert!(raw_entries[0].contains(&format!("fn {entry}(")), "{file}: {raw_entries:?}");
+        // ... and it is the kernel that lacks a barrier: the bug the typed tiles refuse.
+        assert!(text.contains("The missing `sync_threads()`"), "{file}");
     }
 }
 

@@ -67,8 +67,8 @@ pub fn lane_id() -> u32 {
     thread_idx_x() % 32
 }
 
-/// Block-wide barrier (`bar.sync 0`, `__syncthreads()`) for the kernels not yet on the typed
-/// API (`hierarchy.rs`, `sgemm/`); typed kernels use `Barrier::sync`.
+/// Block-wide barrier (`bar.sync 0`, `__syncthreads()`) for the race lesson's raw kernel
+/// (`race.rs`); typed kernels use `Barrier::sync`, the SGEMM ladder `gemm::block_barrier`.
 ///
 /// # Safety
 /// Every thread of the block must reach the same barrier (no divergent call).

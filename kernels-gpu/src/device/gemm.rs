@@ -237,6 +237,20 @@ impl AsyncSource {
             }
         }
     }
+
+    /// Starts the copy of the 4 floats at `(row, col ..)` to `dst` by one 16-byte copy with no
+    /// bounds test: the caller has established that they lie inside row `row` and that `cols`
+    /// and `col` are multiples of 4 (as for [`Gemm::load4_a`]; checked only in the `checked`
+    /// build, which traps). `dst` as for [`AsyncSource::copy_chunk`].
+    #[inline(always)]
+    pub fn copy_chunk_inside(&self, dst: Shared, row: u32, col: u32) {
+        dst.check(16);
+        check(row < self.rows && col + 4 <= self.cols && self.cols % 4 == 0 && col % 4 == 0);
+        // SAFETY: 16 readable, 16-byte aligned bytes (invariant 1 and the caller's word).
+        let src = unsafe { self.ptr.add((row * self.cols + col) as usize) };
+        // SAFETY: as above; `dst` by invariants 2 and 3.
+        unsafe { super::cp_async::<16>(dst.0, src, 16) };
+    }
 }
 
 /// The block barrier of the ladder's loops (`bar.sync 0`): every thread of the block reaches

@@ -161,6 +161,25 @@ impl ChainAddr {
     }
 }
 
+/// One dependent hop of a chase as one `asm!` block (the shape every chase step here has):
+/// `$load` reads the next link at the address the link `$link` gives, and the loaded value
+/// replaces the link. `$link` is itself the address (`[{link}]`), or, after `at`, the address
+/// is `{a}` computed from it by the instructions given (with their extra operands), in the same
+/// block, so nothing is scheduled between the arithmetic and the load.
+///
+/// # Safety
+/// (Of the expansion, an `unsafe` operation.) The address is inside the chain's memory and
+/// aligned to the load: the chain invariant of the module. (`ChainAddr::next` keeps its two
+/// loads written out: the book shows it as the example of a hop.)
+macro_rules! hop {
+    ($load:literal, $class:ident $link:ident) => {
+        asm!(concat!($load, " {link}, [{link}];"), link = inout($class) $link)
+    };
+    ($load:literal, $link:ident at $($address:literal),+; $($operand:tt)*) => {
+        asm!($($address,)+ concat!($load, " {link}, [{a}];"), link = inout(reg32) $link, a = out(reg32) _, $($operand)*)
+    };
+}
+
 /// One `u64` of shared memory a timed hop stores its loaded value to (the store that closes
 /// the timing window), borrowed from a writable shared slice for as long as it is used.
 pub struct Scratch<'a> {
@@ -218,7 +237,7 @@ impl SharedChain {
         check!(p.wrapping_sub(self.base) < 4 * self.words && p.is_multiple_of(4));
         // SAFETY: `p` is the address of a word of the slice (checked, or by the chain
         // invariant), which is in its read phase: no thread writes it.
-        unsafe { asm!("ld.shared.u32 {0}, [{0}];", inout(reg32) p) };
+        unsafe { hop!("ld.shared.u32", reg32 p) };
         p
     }
 
@@ -229,14 +248,7 @@ impl SharedChain {
         check!(j < self.words);
         // SAFETY: as for `next_address`: `j` indexes a word of the slice.
         unsafe {
-            asm!(
-                "shl.b32 {a}, {j}, 2;",
-                "add.u32 {a}, {a}, {base};",
-                "ld.shared.u32 {j}, [{a}];",
-                j = inout(reg32) j,
-                base = in(reg32) self.base,
-                a = out(reg32) _,
-            )
+            hop!("ld.shared.u32", j at "shl.b32 {a}, {link}, 2;", "add.u32 {a}, {a}, {base};"; base = in(reg32) self.base)
         };
         j
     }
@@ -290,7 +302,7 @@ impl<const N: usize> LocalChain<'_, N> {
         check!(((p.wrapping_sub(self.base)) as usize) < 4 * N && p.is_multiple_of(4));
         // SAFETY: `p` is the address of a word of the array (checked, or as `local_chain`
         // wrote it); the asm reads memory, so the array's stores stay before it.
-        unsafe { asm!("ld.local.u32 {0}, [{0}];", inout(reg32) p) };
+        unsafe { hop!("ld.local.u32", reg32 p) };
         p
     }
 }
@@ -307,15 +319,7 @@ global_asm!(".visible .const .align 4 .b32 memlab_const_chain[{}];", const CONST
 pub fn const_chain_next(mut off: u32) -> u32 {
     check!((off as usize) < 4 * CONST_CHAIN_WORDS && off.is_multiple_of(4));
     // SAFETY: `off` is a word of the chain (checked, or by the launch contract).
-    unsafe {
-        asm!(
-            "mov.u32 {a}, memlab_const_chain;",
-            "add.u32 {a}, {a}, {off};",
-            "ld.const.u32 {off}, [{a}];",
-            off = inout(reg32) off,
-            a = out(reg32) _,
-        )
-    };
+    unsafe { hop!("ld.const.u32", off at "mov.u32 {a}, memlab_const_chain;", "add.u32 {a}, {a}, {link};";) };
     off
 }
 

@@ -12,51 +12,32 @@
 
 use super::Gemm;
 use super::vector::{BK, Block, Layout, Stage};
-use crate::device::{cp_async, cp_async_commit, cp_async_wait, sync_threads, thread_idx_x};
+use crate::device::gemm::block_barrier;
+use crate::device::{GlobalIn, GlobalOut, cp_async_commit, cp_async_wait, kernel, thread_idx_x};
 
 /// Shared-memory stages (the copies for step `s + 1` are in flight during step `s`'s FMAs) and
 /// the pitch of the transposed `A` tile, rung 5's conflict-free one.
 use memlab_contracts::sgemm::{A_PITCH_PADDED as A_PITCH, STAGES};
 
-/// Where float `q` of the 4 at `(row, col ..)` of a `rows x cols` matrix at `base` comes from,
-/// and how many bytes the copy reads: 4, or 0 outside the matrix (the source is then `base`,
-/// never read but still a valid address).
-///
-/// # Safety
-/// `base` holds the `rows x cols` matrix.
-#[inline(always)]
-unsafe fn source(base: *const f32, rows: u32, cols: u32, row: u32, col: u32, q: u32) -> (*const f32, u32) {
-    if row < rows && col + q < cols { (unsafe { base.add((row * cols + col + q) as usize) }, 4) } else { (base, 0) }
-}
-
 impl Stage<A_PITCH> {
     /// Starts thread `t`'s copy of its 4 floats of `B` for the step at depth `k0` into
     /// [`Stage::b_slot`]: one 16-byte copy, or four 4-byte ones when `n` is not a multiple of 4;
-    /// floats outside the matrix become zeros.
-    ///
-    /// # Safety
-    /// Buffers as in the module doc of `sgemm`, 16-byte aligned; the stage is not being read.
+    /// floats outside the matrix become zeros. The stage is not being read (invariant 3 of
+    /// `device::gemm`: the loop of [`sgemm_7_async_copy`] fills the stage read one step before,
+    /// after the barrier that ends that read).
     #[inline(always)]
-    unsafe fn copy_b(&self, block: &Block, t: u32, k0: u32) {
-        let g = &block.g;
+    fn copy_b(&self, block: &Block, t: u32, k0: u32) {
         let (br, bc) = block.b_at(t, k0);
-        let dst = self.b_slot(t);
+        let (src, dst) = (block.g.b_source(), self.b_slot(t));
         if block.interior(k0) {
-            unsafe { cp_async::<16>(dst, g.b.add((br * g.n + bc) as usize), 16) };
-        } else if g.n % 4 == 0 {
-            // A 16-byte aligned chunk lies wholly inside or wholly outside the row.
-            let (src, bytes) = unsafe { source(g.b, g.k, g.n, br, bc, 0) };
-            unsafe { cp_async::<16>(dst, src, 4 * bytes) };
+            src.copy_chunk_inside(dst, br, bc);
         } else {
-            unroll!(q in 0..4 => {
-                let q = q as u32;
-                let (src, bytes) = unsafe { source(g.b, g.k, g.n, br, bc, q) };
-                unsafe { cp_async::<4>(dst.add(q as usize), src, bytes) };
-            });
+            src.copy_chunk(dst, br, bc);
         }
     }
 }
 
+kernel! {
 /// Rung 7: rung 6 (tile, results per thread, warp tiling, conflict-free layout, two stages)
 /// with `B`'s tile copied global to shared by `cp.async`: no staging registers and no shared
 /// store for `B` (ptxas still allocates 127 registers, rung 6 126); `A`'s tile still passes
@@ -73,19 +54,10 @@ impl Stage<A_PITCH> {
 /// - Memory level: `B` global to shared without registers (`LDGSTS` in SASS), `A` through 4
 ///   registers, 64 accumulators in registers. Needs cc 8.0 (PTX ISA, "cp.async").
 ///
-/// # Safety
-/// Buffers as in the module doc of `sgemm`, each 16-byte aligned.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn sgemm_7_async_copy(
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    m: u32,
-    n: u32,
-    k: u32,
-) {
+/// - Buffers: as in the module doc of `sgemm`, each 16-byte aligned.
+pub fn sgemm_7_async_copy(a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
     let t = thread_idx_x();
-    let block = Block::new(Gemm { a, b, c, m, n, k });
+    let block = Block::new(Gemm::new(a, b, c, m, n, k));
     let place = Layout::Warp.place(t);
     let mut acc = [[0.0f32; 8]; 8];
     let steps = k.div_ceil(BK);
@@ -94,10 +66,8 @@ pub unsafe extern "ptx-kernel" fn sgemm_7_async_copy(
     for s in 0..STAGES - 1 {
         if s < steps {
             let stage = Stage::<A_PITCH>::nth(s);
-            unsafe {
-                stage.copy_b(&block, t, s * BK);
-                stage.put_a(t, block.fetch_a(t, s * BK));
-            }
+            stage.copy_b(&block, t, s * BK);
+            stage.put_a(t, block.fetch_a(t, s * BK));
         }
         cp_async_commit();
     }
@@ -109,21 +79,22 @@ pub unsafe extern "ptx-kernel" fn sgemm_7_async_copy(
         // barrier every thread's copies and stores for step s are visible, and every thread
         // has finished step s - 1, whose stage is filled next.
         cp_async_wait::<{ STAGES - 2 }>();
-        unsafe { sync_threads() };
+        block_barrier();
         let (next, to) = (s + STAGES - 1, Stage::<A_PITCH>::nth(fill));
         let a_next = if next < steps {
-            unsafe { to.copy_b(&block, t, next * BK) };
-            Some(unsafe { block.fetch_a(t, next * BK) })
+            to.copy_b(&block, t, next * BK);
+            Some(block.fetch_a(t, next * BK))
         } else {
             None
         };
-        unsafe { Stage::<A_PITCH>::nth(read).multiply(place, &mut acc) };
+        Stage::<A_PITCH>::nth(read).multiply(place, &mut acc);
         if let Some(a_next) = a_next {
-            unsafe { to.put_a(t, a_next) };
+            to.put_a(t, a_next);
         }
         cp_async_commit();
         fill = read;
         read = if read + 1 == STAGES { 0 } else { read + 1 };
     }
-    unsafe { block.store(place, &acc) };
+    block.store(place, &acc);
+}
 }

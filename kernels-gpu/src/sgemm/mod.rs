@@ -56,6 +56,47 @@ fn unrolled(n: usize, mut f: impl FnMut(usize)) {
     }
 }
 
+/// `impl Tiles<BM, BN, BK, WM, WN, TM, TN, STAGES> { .. }`, the parameters in scope by those
+/// names; `tiles_impl!(@declare)` declares `Tiles` itself. The parameter list is written once,
+/// here.
+#[cfg(target_feature = "sm_80")]
+macro_rules! tiles_impl {
+    (@with [$($param:tt)*] [$($name:ident),*] @declare) => {
+        /// One configuration of rung 8 with its parameters in its type: a `BM x BN` tile of `C`
+        /// per block, `BK` deep steps, `WM x WN` per warp, `TM x TN` per thread, `STAGES` shared
+        /// stages (`memlab_contracts::tuned_configs!` lists them). The one owner of that
+        /// parameter list: each algorithm of `memlab_contracts::sgemm::Algo` is written once for
+        /// all of them in a `tiles_impl!` (`tuned.rs`'s `AsyncCopy`, `staged.rs`'s `Registers`).
+        pub(crate) struct Tiles<$($param)*>;
+    };
+    (@with [$($param:tt)*] [$($name:ident),*] $($items:tt)*) => {
+        impl<$($param)*> $crate::sgemm::Tiles<$($name),*> {
+            $($items)*
+        }
+    };
+    ($($items:tt)*) => {
+        tiles_impl!(@with [
+            const BM: u32,
+            const BN: u32,
+            const BK: u32,
+            const WM: u32,
+            const WN: u32,
+            const TM: usize,
+            const TN: usize,
+            const STAGES: u32
+        ] [BM, BN, BK, WM, WN, TM, TN, STAGES] $($items)*);
+    };
+}
+
+#[cfg(target_feature = "sm_80")]
+tiles_impl!(@declare);
+
+#[cfg(target_feature = "sm_80")]
+tiles_impl! {
+    /// Threads per block: one warp per `WM x WN` sub-tile.
+    const THREADS: u32 = 32 * (BM / WM) * (BN / WN);
+}
+
 #[cfg(target_feature = "sm_80")]
 mod async_copy;
 #[cfg(target_feature = "sm_80")]

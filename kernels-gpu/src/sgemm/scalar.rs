@@ -5,18 +5,18 @@
 use memlab_contracts::sgemm::{BK, RUNG2_THREADS, RUNG2_TILE, RUNG2_TM, THREADS, TILE, TM};
 
 use super::Gemm;
-use crate::device::{block_idx_x, block_idx_y, dynamic_shared, fma, sync_threads, thread_idx_x};
+use crate::device::gemm::{Shared, block_barrier};
+use crate::device::{GlobalIn, GlobalOut, block_idx_x, block_idx_y, fma, kernel, thread_idx_x};
 
 /// The body of rungs 2 and 3: `THREADS = BM * BN / (TM * TN)` threads, one-dimensional.
 ///
 /// Shared memory: `A` tile row-major `BM x BK` (`As[r * BK + d]`), then `B` tile row-major
 /// `BK x BN`: `(BM + BN) * BK * 4` bytes. Thread `t` owns rows `(t / (BN / TN)) * TM + i` and
-/// columns `(t % (BN / TN)) * TN + j` of the block's tile.
-///
-/// # Safety
-/// Buffers as in the module doc; block of `THREADS` threads, the shared bytes above.
+/// columns `(t % (BN / TN)) * TN + j` of the block's tile. Launch contract (the invariants of
+/// `device::gemm`): buffers as in the module doc of `sgemm`; block of `THREADS` threads, the
+/// shared bytes above.
 #[inline(always)]
-unsafe fn register_blocked<
+fn register_blocked<
     const BM: u32,
     const BN: u32,
     const BK: u32,
@@ -26,8 +26,8 @@ unsafe fn register_blocked<
 >(
     g: Gemm,
 ) {
-    let a_tile = dynamic_shared::<f32>();
-    let b_tile = unsafe { a_tile.add((BM * BK) as usize) };
+    let a_tile = Shared::at(0);
+    let b_tile = a_tile.add(BM * BK);
     let t = thread_idx_x();
     let (row0, col0) = (block_idx_y() * BM, block_idx_x() * BN);
     let thread_row = (t / (BN / TN as u32)) * TM as u32;
@@ -38,13 +38,13 @@ unsafe fn register_blocked<
         // Consecutive threads load consecutive elements of a tile row: coalesced.
         for q in 0..BM * BK / THREADS {
             let e = t + q * THREADS;
-            unsafe { *a_tile.add(e as usize) = g.a_or_zero(row0 + e / BK, k0 + e % BK) };
+            a_tile.add(e).store(g.a_or_zero(row0 + e / BK, k0 + e % BK));
         }
         for q in 0..BK * BN / THREADS {
             let e = t + q * THREADS;
-            unsafe { *b_tile.add(e as usize) = g.b_or_zero(k0 + e / BN, col0 + e % BN) };
+            b_tile.add(e).store(g.b_or_zero(k0 + e / BN, col0 + e % BN));
         }
-        unsafe { sync_threads() };
+        block_barrier();
         // BK, TM, TN <= 8: the branches on them fold away.
         unroll!(d in 0..8 => {
             if d < BK as usize {
@@ -52,12 +52,12 @@ unsafe fn register_blocked<
                 let mut b = [0.0f32; TN];
                 unroll!(j in 0..8 => {
                     if j < TN {
-                        b[j] = unsafe { *b_tile.add((d * BN + thread_col) as usize + j) };
+                        b[j] = b_tile.add(d * BN + thread_col).add(j as u32).load();
                     }
                 });
                 unroll!(i in 0..8 => {
                     if i < TM {
-                        let a = unsafe { *a_tile.add(((thread_row + i as u32) * BK + d) as usize) };
+                        let a = a_tile.add((thread_row + i as u32) * BK + d).load();
                         unroll!(j in 0..8 => {
                             if j < TN {
                                 acc[i][j] = fma(a, b[j], acc[i][j]);
@@ -68,7 +68,7 @@ unsafe fn register_blocked<
             }
         });
         // The next step overwrites the tiles.
-        unsafe { sync_threads() };
+        block_barrier();
         k0 += BK;
     }
     unroll!(i in 0..8 => {
@@ -80,6 +80,7 @@ unsafe fn register_blocked<
     });
 }
 
+kernel! {
 /// Rung 2, 1D register blocking: each thread computes 8 results down one column of a `64 x 64`
 /// tile, so every `B` value read from shared memory feeds 8 FMAs (rung 1 reads 2 shared floats
 /// per FMA; this reads 1.125).
@@ -87,38 +88,21 @@ unsafe fn register_blocked<
 /// - Launch: block `512 x 1` threads, grid `(ceil(n / 64), ceil(m / 64))`.
 /// - Shared memory: `(64 + 64) * 8 * 4 = 4096` bytes of dynamic shared memory.
 /// - Memory level: shared tiles (`64 x 8` of `A`, `8 x 64` of `B`), 8 accumulators in registers.
-///
-/// # Safety
-/// Buffers as in the module doc.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn sgemm_2_register_1d(
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    m: u32,
-    n: u32,
-    k: u32,
-) {
-    unsafe { register_blocked::<RUNG2_TILE, RUNG2_TILE, BK, RUNG2_TM, 1, RUNG2_THREADS>(Gemm { a, b, c, m, n, k }) }
+/// - Buffers: as in the module doc of `sgemm`.
+pub fn sgemm_2_register_1d(a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
+    register_blocked::<RUNG2_TILE, RUNG2_TILE, BK, RUNG2_TM, 1, RUNG2_THREADS>(Gemm::new(a, b, c, m, n, k))
+}
 }
 
+kernel! {
 /// Rung 3, 2D register blocking: each thread computes an `8 x 8` block of a `128 x 128` tile
 /// from 8 `A` and 8 `B` values per step: 16 shared loads feed 64 FMAs.
 ///
 /// - Launch: block `256 x 1` threads, grid `(ceil(n / 128), ceil(m / 128))`.
 /// - Shared memory: `(128 + 128) * 8 * 4 = 8192` bytes of dynamic shared memory.
 /// - Memory level: shared tiles (`128 x 8`, `8 x 128`), 64 accumulators in registers.
-///
-/// # Safety
-/// Buffers as in the module doc.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn sgemm_3_register_2d(
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    m: u32,
-    n: u32,
-    k: u32,
-) {
-    unsafe { register_blocked::<TILE, TILE, BK, TM, TM, THREADS>(Gemm { a, b, c, m, n, k }) }
+/// - Buffers: as in the module doc of `sgemm`.
+pub fn sgemm_3_register_2d(a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
+    register_blocked::<TILE, TILE, BK, TM, TM, THREADS>(Gemm::new(a, b, c, m, n, k))
+}
 }

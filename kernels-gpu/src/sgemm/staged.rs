@@ -26,18 +26,11 @@ const MAX_CHUNKS: usize = 4;
 /// counts stay unused).
 type Chunks = ([[f32; 4]; MAX_CHUNKS], [[f32; 4]; MAX_CHUNKS]);
 
-/// One block of a `Registers` configuration: a `BM x BN` tile of `C`, `BK` deep steps, `WM x WN`
-/// per warp, `TM x TN` per thread, and what thread `t` needs of it. Methods, not closures, so
-/// that they inline (LLVM kept the closures as calls, with the context in local memory).
-pub(super) struct Staged<
-    const BM: u32,
-    const BN: u32,
-    const BK: u32,
-    const WM: u32,
-    const WN: u32,
-    const TM: usize,
-    const TN: usize,
-> {
+/// What thread `t` of one block of a `Registers` configuration needs: the operands, its tile's
+/// origin, and whether the tile may use 128-bit global accesses. The configuration's functions
+/// (`Tiles::fetch`, ..) take it, functions rather than closures so that they inline (LLVM kept
+/// the closures as calls, with the context in local memory).
+struct Staged {
     g: Gemm,
     t: u32,
     row0: u32,
@@ -46,10 +39,7 @@ pub(super) struct Staged<
     vector: bool,
 }
 
-impl<const BM: u32, const BN: u32, const BK: u32, const WM: u32, const WN: u32, const TM: usize, const TN: usize>
-    Staged<BM, BN, BK, WM, WN, TM, TN>
-{
-    const THREADS: u32 = 32 * (BM / WM) * (BN / WN);
+tiles_impl! {
     const A_CHUNKS: usize = (BM * BK / 4 / Self::THREADS) as usize;
     const B_CHUNKS: usize = (BK * BN / 4 / Self::THREADS) as usize;
     /// Row pitch of the transposed `A` tile, floats.
@@ -64,34 +54,34 @@ impl<const BM: u32, const BN: u32, const BK: u32, const WM: u32, const WN: u32, 
 
     /// Where this thread's chunk `i` lies in a tile of `cols` floats per row: (row, column).
     #[inline(always)]
-    fn at(&self, i: usize, cols: u32) -> (u32, u32) {
-        let chunk = self.t + i as u32 * Self::THREADS;
+    fn at(blk: &Staged, i: usize, cols: u32) -> (u32, u32) {
+        let chunk = blk.t + i as u32 * Self::THREADS;
         (chunk / (cols / 4), 4 * (chunk % (cols / 4)))
     }
 
     /// This thread's chunks of the step at depth `k0`, zeros outside the matrices.
     #[inline(always)]
-    fn fetch(&self, k0: u32) -> Chunks {
-        let g = &self.g;
+    fn fetch(blk: &Staged, k0: u32) -> Chunks {
+        let g = &blk.g;
         let (mut a, mut b) = ([[0.0f32; 4]; MAX_CHUNKS], [[0.0f32; 4]; MAX_CHUNKS]);
         // One branch for both tiles, as rung 6 (a branch per tile costs registers).
-        if self.vector && k0 + BK <= g.k {
+        if blk.vector && k0 + BK <= g.k {
             unrolled(Self::A_CHUNKS, |i| {
-                let (r, c) = self.at(i, BK);
-                a[i] = g.load4_a(self.row0 + r, k0 + c);
+                let (r, c) = Self::at(blk, i, BK);
+                a[i] = g.load4_a(blk.row0 + r, k0 + c);
             });
             unrolled(Self::B_CHUNKS, |i| {
-                let (r, c) = self.at(i, BN);
-                b[i] = g.load4_b(k0 + r, self.col0 + c);
+                let (r, c) = Self::at(blk, i, BN);
+                b[i] = g.load4_b(k0 + r, blk.col0 + c);
             });
         } else {
             unrolled(Self::A_CHUNKS, |i| {
-                let (r, c) = self.at(i, BK);
-                unrolled(4, |q| a[i][q] = g.a_or_zero(self.row0 + r, k0 + c + q as u32));
+                let (r, c) = Self::at(blk, i, BK);
+                unrolled(4, |q| a[i][q] = g.a_or_zero(blk.row0 + r, k0 + c + q as u32));
             });
             unrolled(Self::B_CHUNKS, |i| {
-                let (r, c) = self.at(i, BN);
-                unrolled(4, |q| b[i][q] = g.b_or_zero(k0 + r, self.col0 + c + q as u32));
+                let (r, c) = Self::at(blk, i, BN);
+                unrolled(4, |q| b[i][q] = g.b_or_zero(k0 + r, blk.col0 + c + q as u32));
             });
         }
         (a, b)
@@ -100,14 +90,14 @@ impl<const BM: u32, const BN: u32, const BK: u32, const WM: u32, const WN: u32, 
     /// Stores this thread's chunks into stage `st`: `A` transposed (4 scalar stores a chunk),
     /// `B` as it lies (one 128-bit store).
     #[inline(always)]
-    fn put(&self, st: u32, (a, b): Chunks) {
+    fn put(blk: &Staged, st: u32, (a, b): Chunks) {
         let s = Self::stage(st);
         unrolled(Self::A_CHUNKS, |i| {
-            let (r, c) = self.at(i, BK);
+            let (r, c) = Self::at(blk, i, BK);
             unrolled(4, |q| s.add((c + q as u32) * Self::PITCH + r).store(a[i][q]));
         });
         unrolled(Self::B_CHUNKS, |i| {
-            let (r, c) = self.at(i, BN);
+            let (r, c) = Self::at(blk, i, BN);
             s.add(BK * Self::PITCH + r * BN + c).store4(b[i]);
         });
     }
@@ -116,7 +106,7 @@ impl<const BM: u32, const BN: u32, const BK: u32, const WM: u32, const WN: u32, 
     /// columns `b_off + ..` of the tile: per depth `TM / 4 + TN / 4` 128-bit loads, `TM TN`
     /// FMAs.
     #[inline(always)]
-    fn multiply(&self, st: u32, (a_off, b_off): (u32, u32), acc: &mut [[f32; TN]; TM]) {
+    fn multiply(st: u32, (a_off, b_off): (u32, u32), acc: &mut [[f32; TN]; TM]) {
         let (lane_rows, lane_cols) = (WM / TM as u32, WN / TN as u32);
         let a_s = Self::stage(st).add(a_off);
         let b_s = Self::stage(st).add(BK * Self::PITCH + b_off);
@@ -136,12 +126,13 @@ impl<const BM: u32, const BN: u32, const BK: u32, const WM: u32, const WN: u32, 
     }
 
     /// The body of every `Registers` configuration of rung 8: a `BM x BN` tile of `C` per
-    /// block, `BK` deep steps, `WM x WN` per warp, `TM x TN` per thread, two stages. Launch
+    /// block, `BK` deep steps, `WM x WN` per warp, `TM x TN` per thread, two stages (`STAGES`
+    /// is 2 in each of these configurations: the loop below has its own two). Launch
     /// contract (the invariants of `device::gemm`): buffers as in the module doc of `sgemm`,
     /// each 16-byte aligned; block of `32 (BM / WM) (BN / WN)` threads, grid `(ceil(n / BN),
     /// ceil(m / BM))`, `Tuned::smem_bytes` dynamic shared bytes.
     #[inline(always)]
-    pub(super) fn run(g: Gemm) {
+    pub(super) fn registers(g: Gemm) {
         let (lane_rows, lane_cols) = (WM / TM as u32, WN / TN as u32);
         let t = thread_idx_x();
         let (w, l) = (t / 32, t % 32);
@@ -149,18 +140,18 @@ impl<const BM: u32, const BN: u32, const BK: u32, const WM: u32, const WN: u32, 
         let (wrow, wcol) = ((w / (BN / WN)) * WM, (w % (BN / WN)) * WN);
         let (row0, col0) = (block_idx_y() * BM, block_idx_x() * BN);
         let vector = g.k % 4 == 0 && g.n % 4 == 0 && row0 + BM <= g.m && col0 + BN <= g.n;
-        let block = Self { g, t, row0, col0, vector };
+        let block = Staged { g, t, row0, col0, vector };
         let offsets = (wrow + 4 * lr, wcol + 4 * lc);
         let mut acc = [[0.0f32; TN]; TM];
         let steps = g.k.div_ceil(BK);
-        block.put(0, block.fetch(0));
+        Self::put(&block, 0, Self::fetch(&block, 0));
         block_barrier();
         for s in 0..steps {
-            let next = if s + 1 < steps { Some(block.fetch((s + 1) * BK)) } else { None };
-            block.multiply(s % 2, offsets, &mut acc);
+            let next = if s + 1 < steps { Some(Self::fetch(&block, (s + 1) * BK)) } else { None };
+            Self::multiply(s % 2, offsets, &mut acc);
             if let Some(next) = next {
                 // Stage (s + 1) % 2 was last read in step s - 1, before the previous barrier.
-                block.put((s + 1) % 2, next);
+                Self::put(&block, (s + 1) % 2, next);
             }
             block_barrier();
         }

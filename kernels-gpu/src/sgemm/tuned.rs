@@ -14,29 +14,19 @@
 //! or 32 floats put 2 to 8 rows on one pair of banks, `host/src/model/gemm_tiles.rs`).
 
 use super::copy::{copy_tile, pipeline};
-use super::{Gemm, store_results, unrolled};
+use super::{Gemm, Tiles, store_results, unrolled};
 use crate::device::gemm::Shared;
 use crate::device::{GlobalIn, GlobalOut, block_idx_x, block_idx_y, fma, kernel, thread_idx_x};
 
-/// The body of every configuration of rung 8: a `BM x BN` tile of `C` per block, `BK` deep
-/// steps, `WM x WN` per warp, `TM x TN` per thread, `STAGES` stages. Launch contract (the
-/// invariants of `device::gemm`): buffers as in the module doc of `sgemm`, each 16-byte
+tiles_impl! {
+/// The body of every `AsyncCopy` configuration of rung 8: a `BM x BN` tile of `C` per block,
+/// `BK` deep steps, `WM x WN` per warp, `TM x TN` per thread, `STAGES` stages. Launch contract
+/// (the invariants of `device::gemm`): buffers as in the module doc of `sgemm`, each 16-byte
 /// aligned; block of `32 (BM / WM) (BN / WN)` threads, grid `(ceil(n / BN), ceil(m / BM))`,
 /// `Tuned::smem_bytes` dynamic shared bytes.
 #[inline(always)]
-fn tuned<
-    const BM: u32,
-    const BN: u32,
-    const BK: u32,
-    const WM: u32,
-    const WN: u32,
-    const TM: usize,
-    const TN: usize,
-    const STAGES: u32,
->(
-    g: Gemm,
-) {
-    let threads = 32 * (BM / WM) * (BN / WN);
+fn async_copy(g: Gemm) {
+    let threads = Self::THREADS;
     let (lane_rows, lane_cols) = (WM / TM as u32, WN / TN as u32);
     let pitch = BK + 4;
     let stage_floats = BM * pitch + BK * BN;
@@ -78,9 +68,10 @@ fn tuned<
     let col = |h: usize| col0 + wcol + 4 * lc + 4 * lane_cols * h as u32;
     store_results(&g, &acc, row, col);
 }
+}
 
 /// One entry per configuration of [`memlab_contracts::tuned_configs!`]: `AsyncCopy` ones run
-/// [`tuned`], `Registers` ones `staged::Staged::run`.
+/// [`Tiles::async_copy`], `Registers` ones `Tiles::registers` (`staged.rs`).
 macro_rules! tuned_entries {
     ($($name:ident = $algo:ident ($bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $tm:literal, $tn:literal, $s:literal)),* $(,)?) => {$(
         kernel! {
@@ -101,10 +92,10 @@ macro_rules! tuned_entries {
         }
     )*};
     (@body AsyncCopy $g:ident ($bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $tm:literal, $tn:literal, $s:literal)) => {
-        tuned::<$bm, $bn, $bk, $wm, $wn, $tm, $tn, $s>($g)
+        Tiles::<$bm, $bn, $bk, $wm, $wn, $tm, $tn, $s>::async_copy($g)
     };
     (@body Registers $g:ident ($bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $tm:literal, $tn:literal, $s:literal)) => {
-        super::staged::Staged::<$bm, $bn, $bk, $wm, $wn, $tm, $tn>::run($g)
+        Tiles::<$bm, $bn, $bk, $wm, $wn, $tm, $tn, $s>::registers($g)
     };
 }
 memlab_contracts::tuned_configs!(tuned_entries);

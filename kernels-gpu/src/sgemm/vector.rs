@@ -10,7 +10,8 @@
 //! aligned), else four guarded scalar loads.
 
 use super::Gemm;
-use crate::device::{block_idx_x, block_idx_y, dynamic_shared, fma, load4, store4, sync_threads, thread_idx_x};
+use crate::device::gemm::{Shared, block_barrier};
+use crate::device::{GlobalIn, GlobalOut, block_idx_x, block_idx_y, fma, kernel, thread_idx_x};
 
 use memlab_contracts::sgemm::{A_PITCH, A_PITCH_PADDED, STAGES};
 /// Tile of `C` per block, `TILE x TILE`, and the depth of one step (columns of `A`, rows of
@@ -112,13 +113,11 @@ impl Block {
 
     /// Thread `t`'s global loads for the step at depth `k0`.
     #[inline(always)]
-    unsafe fn fetch(&self, t: u32, k0: u32) -> Staged {
+    fn fetch(&self, t: u32, k0: u32) -> Staged {
         let g = &self.g;
         let ((ar, ac), (br, bc)) = (self.a_at(t, k0), self.b_at(t, k0));
         if self.interior(k0) {
-            unsafe {
-                Staged { a: load4(g.a.add((ar * g.k + ac) as usize)), b: load4(g.b.add((br * g.n + bc) as usize)) }
-            }
+            Staged { a: g.load4_a(ar, ac), b: g.load4_b(br, bc) }
         } else {
             // One branch for A and B together: built from `fetch_a` and a separately branched
             // load of B, rung 6 takes 147 registers instead of 126 (ptxas, sm_90), half the
@@ -136,11 +135,11 @@ impl Block {
     /// the matrix. Rung 7's, which loads only `A` through registers.
     #[cfg(target_feature = "sm_80")]
     #[inline(always)]
-    pub(super) unsafe fn fetch_a(&self, t: u32, k0: u32) -> [f32; 4] {
+    pub(super) fn fetch_a(&self, t: u32, k0: u32) -> [f32; 4] {
         let g = &self.g;
         let (ar, ac) = self.a_at(t, k0);
         if self.interior(k0) {
-            unsafe { load4(g.a.add((ar * g.k + ac) as usize)) }
+            g.load4_a(ar, ac)
         } else {
             let mut a = [0.0; 4];
             unroll!(q in 0..4 => {
@@ -153,7 +152,7 @@ impl Block {
     /// Stores the thread's `8 x 8` results: 128-bit stores inside the matrix, guarded scalar
     /// stores on an edge tile.
     #[inline(always)]
-    pub(super) unsafe fn store(&self, place: Place, acc: &[[f32; 8]; 8]) {
+    pub(super) fn store(&self, place: Place, acc: &[[f32; 8]; 8]) {
         unroll!(i in 0..8 => {
             let row = self.row0 + place.rows[i / 4] + (i % 4) as u32;
             unroll!(half in 0..4 => {
@@ -161,7 +160,7 @@ impl Block {
                     let col = self.col0 + place.cols[half];
                     let v = [acc[i][4 * half], acc[i][4 * half + 1], acc[i][4 * half + 2], acc[i][4 * half + 3]];
                     if self.vector {
-                        unsafe { store4(self.g.c.add((row * self.g.n + col) as usize), v) };
+                        self.g.store4_c(row, col, v);
                     } else {
                         unroll!(q in 0..4 => {
                             self.g.store_c(row, col + q as u32, v[q]);
@@ -174,11 +173,13 @@ impl Block {
 }
 
 /// One shared-memory stage: the transposed `A` tile (`BK` rows of `A_PITCH` floats) followed by
-/// the `B` tile (`BK` rows of `TILE` floats).
+/// the `B` tile (`BK` rows of `TILE` floats). Written between the barrier that ends its last
+/// read and the one that publishes it (invariant 3 of `device::gemm`: `tiled_128`'s loops and
+/// rung 7's keep it).
 #[derive(Clone, Copy)]
 pub(super) struct Stage<const A_PITCH: u32> {
-    pub(super) a: *mut f32,
-    pub(super) b: *mut f32,
+    a: Shared,
+    b: Shared,
 }
 
 impl<const A_PITCH: u32> Stage<A_PITCH> {
@@ -188,46 +189,44 @@ impl<const A_PITCH: u32> Stage<A_PITCH> {
     /// Stage `i` of the block's dynamic shared memory.
     #[inline(always)]
     pub(super) fn nth(i: u32) -> Self {
-        let a = unsafe { dynamic_shared::<f32>().add((i * Self::FLOATS) as usize) };
-        Stage { a, b: unsafe { a.add((BK * A_PITCH) as usize) } }
+        let a = Shared::at(i * Self::FLOATS);
+        Stage { a, b: a.add(BK * A_PITCH) }
     }
 
     /// Writes thread `t`'s staged floats: `A` transposed (4 scalar stores), `B` as one 128-bit
     /// store.
     #[inline(always)]
-    unsafe fn put(&self, t: u32, s: Staged) {
-        unsafe {
-            self.put_a(t, s.a);
-            store4(self.b_slot(t), s.b);
-        }
+    fn put(&self, t: u32, s: Staged) {
+        self.put_a(t, s.a);
+        self.b_slot(t).store4(s.b);
     }
 
     /// Writes thread `t`'s 4 floats of `A` (row `t / 2`, columns `4 (t % 2) ..` of the tile) to
     /// their transposed places.
     #[inline(always)]
-    pub(super) unsafe fn put_a(&self, t: u32, a: [f32; 4]) {
+    pub(super) fn put_a(&self, t: u32, a: [f32; 4]) {
         let (ar, ac) = (t / 2, 4 * (t % 2));
         unroll!(q in 0..4 => {
-            unsafe { *self.a.add(((ac + q as u32) * A_PITCH + ar) as usize) = a[q] };
+            self.a.add((ac + q as u32) * A_PITCH + ar).store(a[q]);
         });
     }
 
     /// Where thread `t`'s 4 floats of `B` (row `t / 32`, columns `4 (t % 32) ..` of the tile)
     /// go: 16-byte aligned.
     #[inline(always)]
-    pub(super) fn b_slot(&self, t: u32) -> *mut f32 {
-        unsafe { self.b.add(((t / 32) * TILE + 4 * (t % 32)) as usize) }
+    pub(super) fn b_slot(&self, t: u32) -> Shared {
+        self.b.add((t / 32) * TILE + 4 * (t % 32))
     }
 
     /// `acc += A_tile * B_tile` for the thread's `8 x 8` results: per depth `d`, two 128-bit
     /// loads of `A`, two of `B`, 64 FMAs.
     #[inline(always)]
-    pub(super) unsafe fn multiply(&self, place: Place, acc: &mut [[f32; 8]; 8]) {
+    pub(super) fn multiply(&self, place: Place, acc: &mut [[f32; 8]; 8]) {
         unroll!(d in 0..8 => {
             let d = d as u32;
-            let (a_row, b_row) = unsafe { (self.a.add((d * A_PITCH) as usize), self.b.add((d * TILE) as usize)) };
-            let (a0, a1) = unsafe { (load4(a_row.add(place.rows[0] as usize)), load4(a_row.add(place.rows[1] as usize))) };
-            let (b0, b1) = unsafe { (load4(b_row.add(place.cols[0] as usize)), load4(b_row.add(place.cols[1] as usize))) };
+            let (a_row, b_row) = (self.a.add(d * A_PITCH), self.b.add(d * TILE));
+            let (a0, a1) = (a_row.add(place.rows[0]).load4(), a_row.add(place.rows[1]).load4());
+            let (b0, b1) = (b_row.add(place.cols[0]).load4(), b_row.add(place.cols[1]).load4());
             let (a, b) = (concat(a0, a1), concat(b0, b1));
             unroll!(i in 0..8 => {
                 unroll!(j in 0..8 => {
@@ -249,11 +248,10 @@ fn concat(x: [f32; 4], y: [f32; 4]) -> [f32; 8] {
 /// the loads of step `s + 1` are issued before the FMAs of step `s` and land in the other stage
 /// after them, so global latency hides behind arithmetic and one barrier per step suffices.
 ///
-/// # Safety
-/// Buffers as in the module doc; block of 256 threads, `STAGES * 8 * (A_PITCH + 128) * 4`
-/// dynamic shared bytes.
+/// Launch contract (the invariants of `device::gemm`): buffers as in the module doc of `sgemm`;
+/// block of 256 threads, `STAGES * 8 * (A_PITCH + 128) * 4` dynamic shared bytes.
 #[inline(always)]
-unsafe fn tiled_128<const A_PITCH: u32, const STAGES: u32>(g: Gemm, layout: Layout) {
+fn tiled_128<const A_PITCH: u32, const STAGES: u32>(g: Gemm, layout: Layout) {
     let t = thread_idx_x();
     let block = Block::new(g);
     let place = layout.place(t);
@@ -262,32 +260,29 @@ unsafe fn tiled_128<const A_PITCH: u32, const STAGES: u32>(g: Gemm, layout: Layo
     if STAGES == 1 {
         let stage = Stage::<A_PITCH>::nth(0);
         for s in 0..steps {
-            unsafe {
-                stage.put(t, block.fetch(t, s * BK));
-                sync_threads();
-                stage.multiply(place, &mut acc);
-                // The next step overwrites the stage.
-                sync_threads();
-            }
+            stage.put(t, block.fetch(t, s * BK));
+            block_barrier();
+            stage.multiply(place, &mut acc);
+            // The next step overwrites the stage.
+            block_barrier();
         }
     } else {
-        unsafe {
-            Stage::<A_PITCH>::nth(0).put(t, block.fetch(t, 0));
-            sync_threads();
-        }
+        Stage::<A_PITCH>::nth(0).put(t, block.fetch(t, 0));
+        block_barrier();
         for s in 0..steps {
-            let next = if s + 1 < steps { Some(unsafe { block.fetch(t, (s + 1) * BK) }) } else { None };
-            unsafe { Stage::<A_PITCH>::nth(s % 2).multiply(place, &mut acc) };
+            let next = if s + 1 < steps { Some(block.fetch(t, (s + 1) * BK)) } else { None };
+            Stage::<A_PITCH>::nth(s % 2).multiply(place, &mut acc);
             if let Some(next) = next {
                 // Stage (s + 1) % 2 was last read in step s - 1, before the previous barrier.
-                unsafe { Stage::<A_PITCH>::nth((s + 1) % 2).put(t, next) };
+                Stage::<A_PITCH>::nth((s + 1) % 2).put(t, next);
             }
-            unsafe { sync_threads() };
+            block_barrier();
         }
     }
-    unsafe { block.store(place, &acc) };
+    block.store(place, &acc);
 }
 
+kernel! {
 /// Rung 4: rung 3's `128 x 128` tile and `8 x 8` results per thread, with 128-bit loads: one
 /// `ld.global.v4` each for `A` and `B` per step, and `A` stored transposed so that a thread's
 /// 8 `A` values are two `ld.shared.v4`, like its 8 `B` values.
@@ -296,21 +291,13 @@ unsafe fn tiled_128<const A_PITCH: u32, const STAGES: u32>(g: Gemm, layout: Layo
 /// - Shared memory: `8 * (128 + 128) * 4 = 8192` bytes of dynamic shared memory.
 /// - Memory level: shared tiles, 64 accumulators in registers; its `B` loads are 2-way
 ///   conflicted (see `Layout::Contiguous`).
-///
-/// # Safety
-/// Buffers as in the module doc.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn sgemm_4_vectorized(
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    m: u32,
-    n: u32,
-    k: u32,
-) {
-    unsafe { tiled_128::<A_PITCH, 1>(Gemm { a, b, c, m, n, k }, Layout::Contiguous) }
+/// - Buffers: as in the module doc of `sgemm`.
+pub fn sgemm_4_vectorized(a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
+    tiled_128::<A_PITCH, 1>(Gemm::new(a, b, c, m, n, k), Layout::Contiguous)
+}
 }
 
+kernel! {
 /// Rung 5: rung 4 with a conflict-free shared layout. Each thread's results are 4 x 4 groups 64
 /// rows and 64 columns apart, so the lanes of a warp read contiguous `B`; the `A` tile's pitch
 /// is 132 floats, so the two threads that store one row of `A` transposed (columns `d` and
@@ -319,38 +306,21 @@ pub unsafe extern "ptx-kernel" fn sgemm_4_vectorized(
 /// - Launch: block `256 x 1` threads, grid `(ceil(n / 128), ceil(m / 128))`.
 /// - Shared memory: `8 * (132 + 128) * 4 = 8320` bytes of dynamic shared memory.
 /// - Memory level: shared tiles (conflict-free), 64 accumulators in registers.
-///
-/// # Safety
-/// Buffers as in the module doc.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn sgemm_5_conflict_free(
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    m: u32,
-    n: u32,
-    k: u32,
-) {
-    unsafe { tiled_128::<A_PITCH_PADDED, 1>(Gemm { a, b, c, m, n, k }, Layout::Split) }
+/// - Buffers: as in the module doc of `sgemm`.
+pub fn sgemm_5_conflict_free(a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
+    tiled_128::<A_PITCH_PADDED, 1>(Gemm::new(a, b, c, m, n, k), Layout::Split)
+}
 }
 
+kernel! {
 /// Rung 6: two shared-memory stages (double buffering through registers: the next step's
 /// global loads are in flight during this step's 512 FMAs) and warp tiling (`Layout::Warp`).
 ///
 /// - Launch: block `256 x 1` threads, grid `(ceil(n / 128), ceil(m / 128))`.
 /// - Shared memory: `2 * 8 * (132 + 128) * 4 = 16640` bytes of dynamic shared memory.
 /// - Memory level: two shared stages, 64 accumulators and 8 staged floats in registers.
-///
-/// # Safety
-/// Buffers as in the module doc.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn sgemm_6_double_buffered(
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    m: u32,
-    n: u32,
-    k: u32,
-) {
-    unsafe { tiled_128::<A_PITCH_PADDED, STAGES>(Gemm { a, b, c, m, n, k }, Layout::Warp) }
+/// - Buffers: as in the module doc of `sgemm`.
+pub fn sgemm_6_double_buffered(a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
+    tiled_128::<A_PITCH_PADDED, STAGES>(Gemm::new(a, b, c, m, n, k), Layout::Warp)
+}
 }
