@@ -132,12 +132,12 @@ mod tests {
 
     #[test]
     fn the_small_footprints_keep_every_tail_and_loop() {
-        assert!(PASSES > 1 && GRID_BLOCKS > 1 && CLUSTERS > 1 && CHUNK_BLOCKS_PER_REGION > 1);
-        assert!(ITERS.is_multiple_of(8));
+        const { assert!(PASSES > 1 && GRID_BLOCKS > 1 && CLUSTERS > 1 && CHUNK_BLOCKS_PER_REGION > 1) };
+        const { assert!(ITERS.is_multiple_of(8)) };
         // Two whole 512 KiB regions and a partial third; whole 16-byte vectors; enough for the
         // strided sweep's widest stride.
         assert_eq!(l2::policies::regions(BYTES), 2);
-        assert!(BYTES % l2::policies::REGION_BYTES > 0 && BYTES.is_multiple_of(16));
+        assert!(!BYTES.is_multiple_of(l2::policies::REGION_BYTES) && BYTES.is_multiple_of(16));
         assert_eq!(l2::check_bytes(BYTES).unwrap(), BYTES);
         assert_eq!(coalescing::check_bytes(BYTES), Ok(BYTES));
     }
@@ -151,7 +151,7 @@ mod tests {
         assert!([m1, n1, k1].iter().all(|d| d % 4 == 0 && d % 8 != 0));
         assert!(m0 > 256 && m1 > 256 && n0 > 128 && n1 > 128);
         for (small, full) in ODD_SIZES.iter().zip(sgemm::ODD_SIZES) {
-            assert!(small.0 * small.1 * small.2 * 50 < full.0 * full.1 * full.2, "{small:?}");
+            assert!(small.0 * small.1 * small.2 * 25 < full.0 * full.1 * full.2, "{small:?}");
         }
     }
 
