@@ -2,6 +2,11 @@
 //! `memlab run-demos` under compute-sanitizer's four tools (memcheck, racecheck, synccheck,
 //! initcheck) at awkward sizes and prints one Markdown row per run.
 //!
+//! Every run passes `--sanitizer`: the lessons' fixed footprints (grids that fill every SM,
+//! hundreds of L2 passes, 200 000-block reads, footprint sweeps) shrink to a few blocks while
+//! every kernel still launches at the preset's sizes (`host/src/demos/sanitizer.rs`), and memlab
+//! ends with the line `kernels launched (N of M): ...`, whose N each row shows.
+//!
 //! The GPU machines have compute-sanitizer but no cargo, so the matrix is a POSIX shell script
 //! generated from the tables below; it runs next to a bundled `memlab` (`cargo xtask bundle DIR`).
 //! The race lesson's broken kernel is not in the matrix: `run-demos` never launches it.
@@ -21,37 +26,37 @@ const TOOLS: [&str; 4] = ["memcheck", "racecheck", "synccheck", "initcheck"];
 /// and SGEMM kernels there (measured on the H200, run alone: 201 s and 247 s) and `JOBS` can run the
 /// groups side by side; the hierarchy demo, whose sizes follow the device, runs as its own
 /// command with small options.
-const PRESETS: [(&str, &str); 13] = [
+const PRESETS: [(&str, &str); 14] = [
     (
         "1x1",
-        "run-demos --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 1x1 --matmul 1x1x1 --sgemm 1x1x1 --strided-bytes 2KiB --bank-iters 8",
+        "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 1x1 --matmul 1x1x1 --sgemm 1x1x1 --strided-bytes 2KiB --bank-iters 8",
     ),
     (
         "31x33",
-        "run-demos --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 31x33 --matmul 31x33x47 --sgemm 31x33x47 --strided-bytes 4100 --bank-iters 8",
+        "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 31x33 --matmul 31x33x47 --sgemm 31x33x47 --strided-bytes 4100 --bank-iters 8",
     ),
     (
         "33x4097",
-        "run-demos --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 33x4097 --matmul 33x4097x65 --sgemm 33x4097x65 --strided-bytes 1MiB --bank-iters 16",
+        "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 33x4097 --matmul 33x4097x65 --sgemm 33x4097x65 --strided-bytes 1MiB --bank-iters 16",
     ),
-    ("1000x1000-transpose", "run-demos --runs 1 --warmup 0 --only memcpy transpose --transpose 1000x1000"),
+    ("1000x1000-transpose", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy transpose --transpose 1000x1000"),
     (
         "1000x1000-probes",
-        "run-demos --runs 1 --warmup 0 --only coalescing banks --strided-bytes 4000004 --bank-iters 64",
+        "run-demos --sanitizer --runs 1 --warmup 0 --only coalescing banks --strided-bytes 4000004 --bank-iters 64",
     ),
-    ("1000x1000-matmul", "run-demos --runs 1 --warmup 0 --only matmul --matmul 1000x1000x1000"),
-    ("1000x1000-sgemm", "run-demos --runs 1 --warmup 0 --only sgemm --sgemm 1000x1000x1000"),
+    ("1000x1000-matmul", "run-demos --sanitizer --runs 1 --warmup 0 --only matmul --matmul 1000x1000x1000"),
+    ("1000x1000-sgemm", "run-demos --sanitizer --runs 1 --warmup 0 --only sgemm --sgemm 1000x1000x1000"),
     (
         "hierarchy",
-        "hierarchy --ladder-max 64KiB --steps 64 --transfer-bytes 64KiB --dram-bytes 1MiB --bank-iters 8 --cluster-reads 8",
+        "hierarchy --sanitizer --ladder-max 64KiB --steps 64 --transfer-bytes 64KiB --dram-bytes 1MiB --bank-iters 8 --cluster-reads 8",
     ),
     // Thread-block clusters (cc 9.0; skipped in one line below): the chases, reads and barriers
     // at their fixed sizes with 8 reads per thread, the cluster matmul at odd sizes, in clusters
     // of 2 to 16 blocks and of 3 and 5 (odd clusters, odd matmul shapes 3x1 and 5x1).
-    ("clusters-1x1", "run-demos --runs 1 --warmup 0 --only clusters --matmul 1x1x1 --cluster-reads 8"),
+    ("clusters-1x1", "run-demos --sanitizer --runs 1 --warmup 0 --only clusters --matmul 1x1x1 --cluster-reads 8"),
     (
         "clusters-31x33",
-        "run-demos --runs 1 --warmup 0 --only clusters --matmul 31x33x47 --cluster-reads 8 --clusters 3,5",
+        "run-demos --sanitizer --runs 1 --warmup 0 --only clusters --matmul 31x33x47 --cluster-reads 8 --clusters 3,5",
     ),
     // The L2 lesson: a stream of 4097 vectors (not a multiple of any block), a hot
     // buffer of 4096 inside it, a 125001-vector bandwidth read (at 1 block/SM on 132 SMs some
@@ -59,26 +64,51 @@ const PRESETS: [(&str, &str); 13] = [
     // partition probe on 3 SMs (each SM's turn flushes the L2 with a read of twice its size).
     (
         "l2",
-        "run-demos --runs 1 --warmup 0 --only l2 --l2-stream-bytes 65552 --l2-read-bytes 2000016 --l2-partition-sms 3",
+        "run-demos --sanitizer --runs 1 --warmup 0 --only l2 --l2-stream-bytes 65552 --l2-read-bytes 2000016 --l2-partition-sms 3",
     ),
     // TMA (cc 9.0): a tensor map needs both dimensions a multiple of 4 (16-byte row pitches of
     // the input and the transposed output), so its odd sizes are partial 64 x 64 tiles instead.
     // Its table's SGEMM rungs 6 and 7 run at the first --sgemm size.
-    ("tma-4x4", "run-demos --runs 1 --warmup 0 --only memcpy tma --transpose 4x4 --sgemm 31x33x47"),
-    ("tma-68x132", "run-demos --runs 1 --warmup 0 --only memcpy tma --transpose 68x132 --sgemm 67x131x35"),
+    ("tma-4x4", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy tma --transpose 4x4 --sgemm 31x33x47"),
+    ("tma-68x132", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy tma --transpose 68x132 --sgemm 67x131x35"),
+    // The occupancy lesson: driver queries, and `register_pressure` timed once.
+    ("occupancy", "run-demos --sanitizer --runs 1 --warmup 0 --only occupancy"),
 ];
 
-/// The default sizes (8192x8192, 4096^3, 1 GiB, 16384 loads; SGEMM at 4096^3 only; the TMA
-/// lesson at 8192x8192, its SGEMM rungs small), one run
-/// per group of demos so that each group's result stands on its own, under memcheck only: the
-/// other tools take far longer there; with `DEFAULT_SIZES=all` every tool runs them.
+/// Racecheck's own sizes for presets whose products take it minutes (measured on the H200, run
+/// alone: 201 s for the matmul kernels at 1000^3 and 247 s for the SGEMM ladder): the same
+/// kernels at a product past one tile of every rung in each dimension, still of no tile
+/// multiple. Racecheck looks at shared-memory accesses within a block, which these sizes
+/// exercise as the larger ones do (full tiles, partial edge tiles, a partial last depth step).
+const RACECHECK_SIZES: [(&str, &str); 2] = [
+    ("1000x1000-matmul", "run-demos --sanitizer --runs 1 --warmup 0 --only matmul --matmul 263x261x97"),
+    ("1000x1000-sgemm", "run-demos --sanitizer --runs 1 --warmup 0 --only sgemm --sgemm 263x261x97"),
+];
+
+/// The arguments of `tool` at `preset` (whose arguments are `sizes`).
+fn args_of(tool: &str, preset: &str, sizes: &'static str) -> &'static str {
+    match RACECHECK_SIZES.iter().find(|(p, _)| tool == "racecheck" && *p == preset) {
+        Some((_, own)) => own,
+        None => sizes,
+    }
+}
+
+/// The default sizes (8192x8192, 1 GiB, 16384 loads; the TMA lesson at 8192x8192, its SGEMM
+/// rungs small), one run per group of demos so that each group's result stands on its own, under
+/// memcheck only: the other tools take far longer there; with `DEFAULT_SIZES=all` every tool
+/// runs them. The products keep the default `m` and `n` (4096) with `k` 128: every tile and
+/// edge of the default output, at 1/32 of the default's loads (at 4096^3 memcheck ran past
+/// 200 s on the H200 for the matmul and clusters kernels).
 const DEFAULT_PRESETS: [(&str, &str); 6] = [
-    ("default-transpose", "run-demos --runs 1 --warmup 0 --only memcpy transpose"),
-    ("default-matmul", "run-demos --runs 1 --warmup 0 --only matmul"),
-    ("default-sgemm", "run-demos --runs 1 --warmup 0 --only sgemm --sgemm 4096x4096x4096"),
-    ("default-probes", "run-demos --runs 1 --warmup 0 --only coalescing banks"),
-    ("default-clusters", "run-demos --runs 1 --warmup 0 --only clusters"),
-    ("default-tma", "run-demos --runs 1 --warmup 0 --only memcpy tma --sgemm 67x131x35"),
+    ("default-transpose", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy transpose"),
+    (
+        "default-matmul",
+        "run-demos --sanitizer --runs 1 --warmup 0 --only matmul --matmul 4096x4096x128 --matmul-naive 4096x4096x128",
+    ),
+    ("default-sgemm", "run-demos --sanitizer --runs 1 --warmup 0 --only sgemm --sgemm 4096x4096x128"),
+    ("default-probes", "run-demos --sanitizer --runs 1 --warmup 0 --only coalescing banks"),
+    ("default-clusters", "run-demos --sanitizer --runs 1 --warmup 0 --only clusters --matmul 4096x4096x128"),
+    ("default-tma", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy tma --sgemm 67x131x35"),
 ];
 
 /// One run: tool, preset name, `memlab` arguments.
@@ -88,7 +118,9 @@ type Run = (&'static str, &'static str, &'static str);
 /// cuts the slow runs, not the edge cases), then the default sizes under memcheck; and the
 /// default sizes under the other tools (`DEFAULT_SIZES=all`, last).
 fn runs() -> (Vec<Run>, Vec<Run>) {
-    let presets = PRESETS.iter().flat_map(|&(preset, sizes)| TOOLS.iter().map(move |&tool| (tool, preset, sizes)));
+    let presets = PRESETS
+        .iter()
+        .flat_map(|&(preset, sizes)| TOOLS.iter().map(move |&tool| (tool, preset, args_of(tool, preset, sizes))));
     let memcheck_default = DEFAULT_PRESETS.iter().map(|&(preset, sizes)| ("memcheck", preset, sizes));
     let slow = DEFAULT_PRESETS
         .iter()
@@ -122,7 +154,7 @@ set -u
 run() {{
   tool=$1; preset=$2; shift 2
   if [ $(( $(date +%s) - SANITIZE_T0 )) -ge "$SANITIZE_DEADLINE" ]; then
-    echo "| $tool | $preset | skipped | - | past DEADLINE_S=$SANITIZE_DEADLINE | - |"
+    echo "| $tool | $preset | skipped | - | past DEADLINE_S=$SANITIZE_DEADLINE | - | - |"
     exit 1
   fi
   log="$SANITIZE_LOGS/$tool-$preset.log"
@@ -132,7 +164,8 @@ run() {{
   summary=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$log" | tail -n 1 | sed 's/^=* *//')
   verdict=$(grep -E '^(All results verified|SOME RESULTS ARE WRONG)' "$log" | head -n 1)
   [ -n "$verdict" ] || verdict=$(grep -m 1 '^error:' "$log")
-  echo "| $tool | $preset | $code | $(( $(date +%s) - start )) | ${{summary:-no summary}} | ${{verdict:-see $log}} |"
+  kernels=$(sed -n 's/^kernels launched (\([0-9]*\) of.*/\1/p' "$log" | tail -n 1)
+  echo "| $tool | $preset | $code | $(( $(date +%s) - start )) | ${{summary:-no summary}} | ${{verdict:-see $log}} | ${{kernels:--}} |"
   [ "$code" -eq 0 ] || exit 1
 }}
 if [ "${{1:-}}" = --one ]; then
@@ -149,8 +182,8 @@ SANITIZE_PER_RUN=${{PER_RUN_S:-900}}
 SANITIZE_T0=$(date +%s)
 export SANITIZE_MEMLAB SANITIZE_TOOL SANITIZE_LOGS SANITIZE_DEADLINE SANITIZE_PER_RUN SANITIZE_T0
 mkdir -p "$SANITIZE_LOGS"
-echo "| tool | sizes | exit | s | sanitizer summary | demos |"
-echo "|---|---|---|---|---|---|"
+echo "| tool | sizes | exit | s | sanitizer summary | demos | kernels |"
+echo "|---|---|---|---|---|---|---|"
 runs() {{
   cat <<'RUNS'
 {runs}RUNS
@@ -189,8 +222,16 @@ mod tests {
         let text = script();
         for tool in TOOLS {
             for (preset, sizes) in PRESETS {
-                assert!(text.contains(&format!("\n{tool} {preset} {sizes}\n")), "{tool} {preset}");
+                let args = args_of(tool, preset, sizes);
+                assert!(text.contains(&format!("\n{tool} {preset} {args}\n")), "{tool} {preset}");
             }
+        }
+        for (preset, sizes) in RACECHECK_SIZES {
+            assert!(text.contains(&format!("\nracecheck {preset} {sizes}\n")), "{preset}");
+            assert!(
+                !text
+                    .contains(&format!("\nracecheck {preset} {}\n", PRESETS.iter().find(|p| p.0 == preset).unwrap().1))
+            );
         }
         for (preset, sizes) in DEFAULT_PRESETS {
             assert!(text.contains(&format!("\nmemcheck {preset} {sizes}\n")), "{preset}");
@@ -224,7 +265,7 @@ mod tests {
             fs::set_permissions(&path, perms).unwrap();
             path
         };
-        stub("memlab", "echo 'All results verified.'");
+        stub("memlab", "echo 'All results verified.'; echo 'kernels launched (3 of 90): a b c'");
         let (fail_tool, fail_sizes) = fail.map_or(("", ""), |(t, p)| (t, PRESETS.iter().find(|x| x.0 == p).unwrap().1));
         let sanitizer = stub(
             "fake-sanitizer",
@@ -255,7 +296,10 @@ mod tests {
         assert_eq!(code, 0, "{rows:?}");
         assert_eq!(rows.len(), TOOLS.len() * PRESETS.len() + DEFAULT_PRESETS.len());
         let exit = |row: &String| row.split('|').nth(3).unwrap().trim().to_string();
-        assert!(rows.iter().all(|r| exit(r) == "0" && r.ends_with("0 errors | All results verified. |")), "{rows:?}");
+        assert!(
+            rows.iter().all(|r| exit(r) == "0" && r.ends_with("0 errors | All results verified. | 3 |")),
+            "{rows:?}"
+        );
         let (code, rows) = run_with_stubs(4, Some(("racecheck", "31x33")), &[]);
         assert_eq!(code, 1);
         let failed: Vec<&String> = rows.iter().filter(|r| exit(r) != "0").collect();
@@ -275,9 +319,47 @@ mod tests {
         assert!(last.starts_with("| memcheck | default-tma | skipped |") && last.contains("DEADLINE_S=3"), "{rows:?}");
     }
 
+    /// Every presets' and run's `memlab` arguments.
+    fn all_args() -> impl Iterator<Item = &'static str> {
+        PRESETS.iter().chain(&RACECHECK_SIZES).chain(&DEFAULT_PRESETS).map(|p| p.1)
+    }
+
+    #[test]
+    fn every_run_is_a_sanitizer_run_of_one_repeat() {
+        for args in all_args() {
+            assert!(args.contains(" --sanitizer "), "{args}");
+            assert!(args.starts_with("hierarchy ") || args.contains(" --runs 1 --warmup 0 "), "{args}");
+        }
+    }
+
+    #[test]
+    fn every_demo_that_launches_kernels_is_in_some_run() {
+        // The demo names as `host/src/demos/mod.rs` registers them in `DEMOS`.
+        let registry = include_str!("../../host/src/demos/mod.rs");
+        let names: Vec<&str> = registry.split("Demo { name: \"").skip(1).map(|s| &s[..s.find('"').unwrap()]).collect();
+        assert!(names.len() >= 11 && names.contains(&"l2") && names.contains(&"occupancy"), "{names:?}");
+        for name in names {
+            let covered = all_args().any(|args| {
+                // The hierarchy demo runs as its own command (the same measurements).
+                let only = args.split(" --only ").nth(1).map(|rest| rest.split(" --").next().unwrap());
+                only.is_some_and(|o| o.split_whitespace().any(|d| d == name)) || args.starts_with(&format!("{name} "))
+            });
+            assert!(covered, "demo `{name}` is in no sanitizer run");
+        }
+        // Every module with typed launches belongs to a demo above, the race lesson's broken
+        // kernel (own command, never in the matrix) and the roofline's clock (every run-demos
+        // run with kernel rows) aside.
+        let kernels = include_str!("../../host/src/kernels.rs");
+        for module in kernels.lines().filter_map(|l| l.trim().strip_prefix("demos::")) {
+            let demo = module.split("::").next().unwrap();
+            let ok = ["race", "roofline"].contains(&demo) || registry.contains(&format!("Demo {{ name: \"{demo}\""));
+            assert!(ok, "kernel table {module} belongs to no demo");
+        }
+    }
+
     #[test]
     fn presets_avoid_tile_multiples() {
-        for (_, sizes) in PRESETS {
+        for (_, sizes) in PRESETS.iter().chain(&RACECHECK_SIZES) {
             let words: Vec<&str> = sizes.split_whitespace().collect();
             for option in ["--matmul", "--sgemm"] {
                 let Some(at) = words.iter().position(|w| *w == option) else { continue };

@@ -33,6 +33,10 @@ pub struct Args {
     /// 16-byte reads per thread of the distributed-shared-memory read (a multiple of 8).
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
     pub cluster_reads: u32,
+    /// For compute-sanitizer: every kernel, but grids that fill the GPU, L2 passes and fixed
+    /// buffers shrink to a few blocks (figures mean nothing); prints the kernels launched.
+    #[arg(long)]
+    pub sanitizer: bool,
 }
 
 /// Measures and prints the table; returns whether every check passed.
@@ -61,6 +65,9 @@ pub fn run(args: Args) -> Result<bool> {
         let (header, rows) = super::multi::side_by_side(&labels, &figures);
         println!("{}\n\n{}\n", super::multi::heading(&ordinals), report::table(header, rows));
     }
+    if args.sanitizer {
+        println!("{}", crate::gpu::launch::launched_line());
+    }
     Ok(passed)
 }
 
@@ -69,7 +76,14 @@ pub fn run(args: Args) -> Result<bool> {
 fn run_on(args: &Args, ordinal: u32, dram_bytes: usize, bank_iters: usize) -> Result<(bool, Vec<Vec<String>>)> {
     let gpu = Gpu::open(ordinal, None)?;
     println!("# memlab hierarchy on {}\n\n{}\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
-    let lab = Lab::new(gpu, Sizes { dram_bytes, bank_iters, cluster_reads: args.cluster_reads, ..Sizes::default() });
+    let sizes = Sizes {
+        dram_bytes,
+        bank_iters,
+        cluster_reads: args.cluster_reads,
+        sanitizer: args.sanitizer,
+        ..Sizes::default()
+    };
+    let lab = Lab::new(gpu, sizes);
     let opts = Options { ladder_max: args.ladder_max, steps: args.steps, transfer_bytes: args.transfer_bytes };
     // The memcpy ceiling, measured by its owner and passed in.
     let inputs = Inputs { memcpy: Some(memcpy::measure(&lab)?), ..Inputs::default() };

@@ -52,6 +52,11 @@ pub struct Args {
     /// SMs the L2 partition probe times, the first SM numbers (default: every SM).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub l2_partition_sms: Option<u32>,
+    /// For compute-sanitizer: every kernel at the sizes given, but grids that fill the GPU, L2
+    /// passes, footprint sweeps and fixed buffers shrink to a few blocks (figures mean nothing);
+    /// prints the kernels launched.
+    #[arg(long)]
+    pub sanitizer: bool,
     /// Timed and warm-up runs.
     #[command(flatten)]
     pub runs: super::Runs,
@@ -83,6 +88,7 @@ pub fn run(args: Args) -> Result<bool> {
         l2_read_bytes: args.l2_read_bytes,
         l2_partition_sms: args.l2_partition_sms,
         repeats: args.runs.repeats(),
+        sanitizer: args.sanitizer,
         ..Sizes::default()
     });
     if let Some([m, n, k]) = args.matmul_naive {
@@ -124,6 +130,9 @@ pub fn run(args: Args) -> Result<bool> {
         let (header, rows) = super::multi::side_by_side(&labels, &figures);
         println!("{}\n\n{}\n", super::multi::heading(&ordinals), report::table(header, rows));
     }
+    if args.sanitizer {
+        println!("{}", crate::gpu::launch::launched_line());
+    }
     Ok(passed)
 }
 
@@ -160,7 +169,10 @@ fn run_on(
         report::device(ordinal, &lab.gpu.info, lab.gpu.ptx.arch)
     );
     let bar = progress::bar(selected.len());
+    let sanitizer = lab.sizes.sanitizer;
     let (inputs, mut sections) = demos::run_all(&lab, selected, |demo, done| match done {
+        // A sanitizer run stopped by a time limit says in its log which demo it was in.
+        false if sanitizer => eprintln!("sanitizer run: {} ...", demo.name),
         false => bar.set_message(demo.name),
         true => bar.inc(1),
     })?;

@@ -94,7 +94,7 @@ fn bank_factor(stride: usize) -> u32 {
 
 /// The probe at `stride` on `out` (one word per thread of a full GPU), measured.
 fn measure_on(lab: &Lab, out: &mut DeviceBuffer<u32>, stride: usize) -> Result<KernelRow> {
-    let (blocks, threads) = super::full_gpu(&lab.gpu.info, BLOCK);
+    let (blocks, threads) = super::sanitizer::grid(lab, BLOCK);
     let iters = lab.sizes.bank_iters;
     let launch = kernels::shared_bank_probe(blocks, out, stride as u32, iters as u32);
     launch.shape.require_whole_warps(launch.kernel, lab.gpu.info.max_threads_per_block)?;
@@ -117,7 +117,7 @@ fn measure_on(lab: &Lab, out: &mut DeviceBuffer<u32>, stride: usize) -> Result<K
 
 /// The wide probe of `case` on `out`, measured.
 fn measure_wide(lab: &Lab, out: &mut DeviceBuffer<u32>, case: &WideCase) -> Result<KernelRow> {
-    let (blocks, threads) = super::full_gpu(&lab.gpu.info, BLOCK);
+    let (blocks, threads) = super::sanitizer::grid(lab, BLOCK);
     let iters = lab.sizes.bank_iters;
     let offsets = case.offsets();
     assert!(offsets.iter().all(|&o| o % case.width == 0 && o < WIDE_PROBE_MAX_OFFSET as u64), "{case:?}");
@@ -150,14 +150,14 @@ fn measure_wide(lab: &Lab, out: &mut DeviceBuffer<u32>, case: &WideCase) -> Resu
 /// # Errors
 /// Not enough device memory, or a launch refusal.
 pub fn measure_stride(lab: &Lab, stride: usize) -> Result<KernelRow> {
-    let (_, threads) = super::full_gpu(&lab.gpu.info, BLOCK);
+    let (_, threads) = super::sanitizer::grid(lab, BLOCK);
     ensure_free("the bank probe", 4 * threads)?;
     measure_on(lab, &mut poisoned::<u32>(threads)?, stride)
 }
 
 /// Runs the stride sweep with every SM full of probe blocks.
 pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
-    let (blocks, threads) = super::full_gpu(&lab.gpu.info, BLOCK);
+    let (blocks, threads) = super::sanitizer::grid(lab, BLOCK);
     let iters = lab.sizes.bank_iters;
     ensure_free("the bank probe", 4 * threads)?;
     let mut out = poisoned::<u32>(threads)?;

@@ -292,6 +292,7 @@ pub fn read_bandwidth(lab: &Lab, cluster: u32, peer_offset: u32) -> Result<Kerne
     if clusters == 0 {
         crate::refuse!("the device holds no cluster of {cluster} blocks of `cluster_shared_read` at once");
     }
+    let clusters = super::sanitizer::clusters(lab, clusters);
     let blocks = clusters * cluster;
     let threads = (blocks * READ_THREADS) as usize;
     let mut out = poisoned::<u32>(threads)?;
@@ -349,8 +350,9 @@ pub fn read_sums(cluster: u32, peer_offset: u32, reads: u32) -> Vec<u32> {
 /// and the check that every block ran at its place (rank, cluster size, cluster index).
 pub fn barrier(lab: &Lab, cluster: u32) -> Result<(f64, Check)> {
     let blocks = cluster;
+    let iters = super::sanitizer::iters(lab, BARRIER_ITERS);
     let mut out = upload(&vec![u64::MAX; BARRIER_RECORD_WORDS * blocks as usize])?;
-    let launch = kernels::cluster_barrier(blocks, cluster, BARRIER_ITERS, &mut out);
+    let launch = kernels::cluster_barrier(blocks, cluster, iters, &mut out);
     let seen = Cell::new(f64::NAN);
     let run = KernelRun {
         launch,
@@ -364,7 +366,7 @@ pub fn barrier(lab: &Lab, cluster: u32) -> Result<(f64, Check)> {
         let record = download(&out)?;
         let slowest = (0..blocks as usize).map(|b| record[2 * b]).max().unwrap_or(u64::MAX);
         if seen.get().is_nan() {
-            seen.set(slowest as f64 / BARRIER_ITERS as f64);
+            seen.set(slowest as f64 / iters as f64);
         }
         let places: Vec<u32> = (0..blocks as usize).map(|b| record[2 * b + 1] as u32).collect();
         let want = |b: usize| (b as u32 % cluster) | (cluster << 8) | ((b as u32 / cluster) << 16);

@@ -18,6 +18,7 @@ pub mod occupancy;
 pub mod peer;
 pub mod race;
 pub mod roofline;
+pub mod sanitizer;
 pub mod sgemm;
 pub mod tma;
 pub mod transpose;
@@ -167,6 +168,8 @@ pub struct Sizes {
     pub l2_partition_sms: Option<u32>,
     /// Warm-up and timed runs per kernel.
     pub repeats: Repeats,
+    /// A compute-sanitizer run: fixed footprints shrink to a few blocks ([`sanitizer`]).
+    pub sanitizer: bool,
 }
 
 impl Default for Sizes {
@@ -186,6 +189,7 @@ impl Default for Sizes {
             l2_read_bytes: None,
             l2_partition_sms: None,
             repeats: Repeats { warmup: 3, runs: 20 },
+            sanitizer: false,
         }
     }
 }

@@ -9,7 +9,7 @@ use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::hierarchy::{SM_CLOCK_CHAINS, SM_CLOCK_RECORD_WORDS, SM_CLOCK_THREADS};
 
-use super::{KernelRow, Lab, Level, Section, download, full_gpu, poisoned};
+use super::{KernelRow, Lab, Level, Section, download, poisoned};
 use crate::gpu::describe;
 use crate::gpu::device::DeviceInfo;
 use crate::gpu::launch::LaunchShape;
@@ -81,7 +81,7 @@ pub fn clock_reference((x0, a, b): (f32, f32, f32), iters: u32) -> Vec<f32> {
 /// Not enough device memory, or a failed launch.
 pub fn measure_clock(lab: &Lab) -> Result<SmClock> {
     let gpu = &lab.gpu;
-    let (blocks, threads) = full_gpu(&gpu.info, SM_CLOCK_THREADS);
+    let (blocks, threads) = super::sanitizer::grid(lab, SM_CLOCK_THREADS);
     let mut sums = poisoned::<f32>(threads)?;
     let mut clocks = poisoned::<u64>(SM_CLOCK_RECORD_WORDS * blocks as usize)?;
     let (x0, a, b) = CLOCK_FMA;

@@ -343,7 +343,7 @@ pub const NO_CUBLAS: &str = "cuBLAS not found: skipped (set MEMLAB_CUBLAS=/path/
 /// A failed allocation, launch or download.
 pub fn check_odd_sizes(lab: &Lab, rungs: &[Rung]) -> Result<Vec<Check>> {
     let mut checks = Vec::new();
-    for size in ODD_SIZES {
+    for size in super::sanitizer::odd_sizes(lab) {
         let mut ops = Operands::new(size)?;
         for rung in rungs {
             poison(&ops.c)?;
@@ -397,7 +397,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let mut notes = vec![format!(
         "every rung and every configuration of rung 8 ({}) also checked element by element on {}; rung 9 and cuBLAS TF32 with the TF32 tolerance (2^-9 of sum |a b| per product, 2k 2^-23 for the sums)",
         tuned_all.len(),
-        ODD_SIZES.map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
+        super::sanitizer::odd_sizes(lab).map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
     )];
     for &size in &lab.sizes.sgemm {
         let (m, n, k) = size;

@@ -221,6 +221,7 @@ impl Launch {
     pub fn enqueue_function(&self, gpu: &Gpu, f: &Function<'_>) -> Result<()> {
         let shape = &self.shape;
         shape.check(&gpu.info)?;
+        record_launch(self.kernel);
         // Above the default, a kernel takes dynamic shared memory only after opting in (CUDA C++
         // Programming Guide, "Shared Memory"); `check` has bounded it by the opt-in limit.
         if shape.smem_bytes > gpu.info.smem_per_block {
@@ -248,6 +249,27 @@ impl Launch {
         }
         Ok(())
     }
+}
+
+/// Entry names launched by this process so far (a sanitizer run lists them: see
+/// [`launched`]).
+static LAUNCHED: std::sync::Mutex<std::collections::BTreeSet<&'static str>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+fn record_launch(kernel: &'static str) {
+    LAUNCHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(kernel);
+}
+
+/// The entry names this process has launched through [`Launch`], sorted, each once.
+pub fn launched() -> Vec<&'static str> {
+    LAUNCHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().copied().collect()
+}
+
+/// The line a sanitizer run prints last (`sanitize.sh` reads it): how many entries of the
+/// host's typed launches ([`crate::kernels::entries`]) this process launched, and their names.
+pub fn launched_line() -> String {
+    let names = launched();
+    format!("kernels launched ({} of {}): {}", names.len(), crate::kernels::entries().count(), names.join(" "))
 }
 
 /// Declares typed launch functions, one per kernel entry, and the table of their [`Entry`]s.

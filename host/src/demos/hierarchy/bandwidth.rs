@@ -56,7 +56,8 @@ pub fn read(
     lesson: &'static str,
     prediction: String,
 ) -> Result<KernelRow> {
-    let (full, _) = crate::demos::full_gpu(&lab.gpu.info, BLOCK);
+    let (full, _) = crate::demos::sanitizer::grid(lab, BLOCK);
+    let passes = crate::demos::sanitizer::passes(lab, passes);
     let blocks = reader.blocks_per_sm.map_or(full, |b| (b * lab.gpu.info.sms).min(full));
     let threads = blocks as usize * BLOCK as usize;
     // read_cg counts 16-byte vectors in a u32 and steps its index by the thread count.

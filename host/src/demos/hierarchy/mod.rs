@@ -243,7 +243,7 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
     let (local, local_check) = latency::local(lab, steps)?;
     let (broadcast, serialized, constant_check) = latency::constant(lab, steps)?;
 
-    let l2_ws = super::l2::l2_footprint(l2_bytes);
+    let l2_ws = super::sanitizer::bytes(lab, super::l2::l2_footprint(l2_bytes));
     let l2_prediction = format!("{} x {L2_PASSES} passes, L2 hits", bytes(l2_ws));
     let l2_read = bandwidth::read(
         lab,
@@ -281,7 +281,10 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
     let transfers = bandwidth::transfers(lab, opts.transfer_bytes, repeats)?;
 
     // The outer levels: host memory read by kernels, then the nearest peer GPU (if any).
-    let host = super::host_memory::measure_all(lab, &super::host_memory::Options::for_hierarchy(steps))?;
+    let host = super::host_memory::measure_all(
+        lab,
+        &super::sanitizer::host_memory(lab, super::host_memory::Options::for_hierarchy(steps)),
+    )?;
     let mut outer = host.hierarchy_rows();
     let mut outer_checks: Vec<(&'static str, Check)> = host.checks.iter().map(|c| ("host memory", c.clone())).collect();
     outer_checks.extend(host.mapped_sweep.iter().map(|(_, r)| ("mapped strided_read", r.check.clone())));
@@ -353,7 +356,7 @@ fn persisting_row(lab: &Lab) -> Result<Result<Vec<String>, String>> {
     if let Some(why) = persisting::unsupported(lab.gpu.info.cc, &limits) {
         return Ok(Err(why));
     }
-    let stream = lab.sizes.l2_stream_bytes;
+    let stream = super::sanitizer::bytes(lab, lab.sizes.l2_stream_bytes);
     let sizes = persisting::hot_sizes(lab.gpu.info.l2_bytes as usize, stream);
     // The size whose reuse distance is just past the L2 (the third), or the largest that fits.
     let hot = sizes[sizes.len().min(3) - 1];

@@ -34,7 +34,7 @@ pub const CAPS: [u32; 7] = [255, 168, 128, 96, 64, 48, 32];
 
 /// Threads of a full GPU: every SM at its thread limit.
 fn full_gpu_threads(lab: &Lab) -> usize {
-    crate::demos::full_gpu(&lab.gpu.info, BLOCK).1
+    crate::demos::sanitizer::grid(lab, BLOCK).1
 }
 
 /// Compares `got[g]` with `want(g)` bit for bit at `SAMPLES` threads spread over `threads`.

@@ -85,7 +85,8 @@ pub fn run(lab: &Lab, _inputs: &Inputs) -> Result<Section> {
 /// Measures the three parts.
 pub fn measure(lab: &Lab) -> Result<Measured> {
     let info = &lab.gpu.info;
-    let footprint = lab.sizes.l2_read_bytes.unwrap_or_else(|| l2_footprint(info.l2_bytes as usize));
+    let footprint =
+        lab.sizes.l2_read_bytes.unwrap_or_else(|| super::sanitizer::bytes(lab, l2_footprint(info.l2_bytes as usize)));
     let mut bandwidth = Vec::new();
     for blocks in blocks_per_sm(info.max_threads_per_sm) {
         let row = |kernel, loads: usize, lesson| {
@@ -104,7 +105,7 @@ pub fn measure(lab: &Lab) -> Result<Measured> {
     let persisting = match persisting::unsupported(info.cc, &limits) {
         Some(why) => Err(why),
         None => {
-            let stream = lab.sizes.l2_stream_bytes;
+            let stream = super::sanitizer::bytes(lab, lab.sizes.l2_stream_bytes);
             let sizes = persisting::hot_sizes(info.l2_bytes as usize, stream);
             persisting::measure_sizes(lab, limits, stream, &sizes)?
         }

@@ -12,7 +12,7 @@ use memlab_contracts::probes::BLOCK;
 
 use crate::demos::hierarchy::chain::{self, LINE_BYTES};
 use crate::demos::hierarchy::ladder::bytes;
-use crate::demos::{Lab, download, ensure_free, poisoned, upload};
+use crate::demos::{Lab, download, ensure_free, poisoned, sanitizer, upload};
 use crate::gpu::describe;
 use crate::gpu::launch::LaunchShape;
 use crate::model::l2::{BANDS, Band, L2Level, band_shares, one_sm_level, two_means};
@@ -84,9 +84,9 @@ pub fn measure(lab: &Lab, warm_sm: u32, timed_sms: Option<u32>) -> Result<Partit
         );
     }
     crate::gpu::kernel::allow_dynamic_smem(gpu, "chase_l2_on_sm", smem)?;
-    let flush_bytes = (2 * info.l2_bytes as usize).next_multiple_of(READ_CG_VECTOR_BYTES);
+    let flush_bytes = sanitizer::bytes(lab, (2 * info.l2_bytes as usize).next_multiple_of(READ_CG_VECTOR_BYTES));
     let chain_bytes = CHAIN_LINES * LINE_BYTES;
-    let (flush_blocks, flush_threads) = crate::demos::full_gpu(info, BLOCK);
+    let (flush_blocks, flush_threads) = sanitizer::grid(lab, BLOCK);
     ensure_free("the L2 partition probe", flush_bytes + chain_bytes + 4 * flush_threads)?;
     let flush = poisoned::<u32>(flush_bytes / 4)?;
     let mut flush_out = poisoned::<u32>(flush_threads)?;
@@ -135,7 +135,7 @@ pub fn measure(lab: &Lab, warm_sm: u32, timed_sms: Option<u32>) -> Result<Partit
     }
     // One SM over growing footprints: one launch walks the chain once untimed, once timed.
     let mut footprints = Vec::new();
-    for (k, fp) in sweep_footprints(info.l2_bytes as usize).into_iter().enumerate() {
+    for (k, fp) in sanitizer::sweep(lab, sweep_footprints(info.l2_bytes as usize)).into_iter().enumerate() {
         let lines = fp / LINE_BYTES;
         ensure_free("the L2 partition sweep", fp + 8 * (CHASE_SM_HEADER_WORDS + lines))?;
         let next = chain::random_cycle(lines, 0x13 + k as u64);

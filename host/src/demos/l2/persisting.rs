@@ -147,7 +147,7 @@ pub fn measure_sizes(
     let largest = sizes.iter().copied().max().unwrap_or(0);
     // The all-miss bound's buffer: the largest power of two of whole vectors in the stream.
     let twin_bytes = 1usize << stream_bytes.max(READ_CG_VECTOR_BYTES).ilog2();
-    let (blocks, threads) = crate::demos::full_gpu(&gpu.info, HOT_STREAM_THREADS);
+    let (blocks, threads) = crate::demos::sanitizer::grid(lab, HOT_STREAM_THREADS);
     ensure_free("the persisting-L2 lesson", stream_bytes + largest.max(twin_bytes) + twin_bytes + 4 * threads)?;
     let stream_words: Vec<u32> = (0..stream_bytes / 4).map(reference::strided_word).collect();
     let hot_words: Vec<u32> =

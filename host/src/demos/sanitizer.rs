@@ -1,0 +1,170 @@
+//! Footprints for compute-sanitizer (`run-demos --sanitizer`, `hierarchy --sanitizer`): every
+//! kernel still launches, at the sizes the user gave, but what the lessons fix for timing
+//! (grids that fill every SM, hundreds of passes over a quarter of the L2, 200 000-block L2
+//! reads, flushes of twice the L2, footprint sweeps, checks of every SGEMM rung at 517x389x263)
+//! shrinks to a few blocks, two passes and one sweep point.
+//!
+//! Why: under compute-sanitizer every instrumented load and store is checked, so a launch runs
+//! 10 to 1000 times slower (measured on the H200: racecheck of the small presets, whose fixed
+//! grids fill 132 SMs, ran past 200 s). A sanitizer run is about coverage (each kernel at small
+//! and odd sizes, partial tiles and tails), not timing; the figures of such a run mean nothing.
+//! Each function returns its input unchanged when the run is not a sanitizer run.
+
+use memlab_contracts::l2::CHUNK_BLOCKS;
+
+use super::Lab;
+use crate::gpu::device::DeviceInfo;
+
+/// Blocks of a grid that would fill every SM: three, so that a grid-stride loop takes more
+/// than one block and the last block is not the first.
+pub const GRID_BLOCKS: u32 = 3;
+/// Passes of a multi-pass read: two, so the pass loop runs more than once.
+pub const PASSES: u32 = 2;
+/// Iterations of a timed loop (cluster barriers): a multiple of every unroll (8).
+pub const ITERS: u32 = 8;
+/// Largest fixed footprint, bytes: two 512 KiB regions of `read_cg_chunks` and three vectors of
+/// a third, so every reader has a tail; a multiple of 16 (the readers' vector).
+pub const BYTES: usize = (1 << 20) + 48;
+/// Clusters of a launch that would fill the GPU with clusters.
+pub const CLUSTERS: u32 = 2;
+/// `read_cg_chunks` blocks per region: two, so every region is read by more than one block.
+pub const CHUNK_BLOCKS_PER_REGION: u32 = 2;
+/// The SGEMM ladder's element-by-element sizes ([`super::sgemm::ODD_SIZES`] shrunk): `m` past
+/// the largest tile height (256) so a full tile row and a partial one run; the first not a
+/// multiple of 4 (scalar paths), the second a multiple of 4 but of no tile, `k` of neither
+/// (a partial last depth step of 8).
+pub const ODD_SIZES: [(usize, usize, usize); 2] = [(261, 133, 19), (260, 132, 20)];
+
+/// Whether this run is a sanitizer run.
+pub fn on(lab: &Lab) -> bool {
+    lab.sizes.sanitizer
+}
+
+/// `full` normally, `small` in a sanitizer run.
+fn pick<T>(on: bool, full: T, small: T) -> T {
+    if on { small } else { full }
+}
+
+/// Blocks and threads of a grid of `block`-thread blocks that fills every SM
+/// ([`super::full_gpu`]), or [`GRID_BLOCKS`] of them.
+pub fn grid(lab: &Lab, block: u32) -> (u32, usize) {
+    grid_for(on(lab), &lab.gpu.info, block)
+}
+
+fn grid_for(on: bool, info: &DeviceInfo, block: u32) -> (u32, usize) {
+    let (full, _) = super::full_gpu(info, block);
+    let blocks = pick(on, full, full.min(GRID_BLOCKS));
+    (blocks, blocks as usize * block as usize)
+}
+
+/// `passes`, or at most [`PASSES`].
+pub fn passes(lab: &Lab, passes: u32) -> u32 {
+    pick(on(lab), passes, passes.min(PASSES))
+}
+
+/// `iters`, or at most [`ITERS`].
+pub fn iters(lab: &Lab, iters: u32) -> u32 {
+    pick(on(lab), iters, iters.min(ITERS))
+}
+
+/// `bytes`, or at most [`BYTES`] (a multiple of 16 stays one).
+pub fn bytes(lab: &Lab, bytes: usize) -> usize {
+    pick(on(lab), bytes, bytes.min(BYTES))
+}
+
+/// `clusters`, or at most [`CLUSTERS`].
+pub fn clusters(lab: &Lab, clusters: u32) -> u32 {
+    pick(on(lab), clusters, clusters.min(CLUSTERS))
+}
+
+/// The points of a sweep, or its first.
+pub fn sweep<T>(lab: &Lab, mut points: Vec<T>) -> Vec<T> {
+    if on(lab) {
+        points.truncate(1);
+    }
+    points
+}
+
+/// Blocks of a `read_cg_chunks` launch over `regions` regions: [`CHUNK_BLOCKS`], or
+/// [`CHUNK_BLOCKS_PER_REGION`] per region.
+pub fn chunk_blocks(lab: &Lab, regions: u32) -> u32 {
+    pick(on(lab), CHUNK_BLOCKS, regions.saturating_mul(CHUNK_BLOCKS_PER_REGION))
+}
+
+/// The SGEMM ladder's element-by-element sizes.
+pub fn odd_sizes(lab: &Lab) -> [(usize, usize, usize); 2] {
+    pick(on(lab), super::sgemm::ODD_SIZES, ODD_SIZES)
+}
+
+/// The hierarchy's host-memory rows ([`super::host_memory::Options::for_hierarchy`]): 1 MiB
+/// mapped, the smallest managed buffer, a 64 KiB chain, one run.
+pub fn host_memory(lab: &Lab, opts: super::host_memory::Options) -> super::host_memory::Options {
+    host_memory_for(on(lab), opts)
+}
+
+fn host_memory_for(on: bool, opts: super::host_memory::Options) -> super::host_memory::Options {
+    use crate::gpu::host_memory::HOST_PAGE_BYTES;
+    use crate::reference::STRIDED_READS_PER_THREAD;
+    let small = super::host_memory::Options {
+        mapped_bytes: 1 << 20,
+        managed_bytes: 4 * STRIDED_READS_PER_THREAD * HOST_PAGE_BYTES,
+        chain_bytes: 64 << 10,
+        runs: 1,
+        ..opts
+    };
+    pick(on, opts, small)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::demos::{coalescing, host_memory, l2, sgemm};
+
+    #[test]
+    fn a_sanitizer_grid_is_three_blocks_and_otherwise_the_full_gpu() {
+        let h200 = DeviceInfo::h200();
+        assert_eq!(grid_for(false, &h200, 256), (132 * 8, 132 * 8 * 256));
+        assert_eq!(grid_for(true, &h200, 256), (3, 768));
+        // A GPU whose full grid is smaller keeps it.
+        let tiny = DeviceInfo { sms: 1, max_threads_per_sm: 512, ..h200 };
+        assert_eq!(grid_for(true, &tiny, 256), (2, 512));
+    }
+
+    #[test]
+    fn the_small_footprints_keep_every_tail_and_loop() {
+        const { assert!(PASSES > 1 && GRID_BLOCKS > 1 && CLUSTERS > 1 && CHUNK_BLOCKS_PER_REGION > 1) };
+        const { assert!(ITERS.is_multiple_of(8)) };
+        // Two whole 512 KiB regions and a partial third; whole 16-byte vectors; enough for the
+        // strided sweep's widest stride.
+        assert_eq!(l2::policies::regions(BYTES), 2);
+        assert!(!BYTES.is_multiple_of(l2::policies::REGION_BYTES) && BYTES.is_multiple_of(16));
+        assert_eq!(l2::check_bytes(BYTES).unwrap(), BYTES);
+        assert_eq!(coalescing::check_bytes(BYTES), Ok(BYTES));
+    }
+
+    #[test]
+    fn the_sgemm_sizes_keep_the_shapes_the_full_ones_test() {
+        let [(m0, n0, k0), (m1, n1, k1)] = ODD_SIZES;
+        // As sgemm::ODD_SIZES: the first of no multiple of 4, the second of multiples of 4 but
+        // of no tile, k never a multiple of the depth step 8; both past one 256-row tile.
+        assert!([m0, n0, k0].iter().all(|d| d % 4 != 0));
+        assert!([m1, n1, k1].iter().all(|d| d % 4 == 0 && d % 8 != 0));
+        assert!(m0 > 256 && m1 > 256 && n0 > 128 && n1 > 128);
+        for (small, full) in ODD_SIZES.iter().zip(sgemm::ODD_SIZES) {
+            assert!(small.0 * small.1 * small.2 * 25 < full.0 * full.1 * full.2, "{small:?}");
+        }
+    }
+
+    #[test]
+    fn the_host_memory_rows_shrink_to_sizes_the_lesson_accepts() {
+        let full = host_memory::Options::for_hierarchy(64);
+        assert_eq!(host_memory_for(false, full.clone()).managed_bytes, full.managed_bytes);
+        let small = host_memory_for(true, full);
+        assert_eq!(
+            (small.mapped_bytes, small.managed_bytes, small.chain_bytes, small.runs),
+            (1 << 20, 128 << 10, 64 << 10, 1)
+        );
+        assert_eq!(small.steps, 64);
+        host_memory::check_options(&small, 1 << 30).unwrap();
+    }
+}
