@@ -114,20 +114,27 @@ fn log_range(values: impl IntoIterator<Item = f64>) -> std::ops::Range<f64> {
 const DENSE_DECADES: i32 = 6;
 
 /// Ticks at 1, 2 and 5 times each power of ten inside `range` (10, 20, 50, 100, ...), so a
-/// log axis can be read between its decades; past [`DENSE_DECADES`] decades, at most about
-/// a dozen powers of ten.
+/// log axis can be read between its decades (every whole multiple when the range spans one
+/// decade or less); past [`DENSE_DECADES`] decades, at most about a dozen powers of ten.
 pub fn log_ticks(range: &std::ops::Range<f64>) -> Vec<f64> {
     if !(range.start > 0.0 && range.end.is_finite() && range.start < range.end) {
         return Vec::new();
     }
     let (lo, hi) = (range.start.log10().floor() as i32, range.end.log10().ceil() as i32);
-    let (step, marks): (usize, &[f64]) =
-        if hi - lo <= DENSE_DECADES { (1, &[1.0, 2.0, 5.0]) } else { (((hi - lo) / 12).max(1) as usize, &[1.0]) };
-    (lo..=hi)
-        .step_by(step)
-        .flat_map(|d| marks.iter().map(move |m| m * 10f64.powi(d)))
-        .filter(|v| range.contains(v))
-        .collect()
+    let ticks = |step: usize, marks: &[f64]| -> Vec<f64> {
+        (lo..=hi)
+            .step_by(step)
+            .flat_map(|d| marks.iter().map(move |m| m * 10f64.powi(d)))
+            .filter(|v| range.contains(v))
+            .collect()
+    };
+    if hi - lo > DENSE_DECADES {
+        return ticks(((hi - lo) / 12).max(1) as usize, &[1.0]);
+    }
+    // Where 1-2-5 leaves fewer than three labels (a range within about one decade), every
+    // whole multiple of the power of ten.
+    let sparse = ticks(1, &[1.0, 2.0, 5.0]);
+    if sparse.len() >= 3 { sparse } else { ticks(1, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]) }
 }
 
 /// `range` grown down to the 1-2-5 tick below it, so that the lowest values have a labelled
@@ -446,15 +453,44 @@ impl SweepChart {
                 chart.draw_series(xy.iter().map(|&c| Circle::new(c, 6 + 3 * k as i32, colour.stroke_width(2))))?;
             }
         }
+        // The legend goes to the corner with the fewest points under it.
+        let (xs, ys) = chart.plotting_area().get_pixel_range();
+        let pixels: Vec<(i32, i32)> = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().enumerate().filter(|(_, p)| drawn(p.y)))
+            .map(|(i, p)| chart.backend_coord(&(i as f64, p.y)))
+            .collect();
+        let corner = legend_corner(&pixels, (xs.start, xs.end), (ys.start, ys.end));
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
+            .position(corner)
             .label_font((FONT, 15))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()?;
         Ok(())
     }
+}
+
+/// The corner of a plot spanning pixels `xs` x `ys` whose box (the outer 45% of the width, 35%
+/// of the height) covers the fewest of `points`: upper right first on a tie.
+fn legend_corner(points: &[(i32, i32)], xs: (i32, i32), ys: (i32, i32)) -> SeriesLabelPosition {
+    let (w, h) = ((xs.1 - xs.0) as f64, (ys.1 - ys.0) as f64);
+    let right = |x: i32| (x - xs.0) as f64 > 0.55 * w;
+    let left = |x: i32| ((x - xs.0) as f64) < 0.45 * w;
+    let upper = |y: i32| ((y - ys.0) as f64) < 0.35 * h;
+    let lower = |y: i32| (y - ys.0) as f64 > 0.65 * h;
+    let count = |inside: &dyn Fn(i32, i32) -> bool| points.iter().filter(|&&(x, y)| inside(x, y)).count();
+    [
+        (SeriesLabelPosition::UpperRight, count(&|x, y| right(x) && upper(y))),
+        (SeriesLabelPosition::LowerRight, count(&|x, y| right(x) && lower(y))),
+        (SeriesLabelPosition::UpperLeft, count(&|x, y| left(x) && upper(y))),
+        (SeriesLabelPosition::LowerLeft, count(&|x, y| left(x) && lower(y))),
+    ]
+    .into_iter()
+    .min_by_key(|c| c.1)
+    .map_or(SeriesLabelPosition::UpperRight, |c| c.0)
 }
 
 /// The occupancy calculator's three classic graphs for one kernel: occupancy against threads
@@ -1108,5 +1144,27 @@ impl Chart for RooflineChart {
             .border_style(BLACK)
             .draw()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_within_about_a_decade_gets_every_whole_multiple() {
+        // The TMA pipelines: 970 to 5000 GB/s had only 1000 and 2000 labelled.
+        assert_eq!(log_ticks(&(970.0..5000.0)), [1000.0, 2000.0, 3000.0, 4000.0]);
+        assert_eq!(log_ticks(&(27.0..1100.0)), [50.0, 100.0, 200.0, 500.0, 1000.0]);
+    }
+
+    #[test]
+    fn the_legend_avoids_the_points() {
+        let corner = |points: &[(i32, i32)]| legend_corner(points, (0, 100), (0, 100));
+        // Pixels grow downwards: y 10 is near the top.
+        assert!(matches!(corner(&[(20, 90)]), SeriesLabelPosition::UpperRight));
+        assert!(matches!(corner(&[(80, 10), (90, 12)]), SeriesLabelPosition::LowerRight));
+        assert!(matches!(corner(&[(80, 10), (90, 90)]), SeriesLabelPosition::UpperLeft));
+        assert!(matches!(corner(&[(80, 10), (90, 90), (10, 10)]), SeriesLabelPosition::LowerLeft));
     }
 }
