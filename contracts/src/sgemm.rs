@@ -258,7 +258,7 @@ const SM_REGISTERS: u32 = 65536;
 /// block, blocks per SM)`: the host's build step writes them into the PTX as `.maxntid` and
 /// `.minnctapersm` (PTX ISA, "Performance-Tuning Directives"), CUDA C++'s
 /// `__launch_bounds__(threads, blocks)`, for which rustc has no attribute. ptxas then caps
-/// registers at [`tuned_regs`].
+/// registers at `65536 / (threads x blocks)` (at most 255).
 pub fn launch_bounds(sm: u32) -> impl Iterator<Item = (&'static str, u32, u32)> {
     let tf32 = |name| (name, TF32_THREADS, SM_REGISTERS / (TF32_THREADS * TUNED_REGS));
     let tuned = TUNED.iter().map(move |c| (c.name, c.threads(), c.blocks_per_sm(sm)));

@@ -290,4 +290,14 @@ mod tests {
         };
         assert!(e.to_string().contains("names 8x8 twice"), "{e}");
     }
+
+    #[test]
+    fn a_sanitizer_run_writes_no_record() {
+        for output in [["--json", "run.json"], ["--report", "report"]] {
+            let args = ["memlab", "run-demos", "--sanitizer", output[0], output[1]];
+            let Err(e) = Cli::try_parse_from(args) else { panic!("{args:?} is refused") };
+            assert!(e.to_string().contains("cannot be used with"), "{e}");
+        }
+        assert!(Cli::try_parse_from(["memlab", "run-demos", "--sanitizer"]).is_ok());
+    }
 }

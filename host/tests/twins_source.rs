@@ -85,7 +85,7 @@ fn each_kernel_is_defined_once() {
 }
 
 /// The name after `KERNEL void `, past a `__launch_bounds__(...)` (whose arguments may nest
-/// parentheses).
+/// parentheses) and a macro's line continuation.
 fn kernel_name(rest: &str) -> Option<&str> {
     let rest = match rest.strip_prefix("__launch_bounds__") {
         Some(bounds) => {
@@ -102,7 +102,8 @@ fn kernel_name(rest: &str) -> Option<&str> {
         }
         None => rest,
     };
-    rest.split('(').next().map(str::trim)
+    // A macro's definition continues the line with `\` before the name.
+    rest.trim_start_matches(|c: char| c == '\\' || c.is_whitespace()).split('(').next().map(str::trim)
 }
 
 #[test]
@@ -115,4 +116,5 @@ fn the_checks_see_what_a_lost_line_breaks() {
     assert_eq!(code("a \"}\" /* { */ b // (\nc"), "a   b \nc");
     assert_eq!(kernel_name("__launch_bounds__(32 * (4 / 2), 1)\n    k_8(const float* a)"), Some("k_8"));
     assert_eq!(kernel_name("plain(int n)"), Some("plain"));
+    assert_eq!(kernel_name("__launch_bounds__(256, 2) \\\n    k_##BM(float* a)"), Some("k_##BM"));
 }

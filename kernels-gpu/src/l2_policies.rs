@@ -37,7 +37,7 @@ kernel! {
     /// of 8 blocks per SM, each its fixed lines 256 times, reaches 8.2; measured,
     /// `bench/l2_experiments.cu`).
     ///
-    /// - Launch: one-dimensional, blocks of [`CHUNK_THREADS`] threads (`CHUNK_BLOCKS` of them).
+    /// - Launch: one-dimensional, blocks of [`CHUNK_THREADS`] threads (as many as asked).
     ///   Shared memory: none. Memory level: L2 (the footprint `regions` x 512 KiB fits it).
     /// - Buffers: `input` holds `regions * REGION_VECTORS` vectors, `out` `regions * 256` words.
     /// - Preconditions: `regions >= 1` (none reads nothing), `regions * REGION_VECTORS < 2^32`.

@@ -41,6 +41,9 @@ pub struct Args {
 
 /// Measures and prints the table; returns whether every check passed.
 pub fn run(args: Args) -> Result<bool> {
+    if args.sanitizer {
+        eprintln!("sanitizer footprints: every result is checked, but no figure is a measurement");
+    }
     if let Some(max) = args.ladder_max
         && (!max.is_power_of_two() || max < LADDER_MIN)
     {

@@ -54,8 +54,9 @@ pub struct Args {
     pub l2_partition_sms: Option<u32>,
     /// For compute-sanitizer: every kernel at the sizes given, but grids that fill the GPU, L2
     /// passes, footprint sweeps and fixed buffers shrink to a few blocks (figures mean nothing);
-    /// prints the kernels launched.
-    #[arg(long)]
+    /// prints the kernels launched. Its figures are not measurements, so it writes no --json
+    /// or --report.
+    #[arg(long, conflicts_with_all = ["json", "report"])]
     pub sanitizer: bool,
     /// Timed and warm-up runs.
     #[command(flatten)]
@@ -78,6 +79,9 @@ fn l2_bytes(text: &str) -> Result<usize, String> {
 /// Runs the demos on each chosen device, then puts the devices side by side; returns whether
 /// every check passed.
 pub fn run(args: Args) -> Result<bool> {
+    if args.sanitizer {
+        eprintln!("sanitizer footprints: every result is checked, but no figure is a measurement");
+    }
     let mut sizes = args.shapes.apply(Sizes {
         strided_bytes: args.strided_bytes,
         dram_bytes: hierarchy::check_dram_bytes(args.dram_bytes)?,

@@ -221,7 +221,6 @@ impl Launch {
     pub fn enqueue_function(&self, gpu: &Gpu, f: &Function<'_>) -> Result<()> {
         let shape = &self.shape;
         shape.check(&gpu.info)?;
-        record_launch(self.kernel);
         // Above the default, a kernel takes dynamic shared memory only after opting in (CUDA C++
         // Programming Guide, "Shared Memory"); `check` has bounded it by the opt-in limit.
         if shape.smem_bytes > gpu.info.smem_per_block {
@@ -231,7 +230,9 @@ impl Launch {
         let mut values = self.args.clone();
         let mut ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr() as *mut c_void).collect();
         if let Some(cluster) = self.cluster {
-            return super::cluster::launch(gpu, f, self.kernel, shape, cluster, &mut ptrs);
+            super::cluster::launch(gpu, f, self.kernel, shape, cluster, &mut ptrs)?;
+            record_launch(self.kernel);
+            return Ok(());
         }
         // SAFETY: the values match the entry's parameters (the typed launch function builds
         // them from its signature, and `tests/launch_params.rs` checks every signature against
@@ -247,6 +248,8 @@ impl Launch {
                 describe(e)
             );
         }
+        // Recorded once the driver took the launch, so a refused one is not listed.
+        record_launch(self.kernel);
         Ok(())
     }
 }
@@ -347,6 +350,17 @@ mod tests {
         assert_eq!(s.threads_per_block(), 256);
         let s = LaunchShape::covering(1, 1, (16, 16), (16, 16), 0);
         assert_eq!(s.grid, (1, 1));
+    }
+
+    #[test]
+    fn the_launched_line_has_the_shape_sanitize_sh_reads() {
+        // sanitize.sh: sed -n 's/^kernels launched (\([0-9]*\) of.*/\1/p'
+        record_launch("copy");
+        let line = launched_line();
+        let total = crate::kernels::entries().count();
+        let n: usize =
+            line.strip_prefix("kernels launched (").and_then(|r| r.split(" of ").next()).unwrap().parse().unwrap();
+        assert!(n >= 1 && line.contains(&format!(" of {total}): ")) && line.contains("copy"), "{line}");
     }
 
     fn refusal(shape: LaunchShape) -> String {

@@ -11,7 +11,13 @@
 //!    row-major, densely packed, each 16-byte aligned and fewer than `2^32` elements (the
 //!    module doc of `sgemm`). The `*_or_zero`/`store_c` accessors check their index; the vector
 //!    ones ([`Gemm::load4_a`], [`Gemm::load4_b`], [`Gemm::store4_c`]) take the caller's word
-//!    that the 4 elements lie inside one row (checked only in the `checked` build, which traps).
+//!    that the 4 elements lie inside one row (checked only in the `checked` build, which traps);
+//!    so does [`AsyncSource::copy_chunk_inside`] for its 16 bytes. By Rust's rules these, and
+//!    [`Shared::at`]/[`Shared::add`] for invariant 2, would be `unsafe fn`: a safe caller that
+//!    breaks the invariant reads or writes out of bounds in the release build. They stay safe
+//!    in signature so that the lesson files hold no `unsafe`, and each caller proves its
+//!    condition where it calls them (the interior tests of `sgemm/`); the API's typed views and
+//!    tiles, not these, are the lab's example of bounds the types enforce.
 //! 2. **Shared memory.** Every [`Shared`] place lies inside the dynamic shared bytes the
 //!    launch gives (the configuration's `smem_bytes`, `memlab_contracts::sgemm`), aligned to
 //!    its access (checked in the `checked` build against `%dynamic_smem_size`).
