@@ -838,14 +838,17 @@ impl BarChart {
         let references: Vec<Bar> = series(s, names::REFERENCE)
             .map(|r| r.points.iter().map(|p| (p.label.clone().unwrap_or_default(), p.y)).collect())
             .unwrap_or_default();
-        // "cuBLAS 4096x4096x4096" names the size; "4096x4096x4096" -> "4096³".
-        let size = |n: usize| -> String {
-            let text = references
-                .get(n)
-                .and_then(|r| r.0.split_once(' '))
-                .map_or(format!("size {}", n + 1), |r| r.1.to_string());
-            crate::cli::cubed(&text)
-        };
+        // "cuBLAS 4096x4096x4096" and "cuBLAS TF32 4096x4096x4096" name one size, their last
+        // word; the n-th size is the n-th one named, "4096x4096x4096" -> "4096³".
+        let size_of = |label: &str| label.rsplit_once(' ').map_or(label, |r| r.1).to_string();
+        let mut named: Vec<String> = Vec::new();
+        for r in &references {
+            let s = size_of(&r.0);
+            if !named.contains(&s) {
+                named.push(s);
+            }
+        }
+        let size = |n: usize| named.get(n).map_or(format!("size {}", n + 1), |s| crate::cli::cubed(s));
         let mut rungs: Vec<(String, Vec<f64>)> = Vec::new();
         for k in &s.kernels {
             if let Rate::Tflops(t) = k.rate {
@@ -870,8 +873,10 @@ impl BarChart {
             .collect();
         let references = references
             .iter()
-            .enumerate()
-            .map(|(n, (label, v))| (format!("{} {}", label.split(' ').next().unwrap_or(""), size(n)), *v))
+            .map(|(label, v)| match label.rsplit_once(' ') {
+                Some((what, at)) => (format!("{what} {}", crate::cli::cubed(at)), *v),
+                None => (label.clone(), *v),
+            })
             .collect();
         Some(BarChart { stem: "sgemm_ladder", title: s.title.clone(), unit: "TFLOP/s", bars, references, note: None })
     }

@@ -134,11 +134,14 @@ fn charts_of_the_full_recorded_run_keep_every_size_and_explain_what_passes_a_roo
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json");
     let r = RunRecord::load(&path).unwrap();
     let ladder = BarChart::sgemm_ladder(&r.sections).unwrap();
-    assert_eq!(ladder.bars.len(), 14, "7 rungs at 4096³ and 8192³");
+    // 10 rungs (the tuned rung 8 and rung 9 with its unswizzled contrast among them) at 4096³
+    // and 8192³; cuBLAS FP32 and TF32 at each size.
+    assert_eq!(ladder.bars.len(), 20, "10 rungs at 4096³ and 8192³");
     assert_eq!(ladder.bars[0].0, "matmul_tiled_32 4096³");
-    assert_eq!(ladder.bars[13].0, "sgemm_7_async_copy 8192³");
+    assert_eq!(ladder.bars[1].0, "matmul_tiled_32 8192³");
+    assert_eq!(ladder.bars[19].0, "sgemm_9_tensor_tf32_unswizzled 8192³");
     let refs: Vec<&str> = ladder.references.iter().map(|r| r.0.as_str()).collect();
-    assert_eq!(refs, ["cuBLAS 4096³", "cuBLAS 8192³"]);
+    assert_eq!(refs, ["cuBLAS 4096³", "cuBLAS TF32 4096³", "cuBLAS 8192³", "cuBLAS TF32 8192³"]);
     let bars = BarChart::bandwidth(&r.sections, r.memcpy_gbs).unwrap();
     assert!(bars.bars.iter().any(|b| b.0 == "read_cg" && b.1 > r.memcpy_gbs.unwrap()));
     assert!(bars.note.as_deref().is_some_and(|n| n.contains("only reads")), "{:?}", bars.note);

@@ -79,7 +79,9 @@ fn every_rows_occupancy_command_parses_and_replays_its_block_count() {
         let Memlab::Occupancy(args) = Memlab::try_parse_from(&words).unwrap_or_else(|e| panic!("{words:?}: {e}"));
         let (major, minor) = args.cc.expect("the command names the device's cc");
         assert_eq!((args.threads, args.regs), (row.shape.threads_per_block(), Some(row.attrs.regs)));
-        let res = KernelResources::new(args.threads, args.regs.unwrap()).with_dynamic_smem(args.smem as u32);
+        let res = KernelResources::new(args.threads, args.regs.unwrap())
+            .with_dynamic_smem(args.smem as u32)
+            .with_opt_in(args.opt_in);
         let o = occupancy(ArchLimits::for_cc(major, minor).unwrap(), &res, Mode::Hardware).unwrap();
         assert_eq!(Some(o.active_blocks), row.model_blocks, "{}", row.occupancy_command);
         assert_eq!(o.active_blocks, row.occupancy.active_blocks, "the driver's count too: {}", row.occupancy_command);

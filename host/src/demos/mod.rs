@@ -462,10 +462,13 @@ pub fn model_blocks(cc: (u32, u32), attrs: &KernelAttrs, shape: &LaunchShape) ->
 /// figures and shape: the driver's registers, the block's threads, its static plus dynamic
 /// shared bytes (the hardware rules are the command's default for `--cc`).
 pub fn occupancy_command(cc: (u32, u32), attrs: &KernelAttrs, shape: &LaunchShape) -> String {
-    let smem = attrs.static_smem + shape.smem_bytes;
-    let smem = if smem > 0 { format!(" --smem {smem}B") } else { String::new() };
+    let bytes = attrs.static_smem + shape.smem_bytes;
+    let smem = if bytes > 0 { format!(" --smem {bytes}B") } else { String::new() };
+    // Above the default per-block limit the kernel opted in (the launch does, `gpu::launch`).
+    let default = crate::model::occupancy::ArchLimits::for_cc(cc.0, cc.1).map(|a| a.smem_per_block_default);
+    let opt_in = if default.is_some_and(|d| bytes > d) { " --opt-in" } else { "" };
     format!(
-        "memlab occupancy --cc {}.{} --threads {} --regs {}{smem}",
+        "memlab occupancy --cc {}.{} --threads {} --regs {}{smem}{opt_in}",
         cc.0,
         cc.1,
         shape.threads_per_block(),
