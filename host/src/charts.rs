@@ -940,10 +940,14 @@ impl Chart for BarChart {
                 5,
                 MARK.stroke_width(2),
             ))?;
-            // Right-aligned against its line, one line of text lower per reference.
+            // Right-aligned against its line, one line of text lower per reference; on the
+            // line's right where the left would leave the plot.
             let text = format!("{label} {}", compact(*value));
             let width = text.chars().count() as i32 * 8;
-            let label = Text::new(text, (-width - 6, 4 + 17 * j as i32), (FONT, 14).into_font().color(&MARK));
+            let line_x = chart.backend_coord(&(at(*value), n)).0;
+            let left_edge = chart.plotting_area().get_pixel_range().0.start;
+            let dx = if line_x - width - 6 < left_edge { 6 } else { -width - 6 };
+            let label = Text::new(text, (dx, 4 + 17 * j as i32), (FONT, 14).into_font().color(&MARK));
             chart.draw_series([EmptyElement::at((at(*value), n)) + label])?;
         }
         Ok(())
