@@ -6,6 +6,7 @@
 //! The width is `COLUMNS` when set, else the terminal's, else [`PIPE_WIDTH`] when the output
 //! is not a terminal.
 
+use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use comfy_table::{ColumnConstraint, ContentArrangement, Table, Width, presets::ASCII_MARKDOWN};
@@ -72,21 +73,70 @@ pub fn terminal_width() -> u16 {
 }
 
 /// A table of `header` and `rows`: Markdown (one line per row), or fitted to the terminal's
-/// width, cells wrapped.
+/// width, cells wrapped. Columns that do not fit at their words' widths (see [`fitting_columns`])
+/// leave the terminal table and follow it, one line per row.
 pub fn render(layout: Layout, header: Vec<String>, rows: Vec<Vec<String>>) -> String {
+    let Layout::Terminal(width) = layout else {
+        return table(&header, &rows, None);
+    };
+    let bounds = word_bounds(&header, &rows);
+    let keep = fitting_columns(&bounds, width);
+    if keep.iter().all(|&k| k) {
+        return table(&header, &rows, Some((width, &bounds)));
+    }
+    let pick = |cells: &[String]| -> Vec<String> {
+        cells.iter().zip(&keep).filter(|(_, k)| **k).map(|(c, _)| c.clone()).collect()
+    };
+    let kept_bounds: Vec<usize> = bounds.iter().zip(&keep).filter(|(_, k)| **k).map(|(b, _)| *b).collect();
+    let kept_rows: Vec<Vec<String>> = rows.iter().map(|r| pick(r)).collect();
+    let mut out = table(&pick(&header), &kept_rows, Some((width, &kept_bounds)));
+    // A row is named by its first cell, or by its first two when the first repeats (one kernel
+    // at several sizes).
+    let by_two = header.len() > 1 && rows.iter().map(|r| &r[0]).collect::<HashSet<_>>().len() < rows.len();
+    for row in &rows {
+        let name = if by_two { format!("{} {}", row[0], row[1]) } else { row[0].clone() };
+        let moved: Vec<String> = (1..header.len())
+            .filter(|&c| !keep[c] && !(by_two && c == 1))
+            .map(|c| format!("{}: {}", header[c], row[c]))
+            .collect();
+        out += "\n";
+        out += &bullet(layout, &format!("{name}: {}", moved.join("; ")));
+    }
+    out
+}
+
+/// Which columns stay in a terminal table of `width` columns, given each column's longest word
+/// (`bounds`, from [`word_bounds`]): a column takes its words, 2 of padding and a border. While
+/// they do not fit, the widest column but the first leaves (the rightmost of equals); two
+/// columns always stay.
+pub fn fitting_columns(bounds: &[usize], width: u16) -> Vec<bool> {
+    let mut keep = vec![true; bounds.len()];
+    let needed = |keep: &[bool]| 1 + bounds.iter().zip(keep).filter(|(_, k)| **k).map(|(b, _)| b + 3).sum::<usize>();
+    while needed(&keep) > width as usize && keep.iter().filter(|&&k| k).count() > 2 {
+        let widest = (1..bounds.len()).filter(|&c| keep[c]).max_by_key(|&c| (bounds[c], c));
+        keep[widest.expect("more than two columns kept")] = false;
+    }
+    keep
+}
+
+/// Each column's longest word, capped: [`FIRST_COLUMN`] characters in the first column (it names
+/// the row: a kernel, a level), [`WORD`] in the others.
+fn word_bounds(header: &[String], rows: &[Vec<String>]) -> Vec<usize> {
+    let words = longest_words(header, rows);
+    words.iter().enumerate().map(|(c, &w)| w.min(if c == 0 { FIRST_COLUMN } else { WORD })).collect()
+}
+
+/// comfy-table's Markdown table; with `fit` (width, word bounds) wrapped to the width, each
+/// column kept at least as wide as its bound where the width allows it.
+fn table(header: &[String], rows: &[Vec<String>], fit: Option<(u16, &[usize])>) -> String {
     let mut t = Table::new();
     t.load_preset(ASCII_MARKDOWN);
-    let words = longest_words(&header, &rows);
-    t.set_header(header);
+    t.set_header(header.to_vec());
     for row in rows {
-        t.add_row(row);
+        t.add_row(row.clone());
     }
-    if let Layout::Terminal(width) = layout {
+    if let Some((width, bounds)) = fit {
         t.set_content_arrangement(ContentArrangement::Dynamic).set_width(width);
-        // Words stay whole where the width allows it: up to FIRST_COLUMN characters in the first
-        // column (it names the row: a kernel, a level), up to WORD in the others.
-        let bounds: Vec<usize> =
-            words.iter().enumerate().map(|(c, &w)| w.min(if c == 0 { FIRST_COLUMN } else { WORD })).collect();
         // The first column first, then the narrowest, while the table still fits (a column
         // takes its words, 2 of padding and a border; an unbounded one at least 4).
         let mut order: Vec<usize> = (1..bounds.len()).collect();
@@ -219,6 +269,40 @@ mod tests {
             assert!(t.lines().count() > 4, "the long cell wraps at {width}:\n{t}");
             assert_eq!(t.matches("word").count(), 60, "no word lost at {width}");
         }
+    }
+
+    #[test]
+    fn columns_beyond_the_width_follow_the_table() {
+        // Eleven columns whose words need 1 + 27 + 9 + 8 * 8 + 16 + 11 * 3 = 150 characters: at
+        // 100 the widest leave the table (the digest, the size, then the rightmost of the 8s).
+        let header: Vec<String> =
+            ["kernel", "size", "a", "b", "c", "d", "e", "f", "g", "h", "check"].iter().map(|h| h.to_string()).collect();
+        let row = |kernel: &str, size: &str, digest: &str| {
+            let mut r = vec![kernel.to_string(), size.to_string()];
+            r.extend((0..8).map(|i| format!("{i}.{i}{i}{i}{i}{i}{i}")));
+            r.push(format!("ok (1 exact), output {digest}"));
+            r
+        };
+        let rows = vec![
+            row("sgemm_6_double_buffered_xyz", "4096x4096", "0123456789abcdef"),
+            row("sgemm_6_double_buffered_xyz", "8192x8192", "fedcba9876543210"),
+        ];
+        let bounds = word_bounds(&header, &rows);
+        assert_eq!(bounds, [27, 9, 8, 8, 8, 8, 8, 8, 8, 8, 16]);
+        let keep = fitting_columns(&bounds, 100);
+        assert_eq!(keep, [true, false, true, true, true, true, true, true, false, false, false]);
+        let t = render(Layout::Terminal(100), header.clone(), rows.clone());
+        assert!(fits(&t, 100), "{t}");
+        // Every kept column keeps its longest word whole, and the moved ones follow, named by
+        // kernel and size (the kernel repeats).
+        assert!(t.contains("| 5.555555 |"), "{t}");
+        assert!(t.contains("- sgemm_6_double_buffered_xyz 8192x8192: g: 6.666666; h: 7.777777; check: ok (1"), "{t}");
+        assert!(t.contains("fedcba9876543210") && t.contains("0123456789abcdef"), "{t}");
+        // Wide enough, nothing moves; Markdown never moves anything.
+        assert!(fitting_columns(&bounds, 160).iter().all(|&k| k));
+        assert!(!render(Layout::Markdown, header, rows).contains("\n- "));
+        // Two columns always stay, however narrow the width.
+        assert_eq!(fitting_columns(&[28, 18, 18], 20), [true, true, false]);
     }
 
     #[test]
