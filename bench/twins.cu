@@ -536,6 +536,27 @@ DEV void cp_async_wait() {
 }
 DEV void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 
+// The cp.async ring of rungs 8 and 9: STAGES - 1 steps in flight ahead of the one computed.
+// `fill(stage, step)` issues a step's copies into a stage; `compute(stage)` reads a landed one.
+template <unsigned STAGES, class Fill, class Compute>
+DEV void cp_async_ring(unsigned steps, Fill fill, Compute compute) {
+#pragma unroll
+    for (unsigned s = 0; s < STAGES - 1; s++) {
+        if (s < steps) fill(s, s);
+        cp_async_commit();
+    }
+    unsigned read = 0, write = STAGES - 1;
+    for (unsigned s = 0; s < steps; s++) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        if (s + STAGES - 1 < steps) fill(write, s + STAGES - 1);
+        cp_async_commit();
+        compute(read);
+        write = read;
+        read = read + 1 == STAGES ? 0 : read + 1;
+    }
+}
+
 template <unsigned PITCH>
 struct RowMajor {
     static DEV unsigned at(unsigned r, unsigned c) { return r * PITCH + 4 * c; }
@@ -556,17 +577,7 @@ DEV void tuned(const float* a, const float* b, float* c, unsigned m, unsigned n,
         copy_tile<BM, BK, THREADS, RowMajor<PITCH>>(as, a, m, k, row0, s * BK, t);
         copy_tile<BK, BN, THREADS, RowMajor<BN>>(as + BM * PITCH, b, k, n, s * BK, col0, t);
     };
-#pragma unroll
-    for (unsigned s = 0; s < STAGES - 1; s++) {
-        if (s < steps) fill(s, s);
-        cp_async_commit();
-    }
-    unsigned read = 0, write = STAGES - 1;
-    for (unsigned s = 0; s < steps; s++) {
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        if (s + STAGES - 1 < steps) fill(write, s + STAGES - 1);
-        cp_async_commit();
+    cp_async_ring<STAGES>(steps, fill, [&](unsigned read) {
         const float* as = smem + read * FLOATS + (wrow + lr) * PITCH;
         const float* bs = smem + read * FLOATS + BM * PITCH + wcol + 4 * lc;
 #pragma unroll
@@ -588,9 +599,7 @@ DEV void tuned(const float* a, const float* b, float* c, unsigned m, unsigned n,
                     for (unsigned j = 0; j < TN; j++) acc[i][j] = fmaf(d ? a2[i].y : a2[i].x, bv[j], acc[i][j]);
             }
         }
-        write = read;
-        read = read + 1 == STAGES ? 0 : read + 1;
-    }
+    });
     store_results(c, m, n, acc, [&](unsigned i) { return row0 + wrow + lr + LR * i; },
                   [&](unsigned h) { return col0 + wcol + 4 * lc + 4 * LC * h; });
 }
@@ -642,17 +651,7 @@ DEV void tensor_tf32(const float* a, const float* b, float* c, unsigned m, unsig
         copy_tile<TILE, BK, 256, PlaceA>(as, a, m, k, row0, s * BK, t);
         copy_tile<BK, TILE, 256, PlaceB>(as + TILE * BK, b, k, n, s * BK, col0, t);
     };
-#pragma unroll
-    for (unsigned s = 0; s < STAGES - 1; s++) {
-        if (s < steps) fill(s, s);
-        cp_async_commit();
-    }
-    unsigned read = 0, write = STAGES - 1;
-    for (unsigned s = 0; s < steps; s++) {
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        if (s + STAGES - 1 < steps) fill(write, s + STAGES - 1);
-        cp_async_commit();
+    cp_async_ring<STAGES>(steps, fill, [&](unsigned read) {
         const float* as = smem + read * FLOATS;
         const float* bs = as + TILE * BK;
 #pragma unroll
@@ -688,9 +687,7 @@ DEV void tensor_tf32(const float* a, const float* b, float* c, unsigned m, unsig
                           "r"(bf[nt][1]));
                 }
         }
-        write = read;
-        read = read + 1 == STAGES ? 0 : read + 1;
-    }
+    });
 #pragma unroll
     for (unsigned mt = 0; mt < 4; mt++)
 #pragma unroll

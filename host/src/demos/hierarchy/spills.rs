@@ -32,7 +32,7 @@ const SAMPLES: usize = 2048;
 /// cap at all for a kernel that needs 168.
 pub const CAPS: [u32; 7] = [255, 168, 128, 96, 64, 48, 32];
 
-/// Threads of a full GPU: every SM at its thread limit.
+/// Threads of the sweep: every SM at its thread limit (a few blocks under `--sanitizer`).
 fn full_gpu_threads(lab: &Lab) -> usize {
     crate::demos::sanitizer::grid(lab, BLOCK).1
 }
