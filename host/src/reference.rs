@@ -191,15 +191,33 @@ pub fn fma_chain(x: f32, a: f32, b: f32, steps: u32) -> f32 {
 /// The sums `hot_stream_read` writes: thread `g` of `threads` adds, for every 16-byte vector
 /// `v = g, g + threads, ...` of `stream`, its four words and the four words of vector
 /// `v & (hot vectors - 1)` of `hot` (whose vector count is a power of two).
+///
+/// On every core: each core sums whole rounds of `threads` vectors into sums of its own, and the
+/// wrapping sums add up in any order (the persisting-L2 lesson sums a 1 GiB stream per hot size).
 pub fn hot_stream_sums(stream: &[u32], hot: &[u32], threads: usize) -> Vec<u32> {
     let hot = hot.as_chunks::<4>().0;
     let mask = hot.len() - 1;
-    let mut sums = vec![0u32; threads];
-    for (v, vector) in stream.as_chunks::<4>().0.iter().enumerate() {
-        let s = &mut sums[v % threads];
-        *s = vector.iter().chain(&hot[v & mask]).fold(*s, |acc, &w| acc.wrapping_add(w));
-    }
-    sums
+    let vectors = stream.as_chunks::<4>().0;
+    let rounds = vectors.len().div_ceil(threads.max(1));
+    // About 64 pieces of whole rounds: enough to spread, few sums vectors to add.
+    let piece = threads.max(1) * rounds.div_ceil(64).max(1);
+    let add = |mut a: Vec<u32>, b: Vec<u32>| {
+        a.iter_mut().zip(b).for_each(|(x, y)| *x = x.wrapping_add(y));
+        a
+    };
+    vectors
+        .par_chunks(piece)
+        .enumerate()
+        .map(|(p, chunk)| {
+            let mut sums = vec![0u32; threads];
+            for (i, vector) in chunk.iter().enumerate() {
+                let v = p * piece + i;
+                let s = &mut sums[v % threads];
+                *s = vector.iter().chain(&hot[v & mask]).fold(*s, |acc, &w| acc.wrapping_add(w));
+            }
+            sums
+        })
+        .reduce(|| vec![0u32; threads], add)
 }
 
 /// The sums `read_cg_chunks` writes over `regions` regions of `words` (`regions *
@@ -307,6 +325,16 @@ mod tests {
         let sums = hot_stream_sums(&stream, &hot, 2);
         let vector = |v: u32| (4 * v..4 * v + 4).sum::<u32>();
         assert_eq!(sums, [vector(0) + vector(2) + vector(4) + 3 * 400, vector(1) + vector(3) + 2 * 4000]);
+        // Many pieces on many cores (1001 vectors, 3 threads: pieces of 18 vectors, the last
+        // one short): thread g adds vectors g, g + 3, ... and hot vector v & 3 of each.
+        let stream: Vec<u32> = (0..4004u32).map(|i| i.wrapping_mul(0x9E37_79B9)).collect();
+        let hot: Vec<u32> = (0..16).map(|i| i * 7).collect();
+        let mut want = [0u32; 3];
+        for v in 0..1001 {
+            let words = stream[4 * v..4 * v + 4].iter().chain(&hot[4 * (v & 3)..4 * (v & 3) + 4]);
+            want[v % 3] = words.fold(want[v % 3], |a, &w| a.wrapping_add(w));
+        }
+        assert_eq!(hot_stream_sums(&stream, &hot, 3), want);
     }
 
     #[test]
