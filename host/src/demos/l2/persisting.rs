@@ -8,9 +8,10 @@ use memlab_contracts::hierarchy::READ_CG_VECTOR_BYTES;
 use memlab_contracts::l2::HOT_STREAM_THREADS;
 
 use crate::demos::hierarchy::ladder::bytes;
-use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poison, poisoned, upload};
+use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poison, poisoned};
 use crate::gpu::l2::{self, PersistingLimits, Window};
 use crate::gpu::launch::LaunchShape;
+use crate::gpu::staging::Staging;
 use crate::model::l2::{HotStream, L2Policy, hit_from_time, hit_ratio, hot_hit};
 use crate::phases::Kind;
 use crate::reference;
@@ -151,14 +152,18 @@ pub fn measure_sizes(
     let twin_bytes = 1usize << stream_bytes.max(READ_CG_VECTOR_BYTES).ilog2();
     let (blocks, threads) = crate::demos::sanitizer::grid(lab, HOT_STREAM_THREADS);
     ensure_free("the persisting-L2 lesson", stream_bytes + largest.max(twin_bytes) + twin_bytes + 4 * threads)?;
-    let (stream_words, hot_words, stream, hot) = lab.phases.time(Kind::Inputs, || {
-        let stream_words = reference::strided_words(stream_bytes / 4);
-        let hot_words: Vec<u32> = (0..largest.max(twin_bytes) / 4)
-            .into_par_iter()
-            .map(|i| reference::strided_word(i).rotate_left(7))
-            .collect();
-        let (stream, hot) = (upload(&stream_words)?, upload(&hot_words)?);
-        anyhow::Ok((stream_words, hot_words, stream, hot))
+    // Both buffers are generated chunk by chunk into pinned staging and their sums computed
+    // from the same formulas: the host never holds the 1 GiB stream.
+    let hot_word = |i: usize| reference::strided_word(i).rotate_left(7);
+    let (stream, hot) = lab.phases.time(Kind::Inputs, || {
+        let (stream_len, hot_len) = (stream_bytes / 4, largest.max(twin_bytes) / 4);
+        let (stream, hot): (DeviceBuffer<u32>, DeviceBuffer<u32>) = (poisoned(stream_len)?, poisoned(hot_len)?);
+        let mut staging = Staging::new(stream_len.max(hot_len))?;
+        staging.upload(gpu, &stream, reference::fill_strided_words)?;
+        staging.upload(gpu, &hot, |offset, chunk| {
+            chunk.par_iter_mut().enumerate().for_each(|(i, w)| *w = hot_word(offset + i));
+        })?;
+        anyhow::Ok((stream, hot))
     })?;
     let mut out = poisoned::<u32>(threads)?;
     let l2_bytes = gpu.info.l2_bytes as usize;
@@ -172,11 +177,14 @@ pub fn measure_sizes(
     };
     let hinted_in_ptx = crate::ptx::needs_newer(gpu.ptx, "hot_stream_read_evict_first").is_none();
     let stream_vectors = (stream_bytes / READ_CG_VECTOR_BYTES) as u32;
-    // The sums of the reads of the hot buffer `hot_words[..hot_bytes / 4]` (`on_stream`: the
+    // The sums of the reads of the first `hot_bytes` of the hot buffer (`on_stream`: the
     // stream itself is the hot buffer), the same for every variant: computed once per buffer.
     let sums = |hot_bytes: usize, on_stream: bool| {
-        let hot_src = if on_stream { &stream_words[..hot_bytes / 4] } else { &hot_words[..hot_bytes / 4] };
-        lab.phases.time(Kind::Checks, || reference::hot_stream_sums(&stream_words, hot_src, threads))
+        let stream_words = (stream_bytes / 4, reference::strided_word);
+        lab.phases.time(Kind::Checks, || match on_stream {
+            true => reference::hot_stream_sums(stream_words, (hot_bytes / 4, reference::strided_word), threads),
+            false => reference::hot_stream_sums(stream_words, (hot_bytes / 4, hot_word), threads),
+        })
     };
     // One timed, checked launch of `variant` over that hot buffer, its sums `want`.
     let mut run = |variant: Variant, hot_bytes: usize, on_stream: bool, window_bytes: usize, want: &[u32]| {
