@@ -56,14 +56,6 @@ pub fn transposed_from(i: usize, rows: usize, cols: usize) -> usize {
     r * cols + q
 }
 
-/// The transpose of a row-major `rows x cols` matrix held on the host (`cols x rows`), built on
-/// every core; for lessons small enough to keep whole matrices on the host (the TMA demo).
-pub fn transpose(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    let mut out = vec![0.0; rows * cols];
-    fill(0, &mut out, |i| input[transposed_from(i, rows, cols)]);
-    out
-}
-
 /// `(i / d, i % d)`, in 32-bit arithmetic when both fit (every index of the kernels' matrices
 /// does: they index in 32 bits), several times faster than a 64-bit division on x86-64 cores,
 /// and the checks divide once per element.

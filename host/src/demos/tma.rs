@@ -36,6 +36,9 @@ use crate::{reference, refuse};
 /// The compute capability TMA needs (`cp.async.bulk.tensor`: `sm_90`, PTX ISA 8.0).
 pub const NEEDS_CC: (u32, u32) = (9, 0);
 
+/// Each output element's expected value, by index.
+type Want<'a> = &'a (dyn Fn(usize) -> f32 + Sync);
+
 /// The shape of a persistent pipelined kernel: `blocks` blocks of `block` threads with
 /// `buffers` buffers of `buffer_bytes` each.
 fn persistent(blocks: u32, block: (u32, u32), buffer_bytes: u32, buffers: u32) -> LaunchShape {
@@ -146,16 +149,17 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     }
     let n = rows * cols;
     ensure_free("the TMA demo", f32_bytes(&[n, n]))?;
-    let (input_host, transposed, input) = lab.phases.time(Kind::Inputs, || {
+    let (input_host, input) = lab.phases.time(Kind::Inputs, || {
         let input_host = reference::random_f32(n, 13);
-        let transposed = reference::transpose(&input_host, rows, cols);
         let input = upload(&input_host)?;
-        Ok::<_, anyhow::Error>((input_host, transposed, input))
+        Ok::<_, anyhow::Error>((input_host, input))
     })?;
+    // What each output element must be, read from the input: no host copy of the transpose.
+    let copied = |i: usize| input_host[i];
+    let transposed = |i: usize| input_host[reference::transposed_from(i, rows, cols)];
     let staging = RefCell::new(Staging::<f32>::new(n)?);
-    let check = |output: &DeviceBuffer<f32>, want: &[f32]| {
-        check_exact_staged(&lab.gpu, &mut staging.borrow_mut(), output, |i| want[i])
-    };
+    let check =
+        |output: &DeviceBuffer<f32>, want: Want| check_exact_staged(&lab.gpu, &mut staging.borrow_mut(), output, want);
     let mut output = poisoned::<f32>(n)?;
     let (in_addr, out_addr) = (input.as_device_ptr().as_raw(), output.as_device_ptr().as_raw());
     let (r, c) = (rows as u32, cols as u32);
@@ -188,8 +192,8 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     };
     let mut sweeps = Sweeps { staging: &staging, checks: Vec::new(), left_out: Vec::new() };
     let (bulk, copy, transpose_sweep) = lab.phases.step("pipeline sweeps", || {
-        let bulk = sweeps.run(lab, "tma_bulk_copy", &mut output, &input_host, bytes, &bulk_configs(), bulk_launch)?;
-        let copy = sweeps.run(lab, "tma_copy", &mut output, &input_host, bytes, &copy_configs(), copy_launch)?;
+        let bulk = sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, bytes, &bulk_configs(), bulk_launch)?;
+        let copy = sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &copy_configs(), copy_launch)?;
         let transpose_sweep = sweeps.run(
             lab,
             "tma_transpose",
@@ -219,7 +223,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
             let launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| {
                 kernels::tma_copy(sms * p.blocks_per_sm, &m_in, &m_out, r, c, p.box_rows, p.box_cols, p.stages)
             };
-            let points = sweeps.run(lab, "tma_copy", &mut output, &input_host, bytes, &[copy_best], launch)?;
+            let points = sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &[copy_best], launch)?;
             copy_l2.extend(points.into_iter().map(|p| (l2, p)));
             let (t_in, t_out) = (promoted(t_specs.0, l2)?, promoted(t_specs.1, l2)?);
             let launch =
@@ -258,7 +262,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     ];
     let lsu_transpose = lsu::transpose_vectorized(&input, &mut output, r, c);
     let reset = || poison(&output);
-    let timed = |launch: Launch, path: Path, lesson: &'static str, extra: &str, size: String, want: &[f32]| {
+    let timed = |launch: Launch, path: Path, lesson: &'static str, extra: &str, size: String, want: Want| {
         let run = KernelRun {
             launch,
             lesson,
@@ -276,7 +280,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
             Path::Ring(p) if p.box_rows > 1 => format!("; L2 promotion {}", copy_promotion.name()),
             _ => String::new(),
         };
-        kernels.push(timed(launch, path, lesson, &extra, size.clone(), &input_host)?);
+        kernels.push(timed(launch, path, lesson, &extra, size.clone(), &copied)?);
     }
     kernels.push(timed(
         lsu_transpose,
@@ -320,7 +324,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         })
         .collect();
     let curve_points = lab.phases.step("bulk-copy curve", || {
-        sweeps.run(lab, "tma_bulk_copy", &mut output, &input_host, bytes, &curve_configs, bulk_launch)
+        sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, bytes, &curve_configs, bulk_launch)
     })?;
     let curve = BULK_BLOCKS_PER_SM.iter().map(|&k| {
         let points = curve_points
@@ -511,7 +515,7 @@ impl Sweeps<'_> {
         lab: &Lab,
         kernel: &str,
         output: &mut DeviceBuffer<f32>,
-        want: &[f32],
+        want: Want,
         bytes: f64,
         configs: &[Pipeline],
         launch: impl Fn(&Pipeline, &mut DeviceBuffer<f32>) -> Launch,
@@ -535,7 +539,7 @@ impl Sweeps<'_> {
                 poison(output)?;
                 launch.enqueue(gpu)?;
                 gpu.stream.synchronize().map_err(|e| anyhow::anyhow!("{kernel}: {}", crate::gpu::describe(e)))?;
-                check_exact_staged(gpu, &mut self.staging.borrow_mut(), output, |i| want[i])
+                check_exact_staged(gpu, &mut self.staging.borrow_mut(), output, want)
             })?;
             let passed = check.passed();
             self.checks.push(check);
