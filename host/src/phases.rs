@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 /// One demo's wall time, seconds, by phase.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Phase {
-    /// The demo (or `memcpy ceiling`, measured once for the run).
+    /// The demo, or work outside the demos: `open device` (the driver and the module's JIT),
+    /// `memcpy ceiling` (measured once for the run), `roofline clock`.
     pub demo: String,
     /// Generating inputs and copying them to the device.
     pub inputs_s: f64,
