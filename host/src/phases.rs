@@ -1,7 +1,8 @@
 //! Where a run's wall time goes, per demo: host inputs (generation and upload), result checks
 //! (download and comparison), timed GPU runs, and the rest. Kept in the run record (`--json`)
 //! and printed on stderr after the report, so a run on the GPU machine shows whether the host
-//! keeps up with the device.
+//! keeps up with the device. Within a demo, named steps ([`Phases::step`]) split its time
+//! further, so "other" says what it is (a module's JIT, a CPU reference, a chain's layout).
 
 use std::cell::RefCell;
 use std::time::Instant;
@@ -11,7 +12,8 @@ use serde::{Deserialize, Serialize};
 /// One demo's wall time, seconds, by phase.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Phase {
-    /// The demo (or `memcpy ceiling`, measured once for the run).
+    /// The demo, or work outside the demos: `open device` (the driver and the module's JIT),
+    /// `memcpy ceiling` (measured once for the run), `roofline clock`.
     pub demo: String,
     /// Generating inputs and copying them to the device.
     pub inputs_s: f64,
@@ -21,6 +23,10 @@ pub struct Phase {
     pub timed_s: f64,
     /// Everything from the demo's start to its end.
     pub total_s: f64,
+    /// The demo's named steps, in the order each first ran, each with the phases counted within
+    /// it (`demo` is the step's name; steps have no steps). Absent from runs recorded before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<Phase>,
 }
 
 impl Phase {
@@ -68,6 +74,40 @@ impl Phases {
         r
     }
 
+    /// Runs `work` as step `name` of the demo running, counting its wall time and the phases
+    /// within it under that name (steps of one name add up); outside a demo, just runs it.
+    pub fn step<R>(&self, name: &str, work: impl FnOnce() -> R) -> R {
+        let before = self.done.borrow().last().map(|p| (p.inputs_s, p.checks_s, p.timed_s));
+        let start = Instant::now();
+        let r = work();
+        let total_s = start.elapsed().as_secs_f64();
+        if let (Some((inputs, checks, timed)), Some(p)) = (before, self.done.borrow_mut().last_mut()) {
+            let (di, dc, dt) = (p.inputs_s - inputs, p.checks_s - checks, p.timed_s - timed);
+            match p.steps.iter_mut().find(|s| s.demo == name) {
+                Some(s) => {
+                    s.inputs_s += di;
+                    s.checks_s += dc;
+                    s.timed_s += dt;
+                    s.total_s += total_s;
+                }
+                None => p.steps.push(Phase {
+                    demo: name.to_string(),
+                    inputs_s: di,
+                    checks_s: dc,
+                    timed_s: dt,
+                    total_s,
+                    steps: Vec::new(),
+                }),
+            }
+        }
+        r
+    }
+
+    /// Records `seconds` of work outside any demo (opening the device) as a row of its own.
+    pub fn record(&self, name: &str, seconds: f64) {
+        self.done.borrow_mut().push(Phase { demo: name.to_string(), total_s: seconds, ..Phase::default() });
+    }
+
     fn add(&self, kind: Kind, seconds: f64) {
         if let Some(p) = self.done.borrow_mut().last_mut() {
             *match kind {
@@ -99,10 +139,35 @@ pub fn table(phases: &[Phase]) -> (Vec<String>, Vec<Vec<String>>) {
         checks_s: a.checks_s + p.checks_s,
         timed_s: a.timed_s + p.timed_s,
         total_s: a.total_s + p.total_s,
+        steps: Vec::new(),
     });
     let mut rows: Vec<Vec<String>> = phases.iter().map(|p| row(&p.demo, p)).collect();
-    rows.push(row("all demos", &sum));
+    rows.push(row("all (start-up included)", &sum));
     (header, rows)
+}
+
+/// The demos' steps as a table for stderr, `demo: step` per row, and per demo with steps the
+/// rest of its time outside them (`demo: rest`); `None` when no demo has steps.
+pub fn steps_table(phases: &[Phase]) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    let mut rows = Vec::new();
+    for p in phases.iter().filter(|p| !p.steps.is_empty()) {
+        let sum = |f: fn(&Phase) -> f64| p.steps.iter().map(f).sum::<f64>();
+        let rest = Phase {
+            demo: "rest".into(),
+            inputs_s: (p.inputs_s - sum(|s| s.inputs_s)).max(0.0),
+            checks_s: (p.checks_s - sum(|s| s.checks_s)).max(0.0),
+            timed_s: (p.timed_s - sum(|s| s.timed_s)).max(0.0),
+            total_s: (p.total_s - sum(|s| s.total_s)).max(0.0),
+            steps: Vec::new(),
+        };
+        for s in p.steps.iter().chain([&rest]) {
+            let mut row = vec![format!("{}: {}", p.demo, s.demo)];
+            row.extend([s.inputs_s, s.checks_s, s.timed_s, s.other_s(), s.total_s].map(|v| format!("{v:.1}")));
+            rows.push(row);
+        }
+    }
+    let header = ["host steps (s)", "inputs", "checks", "timed", "other", "total"].map(String::from).to_vec();
+    (!rows.is_empty()).then_some((header, rows))
 }
 
 #[cfg(test)]
@@ -129,7 +194,31 @@ mod tests {
         assert!(phases.take().is_empty());
         let (header, rows) = table(&done);
         assert_eq!(header.len(), rows[0].len());
-        assert_eq!(rows[1][0], "all demos");
+        assert_eq!(rows[1][0], "all (start-up included)");
         assert_eq!(rows[1][2], "2.5");
+        assert_eq!(steps_table(&done), None);
+    }
+
+    #[test]
+    fn steps_split_a_demo_and_the_rest_is_what_they_leave() {
+        let phases = Phases::default();
+        phases.step("outside", || ()); // outside any demo: not counted
+        phases.demo("tma", || {
+            phases.step("sweep", || phases.add(Kind::Checks, 1.0));
+            phases.step("rows", || phases.add(Kind::Timed, 0.5));
+            phases.step("sweep", || phases.add(Kind::Checks, 2.0));
+            phases.add(Kind::Inputs, 0.375);
+        });
+        phases.record("open", 4.0);
+        let done = phases.take();
+        let steps: Vec<(&str, f64, f64)> =
+            done[0].steps.iter().map(|s| (s.demo.as_str(), s.checks_s, s.timed_s)).collect();
+        assert_eq!(steps, [("sweep", 3.0, 0.0), ("rows", 0.0, 0.5)]);
+        assert_eq!((done[1].demo.as_str(), done[1].total_s, done[1].other_s()), ("open", 4.0, 4.0));
+        let (header, rows) = steps_table(&done).unwrap();
+        assert_eq!(header[0], "host steps (s)");
+        let names: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+        assert_eq!(names, ["tma: sweep", "tma: rows", "tma: rest"]);
+        assert_eq!((rows[0][2].as_str(), rows[2][1].as_str()), ("3.0", "0.4"));
     }
 }

@@ -97,9 +97,19 @@ pub fn for_device(cc: (u32, u32)) -> Option<&'static Ptx> {
 /// module on the H200 machine), for the register-cap sweeps that load one kernel many times.
 /// `None` when `name` is not an entry of `ptx`.
 pub fn only_entry(ptx: &str, name: &str) -> Option<String> {
-    let body = entry_body(ptx, name)?;
+    only_entries(ptx, &[name])
+}
+
+/// [`only_entry`] for several kernels: the module-scope declarations, the entries `names` in
+/// that order, and the device functions. The driver's JIT compiles every kernel of a module it
+/// loads, so a demo that launches three kernels of a 60-kernel build (the load-counting
+/// matmuls) loads these alone. `None` when any name is not an entry of `ptx`.
+pub fn only_entries(ptx: &str, names: &[&str]) -> Option<String> {
     let first = ptx.find(".visible .entry ")?;
-    let mut text = format!("{}.visible {body}\n", &ptx[..first]);
+    let mut text = ptx[..first].to_string();
+    for name in names {
+        text += &format!(".visible {}\n", entry_body(ptx, name)?);
+    }
     // A definition starts a line with `.func` and has `{` before any `;` (a prototype ends
     // with `;`); it ends at the closing brace at the start of a line.
     let mut rest = &ptx[first..];
@@ -314,6 +324,14 @@ mod tests {
         assert_eq!(count_ops(entry_body(SAMPLE, "b").unwrap(), "ld.global"), 1);
         assert_eq!(entry_body(SAMPLE, "c"), None);
         assert_eq!(kernel_names(".visible .entry a(\n.param\n)\n.visible .entry b_2(\n"), ["a", "b_2"]);
+        let header = ".version 8.3\n.visible .global .align 8 .b8 GLOBAL_LOADS[8];\n";
+        let module = format!(
+            "{header}.visible .entry a(\n)\n{{\n\tret;\n}}\n.visible .entry b(\n)\n{{\n\tret;\n}}\n.visible .entry c(\n)\n{{\n\tret;\n}}\n.func f(\n)\n{{\n\tret;\n}}\n"
+        );
+        let two = only_entries(&module, &["c", "a"]).unwrap();
+        assert_eq!(kernel_names(&two), ["c", "a"]);
+        assert!(two.starts_with(header) && two.ends_with(".func f(\n)\n{\n\tret;\n}\n"), "{two}");
+        assert_eq!(only_entries(&module, &["a", "d"]), None);
     }
 
     /// What rustc (nightly-2026-05-20, `--target nvptx64-nvidia-cuda -C target-cpu=sm_90`)

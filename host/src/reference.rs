@@ -56,14 +56,6 @@ pub fn transposed_from(i: usize, rows: usize, cols: usize) -> usize {
     r * cols + q
 }
 
-/// The transpose of a row-major `rows x cols` matrix held on the host (`cols x rows`), built on
-/// every core; for lessons small enough to keep whole matrices on the host (the TMA demo).
-pub fn transpose(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    let mut out = vec![0.0; rows * cols];
-    fill(0, &mut out, |i| input[transposed_from(i, rows, cols)]);
-    out
-}
-
 /// `(i / d, i % d)`, in 32-bit arithmetic when both fit (every index of the kernels' matrices
 /// does: they index in 32 bits), several times faster than a 64-bit division on x86-64 cores,
 /// and the checks divide once per element.
@@ -155,25 +147,24 @@ pub fn local_array(input: &[f32], threads: usize, iters: usize, g: usize) -> f32
     a.iter().fold(0.0f32, |s, v| s + v)
 }
 
-/// What `read_cg` writes for each of `threads` threads reading `words` (16-byte vectors
-/// `g, g + threads, ...`) `passes` times: the wrapping sum of its words, times `passes`.
-pub fn read_sums(words: &[u32], threads: usize, passes: u32) -> Vec<u32> {
+/// What `read_cg` writes for each of `threads` threads reading the `len` words `word(i)`
+/// (16-byte vectors `g, g + threads, ...`) `passes` times: the wrapping sum of its words, times
+/// `passes`. The words are a function, so a 1 GiB input is summed without a host copy of it.
+pub fn read_sums(len: usize, word: impl Fn(usize) -> u32 + Sync, threads: usize, passes: u32) -> Vec<u32> {
     // Chunks of vectors summed per thread on every core, then added up (the sums wrap, so the
     // order of the additions does not matter).
-    let sum_rounds = |first: usize, vectors: &[[u32; 4]]| {
-        let mut sums = vec![0u32; threads];
-        for (v, vector) in vectors.iter().enumerate() {
-            let s = &mut sums[(first + v) % threads];
-            *s = vector.iter().fold(*s, |acc, &w| acc.wrapping_add(w));
-        }
-        sums
-    };
-    let vectors = words.as_chunks::<4>().0;
     let chunk = threads.max(1 << 20);
-    let sums = vectors
-        .par_chunks(chunk)
-        .enumerate()
-        .map(|(i, vectors)| sum_rounds(i * chunk, vectors))
+    let sums = (0..len / 4)
+        .into_par_iter()
+        .step_by(chunk)
+        .map(|first| {
+            let mut sums = vec![0u32; threads];
+            for v in first..(first + chunk).min(len / 4) {
+                let s = &mut sums[v % threads];
+                *s = (4 * v..4 * v + 4).fold(*s, |acc, i| acc.wrapping_add(word(i)));
+            }
+            sums
+        })
         .reduce(|| vec![0u32; threads], |a, b| a.iter().zip(&b).map(|(x, y)| x.wrapping_add(*y)).collect());
     sums.iter().map(|s| s.wrapping_mul(passes)).collect()
 }
@@ -183,23 +174,52 @@ pub fn strided_words(n: usize) -> Vec<u32> {
     (0..n).into_par_iter().map(strided_word).collect()
 }
 
+/// Elements `offset..offset + chunk.len()` of [`strided_words`], written on every core: a
+/// staging chunk of an input the host never holds whole.
+pub fn fill_strided_words(offset: usize, chunk: &mut [u32]) {
+    chunk.par_iter_mut().enumerate().for_each(|(i, w)| *w = strided_word(offset + i));
+}
+
 /// `register_chain`'s result: `steps` dependent `x = fma(x, a, b)` in f32.
 pub fn fma_chain(x: f32, a: f32, b: f32, steps: u32) -> f32 {
     (0..steps).fold(x, |x, _| x.mul_add(a, b))
 }
 
 /// The sums `hot_stream_read` writes: thread `g` of `threads` adds, for every 16-byte vector
-/// `v = g, g + threads, ...` of `stream`, its four words and the four words of vector
-/// `v & (hot vectors - 1)` of `hot` (whose vector count is a power of two).
-pub fn hot_stream_sums(stream: &[u32], hot: &[u32], threads: usize) -> Vec<u32> {
-    let hot = hot.as_chunks::<4>().0;
-    let mask = hot.len() - 1;
-    let mut sums = vec![0u32; threads];
-    for (v, vector) in stream.as_chunks::<4>().0.iter().enumerate() {
-        let s = &mut sums[v % threads];
-        *s = vector.iter().chain(&hot[v & mask]).fold(*s, |acc, &w| acc.wrapping_add(w));
-    }
-    sums
+/// `v = g, g + threads, ...` of the stream (`stream_len` words `stream(i)`), its four words and
+/// the four words of vector `v & (hot vectors - 1)` of the hot buffer (`hot_len` words
+/// `hot(i)`, a power of two of vectors). The words are functions: the 1 GiB stream is never
+/// held on the host.
+///
+/// On every core: each core sums whole rounds of `threads` vectors into sums of its own, and the
+/// wrapping sums add up in any order (the persisting-L2 lesson sums a 1 GiB stream per hot size).
+pub fn hot_stream_sums(
+    (stream_len, stream): (usize, impl Fn(usize) -> u32 + Sync),
+    (hot_len, hot): (usize, impl Fn(usize) -> u32 + Sync),
+    threads: usize,
+) -> Vec<u32> {
+    let mask = hot_len / 4 - 1;
+    let vectors = stream_len / 4;
+    let rounds = vectors.div_ceil(threads.max(1));
+    // About 64 pieces of whole rounds: enough to spread, few sums vectors to add.
+    let piece = threads.max(1) * rounds.div_ceil(64).max(1);
+    let add = |mut a: Vec<u32>, b: Vec<u32>| {
+        a.iter_mut().zip(b).for_each(|(x, y)| *x = x.wrapping_add(y));
+        a
+    };
+    (0..vectors)
+        .into_par_iter()
+        .step_by(piece)
+        .map(|first| {
+            let mut sums = vec![0u32; threads];
+            for v in first..(first + piece).min(vectors) {
+                let h = 4 * (v & mask);
+                let s = &mut sums[v % threads];
+                *s = (0..4).fold(*s, |acc, j| acc.wrapping_add(stream(4 * v + j)).wrapping_add(hot(h + j)));
+            }
+            sums
+        })
+        .reduce(|| vec![0u32; threads], add)
 }
 
 /// The sums `read_cg_chunks` writes over `regions` regions of `words` (`regions *
@@ -304,9 +324,19 @@ mod tests {
         // (hot 0, 0, 0), thread 1 vectors 1, 3 (hot 1, 1).
         let stream: Vec<u32> = (0..20).collect();
         let hot = [100, 100, 100, 100, 1000, 1000, 1000, 1000];
-        let sums = hot_stream_sums(&stream, &hot, 2);
+        let sums = hot_stream_sums((stream.len(), |i| stream[i]), (hot.len(), |i| hot[i]), 2);
         let vector = |v: u32| (4 * v..4 * v + 4).sum::<u32>();
         assert_eq!(sums, [vector(0) + vector(2) + vector(4) + 3 * 400, vector(1) + vector(3) + 2 * 4000]);
+        // Many pieces on many cores (1001 vectors, 3 threads: pieces of 18 vectors, the last
+        // one short): thread g adds vectors g, g + 3, ... and hot vector v & 3 of each.
+        let stream: Vec<u32> = (0..4004u32).map(|i| i.wrapping_mul(0x9E37_79B9)).collect();
+        let hot: Vec<u32> = (0..16).map(|i| i * 7).collect();
+        let mut want = [0u32; 3];
+        for v in 0..1001 {
+            let words = stream[4 * v..4 * v + 4].iter().chain(&hot[4 * (v & 3)..4 * (v & 3) + 4]);
+            want[v % 3] = words.fold(want[v % 3], |a, &w| a.wrapping_add(w));
+        }
+        assert_eq!(hot_stream_sums((stream.len(), |i| stream[i]), (hot.len(), |i| hot[i]), 3), want);
     }
 
     #[test]
@@ -392,10 +422,10 @@ mod tests {
     fn read_sums_deal_vectors_round_robin() {
         let words: Vec<u32> = (0..24).collect();
         // 6 vectors over 4 threads: thread 0 gets vectors 0 and 4, thread 3 only vector 3.
-        let sums = read_sums(&words, 4, 3);
+        let sums = read_sums(words.len(), |i| words[i], 4, 3);
         assert_eq!(sums[0], 3 * (1 + 2 + 3 + 16 + 17 + 18 + 19));
         assert_eq!(sums[3], 3 * (12 + 13 + 14 + 15));
-        assert_eq!(read_sums(&[u32::MAX; 8], 1, 1)[0], u32::MAX.wrapping_mul(8));
+        assert_eq!(read_sums(8, |_| u32::MAX, 1, 1)[0], u32::MAX.wrapping_mul(8));
         // Past one chunk of vectors: the same sums as one pass in order.
         let words: Vec<u32> = strided_words(4 * (3 << 20) + 8);
         let threads = 1000;
@@ -403,8 +433,11 @@ mod tests {
         for (v, vector) in words.chunks(4).enumerate() {
             want[v % threads] = vector.iter().fold(want[v % threads], |s, &w| s.wrapping_add(w));
         }
-        assert_eq!(read_sums(&words, threads, 1), want);
+        assert_eq!(read_sums(words.len(), strided_word, threads, 1), want);
         assert_eq!(strided_words(5), (0..5).map(strided_word).collect::<Vec<_>>());
+        let mut chunk = [0u32; 3];
+        fill_strided_words(7, &mut chunk);
+        assert_eq!(chunk, [strided_word(7), strided_word(8), strided_word(9)]);
     }
 
     #[test]

@@ -37,3 +37,25 @@ fn a_kernel_not_in_the_ptx_gives_none() {
     // A name that only prefixes an entry's is not that entry.
     assert_eq!(only_entry(ptx::ALL[0].text, "transpose"), None);
 }
+
+/// The load-counting matmuls, loaded without the rest of their build (`matmul` and `clusters`
+/// demos): each compiles as in the whole module, and the counter they add to comes along.
+#[test]
+fn the_counting_kernels_compile_alone_as_in_their_build() {
+    let sets: [(&ptx::Ptx, &[&str]); 2] = [
+        (&ptx::COUNTING, &["matmul_naive", "matmul_tiled_16", "matmul_tiled_32"]),
+        (&ptx::COUNTING_SM90, &["matmul_dsmem_32"]),
+    ];
+    for (p, kernels) in sets {
+        let text = ptx::only_entries(p.text, kernels).unwrap();
+        assert_eq!(kernel_names(&text), kernels);
+        assert!(text.contains(".visible .global .align 8 .b8 GLOBAL_LOADS[8];"), "{}", p.arch);
+        let whole = ptxas::run_with(p.text, p.arch, &[]).expect("ptxas (cargo xtask setup installs it)");
+        let alone = ptxas::run_with(&text, p.arch, &[]).unwrap_or_else(|e| panic!("{kernels:?}: {e:#}"));
+        assert_eq!(alone.len(), kernels.len());
+        for k in &alone {
+            assert_eq!(Some(k), whole.iter().find(|w| w.kernel == k.kernel), "{} {}", p.arch, k.kernel);
+        }
+    }
+    assert_eq!(ptx::only_entries(ptx::COUNTING.text, &["matmul_naive", "no_such_kernel"]), None);
+}

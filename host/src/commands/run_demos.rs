@@ -166,7 +166,10 @@ fn run_on(
     ordinal: u32,
     outputs: &super::Outputs,
 ) -> Result<(bool, RunRecord)> {
+    let opened = std::time::Instant::now();
     let lab = Lab::new(Gpu::open(ordinal, None)?, sizes);
+    // Driver start-up and the module's JIT, before any demo.
+    lab.phases.record("open device", opened.elapsed().as_secs_f64());
     let mut out = format!(
         "# memlab on {}\n\n{}\n\n",
         lab.gpu.info.name,
@@ -186,8 +189,11 @@ fn run_on(
         out += &format!("{}\n", report::section(section, memcpy_gbs));
     }
     // The roof's clock, measured once when there are kernels to place.
-    let clock =
-        sections.iter().any(|s| !s.kernels.is_empty()).then(|| demos::roofline::measure_clock(&lab)).transpose()?;
+    let clock = sections
+        .iter()
+        .any(|s| !s.kernels.is_empty())
+        .then(|| lab.phases.demo("roofline clock", || demos::roofline::measure_clock(&lab)))
+        .transpose()?;
     if let Some(roofline) = demos::roofline::section(&lab.gpu.info, &sections, memcpy_gbs, clock.as_ref()) {
         out += &format!("{}\n", report::section(&roofline, memcpy_gbs));
         sections.push(roofline);
@@ -196,6 +202,9 @@ fn run_on(
     let phases = lab.phases.take();
     let (header, rows) = phases::table(&phases);
     eprintln!("{}", report::table(header, rows));
+    if let Some((header, rows)) = phases::steps_table(&phases) {
+        eprintln!("{}", report::table(header, rows));
+    }
     // The report is printed whole at the end: a refusal midway prints no partial result.
     println!(
         "{out}{}",

@@ -64,7 +64,7 @@ use super::{
     measure, model_blocks, poison, poisoned, upload,
 };
 use crate::gpu::cluster::{CLUSTER_CC, MAX_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE, max_active_clusters};
-use crate::gpu::context::load_ptx_text;
+use crate::gpu::context::load_entries;
 use crate::gpu::describe;
 use crate::gpu::kernel::{attributes, function};
 use crate::gpu::launch::LaunchShape;
@@ -188,17 +188,24 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     if cc < CLUSTER_CC {
         return Ok(skipped(cc));
     }
-    let (local, _index_chase, local_check) = latency::shared(lab, CHAIN_BYTES, STEPS)?;
-    let (own_window, own_check) = dsmem_chase(lab, 2, 0, STEPS)?;
-    let (l2, l2_check) = l2_latency(lab)?;
+    let (local, _index_chase, local_check) =
+        lab.phases.step("latency probes", || latency::shared(lab, CHAIN_BYTES, STEPS))?;
+    let (own_window, own_check) = lab.phases.step("latency probes", || dsmem_chase(lab, 2, 0, STEPS))?;
+    let (l2, l2_check) = lab.phases.step("latency probes", || l2_latency(lab))?;
     let local_read = read_bandwidth(lab, CLUSTER_SIZES[0], 0)?;
-    let counting = load_ptx_text("counting sm_90", ptx::COUNTING_SM90.text, None)?;
+    // Only the cluster matmul of the counting build: the JIT compiles every kernel of a module.
+    let counting = lab
+        .phases
+        .step("load the counting kernel", || load_entries(&ptx::COUNTING_SM90, &[entry::matmul_dsmem_32.name], None))?;
     let units = units(lab);
     let mut sizes = Vec::new();
     for &cluster in &lab.sizes.cluster_sizes {
-        sizes.push(at_size(lab, &counting, cluster, matmul_cluster(cluster), &units.layout)?);
+        sizes.push(
+            lab.phases
+                .step("cluster sizes", || at_size(lab, &counting, cluster, matmul_cluster(cluster), &units.layout))?,
+        );
     }
-    let matmul = matmul_rows(lab)?;
+    let matmul = lab.phases.step("matmul rows", || matmul_rows(lab))?;
     let mut checks = vec![local_check, own_check, l2_check];
     checks.extend(sizes.iter().flat_map(|s| s.checks.iter().cloned()));
     let mut notes = notes(lab, &local, &own_window, &l2, &local_read, &sizes, &matmul);

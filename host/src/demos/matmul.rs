@@ -8,7 +8,7 @@ use super::{
     Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, download, ensure_free, f32_bytes,
     measure, poison, poisoned, upload,
 };
-use crate::gpu::context::load_ptx_text;
+use crate::gpu::context::load_entries;
 use crate::gpu::describe;
 use crate::gpu::launch::{Launch, LaunchShape};
 use crate::model::tiling::{MatmulShape, naive_global_loads, tiled_global_loads};
@@ -75,7 +75,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
         kernels.extend(run_case(lab, naive_size, &[NAIVE])?);
         kernels.extend(run_case(lab, tiled_size, &TILED)?);
     }
-    let counted = count_loads(lab, COUNT_SIZE)?;
+    let counted = lab.phases.step("load counts", || count_loads(lab, COUNT_SIZE))?;
     let (m, n, k) = tiled_size;
     Ok(Section {
         name: "matmul".into(),
@@ -97,17 +97,19 @@ pub const COUNT_SIZE: (usize, usize, usize) = (67, 45, 33);
 /// Runs every matmul kernel of the counting build (`ptx::COUNTING`) once at `(m, n, k)` and
 /// compares its `GLOBAL_LOADS` with the tiling model: a table row and a check per kernel.
 fn count_loads(lab: &Lab, (m, n, k): (usize, usize, usize)) -> Result<Vec<(Vec<String>, Check)>> {
-    let module = load_ptx_text("counting", ptx::COUNTING.text, None)?;
     let a = upload(&reference::random_f32(m * k, 1))?;
     let b = upload(&reference::random_f32(k * n, 2))?;
     let mut c = poisoned::<f32>(m * n)?;
+    let counted = [NAIVE, TILED[0], TILED[1]];
+    let launches = counted.map(|kernel| (kernel, (kernel.launch)(&a, &b, &mut c, m as u32, n as u32, k as u32)));
+    // Only these kernels of the counting build: the JIT compiles every kernel of a module.
+    let module = load_entries(&ptx::COUNTING, &launches.each_ref().map(|(_, l)| l.kernel), None)?;
     let name = std::ffi::CString::new("GLOBAL_LOADS").unwrap();
     let err = |e| anyhow::anyhow!("load counter: {}", describe(e));
     let mut out = Vec::new();
-    for kernel in [NAIVE, TILED[0], TILED[1]] {
+    for (kernel, launch) in launches {
         let mut counter = module.get_global::<u64>(&name).map_err(err)?;
         counter.copy_from(&0).map_err(err)?;
-        let launch = (kernel.launch)(&a, &b, &mut c, m as u32, n as u32, k as u32);
         launch.enqueue_in(&lab.gpu, &module)?;
         lab.gpu.stream.synchronize().map_err(err)?;
         let mut counted = 0u64;

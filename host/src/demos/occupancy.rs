@@ -86,7 +86,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let (mut model_counts, mut driver_counts) = (Vec::new(), Vec::new());
     let mut rows = Vec::new();
     for cap in REG_CAPS {
-        let module = load_entry(lab.gpu.ptx, KERNEL, Some(cap))?;
+        let module = lab.phases.step("JIT per register cap", || load_entry(lab.gpu.ptx, KERNEL, Some(cap)))?;
         let f = match module.get_function(KERNEL) {
             Ok(f) => f,
             Err(e) => refuse!("`{KERNEL}` missing from the module: {}", describe(e)),

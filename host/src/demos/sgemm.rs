@@ -374,12 +374,12 @@ pub fn measure_rung(lab: &Lab, rung: &Rung, ops: &mut Operands) -> Result<Kernel
 /// each rung on each of `lab.sizes.sgemm` (checked, timed, next to cuBLAS FP32 and TF32), rung
 /// 8 in the configuration the autotune file chooses for the device and the shape's class.
 pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
-    let cublas = Cublas::open(&lab.gpu)?;
+    let cublas = lab.phases.step("open cuBLAS", || Cublas::open(&lab.gpu))?;
     let (rungs, skipped) = available(lab.gpu.ptx);
     let tuned_all: Vec<Rung> = tuned_available(lab.gpu.ptx).into_iter().map(Rung::tuned).collect();
     let file = TunedFile::load()?;
-    let mut checks = check_odd_sizes(lab, &rungs)?;
-    checks.extend(check_odd_sizes(lab, &tuned_all)?);
+    let mut checks = lab.phases.step("odd sizes", || check_odd_sizes(lab, &rungs))?;
+    checks.extend(lab.phases.step("odd sizes", || check_odd_sizes(lab, &tuned_all))?);
     // Rung 8 sits between rung 7 and rung 9 in the table; its entry differs per shape class.
     let (fp32, tf32): (Vec<Rung>, Vec<Rung>) = rungs.iter().partition(|r| r.precision == Precision::F32);
     let mut table: Vec<Vec<String>> = fp32.iter().map(|r| vec![r.entry.name.to_string()]).collect();
@@ -402,9 +402,15 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     for &size in &lab.sizes.sgemm {
         let (m, n, k) = size;
         header.extend([format!("TFLOP/s {m}x{n}x{k}"), "% of cuBLAS".into()]);
-        let mut ops = Operands::new(size)?;
-        let cublas_tflops = time_cublas(lab, cublas.as_ref(), &ops, Precision::F32)?.map(|t| t.tflops(ops.flop()));
-        let cublas_tf32 = time_cublas(lab, cublas.as_ref(), &ops, Precision::Tf32)?.map(|t| t.tflops(ops.flop()));
+        let mut ops = lab.phases.step("operands", || Operands::new(size))?;
+        let cublas_tflops = lab
+            .phases
+            .step("cuBLAS", || time_cublas(lab, cublas.as_ref(), &ops, Precision::F32))?
+            .map(|t| t.tflops(ops.flop()));
+        let cublas_tf32 = lab
+            .phases
+            .step("cuBLAS", || time_cublas(lab, cublas.as_ref(), &ops, Precision::Tf32))?
+            .map(|t| t.tflops(ops.flop()));
         let class = ShapeClass::of(m, n);
         let mut timed: Vec<Rung> = fp32.clone();
         if tuned_row.is_some() {

@@ -19,8 +19,8 @@ use memlab_contracts::tma::{
 
 use super::transpose::kernels as lsu;
 use super::{
-    Inputs, KernelRow, KernelRun, Lab, Section, Work, check_exact_staged, check_u32_elements, download, ensure_free,
-    f32_bytes, measure, poison, poisoned, upload,
+    Inputs, KernelRow, KernelRun, Lab, Section, Work, check_exact_staged, check_u32_elements, ensure_free, f32_bytes,
+    measure, poison, poisoned, upload,
 };
 use crate::gpu::kernel;
 use crate::gpu::launch::{Launch, LaunchShape};
@@ -28,13 +28,16 @@ use crate::gpu::staging::Staging;
 use crate::gpu::tensor_map::{L2Promotion, Swizzle, TensorMap, TiledSpec};
 use crate::gpu::timing::time;
 use crate::model::banks::WarpRequest;
+use crate::phases::Kind;
 use crate::series::{Series, names};
-use crate::verify;
 use crate::verify::Check;
 use crate::{reference, refuse};
 
 /// The compute capability TMA needs (`cp.async.bulk.tensor`: `sm_90`, PTX ISA 8.0).
 pub const NEEDS_CC: (u32, u32) = (9, 0);
+
+/// Each output element's expected value, by index.
+type Want<'a> = &'a (dyn Fn(usize) -> f32 + Sync);
 
 /// The shape of a persistent pipelined kernel: `blocks` blocks of `block` threads with
 /// `buffers` buffers of `buffer_bytes` each.
@@ -146,13 +149,17 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     }
     let n = rows * cols;
     ensure_free("the TMA demo", f32_bytes(&[n, n]))?;
-    let input_host = reference::random_f32(n, 13);
-    let transposed = reference::transpose(&input_host, rows, cols);
-    let input = upload(&input_host)?;
+    let (input_host, input) = lab.phases.time(Kind::Inputs, || {
+        let input_host = reference::random_f32(n, 13);
+        let input = upload(&input_host)?;
+        Ok::<_, anyhow::Error>((input_host, input))
+    })?;
+    // What each output element must be, read from the input: no host copy of the transpose.
+    let copied = |i: usize| input_host[i];
+    let transposed = |i: usize| input_host[reference::transposed_from(i, rows, cols)];
     let staging = RefCell::new(Staging::<f32>::new(n)?);
-    let check = |output: &DeviceBuffer<f32>, want: &[f32]| {
-        check_exact_staged(&lab.gpu, &mut staging.borrow_mut(), output, |i| want[i])
-    };
+    let check =
+        |output: &DeviceBuffer<f32>, want: Want| check_exact_staged(&lab.gpu, &mut staging.borrow_mut(), output, want);
     let mut output = poisoned::<f32>(n)?;
     let (in_addr, out_addr) = (input.as_device_ptr().as_raw(), output.as_device_ptr().as_raw());
     let (r, c) = (rows as u32, cols as u32);
@@ -183,18 +190,23 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let transpose_launch = |p: &Pipeline, maps: (&DeviceBuffer<TensorMap>, &DeviceBuffer<TensorMap>), mode: u32| {
         kernels::tma_transpose(sms * p.blocks_per_sm, maps.0, maps.1, r, c, mode, p.stages)
     };
-    let mut sweeps = Sweeps::default();
-    let bulk = sweeps.run(lab, "tma_bulk_copy", &mut output, &input_host, bytes, &bulk_configs(), bulk_launch)?;
-    let copy = sweeps.run(lab, "tma_copy", &mut output, &input_host, bytes, &copy_configs(), copy_launch)?;
-    let transpose_sweep = sweeps.run(
-        lab,
-        "tma_transpose",
-        &mut output,
-        &transposed,
-        bytes,
-        &transpose_configs(),
-        |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (&map_t_in, &map_out_t), Swizzle::B128.mode()),
-    )?;
+    let mut sweeps = Sweeps { staging: &staging, checks: Vec::new(), left_out: Vec::new() };
+    let (bulk, copy, transpose_sweep) = lab.phases.step("pipeline sweeps", || {
+        let bulk = sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, bytes, &bulk_configs(), bulk_launch)?;
+        let copy = sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &copy_configs(), copy_launch)?;
+        let transpose_sweep = sweeps.run(
+            lab,
+            "tma_transpose",
+            &mut output,
+            &transposed,
+            bytes,
+            &transpose_configs(),
+            |p: &Pipeline, _: &mut DeviceBuffer<f32>| {
+                transpose_launch(p, (&map_t_in, &map_out_t), Swizzle::B128.mode())
+            },
+        )?;
+        Ok::<_, anyhow::Error>((bulk, copy, transpose_sweep))
+    })?;
     let bulk_best = fastest(&bulk, BULK_DEFAULT);
     let copy_best = fastest(&copy, COPY_DEFAULT);
     let transpose_best = fastest(&transpose_sweep, TRANSPOSE_DEFAULT);
@@ -205,19 +217,23 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         (boxed(in_addr, rows, cols, copy_box, Swizzle::None), boxed(out_addr, rows, cols, copy_box, Swizzle::None));
     let mut copy_l2 = Vec::new();
     let mut transpose_l2 = Vec::new();
-    for l2 in L2Promotion::ALL {
-        let (m_in, m_out) = (promoted(copy_specs.0, l2)?, promoted(copy_specs.1, l2)?);
-        let launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| {
-            kernels::tma_copy(sms * p.blocks_per_sm, &m_in, &m_out, r, c, p.box_rows, p.box_cols, p.stages)
-        };
-        let points = sweeps.run(lab, "tma_copy", &mut output, &input_host, bytes, &[copy_best], launch)?;
-        copy_l2.extend(points.into_iter().map(|p| (l2, p)));
-        let (t_in, t_out) = (promoted(t_specs.0, l2)?, promoted(t_specs.1, l2)?);
-        let launch =
-            |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (&t_in, &t_out), Swizzle::B128.mode());
-        let points = sweeps.run(lab, "tma_transpose", &mut output, &transposed, bytes, &[transpose_best], launch)?;
-        transpose_l2.extend(points.into_iter().map(|p| (l2, p)));
-    }
+    lab.phases.step("L2 promotion", || {
+        for l2 in L2Promotion::ALL {
+            let (m_in, m_out) = (promoted(copy_specs.0, l2)?, promoted(copy_specs.1, l2)?);
+            let launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| {
+                kernels::tma_copy(sms * p.blocks_per_sm, &m_in, &m_out, r, c, p.box_rows, p.box_cols, p.stages)
+            };
+            let points = sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &[copy_best], launch)?;
+            copy_l2.extend(points.into_iter().map(|p| (l2, p)));
+            let (t_in, t_out) = (promoted(t_specs.0, l2)?, promoted(t_specs.1, l2)?);
+            let launch =
+                |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (&t_in, &t_out), Swizzle::B128.mode());
+            let points =
+                sweeps.run(lab, "tma_transpose", &mut output, &transposed, bytes, &[transpose_best], launch)?;
+            transpose_l2.extend(points.into_iter().map(|p| (l2, p)));
+        }
+        Ok::<_, anyhow::Error>(())
+    })?;
     let (copy_promotion, transpose_promotion) = (fastest_promotion(&copy_l2), fastest_promotion(&transpose_l2));
     let copy_maps_best = (promoted(copy_specs.0, copy_promotion)?, promoted(copy_specs.1, copy_promotion)?);
     let map_out_t_best = promoted(t_specs.1, transpose_promotion)?;
@@ -246,7 +262,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     ];
     let lsu_transpose = lsu::transpose_vectorized(&input, &mut output, r, c);
     let reset = || poison(&output);
-    let timed = |launch: Launch, path: Path, lesson: &'static str, extra: &str, size: String, want: &[f32]| {
+    let timed = |launch: Launch, path: Path, lesson: &'static str, extra: &str, size: String, want: Want| {
         let run = KernelRun {
             launch,
             lesson,
@@ -264,7 +280,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
             Path::Ring(p) if p.box_rows > 1 => format!("; L2 promotion {}", copy_promotion.name()),
             _ => String::new(),
         };
-        kernels.push(timed(launch, path, lesson, &extra, size.clone(), &input_host)?);
+        kernels.push(timed(launch, path, lesson, &extra, size.clone(), &copied)?);
     }
     kernels.push(timed(
         lsu_transpose,
@@ -299,7 +315,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         kernels.push(row);
     }
     drop(output);
-    kernels.extend(async_rungs(lab)?);
+    kernels.extend(lab.phases.step("SGEMM rungs 6 and 7", || async_rungs(lab))?);
     let mut output = poisoned::<f32>(n)?;
     let curve_configs: Vec<Pipeline> = BULK_BLOCKS_PER_SM
         .iter()
@@ -307,8 +323,9 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
             BULK_CHUNKS.map(|chunk| Pipeline { box_rows: 1, box_cols: chunk / 4, stages: 1, blocks_per_sm: k })
         })
         .collect();
-    let curve_points =
-        sweeps.run(lab, "tma_bulk_copy", &mut output, &input_host, bytes, &curve_configs, bulk_launch)?;
+    let curve_points = lab.phases.step("bulk-copy curve", || {
+        sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, bytes, &curve_configs, bulk_launch)
+    })?;
     let curve = BULK_BLOCKS_PER_SM.iter().map(|&k| {
         let points = curve_points
             .iter()
@@ -481,13 +498,15 @@ fn fastest(points: &[Point], default: Pipeline) -> Pipeline {
 }
 
 /// The sweeps' checks and the configurations the SM cannot hold.
-#[derive(Default)]
-struct Sweeps {
+struct Sweeps<'a> {
+    /// Pinned chunks each point's output is checked through, on every core: a pageable copy
+    /// of the whole output per point took most of the demo's time (issue #17).
+    staging: &'a RefCell<Staging<f32>>,
     checks: Vec<Check>,
     left_out: Vec<String>,
 }
 
-impl Sweeps {
+impl Sweeps<'_> {
     /// Checks and times `kernel` at each configuration (`launch` builds it over `output`);
     /// configurations whose blocks per SM the driver's occupancy cannot hold are left out.
     #[allow(clippy::too_many_arguments)]
@@ -496,7 +515,7 @@ impl Sweeps {
         lab: &Lab,
         kernel: &str,
         output: &mut DeviceBuffer<f32>,
-        want: &[f32],
+        want: Want,
         bytes: f64,
         configs: &[Pipeline],
         launch: impl Fn(&Pipeline, &mut DeviceBuffer<f32>) -> Launch,
@@ -516,13 +535,15 @@ impl Sweeps {
                 self.left_out.push(format!("{kernel} {}", config_label(p)));
                 continue;
             }
-            poison(output)?;
-            launch.enqueue(gpu)?;
-            gpu.stream.synchronize().map_err(|e| anyhow::anyhow!("{kernel}: {}", crate::gpu::describe(e)))?;
-            let check = verify::exact_f32(&download(output)?, want);
+            let check = lab.phases.time(Kind::Checks, || {
+                poison(output)?;
+                launch.enqueue(gpu)?;
+                gpu.stream.synchronize().map_err(|e| anyhow::anyhow!("{kernel}: {}", crate::gpu::describe(e)))?;
+                check_exact_staged(gpu, &mut self.staging.borrow_mut(), output, want)
+            })?;
             let passed = check.passed();
             self.checks.push(check);
-            let gbs = time(gpu, lab.sizes.repeats, || launch.enqueue(gpu))?.gbs(bytes);
+            let gbs = lab.phases.time(Kind::Timed, || time(gpu, lab.sizes.repeats, || launch.enqueue(gpu)))?.gbs(bytes);
             points.push(Point { config: *p, gbs, passed });
         }
         Ok(points)

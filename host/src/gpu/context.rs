@@ -147,8 +147,17 @@ pub fn load_module(ptx: &Ptx, max_registers: Option<u32>) -> Result<Module> {
 /// # Errors
 /// As [`load_module`], and a refusal when the PTX has no kernel `entry`.
 pub fn load_entry(ptx: &Ptx, entry: &str, max_registers: Option<u32>) -> Result<Module> {
-    let Some(text) = crate::ptx::only_entry(ptx.text, entry) else {
-        refuse!("kernel `{entry}` is not in the {} PTX", ptx.arch);
+    load_entries(ptx, &[entry], max_registers)
+}
+
+/// [`load_module`] with only the kernels `entries` of the PTX ([`crate::ptx::only_entries`]).
+///
+/// # Errors
+/// As [`load_module`], and a refusal naming the first of `entries` the PTX lacks.
+pub fn load_entries(ptx: &Ptx, entries: &[&str], max_registers: Option<u32>) -> Result<Module> {
+    let Some(text) = crate::ptx::only_entries(ptx.text, entries) else {
+        let missing = entries.iter().find(|e| crate::ptx::entry_body(ptx.text, e).is_none()).unwrap_or(&"?");
+        refuse!("kernel `{missing}` is not in the {} PTX", ptx.arch);
     };
     load_ptx_text(ptx.arch, &text, max_registers)
 }

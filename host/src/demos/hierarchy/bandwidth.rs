@@ -7,10 +7,11 @@ use cust::memory::{DeviceBuffer, LockedBuffer};
 use memlab_contracts::hierarchy::READ_CG_VECTOR_BYTES;
 use memlab_contracts::probes::BLOCK;
 
-use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poison, poisoned, upload};
+use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poison, poisoned};
 use crate::gpu::describe;
 use crate::gpu::launch::LaunchShape;
 use crate::gpu::memory::{copy_to_device_async, copy_to_host_async};
+use crate::gpu::staging::Staging;
 use crate::gpu::timing::{Repeats, Timing, time};
 use crate::verify::{self, Check};
 use crate::{reference, refuse};
@@ -69,15 +70,18 @@ pub fn read(
         );
     }
     ensure_free(lesson, bytes.saturating_add(4 * threads))?;
-    let words = reference::strided_words(bytes / 4);
-    let input = upload(&words)?;
+    // The input is generated chunk by chunk into pinned staging: the host never holds the 1 GiB
+    // of the DRAM read, and its check sums the same words from their formula.
+    let len = bytes / 4;
+    let input: DeviceBuffer<u32> = poisoned(len)?;
+    Staging::new(len)?.upload(&lab.gpu, &input, reference::fill_strided_words)?;
     let mut out = poisoned::<u32>(threads)?;
     let launch = (reader.kernel)(blocks, &input, vectors as u32, passes, &mut out);
     let work = Work { flop: 0.0, bytes: bytes as f64 * passes as f64, level };
     let size = format!("{bytes} B x {passes}");
     let run = KernelRun { launch, lesson, prediction, work, size, reset: &|| poison(&out) };
     let check = || {
-        let want = reference::read_sums(&words, threads, passes);
+        let want = reference::read_sums(len, reference::strided_word, threads, passes);
         Ok((verify::exact_u32(&download(&out)?, |g| want[g]), "checksums"))
     };
     measure(lab, run, check)

@@ -231,77 +231,90 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
         None => fit_ladder_max(default_ladder_max(l2_bytes), crate::gpu::memory::free_and_total()?.0),
     };
     let steps = opts.steps;
-    let (ladder, ladder_check) =
-        latency::ladder(lab, &ladder::sizes(LADDER_MIN, max), steps, 2 * l2_bytes / chain::LINE_BYTES)?;
+    let (ladder, ladder_check) = lab.phases.step("latency ladder", || {
+        latency::ladder(lab, &ladder::sizes(LADDER_MIN, max), steps, 2 * l2_bytes / chain::LINE_BYTES)
+    })?;
     let series =
         |pick: fn(&LadderPoint) -> f64| -> Vec<(usize, f64)> { ladder.iter().map(|p| (p.bytes, pick(p))).collect() };
     let default_plateaus = ladder::plateaus(&series(|p| p.default.cycles), PLATEAU_TOLERANCE, 2);
     let l2_plateaus = ladder::plateaus(&series(|p| p.l2_only.cycles), PLATEAU_TOLERANCE, 2);
-    let (register, register_check) = latency::register(lab, FMA_STEPS)?;
-    let (shared, shared_index, shared_check) = latency::shared(lab, SHARED_CHAIN_BYTES, steps)?;
+    let (register, register_check) = lab.phases.step("latency probes", || latency::register(lab, FMA_STEPS))?;
+    let (shared, shared_index, shared_check) =
+        lab.phases.step("latency probes", || latency::shared(lab, SHARED_CHAIN_BYTES, steps))?;
     let partition_step = ladder::partition_step(&l2_plateaus, l2_bytes);
-    let (local, local_check) = latency::local(lab, steps)?;
-    let (broadcast, serialized, constant_check) = latency::constant(lab, steps)?;
+    let (local, local_check) = lab.phases.step("latency probes", || latency::local(lab, steps))?;
+    let (broadcast, serialized, constant_check) =
+        lab.phases.step("latency probes", || latency::constant(lab, steps))?;
 
     let l2_ws = super::sanitizer::bytes(lab, super::l2::l2_footprint(l2_bytes));
     let l2_prediction = format!("{} x {L2_PASSES} passes, L2 hits", bytes(l2_ws));
-    let l2_read = bandwidth::read(
-        lab,
-        bandwidth::Reader::UNROLLED,
-        l2_ws,
-        L2_PASSES,
-        Level::L2,
-        "a quarter of L2, read 256 times, 4 loads in flight per thread",
-        l2_prediction.clone(),
-    )?;
-    let l2_read_plain = bandwidth::read(
-        lab,
-        bandwidth::Reader::PLAIN,
-        l2_ws,
-        L2_PASSES,
-        Level::L2,
-        "a quarter of L2, read 256 times",
-        l2_prediction,
-    )?;
-    let l2_read_chunks = super::l2::policies::chunks(lab, l2_ws)?;
-    let persisting = persisting_row(lab)?;
+    let l2_read = lab.phases.step("L2 reads", || {
+        bandwidth::read(
+            lab,
+            bandwidth::Reader::UNROLLED,
+            l2_ws,
+            L2_PASSES,
+            Level::L2,
+            "a quarter of L2, read 256 times, 4 loads in flight per thread",
+            l2_prediction.clone(),
+        )
+    })?;
+    let l2_read_plain = lab.phases.step("L2 reads", || {
+        bandwidth::read(
+            lab,
+            bandwidth::Reader::PLAIN,
+            l2_ws,
+            L2_PASSES,
+            Level::L2,
+            "a quarter of L2, read 256 times",
+            l2_prediction,
+        )
+    })?;
+    let l2_read_chunks = lab.phases.step("L2 reads", || super::l2::policies::chunks(lab, l2_ws))?;
+    let persisting = lab.phases.step("L2 persisting", || persisting_row(lab))?;
     let dram_bytes = lab.sizes.dram_bytes / 16 * 16;
-    let dram_read = bandwidth::read(
-        lab,
-        bandwidth::Reader::PLAIN,
-        dram_bytes,
-        1,
-        Level::Global,
-        "a buffer far larger than L2, read once",
-        format!("{}, every byte from DRAM", bytes(dram_bytes)),
-    )?;
-    let shared_read = super::banks::measure_stride(lab, 1)?;
+    let dram_read = lab.phases.step("DRAM read", || {
+        bandwidth::read(
+            lab,
+            bandwidth::Reader::PLAIN,
+            dram_bytes,
+            1,
+            Level::Global,
+            "a buffer far larger than L2, read once",
+            format!("{}, every byte from DRAM", bytes(dram_bytes)),
+        )
+    })?;
+    let shared_read = lab.phases.step("shared read", || super::banks::measure_stride(lab, 1))?;
     let memcpy_gbs = inputs.memcpy_gbs();
     let repeats = crate::gpu::timing::Repeats { warmup: 1, runs: 5 };
-    let transfers = bandwidth::transfers(lab, opts.transfer_bytes, repeats)?;
+    let transfers = lab.phases.step("host transfers", || bandwidth::transfers(lab, opts.transfer_bytes, repeats))?;
 
     // The outer levels: host memory read by kernels, then the nearest peer GPU (if any).
-    let host = super::host_memory::measure_all(
-        lab,
-        &super::sanitizer::host_memory(lab, super::host_memory::Options::for_hierarchy(steps)),
-    )?;
+    let host = lab.phases.step("host memory levels", || {
+        super::host_memory::measure_all(
+            lab,
+            &super::sanitizer::host_memory(lab, super::host_memory::Options::for_hierarchy(steps)),
+        )
+    })?;
     let mut outer = host.hierarchy_rows();
     let mut outer_checks: Vec<(&'static str, Check)> = host.checks.iter().map(|c| ("host memory", c.clone())).collect();
     outer_checks.extend(host.mapped_sweep.iter().map(|(_, r)| ("mapped strided_read", r.check.clone())));
-    if let Some((row, check)) = tma_path::row(lab, lab.sizes.dram_bytes, inputs.memcpy_gbs())? {
+    if let Some((row, check)) =
+        lab.phases.step("TMA path", || tma_path::row(lab, lab.sizes.dram_bytes, inputs.memcpy_gbs()))?
+    {
         outer.push(row);
         outer_checks.push(("TMA path", check));
     }
-    if let Some(peer) = super::peer::nearest_level(lab, 16 << 20, steps)? {
+    if let Some(peer) = lab.phases.step("peer GPU", || super::peer::nearest_level(lab, 16 << 20, steps))? {
         outer.push(peer.hierarchy_row());
         outer_checks.extend(peer.checks.into_iter().map(|c| ("peer GPU", c)));
     }
 
     // Distributed shared memory (cc 9.0 and newer), between shared memory and L2.
-    let dsmem = dsmem::row(lab, steps)?;
+    let dsmem = lab.phases.step("DSMEM row", || dsmem::row(lab, steps))?;
 
-    let spill_pair = spills::local_array_pair(lab, LOCAL_ARRAY_ITERS)?;
-    let sweep = spills::register_sweep(lab, PRESSURE_ITERS)?;
+    let spill_pair = lab.phases.step("spill pair", || spills::local_array_pair(lab, LOCAL_ARRAY_ITERS))?;
+    let sweep = lab.phases.step("register sweep", || spills::register_sweep(lab, PRESSURE_ITERS))?;
 
     let mut checks = vec![
         ("ladder chain ends", ladder_check),

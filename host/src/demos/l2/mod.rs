@@ -96,9 +96,12 @@ pub fn measure(lab: &Lab) -> Result<Measured> {
             row.size = format!("{} x {L2_PASSES}, {blocks} blocks/SM", bytes(footprint));
             anyhow::Ok(row)
         };
-        let plain = row(readers::read_cg, 1, "L2 reads, one 16-byte load in flight per thread")?;
-        let unrolled =
-            row(readers::read_cg_unrolled, READ_CG_UNROLL, "L2 reads, four 16-byte loads in flight per thread")?;
+        let plain = lab
+            .phases
+            .step("bandwidth sweep", || row(readers::read_cg, 1, "L2 reads, one 16-byte load in flight per thread"))?;
+        let unrolled = lab.phases.step("bandwidth sweep", || {
+            row(readers::read_cg_unrolled, READ_CG_UNROLL, "L2 reads, four 16-byte loads in flight per thread")
+        })?;
         bandwidth.push((blocks, plain, unrolled));
     }
     let limits = crate::gpu::l2::limits(&lab.gpu)?;
@@ -107,11 +110,11 @@ pub fn measure(lab: &Lab) -> Result<Measured> {
         None => {
             let stream = super::sanitizer::bytes(lab, lab.sizes.l2_stream_bytes);
             let sizes = persisting::hot_sizes(info.l2_bytes as usize, stream);
-            persisting::measure_sizes(lab, limits, stream, &sizes)?
+            lab.phases.step("persisting", || persisting::measure_sizes(lab, limits, stream, &sizes))?
         }
     };
-    let chunks = policies::chunks(lab, footprint)?;
-    let partitions = partitions::measure(lab, 0, lab.sizes.l2_partition_sms)?;
+    let chunks = lab.phases.step("chunks", || policies::chunks(lab, footprint))?;
+    let partitions = lab.phases.step("partitions", || partitions::measure(lab, 0, lab.sizes.l2_partition_sms))?;
     Ok(Measured { bandwidth, persisting, partitions, footprint, chunks, l2_bytes: info.l2_bytes as usize })
 }
 

@@ -8,12 +8,15 @@ use memlab_contracts::hierarchy::READ_CG_VECTOR_BYTES;
 use memlab_contracts::l2::HOT_STREAM_THREADS;
 
 use crate::demos::hierarchy::ladder::bytes;
-use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poison, poisoned, upload};
+use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poison, poisoned};
 use crate::gpu::l2::{self, PersistingLimits, Window};
 use crate::gpu::launch::LaunchShape;
+use crate::gpu::staging::Staging;
 use crate::model::l2::{HotStream, L2Policy, hit_from_time, hit_ratio, hot_hit};
+use crate::phases::Kind;
 use crate::reference;
 use crate::verify;
+use rayon::prelude::*;
 
 crate::kernels! {
     /// `hot_stream_read`: `blocks` blocks of `HOT_STREAM_THREADS` threads read the stream once
@@ -149,11 +152,19 @@ pub fn measure_sizes(
     let twin_bytes = 1usize << stream_bytes.max(READ_CG_VECTOR_BYTES).ilog2();
     let (blocks, threads) = crate::demos::sanitizer::grid(lab, HOT_STREAM_THREADS);
     ensure_free("the persisting-L2 lesson", stream_bytes + largest.max(twin_bytes) + twin_bytes + 4 * threads)?;
-    let stream_words: Vec<u32> = (0..stream_bytes / 4).map(reference::strided_word).collect();
-    let hot_words: Vec<u32> =
-        (0..largest.max(twin_bytes) / 4).map(|i| reference::strided_word(i).rotate_left(7)).collect();
-    let stream = upload(&stream_words)?;
-    let hot = upload(&hot_words)?;
+    // Both buffers are generated chunk by chunk into pinned staging and their sums computed
+    // from the same formulas: the host never holds the 1 GiB stream.
+    let hot_word = |i: usize| reference::strided_word(i).rotate_left(7);
+    let (stream, hot) = lab.phases.time(Kind::Inputs, || {
+        let (stream_len, hot_len) = (stream_bytes / 4, largest.max(twin_bytes) / 4);
+        let (stream, hot): (DeviceBuffer<u32>, DeviceBuffer<u32>) = (poisoned(stream_len)?, poisoned(hot_len)?);
+        let mut staging = Staging::new(stream_len.max(hot_len))?;
+        staging.upload(gpu, &stream, reference::fill_strided_words)?;
+        staging.upload(gpu, &hot, |offset, chunk| {
+            chunk.par_iter_mut().enumerate().for_each(|(i, w)| *w = hot_word(offset + i));
+        })?;
+        anyhow::Ok((stream, hot))
+    })?;
     let mut out = poisoned::<u32>(threads)?;
     let l2_bytes = gpu.info.l2_bytes as usize;
     // The carve-out the driver grants for the device's maximum (it rounds the request).
@@ -166,13 +177,19 @@ pub fn measure_sizes(
     };
     let hinted_in_ptx = crate::ptx::needs_newer(gpu.ptx, "hot_stream_read_evict_first").is_none();
     let stream_vectors = (stream_bytes / READ_CG_VECTOR_BYTES) as u32;
-    // One timed, checked launch of `variant` over the hot buffer `hot_words[..hot_bytes / 4]`
-    // (`on_stream`: the stream itself is the hot buffer).
-    let mut run = |variant: Variant, hot_bytes: usize, on_stream: bool, window_bytes: usize| -> Result<KernelRow> {
+    // The sums of the reads of the first `hot_bytes` of the hot buffer (`on_stream`: the
+    // stream itself is the hot buffer), the same for every variant: computed once per buffer.
+    let sums = |hot_bytes: usize, on_stream: bool| {
+        let stream_words = (stream_bytes / 4, reference::strided_word);
+        lab.phases.time(Kind::Checks, || match on_stream {
+            true => reference::hot_stream_sums(stream_words, (hot_bytes / 4, reference::strided_word), threads),
+            false => reference::hot_stream_sums(stream_words, (hot_bytes / 4, hot_word), threads),
+        })
+    };
+    // One timed, checked launch of `variant` over that hot buffer, its sums `want`.
+    let mut run = |variant: Variant, hot_bytes: usize, on_stream: bool, window_bytes: usize, want: &[u32]| {
         let hot_vectors = (hot_bytes / READ_CG_VECTOR_BYTES) as u32;
-        let (hot_buffer, hot_src) =
-            if on_stream { (&stream, &stream_words[..hot_bytes / 4]) } else { (&hot, &hot_words[..hot_bytes / 4]) };
-        let want = reference::hot_stream_sums(&stream_words, hot_src, threads);
+        let hot_buffer = if on_stream { &stream } else { &hot };
         let launch = match variant {
             Variant::EvictFirst => crate::demos::l2::policies::kernels::hot_stream_read_evict_first(
                 blocks,
@@ -199,15 +216,16 @@ pub fn measure_sizes(
         measure(lab, run, check)
     };
     let bounds = Bounds {
-        all_hit: run(Variant::Plain, twin_bytes, true, 0)?,
-        all_miss: run(Variant::Plain, twin_bytes, false, 0)?,
+        all_hit: run(Variant::Plain, twin_bytes, true, 0, &sums(twin_bytes, true))?,
+        all_miss: run(Variant::Plain, twin_bytes, false, 0, &sums(twin_bytes, false))?,
     };
     let mut points = Vec::new();
     for &hot_bytes in sizes {
         let window_bytes = hot_bytes.min(limits.max_window);
-        let without = run(Variant::Plain, hot_bytes, false, 0)?;
-        let with = run(Variant::Window, hot_bytes, false, window_bytes)?;
-        let hinted = if hinted_in_ptx { Some(run(Variant::EvictFirst, hot_bytes, false, 0)?) } else { None };
+        let want = sums(hot_bytes, false);
+        let without = run(Variant::Plain, hot_bytes, false, 0, &want)?;
+        let with = run(Variant::Window, hot_bytes, false, window_bytes, &want)?;
+        let hinted = if hinted_in_ptx { Some(run(Variant::EvictFirst, hot_bytes, false, 0, &want)?) } else { None };
         let model =
             HotStream { l2_bytes: l2_bytes as f64, hot_bytes: hot_bytes as f64, stream_bytes: stream_bytes as f64 };
         let ratio = hit_ratio(window_bytes as f64, carve_out as f64);

@@ -40,7 +40,7 @@ pub fn chunks(lab: &Lab, footprint: usize) -> Result<KernelRow> {
     let used = regions as usize * REGION_BYTES;
     let lesson = "L2 reads, many short blocks of a fixed 512 KiB each";
     ensure_free(lesson, used + 4 * regions as usize * CHUNK_THREADS as usize)?;
-    let words: Vec<u32> = (0..used / 4).map(reference::strided_word).collect();
+    let words = reference::strided_words(used / 4);
     let input = upload(&words)?;
     let mut out = poisoned::<u32>(regions as usize * CHUNK_THREADS as usize)?;
     let blocks = crate::demos::sanitizer::chunk_blocks(lab, regions);
