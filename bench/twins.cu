@@ -10,10 +10,11 @@
 // ---------------------------------------------------------------- transpose.rs
 // Block 32 x 8, one 32 x 32 tile per block, 4 elements per thread (rows ty, ty+8, ty+16, ty+24).
 
-// The body of copy and transpose_naive: 4 coalesced loads, then 4 stores to out[dest(x, y)].
+// The body of copy and transpose_naive: 4 coalesced loads, then 4 stores to out[dest(x, y)]. The
+// tile's columns start `shift` before the block's (below 0 x wraps past cols and is skipped).
 template <bool TRANSPOSE>
-DEV void move_via_registers(const float* in, float* out, unsigned rows, unsigned cols) {
-    unsigned x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+DEV void move_via_registers(const float* in, float* out, unsigned rows, unsigned cols, unsigned shift) {
+    unsigned x = blockIdx.x * 32 + threadIdx.x - shift, y = blockIdx.y * 32 + threadIdx.y;
     float v[4];
 #pragma unroll
     for (unsigned j = 0; j < 4; j++)
@@ -24,12 +25,14 @@ DEV void move_via_registers(const float* in, float* out, unsigned rows, unsigned
             out[TRANSPOSE ? (size_t)x * rows + y + 8 * j : (size_t)(y + 8 * j) * cols + x] = v[j];
 }
 
+// Row y's tiles shifted back by its misalignment (y * cols) mod 8 floats: whole-sector warps.
+// Grid (ceil((cols + max shift) / 32), ceil(rows / 32)).
 KERNEL void copy(const float* in, float* out, unsigned rows, unsigned cols) {
-    move_via_registers<false>(in, out, rows, cols);
+    move_via_registers<false>(in, out, rows, cols, (blockIdx.y * 32 + threadIdx.y) * cols % 8);
 }
 
 KERNEL void transpose_naive(const float* in, float* out, unsigned rows, unsigned cols) {
-    move_via_registers<true>(in, out, rows, cols);
+    move_via_registers<true>(in, out, rows, cols, 0);
 }
 
 template <unsigned PITCH>
@@ -1127,18 +1130,6 @@ KERNEL void hot_stream_read_evict_first(const unsigned* stream, unsigned stream_
 
 // ---------------------------------------------------------------- transpose_any.rs
 // Dense matrices whose rows are not whole 32-byte sectors.
-
-// Block 256: thread g copies floats 4g .. 4g + 4 of the flat array with one float4 (the last
-// thread the 1 to 3 left over, one by one).
-KERNEL void copy_flat(const float* in, float* out, unsigned rows, unsigned cols) {
-    size_t n = (size_t)rows * cols, first = 4 * (size_t)(blockIdx.x * blockDim.x + threadIdx.x);
-    if (first + 4 <= n) {
-        *reinterpret_cast<float4*>(out + first) = *reinterpret_cast<const float4*>(in + first);
-    } else {
-        for (size_t i = first; i < first + 4; i++)
-            if (i < n) out[i] = in[i];
-    }
-}
 
 // Block 32 x 8, grid (ceil(cols / 32), ceil((rows + 7) / 32)), a 40 x 33 tile: input rows
 // 32 by - 8 .. 32 by + 32 staged; output row y's stores shifted back by e(y) = (y * rows) mod 8

@@ -9,6 +9,17 @@ pub const TILE: u32 = 32;
 pub const BLOCK_ROWS: u32 = 8;
 /// Threads per block of the 32x32 kernels: `TILE x BLOCK_ROWS`.
 pub const BLOCK: (u32, u32) = (TILE, BLOCK_ROWS);
+/// Floats per 32-byte sector. `copy` and `transpose_padded` shift a row's tiles back by that
+/// row's misalignment, `(r * len) mod SKEW` floats for row `r` of `len` floats.
+pub const SKEW: u32 = 8;
+
+/// The largest shift of a row of `len` floats, `SKEW - gcd(len, SKEW)` (0 for whole-sector
+/// rows): the columns a shifting kernel's grid covers beyond `len`.
+pub const fn max_shift(len: u32) -> u32 {
+    let (zeros, most) = (len.trailing_zeros(), SKEW.trailing_zeros());
+    SKEW - (1 << if zeros < most { zeros } else { most })
+}
+
 /// Row pitch of `transpose_tiled`'s shared tile, words: no padding (32-way conflicted column).
 pub const TILED_PITCH: u32 = TILE;
 /// Row pitch of `transpose_padded`'s shared tile, words: one pad word per row.

@@ -1,10 +1,8 @@
-//! Launch contract of `kernels-gpu/src/transpose_any.rs`: copy and transpose of dense matrices
+//! Launch contract of `kernels-gpu/src/transpose_any.rs`: transpose of dense matrices
 //! whose rows are not whole 32-byte sectors.
 
 use crate::tile_bytes;
 
-/// Threads per block of `copy_flat` (1-D; each thread moves one 16-byte vector).
-pub const FLAT_BLOCK: u32 = 256;
 /// Floats per 32-byte sector: `transpose_aligned_stores` shifts each output row's tiles by
 /// that row's misalignment, at most `SKEW - 1` floats.
 pub const SKEW: u32 = 8;

@@ -51,14 +51,18 @@ fn load_tile_rows(input: &Matrix<f32>, x: usize, y: usize) -> [f32; PER_THREAD] 
 // ANCHOR: copy_and_naive
 /// Moves this thread's 4 elements of its tile from `input (y, x)` to `output dest(x, y)`
 /// through registers: the body of [`copy`] and [`transpose_naive`]. `output` is `rows x cols`
-/// for the copy, `cols x rows` for the transpose.
+/// for the copy, `cols x rows` for the transpose. The tile's columns start `shift` before the
+/// block's: `shift` must be the same for the thread's 4 rows (they are 8 apart).
 #[inline(always)]
 fn move_via_registers(
     input: Matrix<f32>,
     mut output: Matrix<f32, ReadWrite>,
+    shift: u32,
     dest: impl Fn(usize, usize) -> (usize, usize),
 ) {
     let (x, y) = tile_origin(block_idx_x(), block_idx_y());
+    // Below column 0 the index wraps past `cols`, so the guards skip it.
+    let x = (x as u32).wrapping_sub(shift) as usize;
     let v = load_tile_rows(&input, x, y);
     for_tile_rows(x, y, input.rows(), input.cols(), |x, y, j| {
         let (r, c) = dest(x, y);
@@ -66,16 +70,29 @@ fn move_via_registers(
     });
 }
 
+/// Row `r`'s misalignment in floats when rows are `len` floats: `(r * len) mod 8`, so its
+/// column `-e` starts a sector. Rows 8 apart share it (`8 len mod 8 = 0`); the low 3 bits of
+/// the 32-bit product are those of the whole one.
+#[inline(always)]
+fn misalignment(r: u32, len: u32) -> u32 {
+    r.wrapping_mul(len) % contract::SKEW
+}
+
 kernel! {
     /// The bandwidth ceiling of the transposes: same launch shape, same 4 elements per thread,
-    /// coalesced reads and coalesced writes.
+    /// coalesced reads and coalesced writes. Row `r` starts `e = (r * cols) mod 8` floats into a
+    /// 32-byte sector, so its tiles are shifted back by `e` columns: each warp then loads and
+    /// stores 128 aligned bytes, 4 whole sectors, whatever the row length (unshifted, a row
+    /// that is not whole sectors makes every warp span 5, two of them written in part).
     ///
-    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
+    /// - Launch: block `32 x 8`, grid `(ceil((cols + m) / 32), ceil(rows / 32))`, `m` the
+    ///   largest shift ([`contract::max_shift`] of `cols`: 0 when `cols` is a multiple of 8).
     /// - Shared memory: none. Memory level: global, fully coalesced (a warp moves one 128-byte row).
     /// - Buffers: `input` and `output` hold `rows * cols` floats and do not overlap.
     pub fn copy(input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
+        let shift = misalignment(block_idx_y() * TILE as u32 + thread_idx_y(), cols);
         let (rows, cols) = (rows as usize, cols as usize);
-        move_via_registers(input.matrix(rows, cols), output.matrix(rows, cols), |x, y| (y, x))
+        move_via_registers(input.matrix(rows, cols), output.matrix(rows, cols), shift, |x, y| (y, x))
     }
 }
 
@@ -88,7 +105,7 @@ kernel! {
     /// - Buffers: `input` and `output` hold `rows * cols` floats and do not overlap.
     pub fn transpose_naive(input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
         let (rows, cols) = (rows as usize, cols as usize);
-        move_via_registers(input.matrix(rows, cols), output.matrix(cols, rows), |x, y| (x, y))
+        move_via_registers(input.matrix(rows, cols), output.matrix(cols, rows), 0, |x, y| (x, y))
     }
 }
 // ANCHOR_END: copy_and_naive  ANCHOR: transpose_via_tile

@@ -1,19 +1,17 @@
-//! Copy and transpose of dense row-major `f32` matrices of any size, for rows that are not whole
+//! Transpose of dense row-major `f32` matrices of any size, for rows that are not whole
 //! 32-byte sectors (`cols` or, for the transpose's output, `rows` not a multiple of 8), where
 //! the lesson's kernels lose up to two thirds of their speed: a warp's 128-byte row segment
 //! then straddles 5 sectors, two of them written in part by each of two warps (partial-sector
 //! writes).
 //!
-//! - [`copy_flat`]: a dense copy does not need rows at all: 16-byte vectors over the flat
-//!   array, which stays 16-byte aligned whatever the row length.
-//! - [`transpose_aligned_stores`]: each output row's tiles are shifted by that row's
+//! [`transpose_aligned_stores`]: each output row's tiles are shifted by that row's
 //!   misalignment, so every warp store covers whole sectors; only the sector where one output
 //!   row ends and the next begins is shared.
 
 use memlab_contracts::transpose_any as contract;
 
 use crate::device::{
-    Block, GlobalIn, GlobalOut, SharedTile, block_idx_x, block_idx_y, global_idx_x, kernel, thread_idx_x, thread_idx_y,
+    Block, GlobalIn, GlobalOut, SharedTile, block_idx_x, block_idx_y, kernel, thread_idx_x, thread_idx_y,
 };
 
 /// Tile edge of [`transpose_aligned_stores`], in elements ([`contract::TILE`]).
@@ -23,32 +21,6 @@ const SKEW: u32 = contract::SKEW;
 /// Its staged tile: `STAGED_ROWS x TILE` floats, rows `PITCH` floats apart.
 type Staged =
     SharedTile<f32, { contract::STAGED_ROWS as usize }, { contract::TILE as usize }, { contract::PITCH as usize }>;
-
-kernel! {
-    /// Copies a dense `rows x cols` matrix as a flat array of `rows * cols` floats: thread `g`
-    /// moves floats `4 g .. 4 g + 4` (the last thread the 1 to 3 left over, one by one) with one
-    /// 128-bit load and store (`ld/st.global.v4.b32`, SASS `LDG.E.128`/`STG.E.128`, as the CUDA
-    /// C++ twin's `float4`): 512 contiguous, aligned bytes per warp instruction.
-    ///
-    /// - Launch: block `256`, grid `ceil(ceil(rows * cols / 4) / 256)`.
-    /// - Shared memory: none. Memory level: global, every access aligned.
-    /// - Buffers: `input` and `output` hold `rows * cols < 2^32` floats, 16-byte aligned, not
-    ///   overlapping.
-    pub fn copy_flat(input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
-        let n = rows as usize * cols as usize;
-        let (input, mut output) = (input.slice(n), output.slice(n));
-        let first = 4 * global_idx_x() as usize;
-        if first + 4 <= n {
-            output.set4(first, input.get4(first));
-        } else {
-            for i in first..first + 4 {
-                if i < n {
-                    output.set(i, input.get(i));
-                }
-            }
-        }
-    }
-}
 
 kernel! {
     /// Transpose with sector-aligned stores: as `transpose_padded` (32 x 8 threads, a padded

@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::transpose::{
-    BLOCK, PADDED_PITCH, TILE, TILED_PITCH, WIDE_BLOCK, WIDE_PITCH, WIDE_TILE, smem_bytes,
+    BLOCK, PADDED_PITCH, TILE, TILED_PITCH, WIDE_BLOCK, WIDE_PITCH, WIDE_TILE, max_shift, smem_bytes,
 };
 use memlab_contracts::transpose_any as any;
 
@@ -36,19 +36,16 @@ fn tiles(rows: u32, cols: u32, tile: u32, block: (u32, u32), smem: u32) -> Launc
 }
 
 crate::kernels! {
-    /// `copy_flat`: a dense `rows x cols` f32 matrix copied as a flat array of 16-byte vectors;
-    /// block `256`, one thread per vector, no shared memory; buffers 16-byte aligned.
-    fn copy_flat(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => LaunchShape::linear((rows as u64 * cols as u64).div_ceil(4) as u32, any::FLAT_BLOCK, 0);
     /// `transpose_aligned_stores`: as [`transpose_padded`], each output row's tiles shifted to
     /// start on a sector boundary; block `32 x 8`, grid `(ceil(cols / 32), ceil((rows + 7) /
     /// 32))`, a `40 x 33` shared tile (5280 B).
     fn transpose_aligned_stores(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
         => tiles(rows + any::SKEW - 1, cols, any::TILE, any::BLOCK, any::smem_bytes());
     /// `copy`: the bandwidth ceiling of the transposes. `input` and `output` are `rows x cols`
-    /// f32; block `32 x 8`, one block per `32 x 32` tile, no shared memory.
+    /// f32; block `32 x 8`, one block per `32 x 32` tile, no shared memory; each row's tiles
+    /// shifted back to a sector boundary, so the grid covers `max_shift(cols)` more columns.
     fn copy(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(rows, cols, TILE, BLOCK, 0);
+        => tiles(rows, cols + max_shift(cols), TILE, BLOCK, 0);
     /// `transpose_naive`: `input` `rows x cols`, `output` `cols x rows`; block `32 x 8`, one
     /// block per `32 x 32` tile, no shared memory.
     fn transpose_naive(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
@@ -70,7 +67,7 @@ pub type TransposeLaunch = fn(&DeviceBuffer<f32>, &mut DeviceBuffer<f32>, u32, u
 
 /// The kernels with what each teaches, the copy ceiling first.
 pub const KERNELS: [(TransposeLaunch, &str); 5] = [
-    (kernels::copy, "coalesced reads and writes: the ceiling for this launch shape"),
+    (kernels::copy, "coalesced reads and writes, each row's tiles from a sector boundary: the ceiling"),
     (kernels::transpose_naive, "reads coalesced, writes strided by a whole row: a sector per lane"),
     (
         kernels::transpose_tiled,
@@ -82,13 +79,10 @@ pub const KERNELS: [(TransposeLaunch, &str); 5] = [
 
 /// The kernels for dense matrices whose rows are not whole sectors, run by the `--sizes`
 /// sweep next to [`KERNELS`].
-pub const ANY_SIZE_KERNELS: [(TransposeLaunch, &str); 2] = [
-    (kernels::copy_flat, "a dense copy as a flat array of 16-byte vectors: aligned whatever the row length"),
-    (
-        kernels::transpose_aligned_stores,
-        "32x33 tile, each output row's tiles shifted to a sector boundary: whole-sector stores",
-    ),
-];
+pub const ANY_SIZE_KERNELS: [(TransposeLaunch, &str); 1] = [(
+    kernels::transpose_aligned_stores,
+    "32x33 tile, each output row's tiles shifted to a sector boundary: whole-sector stores",
+)];
 
 /// The models' prediction for one launch on a stored `rows x cols` input: the global stores'
 /// sectors per request and partial sectors per request over the whole output
@@ -100,9 +94,6 @@ fn prediction(launch: &Launch, (rows, cols): (usize, usize)) -> String {
     let out = if launch.kernel == "copy" { (rows, cols) } else { (cols, rows) };
     let mut text = match launch.kernel {
         "transpose_naive" => format!("stores {} sectors/req", WarpAccess::new(4, rows).analyze().sectors),
-        // 512 aligned bytes per request; whole sectors by construction, but for one partial
-        // sector per output row where two rows meet.
-        "copy_flat" => "stores 16.00 sectors/req, 0.00 partial".to_string(),
         "transpose_aligned_stores" => format!("stores 4.00 sectors/req, {cols} partial (one per output row)"),
         kernel => {
             // Half a warp per output row, 16 bytes per lane; rows that are not whole 16-byte
@@ -113,6 +104,7 @@ fn prediction(launch: &Launch, (rows, cols): (usize, usize)) -> String {
                     passes: if rows % 4 == 0 && cols % 4 == 0 { 1 } else { 4 },
                     ..RowSweep::new(out.0, out.1, 4, 64)
                 },
+                "copy" => RowSweep { shifted: true, ..RowSweep::new(out.0, out.1, 4, 32) },
                 _ => RowSweep::new(out.0, out.1, 4, 32),
             };
             let t = sweep.traffic();
@@ -194,7 +186,7 @@ pub const ODD_SIZE_GOAL: f64 = 0.9;
 
 /// The kernel of `transpose_any.rs` that does `kernel`'s job at any size.
 fn any_size_kernel(kernel: &str) -> &'static str {
-    if kernel.starts_with("copy") { "copy_flat" } else { "transpose_aligned_stores" }
+    if kernel == "copy" { "copy" } else { "transpose_aligned_stores" }
 }
 
 /// One line judging [`ODD_SIZE_GOAL`] for each kernel of `kernels` (at an unaligned size)
@@ -228,23 +220,24 @@ fn odd_size_goal(kernels: &[KernelRow], base: &[KernelRow]) -> String {
 
 /// Why a `rows x cols` matrix whose rows are not whole 32-byte sectors is slower, with the
 /// store model's figures ([`RowSweep`], 32 floats per warp request) for copy's output rows (of
-/// `cols` floats) and the transposes' (of `rows`).
+/// `cols` floats) and the transposes' (of `rows`), tiles from column 0 and shifted.
 fn unaligned_cause((rows, cols): (usize, usize)) -> String {
-    let stores = |rows: usize, cols: usize| {
-        let t = RowSweep::new(rows as u64, cols as u64, 4, 32).traffic();
+    let stores = |rows: usize, cols: usize, shifted: bool| {
+        let t = RowSweep { shifted, ..RowSweep::new(rows as u64, cols as u64, 4, 32) }.traffic();
         format!("{:.2} sectors/req, {:.2} partial", t.sectors_per_request(), t.partial_per_request())
     };
     format!(
         "Why: a row that is not a whole number of 32-byte sectors ({PITCH_ELEMENTS} floats) starts inside a \
          sector, so a warp's 128-byte row segment spans 5 sectors instead of 4 and its first and last are written \
          in part, the rest of each by another warp at another time (partial-sector writes). The store model: \
-         copy's output rows of {cols} floats {}, the transposes' of {rows} floats {} (4.00 and 0.00 on \
+         rows of {cols} floats (copy's) {}, of {rows} floats (the transposes') {} (4.00 and 0.00 on \
          whole-sector rows). transpose_vectorized's 16-byte accesses also need rows and cols multiples of 4, \
-         or it takes scalar ones. copy_flat ignores rows (the matrix is one aligned array); \
-         transpose_aligned_stores shifts each output row's tiles to a sector boundary, leaving one partial \
-         sector per output row.",
-        stores(rows, cols),
-        stores(cols, rows)
+         or it takes scalar ones. copy and transpose_aligned_stores shift each row's tiles back to a sector \
+         boundary, leaving one partial sector where two rows meet: {} and {}.",
+        stores(rows, cols, false),
+        stores(cols, rows, false),
+        stores(rows, cols, true),
+        stores(cols, rows, true),
     )
 }
 
@@ -465,15 +458,9 @@ mod tests {
             "goal (each kernel >= 0.90x its aligned rate): met by copy, aligned_stores; missed by vectorized 0.36x \
              (transpose_aligned_stores here 2882 GB/s, 0.75x of vectorized's aligned 3842)"
         );
-        // A copy that misses points at copy_flat; none missing says so.
-        let slow_copy = [row("copy", 2000.0), row("copy_flat", 3900.0)];
-        let note = odd_size_goal(&slow_copy, &[row("copy", 4000.0), row("copy_flat", 4000.0)]);
-        assert!(
-            note.ends_with(
-                "met by copy_flat; missed by copy 0.50x (copy_flat here 3900 GB/s, 0.97x of copy's aligned 4000)"
-            ),
-            "{note}"
-        );
+        // A copy that misses is its own any-size kernel; none missing says so.
+        let note = odd_size_goal(&[row("copy", 2000.0)], &[row("copy", 4000.0)]);
+        assert!(note.ends_with("met by none; missed by copy 0.50x"), "{note}");
         assert!(odd_size_goal(&base, &base).ends_with("missed by none"));
     }
 
@@ -482,10 +469,18 @@ mod tests {
         // Rows of 8191 floats: 7 rows in 8 start inside a sector (5 sectors per request, 2 of them
         // partial), and the last request of a row has 31 floats.
         let note = unaligned_cause((8192, 8191));
-        assert!(note.contains("copy's output rows of 8191 floats 4.87 sectors/req, 1.75 partial"), "{note}");
-        assert!(note.contains("the transposes' of 8192 floats 4.00 sectors/req, 0.00 partial"), "{note}");
+        assert!(note.contains("rows of 8191 floats (copy's) 4.87 sectors/req, 1.75 partial"), "{note}");
+        assert!(note.contains("of 8192 floats (the transposes') 4.00 sectors/req, 0.00 partial"), "{note}");
+        // Shifted, a row of 8191 floats takes ceil((8191 + e) / 32) requests of whole sectors
+        // but its first and last.
+        assert!(
+            note.ends_with(
+                "sector where two rows meet: 3.99 sectors/req, 0.01 partial and 4.00 sectors/req, 0.00 partial."
+            ),
+            "{note}"
+        );
         let note = unaligned_cause((8191, 8192));
-        assert!(note.contains("copy's output rows of 8192 floats 4.00 sectors/req, 0.00 partial"), "{note}");
-        assert!(note.contains("the transposes' of 8191 floats 4.87"), "{note}");
+        assert!(note.contains("rows of 8192 floats (copy's) 4.00 sectors/req, 0.00 partial"), "{note}");
+        assert!(note.contains("of 8191 floats (the transposes') 4.87"), "{note}");
     }
 }
