@@ -245,9 +245,9 @@ impl<A> Slice<f32, A> {
         // SAFETY: four elements inside the view, 16-byte aligned (checked, or by contract).
         let v = unsafe { load(self.ptr.add(i).cast::<Vec4<f32>>()) };
         // Element by element, here and in `set4`: a `Vec4` stored whole right after it was loaded
-        // is a 16-byte memcpy to LLVM, which nvptx splits into two 64-bit loads and stores
-        // (copy_flat at 0.73x its CUDA C++ twin on the H200); four floats at a 16-byte aligned
-        // address are merged into one `ld/st.global.v4` by its load-store vectorizer.
+        // is a 16-byte memcpy to LLVM, which nvptx splits into two 64-bit loads and stores (a flat
+        // 16-byte copy ran at 0.73x its CUDA C++ twin on the H200); four floats at a 16-byte
+        // aligned address are merged into one `ld/st.global.v4` by its load-store vectorizer.
         [v.0[0], v.0[1], v.0[2], v.0[3]]
     }
 }

@@ -17,8 +17,8 @@ use memlab::ptx::{self, entry_body, opcodes};
 use memlab::ptxas;
 
 /// The kernels rewritten on the device API (and the race lesson's raw kernel, which must not
-/// move either): copy, the transposes, the matmuls, the probes, the any-size copy and transpose.
-const KERNELS: [&str; 17] = [
+/// move either): copy, the transposes, the matmuls, the probes.
+const KERNELS: [&str; 15] = [
     "copy",
     "transpose_naive",
     "transpose_tiled",
@@ -34,8 +34,6 @@ const KERNELS: [&str; 17] = [
     "shared_bank_probe_8",
     "shared_bank_probe_16",
     "register_pressure",
-    "copy_flat",
-    "transpose_aligned_stores",
 ];
 
 /// The cluster lesson's kernels (`clusters.rs`), in the sm_90 PTX only (PTX ISA 7.8), recorded
@@ -142,7 +140,7 @@ fn the_checked_build_traps_where_the_release_build_has_no_check() {
     assert_eq!(report.len(), ptx::kernel_names(release.text).len());
     // Kernels whose own guards (`row < m`, `x < cols`, ...) imply every bounds check: LLVM
     // proves the checks true and deletes them, so their checked build is their release build.
-    const IMPLIED: [&str; 4] = ["copy", "transpose_naive", "matmul_naive", "copy_flat"];
+    const IMPLIED: [&str; 3] = ["copy", "transpose_naive", "matmul_naive"];
     // Probes whose only views are written at constant indices or under the kernel's own guard.
     const PROBES_IMPLIED: [&str; 3] = ["register_chain", "local_array_constant_index", "local_array_runtime_index"];
     let implied = |k: &str| IMPLIED.contains(&k) || PROBES_IMPLIED.contains(&k);

@@ -28,4 +28,3 @@ pub mod sgemm;
 #[cfg(target_feature = "sm_90")]
 pub mod tma;
 pub mod transpose;
-pub mod transpose_any;

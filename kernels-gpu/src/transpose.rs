@@ -3,9 +3,10 @@
 //!
 //! `input` is `rows x cols`, `output` is `cols x rows` (for `copy`: `rows x cols`), row-major
 //! `f32`. Every kernel here but [`transpose_vectorized`] is launched with the same shape: block
-//! `32 x 8` threads, one block per `32 x 32` tile, grid `(ceil(cols / 32), ceil(rows / 32))`;
-//! each thread moves 4 elements, rows `ty, ty + 8, ty + 16, ty + 24` of its tile. Any
-//! `rows, cols >= 1` works (guarded accesses).
+//! `32 x 8` threads, one block per `32 x 32` tile, grid `(ceil(cols / 32), ceil(rows / 32))`
+//! (for [`copy`] and [`transpose_padded`], which shift each row's tiles to a sector boundary,
+//! up to 7 more columns or rows); each thread moves 4 elements, rows `ty, ty + 8, ty + 16,
+//! ty + 24` of its tile. Any `rows, cols >= 1` works (guarded accesses).
 
 use memlab_contracts::transpose as contract;
 
@@ -51,14 +52,18 @@ fn load_tile_rows(input: &Matrix<f32>, x: usize, y: usize) -> [f32; PER_THREAD] 
 // ANCHOR: copy_and_naive
 /// Moves this thread's 4 elements of its tile from `input (y, x)` to `output dest(x, y)`
 /// through registers: the body of [`copy`] and [`transpose_naive`]. `output` is `rows x cols`
-/// for the copy, `cols x rows` for the transpose.
+/// for the copy, `cols x rows` for the transpose. The tile's columns start `shift` before the
+/// block's: `shift` must be the same for the thread's 4 rows (they are 8 apart).
 #[inline(always)]
 fn move_via_registers(
     input: Matrix<f32>,
     mut output: Matrix<f32, ReadWrite>,
+    shift: u32,
     dest: impl Fn(usize, usize) -> (usize, usize),
 ) {
     let (x, y) = tile_origin(block_idx_x(), block_idx_y());
+    // Below column 0 the index wraps past `cols`, so the guards skip it.
+    let x = (x as u32).wrapping_sub(shift) as usize;
     let v = load_tile_rows(&input, x, y);
     for_tile_rows(x, y, input.rows(), input.cols(), |x, y, j| {
         let (r, c) = dest(x, y);
@@ -66,16 +71,29 @@ fn move_via_registers(
     });
 }
 
+/// Row `r`'s misalignment in floats when rows are `len` floats: `(r * len) mod 8`, so its
+/// column `-e` starts a sector. Rows 8 apart share it (`8 len mod 8 = 0`); the low 3 bits of
+/// the 32-bit product are those of the whole one.
+#[inline(always)]
+fn misalignment(r: u32, len: u32) -> u32 {
+    r.wrapping_mul(len) % contract::SKEW
+}
+
 kernel! {
     /// The bandwidth ceiling of the transposes: same launch shape, same 4 elements per thread,
-    /// coalesced reads and coalesced writes.
+    /// coalesced reads and coalesced writes. Row `r` starts `e = (r * cols) mod 8` floats into a
+    /// 32-byte sector, so its tiles are shifted back by `e` columns: each warp then loads and
+    /// stores 128 aligned bytes, 4 whole sectors, whatever the row length (unshifted, a row
+    /// that is not whole sectors makes every warp span 5, two of them written in part).
     ///
-    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
+    /// - Launch: block `32 x 8`, grid `(ceil((cols + m) / 32), ceil(rows / 32))`, `m` the
+    ///   largest shift ([`contract::max_shift`] of `cols`: 0 when `cols` is a multiple of 8).
     /// - Shared memory: none. Memory level: global, fully coalesced (a warp moves one 128-byte row).
     /// - Buffers: `input` and `output` hold `rows * cols` floats and do not overlap.
     pub fn copy(input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
+        let shift = misalignment(block_idx_y() * TILE as u32 + thread_idx_y(), cols);
         let (rows, cols) = (rows as usize, cols as usize);
-        move_via_registers(input.matrix(rows, cols), output.matrix(rows, cols), |x, y| (y, x))
+        move_via_registers(input.matrix(rows, cols), output.matrix(rows, cols), shift, |x, y| (y, x))
     }
 }
 
@@ -88,19 +106,22 @@ kernel! {
     /// - Buffers: `input` and `output` hold `rows * cols` floats and do not overlap.
     pub fn transpose_naive(input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
         let (rows, cols) = (rows as usize, cols as usize);
-        move_via_registers(input.matrix(rows, cols), output.matrix(cols, rows), |x, y| (x, y))
+        move_via_registers(input.matrix(rows, cols), output.matrix(cols, rows), 0, |x, y| (x, y))
     }
 }
 // ANCHOR_END: copy_and_naive  ANCHOR: transpose_via_tile
-/// Transpose through a shared-memory tile of `TILE x PITCH` floats: the body of
-/// [`transpose_tiled`] (`PITCH = 32`) and [`transpose_padded`] (`PITCH = 33`).
+/// Transpose through a shared tile of `ROWS x TILE` floats, rows `PITCH` apart: the body of
+/// [`transpose_tiled`] (`32 x 32`) and [`transpose_padded`] (`40 x 33`, `SHIFTED`).
 ///
 /// Global reads and writes are both coalesced; the transpose happens in shared memory, where
 /// the write-out phase reads a tile column: lane `t` reads word `t * PITCH + c`, bank
 /// `(t * PITCH + c) mod 32`. The tile is written, published by the barrier, then read: its
-/// phase is in its type.
+/// phase is in its type. `SHIFTED`: output row `y` (of `rows` floats) starts
+/// `e(y) = (y * rows) mod 8` floats into a sector, so its stores are shifted back by `e(y)`
+/// columns to start on a sector boundary, reading input rows up to `m = max_shift(rows)` before
+/// the tile: the block stages input rows `32 by - m .. 32 by + 32`.
 #[inline(always)]
-fn transpose_via_tile<const PITCH: usize>(
+fn transpose_via_tile<const ROWS: usize, const PITCH: usize, const SHIFTED: bool>(
     block: Block,
     input: GlobalIn<f32>,
     output: GlobalOut<f32>,
@@ -108,25 +129,29 @@ fn transpose_via_tile<const PITCH: usize>(
     cols: u32,
 ) {
     const T: u32 = TILE as u32;
-    let (barrier, mut tile) = block.carve::<SharedTile<f32, TILE, TILE, PITCH>>();
+    let (barrier, mut tile) = block.carve::<SharedTile<f32, ROWS, TILE, PITCH>>();
     let input = input.matrix(rows as usize, cols as usize);
     let mut output = output.matrix(cols as usize, rows as usize);
     let (tx, ty) = (thread_idx_x(), thread_idx_y());
+    let m = if SHIFTED { contract::max_shift(rows) } else { 0 };
     // 32-bit tile indices and 64-bit global offsets, as in the CUDA C++ twin: `y + j` stays
-    // below `32 * ceil(rows / 32)`.
-    let (x, y) = (block_idx_x() * T + tx, block_idx_y() * T + ty);
-    for j in (0..T).step_by(BLOCK_ROWS) {
-        if x < cols && y + j < rows {
-            tile.set(ty + j, tx, input.get((y + j) as usize, x as usize));
+    // below `32 * ceil((rows + m) / 32)`. Loops of a constant trip count, unrolled (a rolled
+    // store loop ran at 0.95x the twin); rows before row 0 wrap past `rows` and are skipped.
+    let (x, y) = (block_idx_x() * T + tx, (block_idx_y() * T + ty).wrapping_sub(m));
+    for j in (0..ROWS as u32).step_by(BLOCK_ROWS) {
+        if (!SHIFTED || ty + j < T + m) && x < cols && y.wrapping_add(j) < rows {
+            tile.set(ty + j, tx, input.get(y.wrapping_add(j) as usize, x as usize));
         }
     }
     let tile = barrier.sync(tile);
-    // The output tile sits at the mirrored block; its matrix is cols x rows.
-    let (x, y) = (block_idx_y() * T + tx, block_idx_x() * T + ty);
+    // The output tile sits at the mirrored block; its matrix is cols x rows. A thread's rows are
+    // 8 apart, so one shift for all four.
+    let e = if SHIFTED { misalignment(block_idx_x() * T + ty, rows) } else { 0 };
+    let (x, y) = ((block_idx_y() * T + tx).wrapping_sub(e), block_idx_x() * T + ty);
     for j in (0..T).step_by(BLOCK_ROWS) {
         if x < rows && y + j < cols {
             // Each conflicted tile read stays paired with its store (see `get_in_order`).
-            output.set((y + j) as usize, x as usize, tile.get_in_order(tx, ty + j));
+            output.set((y + j) as usize, x as usize, tile.get_in_order(tx + m - e, ty + j));
         }
     }
 }
@@ -140,20 +165,26 @@ kernel! {
     /// - Memory level: global (coalesced) and shared (32-way conflicted reads).
     /// - Buffers: `input` and `output` hold `rows * cols` floats.
     pub fn transpose_tiled(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
-        transpose_via_tile::<{ contract::TILED_PITCH as usize }>(block, input, output, rows, cols)
+        const P: usize = contract::TILED_PITCH as usize;
+        transpose_via_tile::<TILE, P, false>(block, input, output, rows, cols)
     }
 }
 
 kernel! {
     /// Transpose through a `32 x 33` shared tile: the one padding word per row moves lane `t` of a
-    /// column read to bank `(33 t + c) mod 32 = (t + c) mod 32`, so the conflict is gone.
+    /// column read to bank `(33 t + c) mod 32 = (t + c) mod 32`, so the conflict is gone. Each
+    /// output row's stores are shifted back to a sector boundary, so every warp store writes
+    /// whole sectors whatever the row length (8 more staged input rows serve the shift).
     ///
-    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
-    /// - Shared memory: `32 * 33 * 4 = 4224` bytes of dynamic shared memory.
-    /// - Memory level: global (coalesced) and shared (conflict-free).
+    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil((rows + m) / 32))`, `m` the largest
+    ///   shift ([`contract::max_shift`] of `rows`: 0 when `rows` is a multiple of 8).
+    /// - Shared memory: `40 * 33 * 4 = 5280` bytes of dynamic shared memory.
+    /// - Memory level: global (coalesced, sector-aligned stores) and shared (conflict-free).
     /// - Buffers: `input` and `output` hold `rows * cols` floats.
     pub fn transpose_padded(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
-        transpose_via_tile::<{ contract::PADDED_PITCH as usize }>(block, input, output, rows, cols)
+        const R: usize = contract::PADDED_ROWS as usize;
+        const P: usize = contract::PADDED_PITCH as usize;
+        transpose_via_tile::<R, P, true>(block, input, output, rows, cols)
     }
 }
 // ANCHOR_END: tiled_and_padded

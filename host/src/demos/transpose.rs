@@ -10,9 +10,8 @@ use std::cell::RefCell;
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::transpose::{
-    BLOCK, PADDED_PITCH, TILE, TILED_PITCH, WIDE_BLOCK, WIDE_PITCH, WIDE_TILE, smem_bytes,
+    BLOCK, PADDED_PITCH, TILE, TILED_PITCH, WIDE_BLOCK, WIDE_PITCH, WIDE_TILE, max_shift, padded_smem_bytes, smem_bytes,
 };
-use memlab_contracts::transpose_any as any;
 
 use super::check_exact_staged;
 use super::{
@@ -36,19 +35,11 @@ fn tiles(rows: u32, cols: u32, tile: u32, block: (u32, u32), smem: u32) -> Launc
 }
 
 crate::kernels! {
-    /// `copy_flat`: a dense `rows x cols` f32 matrix copied as a flat array of 16-byte vectors;
-    /// block `256`, one thread per vector, no shared memory; buffers 16-byte aligned.
-    fn copy_flat(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => LaunchShape::linear((rows as u64 * cols as u64).div_ceil(4) as u32, any::FLAT_BLOCK, 0);
-    /// `transpose_aligned_stores`: as [`transpose_padded`], each output row's tiles shifted to
-    /// start on a sector boundary; block `32 x 8`, grid `(ceil(cols / 32), ceil((rows + 7) /
-    /// 32))`, a `40 x 33` shared tile (5280 B).
-    fn transpose_aligned_stores(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(rows + any::SKEW - 1, cols, any::TILE, any::BLOCK, any::smem_bytes());
     /// `copy`: the bandwidth ceiling of the transposes. `input` and `output` are `rows x cols`
-    /// f32; block `32 x 8`, one block per `32 x 32` tile, no shared memory.
+    /// f32; block `32 x 8`, one block per `32 x 32` tile, no shared memory; each row's tiles
+    /// shifted back to a sector boundary, so the grid covers `max_shift(cols)` more columns.
     fn copy(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(rows, cols, TILE, BLOCK, 0);
+        => tiles(rows, cols + max_shift(cols), TILE, BLOCK, 0);
     /// `transpose_naive`: `input` `rows x cols`, `output` `cols x rows`; block `32 x 8`, one
     /// block per `32 x 32` tile, no shared memory.
     fn transpose_naive(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
@@ -56,9 +47,11 @@ crate::kernels! {
     /// `transpose_tiled`: as [`transpose_naive`], through a `32 x 32` shared tile (4096 B).
     fn transpose_tiled(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
         => tiles(rows, cols, TILE, BLOCK, smem_bytes(TILE, TILED_PITCH));
-    /// `transpose_padded`: as [`transpose_naive`], through a `32 x 33` shared tile (4224 B).
+    /// `transpose_padded`: as [`transpose_naive`], through a `32 x 33` shared tile, each output
+    /// row's stores shifted back to a sector boundary: `40 x 33` floats staged (5280 B), the grid
+    /// covering `max_shift(rows)` more input rows.
     fn transpose_padded(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(rows, cols, TILE, BLOCK, smem_bytes(TILE, PADDED_PITCH));
+        => tiles(rows + max_shift(rows), cols, TILE, BLOCK, padded_smem_bytes());
     /// `transpose_vectorized`: block `16 x 16`, one block per `64 x 64` tile, a `64 x 65`
     /// shared tile (16640 B); buffers 16-byte aligned (every device allocation is).
     fn transpose_vectorized(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
@@ -70,24 +63,17 @@ pub type TransposeLaunch = fn(&DeviceBuffer<f32>, &mut DeviceBuffer<f32>, u32, u
 
 /// The kernels with what each teaches, the copy ceiling first.
 pub const KERNELS: [(TransposeLaunch, &str); 5] = [
-    (kernels::copy, "coalesced reads and writes: the ceiling for this launch shape"),
+    (kernels::copy, "coalesced reads and writes, each row's tiles from a sector boundary: the ceiling"),
     (kernels::transpose_naive, "reads coalesced, writes strided by a whole row: a sector per lane"),
     (
         kernels::transpose_tiled,
         "32x32 shared tile: global traffic coalesced, but the tile's column read is a bank conflict",
     ),
-    (kernels::transpose_padded, "32x33 shared tile: one pad word per row spreads a column over all 32 banks"),
-    (kernels::transpose_vectorized, "64x65 shared tile, 128-bit loads and stores: 16 floats per thread in flight"),
-];
-
-/// The kernels for dense matrices whose rows are not whole sectors, run by the `--sizes`
-/// sweep next to [`KERNELS`].
-pub const ANY_SIZE_KERNELS: [(TransposeLaunch, &str); 2] = [
-    (kernels::copy_flat, "a dense copy as a flat array of 16-byte vectors: aligned whatever the row length"),
     (
-        kernels::transpose_aligned_stores,
-        "32x33 tile, each output row's tiles shifted to a sector boundary: whole-sector stores",
+        kernels::transpose_padded,
+        "32x33 shared tile: one pad word per row spreads a column over all 32 banks; stores from a sector boundary",
     ),
+    (kernels::transpose_vectorized, "64x65 shared tile, 128-bit loads and stores: 16 floats per thread in flight"),
 ];
 
 /// The models' prediction for one launch on a stored `rows x cols` input: the global stores'
@@ -100,10 +86,6 @@ fn prediction(launch: &Launch, (rows, cols): (usize, usize)) -> String {
     let out = if launch.kernel == "copy" { (rows, cols) } else { (cols, rows) };
     let mut text = match launch.kernel {
         "transpose_naive" => format!("stores {} sectors/req", WarpAccess::new(4, rows).analyze().sectors),
-        // 512 aligned bytes per request; whole sectors by construction, but for one partial
-        // sector per output row where two rows meet.
-        "copy_flat" => "stores 16.00 sectors/req, 0.00 partial".to_string(),
-        "transpose_aligned_stores" => format!("stores 4.00 sectors/req, {cols} partial (one per output row)"),
         kernel => {
             // Half a warp per output row, 16 bytes per lane; rows that are not whole 16-byte
             // vectors take the kernel's scalar path, 4 requests per vector.
@@ -113,6 +95,7 @@ fn prediction(launch: &Launch, (rows, cols): (usize, usize)) -> String {
                     passes: if rows % 4 == 0 && cols % 4 == 0 { 1 } else { 4 },
                     ..RowSweep::new(out.0, out.1, 4, 64)
                 },
+                "copy" | "transpose_padded" => RowSweep { shifted: true, ..RowSweep::new(out.0, out.1, 4, 32) },
                 _ => RowSweep::new(out.0, out.1, 4, 32),
             };
             let t = sweep.traffic();
@@ -122,8 +105,11 @@ fn prediction(launch: &Launch, (rows, cols): (usize, usize)) -> String {
     let shape = &launch.shape;
     if shape.smem_bytes > 0 {
         let wide = shape.block == WIDE_BLOCK;
-        let tile = if wide { WIDE_TILE } else { TILE } as u64;
-        let pitch = shape.smem_bytes as u64 / 4 / tile;
+        let pitch = match launch.kernel {
+            "transpose_vectorized" => WIDE_PITCH,
+            "transpose_tiled" => TILED_PITCH,
+            _ => PADDED_PITCH,
+        } as u64;
         // Lane (tx, ty) of a 16 x 16 block reads row 4 tx, column ty; of a 32 x 8 block row tx.
         let request = if wide {
             WarpRequest::from_words(&(0..32u64).map(|l| 4 * (l % 16) * pitch + l / 16).collect::<Vec<_>>())
@@ -140,24 +126,19 @@ pub fn host_bytes((rows, cols): (usize, usize)) -> usize {
     2 * f32_bytes(&[rows * cols]).min(crate::gpu::staging::CHUNK_BYTES)
 }
 
-/// Every kernel of the demo: [`KERNELS`], then [`ANY_SIZE_KERNELS`].
-fn all_kernels() -> Vec<(TransposeLaunch, &'static str)> {
-    KERNELS.iter().chain(&ANY_SIZE_KERNELS).copied().collect()
-}
-
 /// Runs copy and the transposes on `lab.sizes.transpose`; at a size whose rows are not whole
 /// sectors, each again at the nearest aligned size, its row right below, with a note of the
 /// ratios and of the cause. Then the sweep over `lab.sizes.sweep` when there is one.
 pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let size = lab.sizes.transpose;
     let (rows, cols) = size;
-    let here = measure_at(lab, Stored::dense(size), &all_kernels())?;
+    let here = measure_at(lab, Stored::dense(size), &KERNELS)?;
     let aligned = nearest_aligned(size);
     let mut notes = Vec::new();
     let kernels = if aligned == size {
         here
     } else {
-        let base = measure_at(lab, Stored::dense(aligned), &all_kernels())?;
+        let base = measure_at(lab, Stored::dense(aligned), &KERNELS)?;
         notes.push(against_aligned(&Stored::dense(size), &here, &base));
         notes.push(odd_size_goal(&here, &base));
         notes.push(unaligned_cause(size));
@@ -192,31 +173,17 @@ fn against_aligned(size: &Stored, kernels: &[KernelRow], base: &[KernelRow]) -> 
 /// size.
 pub const ODD_SIZE_GOAL: f64 = 0.9;
 
-/// The kernel of `transpose_any.rs` that does `kernel`'s job at any size.
-fn any_size_kernel(kernel: &str) -> &'static str {
-    if kernel.starts_with("copy") { "copy_flat" } else { "transpose_aligned_stores" }
-}
-
 /// One line judging [`ODD_SIZE_GOAL`] for each kernel of `kernels` (at an unaligned size)
-/// against the same kernel in `base` (at the aligned one); for each that misses it, what the
-/// any-size kernel doing its job moves at this size, against the missing kernel's aligned rate.
+/// against the same kernel in `base` (at the aligned one).
 fn odd_size_goal(kernels: &[KernelRow], base: &[KernelRow]) -> String {
-    let rate = |name: &str| kernels.iter().find(|k| k.kernel == name).map(|k| k.rate.value());
     let (mut met, mut missed) = (Vec::new(), Vec::new());
     for (k, b) in kernels.iter().zip(base) {
-        let (r, a) = (k.rate.value(), b.rate.value());
-        if r >= ODD_SIZE_GOAL * a {
+        let ratio = k.rate.value() / b.rate.value();
+        if ratio >= ODD_SIZE_GOAL {
             met.push(short(&k.kernel).to_string());
-            continue;
+        } else {
+            missed.push(format!("{} {ratio:.2}x", short(&k.kernel)));
         }
-        let keeper = any_size_kernel(&k.kernel);
-        let instead = match rate(keeper) {
-            Some(x) if keeper != k.kernel => {
-                format!(" ({keeper} here {x:.0} GB/s, {:.2}x of {}'s aligned {a:.0})", x / a, short(&k.kernel))
-            }
-            _ => String::new(),
-        };
-        missed.push(format!("{} {:.2}x{instead}", short(&k.kernel), r / a));
     }
     let list = |v: Vec<String>| if v.is_empty() { "none".to_string() } else { v.join(", ") };
     format!(
@@ -228,23 +195,24 @@ fn odd_size_goal(kernels: &[KernelRow], base: &[KernelRow]) -> String {
 
 /// Why a `rows x cols` matrix whose rows are not whole 32-byte sectors is slower, with the
 /// store model's figures ([`RowSweep`], 32 floats per warp request) for copy's output rows (of
-/// `cols` floats) and the transposes' (of `rows`).
+/// `cols` floats) and the transposes' (of `rows`), tiles from column 0 and shifted.
 fn unaligned_cause((rows, cols): (usize, usize)) -> String {
-    let stores = |rows: usize, cols: usize| {
-        let t = RowSweep::new(rows as u64, cols as u64, 4, 32).traffic();
+    let stores = |rows: usize, cols: usize, shifted: bool| {
+        let t = RowSweep { shifted, ..RowSweep::new(rows as u64, cols as u64, 4, 32) }.traffic();
         format!("{:.2} sectors/req, {:.2} partial", t.sectors_per_request(), t.partial_per_request())
     };
     format!(
         "Why: a row that is not a whole number of 32-byte sectors ({PITCH_ELEMENTS} floats) starts inside a \
          sector, so a warp's 128-byte row segment spans 5 sectors instead of 4 and its first and last are written \
          in part, the rest of each by another warp at another time (partial-sector writes). The store model: \
-         copy's output rows of {cols} floats {}, the transposes' of {rows} floats {} (4.00 and 0.00 on \
+         rows of {cols} floats (copy's) {}, of {rows} floats (the transposes') {} (4.00 and 0.00 on \
          whole-sector rows). transpose_vectorized's 16-byte accesses also need rows and cols multiples of 4, \
-         or it takes scalar ones. copy_flat ignores rows (the matrix is one aligned array); \
-         transpose_aligned_stores shifts each output row's tiles to a sector boundary, leaving one partial \
-         sector per output row.",
-        stores(rows, cols),
-        stores(cols, rows)
+         or it takes scalar ones. copy and transpose_padded shift each row's tiles back to a sector \
+         boundary, leaving one partial sector where two rows meet: {} and {}.",
+        stores(rows, cols, false),
+        stores(cols, rows, false),
+        stores(rows, cols, true),
+        stores(cols, rows, true),
     )
 }
 
@@ -363,7 +331,7 @@ fn sweep(lab: &Lab, inputs: &Inputs, section: &mut Section) -> Result<()> {
     for &size in &lab.sizes.sweep {
         let (dense, pitched) = (Stored::dense(size), Stored::pitched(size));
         let pitched_rows = if pitched == dense { None } else { Some(measure_at(lab, pitched, &KERNELS)?) };
-        measured.push((dense, measure_at(lab, dense, &all_kernels())?, pitched_rows));
+        measured.push((dense, measure_at(lab, dense, &KERNELS)?, pitched_rows));
     }
     let kernel_names: Vec<String> = measured[0].1.iter().map(|k| k.kernel.clone()).collect();
     let mut header = vec!["size".to_string(), "memcpy GB/s".to_string()];
@@ -400,8 +368,6 @@ fn sweep(lab: &Lab, inputs: &Inputs, section: &mut Section) -> Result<()> {
                 row.push(format!("{gbs:.0}{share}{wrong}"));
                 section.checks.push(kernel.check.clone());
             }
-            // The any-size kernels run on the dense layout only.
-            row.resize(header.len(), "-".into());
             rows.push(row);
         }
     }
@@ -447,7 +413,7 @@ mod tests {
     }
 
     #[test]
-    fn the_goal_note_names_the_any_size_kernel_for_each_that_misses() {
+    fn the_goal_note_sorts_kernels_by_their_ratio_to_the_aligned_rate() {
         let row = |kernel: &str, gbs: f64| {
             let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json");
             let record = crate::report_dir::RunRecord::load(&path).expect("the recorded run");
@@ -456,25 +422,15 @@ mod tests {
             k.rate = crate::demos::Rate::Gbs(gbs);
             k
         };
-        // The H200's figures at 8191x8192 and 8192x8192 (run of 2026-12-01 04:00).
-        let odd = [row("copy", 3959.0), row("transpose_vectorized", 1377.0), row("transpose_aligned_stores", 2882.0)];
-        let base = [row("copy", 3980.0), row("transpose_vectorized", 3842.0), row("transpose_aligned_stores", 2900.0)];
+        // The H200's figures at 8191x8192 and 8192x8192 (runs of 2026-12-01, before the shifts).
+        let odd = [row("copy", 3959.0), row("transpose_vectorized", 1377.0), row("transpose_padded", 2326.0)];
+        let base = [row("copy", 3980.0), row("transpose_vectorized", 3842.0), row("transpose_padded", 3454.0)];
         let note = odd_size_goal(&odd, &base);
         assert_eq!(
             note,
-            "goal (each kernel >= 0.90x its aligned rate): met by copy, aligned_stores; missed by vectorized 0.36x \
-             (transpose_aligned_stores here 2882 GB/s, 0.75x of vectorized's aligned 3842)"
+            "goal (each kernel >= 0.90x its aligned rate): met by copy; missed by vectorized 0.36x, padded 0.67x"
         );
-        // A copy that misses points at copy_flat; none missing says so.
-        let slow_copy = [row("copy", 2000.0), row("copy_flat", 3900.0)];
-        let note = odd_size_goal(&slow_copy, &[row("copy", 4000.0), row("copy_flat", 4000.0)]);
-        assert!(
-            note.ends_with(
-                "met by copy_flat; missed by copy 0.50x (copy_flat here 3900 GB/s, 0.97x of copy's aligned 4000)"
-            ),
-            "{note}"
-        );
-        assert!(odd_size_goal(&base, &base).ends_with("missed by none"));
+        assert!(odd_size_goal(&base, &base).ends_with("met by copy, vectorized, padded; missed by none"));
     }
 
     #[test]
@@ -482,10 +438,18 @@ mod tests {
         // Rows of 8191 floats: 7 rows in 8 start inside a sector (5 sectors per request, 2 of them
         // partial), and the last request of a row has 31 floats.
         let note = unaligned_cause((8192, 8191));
-        assert!(note.contains("copy's output rows of 8191 floats 4.87 sectors/req, 1.75 partial"), "{note}");
-        assert!(note.contains("the transposes' of 8192 floats 4.00 sectors/req, 0.00 partial"), "{note}");
+        assert!(note.contains("rows of 8191 floats (copy's) 4.87 sectors/req, 1.75 partial"), "{note}");
+        assert!(note.contains("of 8192 floats (the transposes') 4.00 sectors/req, 0.00 partial"), "{note}");
+        // Shifted, a row of 8191 floats takes ceil((8191 + e) / 32) requests of whole sectors
+        // but its first and last.
+        assert!(
+            note.ends_with(
+                "sector where two rows meet: 3.99 sectors/req, 0.01 partial and 4.00 sectors/req, 0.00 partial."
+            ),
+            "{note}"
+        );
         let note = unaligned_cause((8191, 8192));
-        assert!(note.contains("copy's output rows of 8192 floats 4.00 sectors/req, 0.00 partial"), "{note}");
-        assert!(note.contains("the transposes' of 8191 floats 4.87"), "{note}");
+        assert!(note.contains("rows of 8192 floats (copy's) 4.00 sectors/req, 0.00 partial"), "{note}");
+        assert!(note.contains("of 8191 floats (the transposes') 4.87"), "{note}");
     }
 }

@@ -254,7 +254,10 @@ impl CoalescingReport {
 /// which touches every sector of the segment: an upper bound). Row `r` starts at byte
 /// `r * cols * elem_bytes`, so when a row is not a whole number of sectors most segments start
 /// inside a sector: they touch one more sector, and the sectors at their ends are shared with
-/// the neighbouring segment, written partly by each (partial-sector writes).
+/// the neighbouring segment, written partly by each (partial-sector writes). With `shifted`,
+/// each row's segments start that row's misalignment before column 0 (at the sector boundary
+/// below the row's start, as `copy` and `transpose_padded` place their warps): every segment
+/// then covers whole sectors but the row's first and last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowSweep {
     /// Rows of the matrix.
@@ -269,6 +272,8 @@ pub struct RowSweep {
     pub rows_per_request: u64,
     /// Requests per segment.
     pub passes: u64,
+    /// Segments start at the sector boundary at or below the row's start.
+    pub shifted: bool,
 }
 
 /// What a [`RowSweep`] costs.
@@ -300,7 +305,7 @@ impl RowSweepTraffic {
 impl RowSweep {
     /// The sweep of a whole-warp pass: one request per `segment` elements of one row.
     pub const fn new(rows: u64, cols: u64, elem_bytes: u64, segment: u64) -> Self {
-        RowSweep { rows, cols, elem_bytes, segment, rows_per_request: 1, passes: 1 }
+        RowSweep { rows, cols, elem_bytes, segment, rows_per_request: 1, passes: 1, shifted: false }
     }
 
     /// Counts requests, sectors and partial sectors over the matrix. A row's misalignment,
@@ -313,9 +318,10 @@ impl RowSweep {
         for r in 0..self.rows.min(period) {
             let weight = (self.rows - r).div_ceil(period);
             let base = r * row_bytes;
-            for c in (0..self.cols).step_by(self.segment.max(1) as usize) {
-                let (start, end) =
-                    (base + c * self.elem_bytes, base + (c + self.segment).min(self.cols) * self.elem_bytes);
+            let shift = if self.shifted { (base % SECTOR_BYTES / self.elem_bytes) as i64 } else { 0 };
+            for c in (-shift..self.cols as i64).step_by(self.segment.max(1) as usize) {
+                let (c0, c1) = (c.max(0) as u64, (c + self.segment as i64).min(self.cols as i64) as u64);
+                let (start, end) = (base + c0 * self.elem_bytes, base + c1 * self.elem_bytes);
                 let (first, last) = (start / SECTOR_BYTES, (end - 1) / SECTOR_BYTES);
                 let ragged =
                     u64::from(!start.is_multiple_of(SECTOR_BYTES)) + u64::from(!end.is_multiple_of(SECTOR_BYTES));
@@ -470,6 +476,20 @@ mod tests {
         assert_eq!((many.requests, many.sectors), (1000 * t.requests, 1000 * t.sectors));
         // Padding the pitch to 8192 (what a pitched layout does) removes every partial sector.
         assert_eq!(RowSweep::new(8000, 8192, 4, 32).traffic().partial_sectors, 0);
+    }
+
+    #[test]
+    fn shifted_segments_leave_one_partial_sector_where_two_rows_meet() {
+        // Row r of 8191 floats starts e = 7 r mod 8 floats into a sector; its segments start e
+        // floats before it: ceil((8191 + e) / 32) requests, 257 for e >= 2.
+        let t = RowSweep { shifted: true, ..RowSweep::new(8, 8191, 4, 32) }.traffic();
+        assert_eq!(t.requests, 6 * 257 + 2 * 256);
+        // The 8191 sectors of the 8 rows, the 7 where two rows meet counted once per row; those
+        // are the only partial ones, each in two rows.
+        assert_eq!((t.sectors, t.partial_sectors), (8191 + 7, 14));
+        // Whole-sector rows are not shifted at all.
+        let aligned = RowSweep { shifted: true, ..RowSweep::new(8, 8192, 4, 32) }.traffic();
+        assert_eq!(aligned, RowSweep::new(8, 8192, 4, 32).traffic());
     }
 
     #[test]
