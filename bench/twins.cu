@@ -35,35 +35,28 @@ KERNEL void transpose_naive(const float* in, float* out, unsigned rows, unsigned
     move_via_registers<true>(in, out, rows, cols, 0);
 }
 
-// A ROWS x 32 tile, rows PITCH apart. SHIFTED: output row y's stores shifted back by its
-// misalignment e = (y * rows) mod 8 to a sector boundary; the block stages input rows
-// 32 by - m .. 32 by + 32, m = 8 - gcd(rows, 8) the largest shift (rows before 0 wrap, skipped).
-template <unsigned ROWS, unsigned PITCH, bool SHIFTED>
+template <unsigned PITCH>
 DEV void transpose_via_tile(const float* in, float* out, unsigned rows, unsigned cols) {
     extern __shared__ float tile[];
     unsigned tx = threadIdx.x, ty = threadIdx.y;
-    unsigned m = SHIFTED ? 8 - min(rows & (0u - rows), 8u) : 0;
-    unsigned x = blockIdx.x * 32 + tx, y = blockIdx.y * 32 + ty - m;
+    unsigned x = blockIdx.x * 32 + tx, y = blockIdx.y * 32 + ty;
 #pragma unroll
-    for (unsigned j = 0; j < ROWS; j += 8)
-        if ((!SHIFTED || ty + j < 32 + m) && x < cols && y + j < rows)
-            tile[(ty + j) * PITCH + tx] = in[(size_t)(y + j) * cols + x];
+    for (unsigned j = 0; j < 32; j += 8)
+        if (x < cols && y + j < rows) tile[(ty + j) * PITCH + tx] = in[(size_t)(y + j) * cols + x];
     __syncthreads();
-    unsigned e = SHIFTED ? (blockIdx.x * 32 + ty) * rows % 8 : 0;
-    x = blockIdx.y * 32 + tx - e;
+    x = blockIdx.y * 32 + tx;
     y = blockIdx.x * 32 + ty;
 #pragma unroll
     for (unsigned j = 0; j < 32; j += 8)
-        if (x < rows && y + j < cols) out[(size_t)(y + j) * rows + x] = tile[(tx + m - e) * PITCH + ty + j];
+        if (x < rows && y + j < cols) out[(size_t)(y + j) * rows + x] = tile[tx * PITCH + ty + j];
 }
 
 KERNEL void transpose_tiled(const float* in, float* out, unsigned rows, unsigned cols) {
-    transpose_via_tile<32, 32, false>(in, out, rows, cols);
+    transpose_via_tile<32>(in, out, rows, cols);
 }
 
-// Grid (ceil(cols / 32), ceil((rows + m) / 32)), a 40 x 33 tile.
 KERNEL void transpose_padded(const float* in, float* out, unsigned rows, unsigned cols) {
-    transpose_via_tile<40, 33, true>(in, out, rows, cols);
+    transpose_via_tile<33>(in, out, rows, cols);
 }
 
 KERNEL void transpose_vectorized(const float* in, float* out, unsigned rows, unsigned cols) {
@@ -1131,6 +1124,29 @@ KERNEL void hot_stream_read_evict_first(const unsigned* stream, unsigned stream_
     out[g] = sum;
 }
 #endif
+
+// ---------------------------------------------------------------- transpose_any.rs
+// Dense matrices whose rows are not whole 32-byte sectors.
+
+// Block 32 x 8, grid (ceil(cols / 32), ceil((rows + 7) / 32)), a 40 x 33 tile: input rows
+// 32 by - 8 .. 32 by + 32 staged; output row y's stores shifted back by e(y) = (y * rows) mod 8
+// floats, so each warp store starts on a sector boundary.
+KERNEL void transpose_aligned_stores(const float* in, float* out, unsigned rows, unsigned cols) {
+    extern __shared__ float tile[];
+    unsigned tx = threadIdx.x, ty = threadIdx.y, bx = blockIdx.x, by = blockIdx.y;
+    unsigned col = bx * 32 + tx;
+    for (unsigned k = ty; k < 40; k += 8) {
+        long long row = (long long)(by * 32 + k) - 8;
+        if (row >= 0 && (unsigned)row < rows && col < cols) tile[k * 33 + tx] = in[(size_t)row * cols + col];
+    }
+    __syncthreads();
+    for (unsigned j = ty; j < 32; j += 8) {
+        unsigned y = bx * 32 + j;
+        unsigned e = (unsigned)(((unsigned long long)y * rows) % 8);
+        long long x = (long long)(by * 32 + tx) - e;
+        if (y < cols && x >= 0 && (unsigned)x < rows) out[(size_t)y * rows + x] = tile[(tx + 8 - e) * 33 + j];
+    }
+}
 
 // ---------------------------------------------------------------- sgemm/staged.rs
 // Rung 8's Registers configurations: rung 6's algorithm over the tile parameters. Per step each

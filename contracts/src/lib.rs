@@ -16,6 +16,7 @@ pub mod probes;
 pub mod sgemm;
 pub mod tma;
 pub mod transpose;
+pub mod transpose_any;
 
 /// Bytes of one `f32` (or `u32`) element of a shared-memory tile.
 pub const WORD_BYTES: u32 = 4;

@@ -9,8 +9,8 @@ pub const TILE: u32 = 32;
 pub const BLOCK_ROWS: u32 = 8;
 /// Threads per block of the 32x32 kernels: `TILE x BLOCK_ROWS`.
 pub const BLOCK: (u32, u32) = (TILE, BLOCK_ROWS);
-/// Floats per 32-byte sector. `copy` and `transpose_padded` shift an (output) row's tiles back
-/// by that row's misalignment, `(r * len) mod SKEW` floats for row `r` of `len` floats.
+/// Floats per 32-byte sector. `copy` and `transpose_padded` shift a row's tiles back by that
+/// row's misalignment, `(r * len) mod SKEW` floats for row `r` of `len` floats.
 pub const SKEW: u32 = 8;
 
 /// The largest shift of a row of `len` floats, `SKEW - gcd(len, SKEW)` (0 for whole-sector
@@ -24,9 +24,6 @@ pub const fn max_shift(len: u32) -> u32 {
 pub const TILED_PITCH: u32 = TILE;
 /// Row pitch of `transpose_padded`'s shared tile, words: one pad word per row.
 pub const PADDED_PITCH: u32 = TILE + 1;
-/// Input rows `transpose_padded` stages: its tile and the `SKEW` rows before it that a shifted
-/// output row may reach back to.
-pub const PADDED_ROWS: u32 = TILE + SKEW;
 
 /// Tile edge of `transpose_vectorized`, elements.
 pub const WIDE_TILE: u32 = 64;
@@ -34,11 +31,6 @@ pub const WIDE_TILE: u32 = 64;
 pub const WIDE_PITCH: u32 = WIDE_TILE + 1;
 /// Threads per block of `transpose_vectorized`: each thread moves 4 `float4` rows.
 pub const WIDE_BLOCK: (u32, u32) = (16, 16);
-
-/// Dynamic shared bytes of `transpose_padded`: `PADDED_ROWS x PADDED_PITCH` floats (5280).
-pub const fn padded_smem_bytes() -> u32 {
-    tile_bytes(PADDED_ROWS, PADDED_PITCH, 1)
-}
 
 /// Dynamic shared bytes of a square tile of edge `tile` with row pitch `pitch` words.
 pub const fn smem_bytes(tile: u32, pitch: u32) -> u32 {

@@ -17,8 +17,8 @@ use memlab::ptx::{self, entry_body, opcodes};
 use memlab::ptxas;
 
 /// The kernels rewritten on the device API (and the race lesson's raw kernel, which must not
-/// move either): copy, the transposes, the matmuls, the probes.
-const KERNELS: [&str; 15] = [
+/// move either): copy, the transposes, the matmuls, the probes, the any-size transpose.
+const KERNELS: [&str; 16] = [
     "copy",
     "transpose_naive",
     "transpose_tiled",
@@ -34,6 +34,7 @@ const KERNELS: [&str; 15] = [
     "shared_bank_probe_8",
     "shared_bank_probe_16",
     "register_pressure",
+    "transpose_aligned_stores",
 ];
 
 /// The cluster lesson's kernels (`clusters.rs`), in the sm_90 PTX only (PTX ISA 7.8), recorded

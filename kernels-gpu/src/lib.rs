@@ -28,3 +28,4 @@ pub mod sgemm;
 #[cfg(target_feature = "sm_90")]
 pub mod tma;
 pub mod transpose;
+pub mod transpose_any;

@@ -3,10 +3,9 @@
 //!
 //! `input` is `rows x cols`, `output` is `cols x rows` (for `copy`: `rows x cols`), row-major
 //! `f32`. Every kernel here but [`transpose_vectorized`] is launched with the same shape: block
-//! `32 x 8` threads, one block per `32 x 32` tile, grid `(ceil(cols / 32), ceil(rows / 32))`
-//! (for [`copy`] and [`transpose_padded`], which shift each row's tiles to a sector boundary,
-//! up to 7 more columns or rows); each thread moves 4 elements, rows `ty, ty + 8, ty + 16,
-//! ty + 24` of its tile. Any `rows, cols >= 1` works (guarded accesses).
+//! `32 x 8` threads, one block per `32 x 32` tile, grid `(ceil(cols / 32), ceil(rows / 32))`;
+//! each thread moves 4 elements, rows `ty, ty + 8, ty + 16, ty + 24` of its tile. Any
+//! `rows, cols >= 1` works (guarded accesses).
 
 use memlab_contracts::transpose as contract;
 
@@ -110,18 +109,15 @@ kernel! {
     }
 }
 // ANCHOR_END: copy_and_naive  ANCHOR: transpose_via_tile
-/// Transpose through a shared tile of `ROWS x TILE` floats, rows `PITCH` apart: the body of
-/// [`transpose_tiled`] (`32 x 32`) and [`transpose_padded`] (`40 x 33`, `SHIFTED`).
+/// Transpose through a shared-memory tile of `TILE x PITCH` floats: the body of
+/// [`transpose_tiled`] (`PITCH = 32`) and [`transpose_padded`] (`PITCH = 33`).
 ///
 /// Global reads and writes are both coalesced; the transpose happens in shared memory, where
 /// the write-out phase reads a tile column: lane `t` reads word `t * PITCH + c`, bank
 /// `(t * PITCH + c) mod 32`. The tile is written, published by the barrier, then read: its
-/// phase is in its type. `SHIFTED`: output row `y` (of `rows` floats) starts
-/// `e(y) = (y * rows) mod 8` floats into a sector, so its stores are shifted back by `e(y)`
-/// columns to start on a sector boundary, reading input rows up to `m = max_shift(rows)` before
-/// the tile: the block stages input rows `32 by - m .. 32 by + 32`.
+/// phase is in its type.
 #[inline(always)]
-fn transpose_via_tile<const ROWS: usize, const PITCH: usize, const SHIFTED: bool>(
+fn transpose_via_tile<const PITCH: usize>(
     block: Block,
     input: GlobalIn<f32>,
     output: GlobalOut<f32>,
@@ -129,29 +125,25 @@ fn transpose_via_tile<const ROWS: usize, const PITCH: usize, const SHIFTED: bool
     cols: u32,
 ) {
     const T: u32 = TILE as u32;
-    let (barrier, mut tile) = block.carve::<SharedTile<f32, ROWS, TILE, PITCH>>();
+    let (barrier, mut tile) = block.carve::<SharedTile<f32, TILE, TILE, PITCH>>();
     let input = input.matrix(rows as usize, cols as usize);
     let mut output = output.matrix(cols as usize, rows as usize);
     let (tx, ty) = (thread_idx_x(), thread_idx_y());
-    let m = if SHIFTED { contract::max_shift(rows) } else { 0 };
     // 32-bit tile indices and 64-bit global offsets, as in the CUDA C++ twin: `y + j` stays
-    // below `32 * ceil((rows + m) / 32)`. Loops of a constant trip count, unrolled (a rolled
-    // store loop ran at 0.95x the twin); rows before row 0 wrap past `rows` and are skipped.
-    let (x, y) = (block_idx_x() * T + tx, (block_idx_y() * T + ty).wrapping_sub(m));
-    for j in (0..ROWS as u32).step_by(BLOCK_ROWS) {
-        if (!SHIFTED || ty + j < T + m) && x < cols && y.wrapping_add(j) < rows {
-            tile.set(ty + j, tx, input.get(y.wrapping_add(j) as usize, x as usize));
+    // below `32 * ceil(rows / 32)`.
+    let (x, y) = (block_idx_x() * T + tx, block_idx_y() * T + ty);
+    for j in (0..T).step_by(BLOCK_ROWS) {
+        if x < cols && y + j < rows {
+            tile.set(ty + j, tx, input.get((y + j) as usize, x as usize));
         }
     }
     let tile = barrier.sync(tile);
-    // The output tile sits at the mirrored block; its matrix is cols x rows. A thread's rows are
-    // 8 apart, so one shift for all four.
-    let e = if SHIFTED { misalignment(block_idx_x() * T + ty, rows) } else { 0 };
-    let (x, y) = ((block_idx_y() * T + tx).wrapping_sub(e), block_idx_x() * T + ty);
+    // The output tile sits at the mirrored block; its matrix is cols x rows.
+    let (x, y) = (block_idx_y() * T + tx, block_idx_x() * T + ty);
     for j in (0..T).step_by(BLOCK_ROWS) {
         if x < rows && y + j < cols {
             // Each conflicted tile read stays paired with its store (see `get_in_order`).
-            output.set((y + j) as usize, x as usize, tile.get_in_order(tx + m - e, ty + j));
+            output.set((y + j) as usize, x as usize, tile.get_in_order(tx, ty + j));
         }
     }
 }
@@ -165,26 +157,20 @@ kernel! {
     /// - Memory level: global (coalesced) and shared (32-way conflicted reads).
     /// - Buffers: `input` and `output` hold `rows * cols` floats.
     pub fn transpose_tiled(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
-        const P: usize = contract::TILED_PITCH as usize;
-        transpose_via_tile::<TILE, P, false>(block, input, output, rows, cols)
+        transpose_via_tile::<{ contract::TILED_PITCH as usize }>(block, input, output, rows, cols)
     }
 }
 
 kernel! {
     /// Transpose through a `32 x 33` shared tile: the one padding word per row moves lane `t` of a
-    /// column read to bank `(33 t + c) mod 32 = (t + c) mod 32`, so the conflict is gone. Each
-    /// output row's stores are shifted back to a sector boundary, so every warp store writes
-    /// whole sectors whatever the row length (8 more staged input rows serve the shift).
+    /// column read to bank `(33 t + c) mod 32 = (t + c) mod 32`, so the conflict is gone.
     ///
-    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil((rows + m) / 32))`, `m` the largest
-    ///   shift ([`contract::max_shift`] of `rows`: 0 when `rows` is a multiple of 8).
-    /// - Shared memory: `40 * 33 * 4 = 5280` bytes of dynamic shared memory.
-    /// - Memory level: global (coalesced, sector-aligned stores) and shared (conflict-free).
+    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
+    /// - Shared memory: `32 * 33 * 4 = 4224` bytes of dynamic shared memory.
+    /// - Memory level: global (coalesced) and shared (conflict-free).
     /// - Buffers: `input` and `output` hold `rows * cols` floats.
     pub fn transpose_padded(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
-        const R: usize = contract::PADDED_ROWS as usize;
-        const P: usize = contract::PADDED_PITCH as usize;
-        transpose_via_tile::<R, P, true>(block, input, output, rows, cols)
+        transpose_via_tile::<{ contract::PADDED_PITCH as usize }>(block, input, output, rows, cols)
     }
 }
 // ANCHOR_END: tiled_and_padded

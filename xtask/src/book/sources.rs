@@ -40,7 +40,7 @@ pub const INSPECT: &[&str] = &[
 pub const MODELS: &[(&str, &[&str])] = &[
     (
         "occupancy-transpose_padded",
-        &["occupancy", "--kernel", "transpose_padded", "--threads", "256", "--smem", "5280B"],
+        &["occupancy", "--kernel", "transpose_padded", "--threads", "256", "--smem", "4224B"],
     ),
     ("occupancy-matmul_tiled_32", &["occupancy", "--kernel", "matmul_tiled_32", "--threads", "1024", "--smem", "8KiB"]),
     ("occupancy-register_pressure", &["occupancy", "--kernel", "register_pressure", "--threads", "256"]),
