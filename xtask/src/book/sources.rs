@@ -280,7 +280,7 @@ pub const EXERCISES: &[Exercise] = &[
                    fitted in L2 but not in L1?",
         source: Source::RecordedRun,
         pick: Pick::Cell { column: "measured latency", row: &["L2"] },
-        answer: "280 cycles (141 ns)",
+        answer: "279 cycles (141 ns)",
         why: "The plateau of the latency ladder between 384 KiB and 24 MiB: every load misses L1 and \
               hits L2.",
     },
