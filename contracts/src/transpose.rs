@@ -1,5 +1,6 @@
 //! Transposes (`kernels-gpu/src/transpose.rs`): `copy`, `transpose_naive`, `transpose_tiled`,
-//! `transpose_padded` share one launch shape; `transpose_vectorized` has its own.
+//! `transpose_padded` share one block shape and one tile per block (`copy`'s grid may gain a
+//! column of tiles for its shift); `transpose_vectorized` has its own.
 
 use crate::tile_bytes;
 
@@ -9,7 +10,7 @@ pub const TILE: u32 = 32;
 pub const BLOCK_ROWS: u32 = 8;
 /// Threads per block of the 32x32 kernels: `TILE x BLOCK_ROWS`.
 pub const BLOCK: (u32, u32) = (TILE, BLOCK_ROWS);
-/// Floats per 32-byte sector. `copy` and `transpose_padded` shift a row's tiles back by that
+/// Floats per 32-byte sector. `copy` and `transpose_aligned_stores` shift a row's tiles back by that
 /// row's misalignment, `(r * len) mod SKEW` floats for row `r` of `len` floats.
 pub const SKEW: u32 = 8;
 

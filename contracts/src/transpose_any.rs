@@ -5,7 +5,7 @@ use crate::tile_bytes;
 
 /// Floats per 32-byte sector: `transpose_aligned_stores` shifts each output row's tiles by
 /// that row's misalignment, at most `SKEW - 1` floats.
-pub const SKEW: u32 = 8;
+pub use crate::transpose::SKEW;
 /// Tile edge of `transpose_aligned_stores` (as `transpose::TILE`).
 pub const TILE: u32 = 32;
 /// Input rows it stages: the tile and the `SKEW` rows before it that a shifted output row may

@@ -3,7 +3,8 @@
 //!
 //! `input` is `rows x cols`, `output` is `cols x rows` (for `copy`: `rows x cols`), row-major
 //! `f32`. Every kernel here but [`transpose_vectorized`] is launched with the same shape: block
-//! `32 x 8` threads, one block per `32 x 32` tile, grid `(ceil(cols / 32), ceil(rows / 32))`;
+//! `32 x 8` threads, one block per `32 x 32` tile, grid `(ceil(cols / 32), ceil(rows / 32))`
+//! (`copy`'s may gain a column of tiles for its shift);
 //! each thread moves 4 elements, rows `ty, ty + 8, ty + 16, ty + 24` of its tile. Any
 //! `rows, cols >= 1` works (guarded accesses).
 
@@ -79,7 +80,7 @@ fn misalignment(r: u32, len: u32) -> u32 {
 }
 
 kernel! {
-    /// The bandwidth ceiling of the transposes: same launch shape, same 4 elements per thread,
+    /// The bandwidth ceiling of the transposes: same block shape, same 4 elements per thread,
     /// coalesced reads and coalesced writes. Row `r` starts `e = (r * cols) mod 8` floats into a
     /// 32-byte sector, so its tiles are shifted back by `e` columns: each warp then loads and
     /// stores 128 aligned bytes, 4 whole sectors, whatever the row length (unshifted, a row

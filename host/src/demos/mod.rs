@@ -349,8 +349,9 @@ pub fn host_bytes(name: &str, sizes: &Sizes) -> usize {
         "matmul" => product(&sizes.matmul).max(product(&sizes.matmul_naive)),
         "sgemm" => sizes.sgemm.iter().map(product).max().unwrap_or(0),
         // The host <-> device copies (the DRAM read's words go through staging): pageable and
-        // pinned sources, their copies back, and the download checking the device's copy.
-        "hierarchy" => 5 * hierarchy::Options::default().transfer_bytes,
+        // pinned sources, their copies back, and the download checking the device's copy; or
+        // the TMA path's input and its download, half the DRAM read's bytes each.
+        "hierarchy" => (5 * hierarchy::Options::default().transfer_bytes).max(sizes.dram_bytes),
         _ => 0,
     }
 }

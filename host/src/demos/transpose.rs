@@ -94,7 +94,6 @@ fn prediction(launch: &Launch, (rows, cols): (usize, usize)) -> String {
     let out = if launch.kernel == "copy" { (rows, cols) } else { (cols, rows) };
     let mut text = match launch.kernel {
         "transpose_naive" => format!("stores {} sectors/req", WarpAccess::new(4, rows).analyze().sectors),
-        "transpose_aligned_stores" => format!("stores 4.00 sectors/req, {cols} partial (one per output row)"),
         kernel => {
             // Half a warp per output row, 16 bytes per lane; rows that are not whole 16-byte
             // vectors take the kernel's scalar path, 4 requests per vector.
@@ -104,7 +103,8 @@ fn prediction(launch: &Launch, (rows, cols): (usize, usize)) -> String {
                     passes: if rows % 4 == 0 && cols % 4 == 0 { 1 } else { 4 },
                     ..RowSweep::new(out.0, out.1, 4, 64)
                 },
-                "copy" => RowSweep { shifted: true, ..RowSweep::new(out.0, out.1, 4, 32) },
+                // Each row's tiles start at the sector boundary at or below the row's start.
+                "copy" | "transpose_aligned_stores" => RowSweep { shifted: true, ..RowSweep::new(out.0, out.1, 4, 32) },
                 _ => RowSweep::new(out.0, out.1, 4, 32),
             };
             let t = sweep.traffic();
@@ -115,7 +115,12 @@ fn prediction(launch: &Launch, (rows, cols): (usize, usize)) -> String {
     if shape.smem_bytes > 0 {
         let wide = shape.block == WIDE_BLOCK;
         let tile = if wide { WIDE_TILE } else { TILE } as u64;
-        let pitch = shape.smem_bytes as u64 / 4 / tile;
+        // The aligned-stores tile stages more rows than it is wide, so its bytes do not give
+        // the pitch; every other tile is square.
+        let pitch = match launch.kernel {
+            "transpose_aligned_stores" => any::PITCH as u64,
+            _ => shape.smem_bytes as u64 / 4 / tile,
+        };
         // Lane (tx, ty) of a 16 x 16 block reads row 4 tx, column ty; of a 32 x 8 block row tx.
         let request = if wide {
             WarpRequest::from_words(&(0..32u64).map(|l| 4 * (l % 16) * pitch + l / 16).collect::<Vec<_>>())
@@ -184,7 +189,8 @@ fn against_aligned(size: &Stored, kernels: &[KernelRow], base: &[KernelRow]) -> 
 /// size.
 pub const ODD_SIZE_GOAL: f64 = 0.9;
 
-/// The kernel of `transpose_any.rs` that does `kernel`'s job at any size.
+/// The kernel that does `kernel`'s job at any size: `copy` itself (its tiles are shifted), the
+/// transposes' `transpose_aligned_stores` (`transpose_any.rs`).
 fn any_size_kernel(kernel: &str) -> &'static str {
     if kernel == "copy" { "copy" } else { "transpose_aligned_stores" }
 }
@@ -219,8 +225,8 @@ fn odd_size_goal(kernels: &[KernelRow], base: &[KernelRow]) -> String {
 }
 
 /// Why a `rows x cols` matrix whose rows are not whole 32-byte sectors is slower, with the
-/// store model's figures ([`RowSweep`], 32 floats per warp request) for copy's output rows (of
-/// `cols` floats) and the transposes' (of `rows`), tiles from column 0 and shifted.
+/// store model's figures ([`RowSweep`], 32 floats per warp request) for rows of `cols` floats
+/// (a copy's) and of `rows` (the transposes'), tiles from column 0 (unshifted) and shifted.
 fn unaligned_cause((rows, cols): (usize, usize)) -> String {
     let stores = |rows: usize, cols: usize, shifted: bool| {
         let t = RowSweep { shifted, ..RowSweep::new(rows as u64, cols as u64, 4, 32) }.traffic();
@@ -230,8 +236,8 @@ fn unaligned_cause((rows, cols): (usize, usize)) -> String {
         "Why: a row that is not a whole number of 32-byte sectors ({PITCH_ELEMENTS} floats) starts inside a \
          sector, so a warp's 128-byte row segment spans 5 sectors instead of 4 and its first and last are written \
          in part, the rest of each by another warp at another time (partial-sector writes). The store model: \
-         rows of {cols} floats (copy's) {}, of {rows} floats (the transposes') {} (4.00 and 0.00 on \
-         whole-sector rows). transpose_vectorized's 16-byte accesses also need rows and cols multiples of 4, \
+         unshifted, rows of {cols} floats (a copy's) {}, of {rows} floats (the transposes') {} (4.00 and \
+         0.00 on whole-sector rows). transpose_vectorized's 16-byte accesses also need rows and cols multiples of 4, \
          or it takes scalar ones. copy and transpose_aligned_stores shift each row's tiles back to a sector \
          boundary, leaving one partial sector where two rows meet: {} and {}.",
         stores(rows, cols, false),
@@ -314,7 +320,7 @@ fn measure_at(lab: &Lab, layout: Stored, kernels: &[(TransposeLaunch, &'static s
     let mut rows_measured = Vec::new();
     for &(launch, lesson) in kernels {
         let launch = launch(&input, &mut output, rows as u32, cols as u32);
-        let copy = launch.kernel.starts_with("copy");
+        let copy = launch.kernel == "copy";
         let run = KernelRun {
             prediction: prediction(&launch, (rows, cols)),
             launch,
@@ -469,7 +475,7 @@ mod tests {
         // Rows of 8191 floats: 7 rows in 8 start inside a sector (5 sectors per request, 2 of them
         // partial), and the last request of a row has 31 floats.
         let note = unaligned_cause((8192, 8191));
-        assert!(note.contains("rows of 8191 floats (copy's) 4.87 sectors/req, 1.75 partial"), "{note}");
+        assert!(note.contains("rows of 8191 floats (a copy's) 4.87 sectors/req, 1.75 partial"), "{note}");
         assert!(note.contains("of 8192 floats (the transposes') 4.00 sectors/req, 0.00 partial"), "{note}");
         // Shifted, a row of 8191 floats takes ceil((8191 + e) / 32) requests of whole sectors
         // but its first and last.
@@ -480,7 +486,7 @@ mod tests {
             "{note}"
         );
         let note = unaligned_cause((8191, 8192));
-        assert!(note.contains("rows of 8192 floats (copy's) 4.00 sectors/req, 0.00 partial"), "{note}");
+        assert!(note.contains("rows of 8192 floats (a copy's) 4.00 sectors/req, 0.00 partial"), "{note}");
         assert!(note.contains("of 8191 floats (the transposes') 4.87"), "{note}");
     }
 }

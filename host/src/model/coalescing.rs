@@ -256,7 +256,7 @@ impl CoalescingReport {
 /// inside a sector: they touch one more sector, and the sectors at their ends are shared with
 /// the neighbouring segment, written partly by each (partial-sector writes). With `shifted`,
 /// each row's segments start that row's misalignment before column 0 (at the sector boundary
-/// below the row's start, as `copy` and `transpose_padded` place their warps): every segment
+/// below the row's start, as `copy` and `transpose_aligned_stores` place their warps): every segment
 /// then covers whole sectors but the row's first and last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowSweep {

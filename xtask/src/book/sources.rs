@@ -281,8 +281,8 @@ pub const EXERCISES: &[Exercise] = &[
         source: Source::RecordedRun,
         pick: Pick::Cell { column: "measured latency", row: &["L2"] },
         answer: "279 cycles (141 ns)",
-        why: "The plateau of the latency ladder between 384 KiB and 24 MiB: every load misses L1 and \
-              hits L2.",
+        why: "The plateau of the L2-only ladder (`ld.global.cg`, which skips L1) up to 24 MiB, the \
+              near half of the L2: every load hits L2.",
     },
     Exercise {
         id: "latency-hbm",

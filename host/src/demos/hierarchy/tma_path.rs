@@ -16,8 +16,9 @@ pub fn row(lab: &Lab, dram_bytes: usize, memcpy_gbs: Option<f64>) -> Result<Opti
     if lab.gpu.info.cc < NEEDS_CC {
         return Ok(None);
     }
-    // Half the buffer read, half written, a whole number of 16-byte granules.
-    let n = dram_bytes / 8 / 4 * 4;
+    // Half the buffer read, half written, a whole number of 16-byte granules; the kernel counts
+    // floats in 32 bits (`--dram-bytes` goes to 64 GiB, twice what that reaches).
+    let n = (dram_bytes / 8).min(u32::MAX as usize) / 4 * 4;
     ensure_free("the TMA path", f32_bytes(&[n, n]))?;
     let host = reference::random_f32(n, 17);
     let input = upload(&host)?;
