@@ -745,7 +745,7 @@ fn async_rungs(lab: &Lab) -> Result<Vec<KernelRow>> {
             size: ops.label(),
             reset: &|| poison(&ops.c),
         };
-        let row = measure(lab, run, || ops.check())?;
+        let row = measure(lab, run, || ops.check(&lab.gpu))?;
         rows.push(KernelRow { prediction: path.in_flight(&row), ..row });
     }
     Ok(rows)
