@@ -426,8 +426,20 @@ pub fn poisoned<T: DeviceCopy + bytemuck::Pod>(n: usize) -> Result<DeviceBuffer<
 
 /// Copies a device buffer back to the host.
 pub fn download<T: DeviceCopy + Default + Clone>(buf: &DeviceBuffer<T>) -> Result<Vec<T>> {
-    let mut host = vec![T::default(); buf.len()];
-    buf.copy_to(&mut host[..]).map_err(|e| anyhow::anyhow!("download: {}", crate::gpu::describe(e)))?;
+    download_first(buf, buf.len())
+}
+
+/// The first `len` elements of `buf` (those a launch wrote, when it wrote fewer than the buffer
+/// holds: no copy of the rest).
+///
+/// # Panics
+/// When `len` exceeds `buf.len()`.
+///
+/// # Errors
+/// A failed copy.
+pub fn download_first<T: DeviceCopy + Default + Clone>(buf: &DeviceBuffer<T>, len: usize) -> Result<Vec<T>> {
+    let mut host = vec![T::default(); len];
+    buf.index(..len).copy_to(&mut host[..]).map_err(|e| anyhow::anyhow!("download: {}", crate::gpu::describe(e)))?;
     Ok(host)
 }
 
