@@ -347,10 +347,17 @@ pub fn host_bytes(name: &str, sizes: &Sizes) -> usize {
             sizes.sweep.iter().chain([&sizes.transpose]).map(|&s| transpose::host_bytes(s)).max().unwrap_or(0)
         }
         "matmul" => product(&sizes.matmul).max(product(&sizes.matmul_naive)),
-        "sgemm" => sizes.sgemm.iter().map(product).max().unwrap_or(0),
+        // A, B and C's host copy, and the staging C comes back through.
+        "sgemm" => {
+            sizes.sgemm.iter().map(|&(m, n, k)| product(&(m, n, k)) + transpose::host_bytes((m, n))).max().unwrap_or(0)
+        }
+        // The input, its transpose (each output's reference), and the staging outputs come back
+        // through.
+        "tma" => 2 * f32_bytes(&[sizes.transpose.0 * sizes.transpose.1]) + transpose::host_bytes(sizes.transpose),
         // The host <-> device copies (the DRAM read's words go through staging): pageable and
-        // pinned sources, their copies back, and the download checking the device's copy.
-        "hierarchy" => 5 * hierarchy::Options::default().transfer_bytes,
+        // pinned sources and their copies back (the device's copy is checked through the
+        // pinned one).
+        "hierarchy" => 4 * hierarchy::Options::default().transfer_bytes,
         _ => 0,
     }
 }

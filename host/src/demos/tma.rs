@@ -16,6 +16,7 @@ use memlab_contracts::tma::{
     COPY_THREADS, PIPELINE_STAGES, Pipeline, TILE, TILE_BYTES, TRANSPOSE_BLOCK, TRANSPOSE_BLOCKS_PER_SM,
     TRANSPOSE_DEFAULT, box_cols, smem_bytes, transpose_buffers,
 };
+use rayon::prelude::*;
 
 use super::transpose::kernels as lsu;
 use super::{
@@ -37,28 +38,23 @@ use crate::{reference, refuse};
 /// The compute capability TMA needs (`cp.async.bulk.tensor`: `sm_90`, PTX ISA 8.0).
 pub const NEEDS_CC: (u32, u32) = (9, 0);
 
-/// What each output element must be, read from the input (no host copy of the transpose), and
-/// the first output that passed its full check against it: every later output is only compared
-/// ([`recheck_exact_staged`]), its check that one's when every element matches.
+/// What each output element must be, and the first output that passed its full check against
+/// it: every later output is only compared ([`recheck_exact_staged`]), its check that one's when
+/// every element matches.
 struct Expected<'a> {
-    input: &'a [f32],
-    /// `Some((rows, cols))`: the transpose of the `rows x cols` input; `None`: the input.
-    transposed: Option<(usize, usize)>,
+    values: &'a [f32],
     passed: RefCell<Option<Check>>,
 }
 
 impl<'a> Expected<'a> {
-    fn new(input: &'a [f32], transposed: Option<(usize, usize)>) -> Expected<'a> {
-        Expected { input, transposed, passed: RefCell::new(None) }
+    fn new(values: &'a [f32]) -> Expected<'a> {
+        Expected { values, passed: RefCell::new(None) }
     }
 
     /// `output` checked exactly against this expectation through `staging`.
     fn check(&self, gpu: &Gpu, staging: &mut Staging<f32>, output: &DeviceBuffer<f32>) -> Result<Check> {
-        let (input, transposed) = (self.input, self.transposed);
-        let want = move |i| match transposed {
-            None => input[i],
-            Some((rows, cols)) => input[reference::transposed_from(i, rows, cols)],
-        };
+        let values = self.values;
+        let want = move |i: usize| values[i];
         let passed = self.passed.borrow().clone();
         let check = match passed {
             Some(passed) => recheck_exact_staged(gpu, staging, output, want, &passed)?,
@@ -186,8 +182,13 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         let input = upload(&input_host)?;
         Ok::<_, anyhow::Error>((input_host, input))
     })?;
-    let copied = Expected::new(&input_host, None);
-    let transposed = Expected::new(&input_host, Some((rows, cols)));
+    // The transposed input, built once on every core: each transpose check then reads it in
+    // order instead of gathering down the input's columns element by element (issue #17).
+    let transposed_host: Vec<f32> = lab.phases.time(Kind::Inputs, || {
+        (0..n).into_par_iter().map(|i| input_host[reference::transposed_from(i, rows, cols)]).collect()
+    });
+    let copied = Expected::new(&input_host);
+    let transposed = Expected::new(&transposed_host);
     let staging = RefCell::new(Staging::<f32>::new(n)?);
     let check = |output: &DeviceBuffer<f32>, want: &Expected| want.check(&lab.gpu, &mut staging.borrow_mut(), output);
     let mut output = poisoned::<f32>(n)?;
