@@ -174,6 +174,19 @@ impl Default for Streamed {
     }
 }
 
+/// Elements of `got`, output elements `offset..offset + got.len()`, whose bits differ from
+/// `want(i)`, on every core: [`Streamed::chunk_f32`]'s comparison without its digest, for an
+/// output that must equal one already checked in full (`demos::recheck_exact_staged`).
+pub fn mismatches_f32(got: &[f32], offset: usize, want: impl Fn(usize) -> f32 + Sync) -> usize {
+    got.par_chunks(DIGEST_BLOCK)
+        .enumerate()
+        .map(|(b, block)| {
+            let start = offset + b * DIGEST_BLOCK;
+            block.iter().enumerate().filter(|&(j, g)| g.to_bits() != want(start + j).to_bits()).count()
+        })
+        .sum()
+}
+
 /// Bit-exact comparison (a transpose or copy moves values, it never rounds).
 pub fn exact_f32(got: &[f32], want: &[f32]) -> Check {
     if got.len() != want.len() {
@@ -412,6 +425,19 @@ mod tests {
         let c = chunked(&got);
         assert_eq!((c.mismatches, c.first_bad.unwrap().0), (2, DIGEST_BLOCK + 9));
         assert!(!Streamed::new().finish().passed(), "nothing fed, nothing checked");
+    }
+
+    #[test]
+    fn mismatches_compare_bits_from_the_offset() {
+        let n = 2 * DIGEST_BLOCK + 5;
+        let want = |i: usize| i as f32;
+        let mut got: Vec<f32> = (10..10 + n).map(|i| i as f32).collect();
+        assert_eq!(mismatches_f32(&got, 10, want), 0);
+        assert_eq!(mismatches_f32(&got, 0, want), n, "every element is off by the offset");
+        got[DIGEST_BLOCK + 3] = -got[DIGEST_BLOCK + 3];
+        got[n - 1] = f32::NAN;
+        assert_eq!(mismatches_f32(&got, 10, want), 2);
+        assert_eq!(mismatches_f32(&[-0.0], 0, want), 1, "bit-exact: -0 is not +0");
     }
 
     #[test]

@@ -95,7 +95,7 @@ pub fn sweep(lab: &Lab, classes: &[ShapeClass]) -> Result<Sweep> {
             poison(&ops.c)?;
             let launch = ops.launch(rung.launch);
             launch.enqueue(&lab.gpu)?;
-            let (check, _) = ops.check()?;
+            let (check, _) = ops.check(&lab.gpu)?;
             let ok = check.passed() && correct(i);
             checks.push(check);
             let tflops = if ok {

@@ -4,6 +4,8 @@
 //! and each shape's class ([`crate::tuned`]); rung 9 (TF32 tensor cores) is checked with the TF32
 //! tolerance and timed beside cuBLAS with TF32 allowed.
 
+use std::cell::RefCell;
+
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::matmul::TILE_32;
@@ -11,14 +13,17 @@ use memlab_contracts::sgemm::{
     A_PITCH, A_PITCH_PADDED, Algo, RUNG2_THREADS, RUNG2_TILE, STAGES, TF32_THREADS, TF32_TILE, THREADS, TILE, TUNED,
     Tuned, smem_bytes, tf32_smem_bytes,
 };
+use rayon::prelude::*;
 
 use super::matmul::{self, MatmulLaunch};
 use super::{
-    Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, download, ensure_free, f32_bytes,
-    measure, poison, poisoned, upload,
+    Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, ensure_free, f32_bytes, measure,
+    poison, poisoned, upload,
 };
+use crate::gpu::Gpu;
 use crate::gpu::cublas::Cublas;
 use crate::gpu::launch::{Entry, Launch, LaunchShape};
+use crate::gpu::staging::Staging;
 use crate::gpu::timing::{Timing, time};
 use crate::model::tiling::{MatmulShape, block_tiled_global_loads};
 use crate::ptx::Ptx;
@@ -248,7 +253,14 @@ pub struct Operands {
     pub c: DeviceBuffer<f32>,
     /// `(m, n, k)`.
     pub size: (usize, usize, usize),
+    /// Pinned staging and one host copy of `C`, reused by every check of these operands rather
+    /// than a fresh pageable download per check (256 MiB at 8192^2: page faults and the
+    /// pageable rate every time, issue #17).
+    readback: RefCell<(Staging<f32>, Vec<f32>)>,
 }
+
+/// Elements per task when a staged chunk of `C` is copied into the host copy on every core.
+const COPY_PIECE: usize = 1 << 16;
 
 impl Operands {
     /// Allocates and fills the operands of an `m x n x k` product.
@@ -259,7 +271,15 @@ impl Operands {
         check_u32_elements("the sgemm operands", &[m * k, k * n, m * n])?;
         ensure_free("the sgemm operands", f32_bytes(&[m * k, k * n, m * n]))?;
         let (a_host, b_host) = (reference::random_f32(m * k, 21), reference::random_f32(k * n, 22));
-        Ok(Operands { a: upload(&a_host)?, b: upload(&b_host)?, c: poisoned(m * n)?, a_host, b_host, size: (m, n, k) })
+        Ok(Operands {
+            a: upload(&a_host)?,
+            b: upload(&b_host)?,
+            c: poisoned(m * n)?,
+            a_host,
+            b_host,
+            size: (m, n, k),
+            readback: RefCell::new((Staging::new(m * n)?, vec![0.0; m * n])),
+        })
     }
 
     /// The launch of `kernel` on these operands.
@@ -279,16 +299,22 @@ impl Operands {
     ///
     /// # Errors
     /// A failed download.
-    pub fn check(&self) -> Result<(Check, &'static str)> {
-        self.check_in(Precision::F32)
+    pub fn check(&self, gpu: &Gpu) -> Result<(Check, &'static str)> {
+        self.check_in(gpu, Precision::F32)
     }
 
     /// [`Operands::check`] with the tolerance of `precision`.
     ///
     /// # Errors
     /// A failed download.
-    pub fn check_in(&self, precision: Precision) -> Result<(Check, &'static str)> {
-        Ok(verify::matmul_auto_in(precision, &self.a_host, &self.b_host, &download(&self.c)?, self.size))
+    pub fn check_in(&self, gpu: &Gpu, precision: Precision) -> Result<(Check, &'static str)> {
+        let mut readback = self.readback.borrow_mut();
+        let (staging, c) = &mut *readback;
+        staging.download(gpu, &self.c, |offset, chunk| {
+            let part = &mut c[offset..offset + chunk.len()];
+            part.par_chunks_mut(COPY_PIECE).zip(chunk.par_chunks(COPY_PIECE)).for_each(|(d, s)| d.copy_from_slice(s));
+        })?;
+        Ok(verify::matmul_auto_in(precision, &self.a_host, &self.b_host, c, self.size))
     }
 
     /// `2 m n k`.
@@ -324,7 +350,7 @@ pub fn time_cublas(lab: &Lab, cublas: Option<&Cublas>, ops: &Operands, precision
         poison(&ops.c)?;
         cublas.sgemm(&ops.a, &ops.b, &ops.c, ops.size)?;
         lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!(crate::gpu::describe(e)))?;
-        let (check, kind) = ops.check_in(precision)?;
+        let (check, kind) = ops.check_in(&lab.gpu, precision)?;
         if !check.passed() {
             refuse!("cuBLAS SGEMM ({precision:?}) returned a wrong result: {}", check.summary(kind));
         }
@@ -348,7 +374,7 @@ pub fn check_odd_sizes(lab: &Lab, rungs: &[Rung]) -> Result<Vec<Check>> {
         for rung in rungs {
             poison(&ops.c)?;
             ops.launch(rung.launch).enqueue(&lab.gpu)?;
-            checks.push(ops.check_in(rung.precision)?.0);
+            checks.push(ops.check_in(&lab.gpu, rung.precision)?.0);
         }
     }
     Ok(checks)
@@ -367,7 +393,7 @@ pub fn measure_rung(lab: &Lab, rung: &Rung, ops: &mut Operands) -> Result<Kernel
     let launch = ops.launch(rung.launch);
     let precision = rung.precision;
     let run = KernelRun { launch, lesson: rung.lesson, prediction, work, size: ops.label(), reset: &|| poison(&ops.c) };
-    measure(lab, run, || ops.check_in(precision))
+    measure(lab, run, || ops.check_in(&lab.gpu, precision))
 }
 
 /// Runs every rung, and every configuration of rung 8, on [`ODD_SIZES`] (checked, untimed), then

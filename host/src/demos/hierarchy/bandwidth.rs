@@ -125,7 +125,14 @@ pub fn transfers(lab: &Lab, bytes: usize, repeats: Repeats) -> Result<Vec<Transf
         let h2d = || unsafe { copy_to_device_async(&lab.gpu, &device, src) };
         let d2h = || unsafe { copy_to_host_async(&lab.gpu, dst, n, &device) };
         let timing = time(&lab.gpu, repeats, h2d)?;
-        let check = verify::exact_u32(&download(&device)?, |i| words[i]);
+        // Read back at the pinned rate into the pinned pass's buffer, not through a pageable
+        // download into a fresh 256 MiB vector (page faults and the staged rate, issue #17).
+        // SAFETY: `back_pinned` holds `n` words and is read only after the stream is synchronised.
+        unsafe { copy_to_host_async(&lab.gpu, back_pinned.as_mut_ptr(), n, &device) }?;
+        lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!("transfer check: {}", describe(e)))?;
+        let check = verify::exact_u32(&back_pinned, |i| words[i]);
+        // Zeroed again, so the pinned pass's check sees only what its own copies wrote.
+        back_pinned.fill(0);
         out.push(Transfer { direction: "host to device", memory, bytes, gbs: timing.gbs(bytes as f64), timing, check });
         let timing = time(&lab.gpu, repeats, d2h)?;
         // SAFETY: the copies into `dst` are complete (timing synchronises) and nothing else writes it.

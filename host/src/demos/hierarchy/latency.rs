@@ -108,8 +108,9 @@ fn slot_of(address: u64, base: u64) -> u32 {
     u32::try_from(offset / LINE_BYTES as u64).unwrap_or(u32::MAX)
 }
 
-/// Measures the ladder over `sizes` (bytes, multiples of 128), `steps` timed loads each, after
-/// a warm-up walk of the whole chain or of `warm_cap` links, whichever is fewer. Returns the
+/// Measures the ladder over `sizes` (bytes, multiples of 128), `steps` timed loads each: the
+/// default-caching probe after a warm-up walk of the whole chain or of `warm_cap` links,
+/// whichever is fewer, then the L2-only probe straight on from where it stopped. Returns the
 /// points and one check of every chain's end.
 ///
 /// Host work is kept off the GPU's path: each chain's image is built chunk by chunk on every
@@ -134,15 +135,25 @@ pub fn ladder(lab: &Lab, sizes: &[usize], steps: u32, warm_cap: usize) -> Result
         })?;
         let warm = slots.min(warm_cap) as u32;
         let (probes, (expected, following)) = std::thread::scope(|scope| {
-            let host = scope
-                .spawn(|| (chain::walk(&next, 0, warm as u64 + steps as u64), sizes.get(k + 1).map(|&b| cycle(b))));
-            let probes = [kernels::chase_global as ChaseLaunch, kernels::chase_global_cg]
-                .map(|kernel| chase(lab, kernel, base, warm, steps));
+            let host = scope.spawn(|| {
+                let default_end = chain::walk(&next, 0, warm as u64 + steps as u64);
+                ([default_end, chain::walk(&next, default_end, steps as u64)], sizes.get(k + 1).map(|&b| cycle(b)))
+            });
+            let probes = (|| {
+                let default = chase(lab, kernels::chase_global, base, 0, warm, steps)?;
+                // The L2-only probe goes on from the slot where the default one stopped, on the
+                // chain that walk just warmed (its warm-up and its timed loads, in the same
+                // order): a warm-up of its own would only walk the same lines again (past twice
+                // the L2, 2 x L2 / 128 links at ~680 cycles: ~0.35 s a size on the H200, issue
+                // #17). A wrong end sends it off the chain and fails both checks.
+                let start = if (default.1 as usize) < slots { default.1 } else { 0 };
+                let l2_only = chase(lab, kernels::chase_global_cg, base, start, 0, steps)?;
+                Ok::<_, anyhow::Error>((default, l2_only))
+            })();
             (probes, host.join().expect("the host's chain walk does not panic"))
         });
-        let [default, l2_only] = probes;
-        let (default, l2_only) = (default?, l2_only?);
-        for end in [default.1, l2_only.1] {
+        let (default, l2_only) = probes?;
+        for (end, expected) in [default.1, l2_only.1].into_iter().zip(expected) {
             got.push(end);
             want.push(expected);
         }
@@ -152,10 +163,11 @@ pub fn ladder(lab: &Lab, sizes: &[usize], steps: u32, warm_cap: usize) -> Result
     Ok((points, verify::exact_u32(&got, |i| want[i])))
 }
 
-/// One walk of `kernel` over a chain laid out at device address `base`, `warm` links untimed
-/// and `steps` timed: its latency and the slot it ended on.
-fn chase(lab: &Lab, kernel: ChaseLaunch, base: u64, warm: u32, steps: u32) -> Result<(Latency, u32)> {
-    let record = probe(lab, steps, |out| kernel(base, warm, steps, out))?;
+/// One walk of `kernel` over a chain laid out at device address `base` from slot `start`,
+/// `warm` links untimed and `steps` timed: its latency and the slot it ended on.
+fn chase(lab: &Lab, kernel: ChaseLaunch, base: u64, start: u32, warm: u32, steps: u32) -> Result<(Latency, u32)> {
+    let at = base + u64::from(start) * LINE_BYTES as u64;
+    let record = probe(lab, steps, |out| kernel(at, warm, steps, out))?;
     Ok((record.latency, slot_of(record.words[2], base)))
 }
 
@@ -174,7 +186,7 @@ pub fn chain_at(
     let next = chain::random_cycle(bytes / LINE_BYTES, bytes as u64 ^ 0x5eed);
     write(&chain::global_image(&next, base))?;
     let warm = warm.min(next.len() as u32);
-    let (latency, end) = chase(lab, kernels::chase_global, base, warm, steps)?;
+    let (latency, end) = chase(lab, kernels::chase_global, base, 0, warm, steps)?;
     let want = chain::walk(&next, 0, warm as u64 + steps as u64);
     Ok((latency, verify::exact_u32(&[end], |_| want)))
 }

@@ -10,7 +10,9 @@
 //!   a line, and the order defeats any prefetcher. Working sets run from 4 KiB to four times the
 //!   L2 the driver reports or 2 GiB, whichever is more ([`ladder::sizes`], [`LADDER_FLOOR`]:
 //!   past the TLBs' reach); the chain is walked once untimed, then
-//!   4096 loads are timed by the SM's `%clock64` (cycles) and the GPU's `%globaltimer` (ns).
+//!   4096 loads are timed by the SM's `%clock64` (cycles) and the GPU's `%globaltimer` (ns);
+//!   the L2-only probe then times 4096 more straight on from where the default probe stopped,
+//!   on the chain that walk warmed.
 //!   [`ladder::plateaus`] finds the runs of sizes at one latency; where a run ends, the level's
 //!   capacity lies between its last size and the next one.
 //! - **Other levels.** Shared memory: the same chase with `ld.shared` over 16 KiB, twice: the
@@ -42,7 +44,9 @@
 //!   the driver's peak; a GPU boosting or throttling changes ns, not cycles.
 //! - The chain of small working sets is cached after the warm-up walk; chains over twice the L2
 //!   are walked only partly before timing (2 x L2 / 128 links), so their timed loads find
-//!   lines not yet cached, as a cyclic walk over more than the cache always does.
+//!   lines not yet cached, as a cyclic walk over more than the cache always does. The L2-only
+//!   probe finds the caches as the default probe left them: its loads skip L1, and the L2 holds
+//!   the lines the default walk brought in last, as after a warm-up walk of its own.
 //! - One thread runs on one SM and sees the L2 as that SM does: the capacity the L2-only ladder
 //!   implies can fall short of the driver's L2 size (on the H200, measured: hits up to 24 MiB
 //!   of the 60 MiB reported, slower hits up to 48 MiB). The L2 is split in two partitions

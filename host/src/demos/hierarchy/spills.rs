@@ -10,7 +10,7 @@ use crate::demos::occupancy::kernels::register_pressure;
 use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, measure, poison, poisoned, upload};
 use crate::gpu::Gpu;
 use crate::gpu::launch::LaunchShape;
-use crate::ptx::{count_ops, entry_body};
+use crate::ptx::{Ptx, count_ops, entry_body};
 use crate::ptxas::{self, PtxasKernel};
 use crate::reference;
 use crate::verify::{self, Check};
@@ -44,10 +44,10 @@ fn sampled(got: &[f32], threads: usize, want: impl Fn(usize) -> f32) -> Check {
 
 /// What `ptxas -v` says about `kernel` in the loaded PTX with `options` (assembling that kernel
 /// alone, [`crate::ptx::only_entry`]), or why it cannot say.
-pub fn ptxas_figures(lab: &Lab, kernel: &str, options: &[&str]) -> Result<PtxasKernel, String> {
-    let text = crate::ptx::only_entry(lab.gpu.ptx.text, kernel)
-        .ok_or_else(|| format!("`{kernel}` is not in the {} PTX", lab.gpu.ptx.arch))?;
-    let report = ptxas::run_with(&text, lab.gpu.ptx.arch, options).map_err(|e| format!("{e:#}"))?;
+pub fn ptxas_figures(ptx: &Ptx, kernel: &str, options: &[&str]) -> Result<PtxasKernel, String> {
+    let text =
+        crate::ptx::only_entry(ptx.text, kernel).ok_or_else(|| format!("`{kernel}` is not in the {} PTX", ptx.arch))?;
+    let report = ptxas::run_with(&text, ptx.arch, options).map_err(|e| format!("{e:#}"))?;
     report.into_iter().find(|k| k.kernel == kernel).ok_or_else(|| format!("ptxas did not compile `{kernel}`"))
 }
 
@@ -85,7 +85,7 @@ pub fn local_array_pair(lab: &Lab, iters: u32) -> Result<(Vec<KernelRow>, Vec<St
         // wrote nothing never passes on the other's output.
         let body = entry_body(lab.gpu.ptx.text, kernel).unwrap_or_default();
         let (loads, stores) = (count_ops(body, "ld.local"), count_ops(body, "st.local"));
-        let figures = ptxas_figures(lab, kernel, &[]);
+        let figures = ptxas_figures(lab.gpu.ptx, kernel, &[]);
         let prediction = format!("PTX: {loads} ld.local, {stores} st.local");
         let flops = 2.0 * (threads * words) as f64 * iters as f64;
         let work = Work { flop: flops, bytes: 0.0, level: Level::Registers };
@@ -123,23 +123,31 @@ pub fn register_sweep(lab: &Lab, iters: u32) -> Result<Vec<KernelRow>> {
     let input = upload(&input_host)?;
     let mut out = poisoned::<f32>(threads)?;
     let flops = 2.0 * (threads * reference::PRESSURE_ACCUMULATORS) as f64 * iters as f64;
-    let mut rows = Vec::new();
-    for cap in CAPS {
-        let figures = ptxas_figures(lab, "register_pressure", &[&format!("-maxrregcount={cap}")]);
-        let capped = Lab::new(Gpu::open_one_kernel(lab.gpu.ordinal, "register_pressure", cap)?, lab.sizes.clone());
-        let run = KernelRun {
-            launch: register_pressure(&input, &mut out, threads as u32, iters),
-            lesson: "128 live accumulators under a register cap",
-            prediction: format!("cap {cap}: {}", ptxas_phrase(&figures)),
-            work: Work { flop: flops, bytes: 0.0, level: Level::Registers },
-            size: format!("cap {cap}"),
-            reset: &|| poison(&out),
-        };
-        let check = || {
-            let want = |g| reference::register_pressure(&input_host, threads, iters as usize, g);
-            Ok((sampled(&download(&out)?, threads, want), "sampled threads"))
-        };
-        rows.push(measure(&capped, run, check)?);
-    }
-    Ok(rows)
+    let ptx = lab.gpu.ptx;
+    std::thread::scope(|scope| {
+        // ptxas for every cap at once, on threads of its own, while the caps are measured in
+        // turn: before, every cap waited for its own ptxas process (issue #17).
+        let ptxas_runs = CAPS.map(|cap| {
+            scope.spawn(move || ptxas_figures(ptx, "register_pressure", &[&format!("-maxrregcount={cap}")]))
+        });
+        let mut rows = Vec::new();
+        for (cap, ptxas_run) in CAPS.into_iter().zip(ptxas_runs) {
+            let capped = Lab::new(Gpu::open_one_kernel(lab.gpu.ordinal, "register_pressure", cap)?, lab.sizes.clone());
+            let figures = ptxas_run.join().expect("a ptxas run does not panic");
+            let run = KernelRun {
+                launch: register_pressure(&input, &mut out, threads as u32, iters),
+                lesson: "128 live accumulators under a register cap",
+                prediction: format!("cap {cap}: {}", ptxas_phrase(&figures)),
+                work: Work { flop: flops, bytes: 0.0, level: Level::Registers },
+                size: format!("cap {cap}"),
+                reset: &|| poison(&out),
+            };
+            let check = || {
+                let want = |g| reference::register_pressure(&input_host, threads, iters as usize, g);
+                Ok((sampled(&download(&out)?, threads, want), "sampled threads"))
+            };
+            rows.push(measure(&capped, run, check)?);
+        }
+        Ok(rows)
+    })
 }
