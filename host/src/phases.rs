@@ -51,6 +51,9 @@ pub enum Kind {
 #[derive(Debug, Default)]
 pub struct Phases {
     done: RefCell<Vec<Phase>>,
+    /// Whether a demo is running: work outside one (after it, or before the first) counts
+    /// nowhere, not in the last row.
+    running: std::cell::Cell<bool>,
 }
 
 impl Phases {
@@ -58,7 +61,9 @@ impl Phases {
     pub fn demo<R>(&self, demo: &str, work: impl FnOnce() -> R) -> R {
         self.done.borrow_mut().push(Phase { demo: demo.to_string(), ..Phase::default() });
         let start = Instant::now();
+        let outer = self.running.replace(true);
         let r = work();
+        self.running.set(outer);
         if let Some(p) = self.done.borrow_mut().last_mut() {
             p.total_s = start.elapsed().as_secs_f64();
         }
@@ -77,7 +82,8 @@ impl Phases {
     /// Runs `work` as step `name` of the demo running, counting its wall time and the phases
     /// within it under that name (steps of one name add up); outside a demo, just runs it.
     pub fn step<R>(&self, name: &str, work: impl FnOnce() -> R) -> R {
-        let before = self.done.borrow().last().map(|p| (p.inputs_s, p.checks_s, p.timed_s));
+        let before =
+            self.done.borrow().last().filter(|_| self.running.get()).map(|p| (p.inputs_s, p.checks_s, p.timed_s));
         let start = Instant::now();
         let r = work();
         let total_s = start.elapsed().as_secs_f64();
@@ -109,6 +115,9 @@ impl Phases {
     }
 
     fn add(&self, kind: Kind, seconds: f64) {
+        if !self.running.get() {
+            return;
+        }
         if let Some(p) = self.done.borrow_mut().last_mut() {
             *match kind {
                 Kind::Inputs => &mut p.inputs_s,
@@ -209,8 +218,14 @@ mod tests {
             phases.step("sweep", || phases.add(Kind::Checks, 2.0));
             phases.add(Kind::Inputs, 0.375);
         });
+        // After the demo, a step or phase counts nowhere: not in the demo that ended, nor in a
+        // recorded row.
+        phases.step("late", || phases.add(Kind::Checks, 5.0));
         phases.record("open", 4.0);
+        phases.time(Kind::Timed, || ());
+        phases.add(Kind::Timed, 7.0);
         let done = phases.take();
+        assert_eq!((done[0].checks_s, done[0].steps.len(), done[1].timed_s), (3.0, 2, 0.0));
         let steps: Vec<(&str, f64, f64)> =
             done[0].steps.iter().map(|s| (s.demo.as_str(), s.checks_s, s.timed_s)).collect();
         assert_eq!(steps, [("sweep", 3.0, 0.0), ("rows", 0.0, 0.5)]);
