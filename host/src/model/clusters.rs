@@ -13,7 +13,7 @@
 //! per unit. On the H200 they give units of 18, 18, 16, 16, 16, 16, 16 and 8 SMs and four of
 //! 2 (one TPC each, which take clusters of 2 only): 132 SMs. A probe that records where
 //! co-resident clusters land (`%smid`) merges the SMs into the same units. With that layout
-//! and the two rules, the model equals all 144 driver figures for clusters of 1-16 blocks at
+//! and the two rules, the model equals all 128 driver figures for clusters of 1-16 blocks at
 //! 1-8 blocks per SM (256 threads, the shared memory setting the blocks per SM; measured on the
 //! H200, `docs/h200-round6/gpc-probe.txt`).
 //!
