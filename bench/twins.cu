@@ -55,14 +55,34 @@ KERNEL void transpose_tiled(const float* in, float* out, unsigned rows, unsigned
     transpose_via_tile<32>(in, out, rows, cols);
 }
 
+DEV void aligned_stores(const float* in, float* out, unsigned rows, unsigned cols);  // transpose_any.rs
+
+// Output rows that are not whole sectors take transpose_aligned_stores' body.
 KERNEL void transpose_padded(const float* in, float* out, unsigned rows, unsigned cols) {
-    transpose_via_tile<33>(in, out, rows, cols);
+    if (rows % 8 == 0)
+        transpose_via_tile<33>(in, out, rows, cols);
+    else
+        aligned_stores(in, out, rows, cols);
 }
 
-KERNEL void transpose_vectorized(const float* in, float* out, unsigned rows, unsigned cols) {
+// w at out[i ..+4]: one float4 store when vec, else each float whose inside(q) holds.
+template <typename Inside>
+DEV void store4(float* out, unsigned i, float4 w, bool vec, Inside inside) {
+    if (vec) {
+        *reinterpret_cast<float4*>(out + i) = w;
+    } else {
+        const float* ws = &w.x;
+#pragma unroll
+        for (unsigned q = 0; q < 4; q++)
+            if (inside(q)) out[i + q] = ws[q];
+    }
+}
+
+// Rows that are whole vectors and sectors.
+DEV void vectorized_aligned(const float* in, float* out, unsigned rows, unsigned cols) {
     extern __shared__ float tile[];  // 64 x 65; block 16 x 16, 4 float4 per thread
     unsigned tx = threadIdx.x, ty = threadIdx.y, r0 = blockIdx.y * 64, c0 = blockIdx.x * 64;
-    bool vec = rows % 4 == 0 && cols % 4 == 0 && r0 + 64 <= rows && c0 + 64 <= cols;
+    bool vec = r0 + 64 <= rows && c0 + 64 <= cols;
     float4 v[4];
 #pragma unroll
     for (unsigned i = 0; i < 4; i++) {
@@ -92,15 +112,43 @@ KERNEL void transpose_vectorized(const float* in, float* out, unsigned rows, uns
         w.y = tile[(4 * tx + 1) * 65 + ty + 16 * i];
         w.z = tile[(4 * tx + 2) * 65 + ty + 16 * i];
         w.w = tile[(4 * tx + 3) * 65 + ty + 16 * i];
-        if (vec) {
-            *reinterpret_cast<float4*>(out + r * rows + c) = w;
-        } else {
-            const float* ws = &w.x;
-#pragma unroll
-            for (unsigned q = 0; q < 4; q++)
-                if (r < cols && c + q < rows) out[r * rows + c + q] = ws[q];
-        }
+        store4(out, r * rows + c, w, vec, [&](unsigned q) { return r < cols && c + q < rows; });
     }
+}
+
+// Rows that are not: 18 coalesced scalar loads per thread stage input rows r0 - pre .. r0 + 64
+// (a 72 x 65 tile); output row y starts e(y) = (y * rows) mod 8 floats early, so its float4
+// stores are aligned and cover whole sectors.
+DEV void vectorized_shifted(const float* in, float* out, unsigned rows, unsigned cols) {
+    extern __shared__ float tile[];
+    unsigned tx = threadIdx.x, ty = threadIdx.y, r0 = blockIdx.y * 64, c0 = blockIdx.x * 64;
+    unsigned pre = rows % 8 == 0 ? 0 : 8, t = ty * 16 + tx;
+    unsigned first = r0 + t / 64 - pre, c = c0 + t % 64;
+    unsigned end = c < cols ? min(rows, r0 + 64) : 0;
+    float v[18];
+#pragma unroll
+    for (unsigned s = 0; s < 18; s++) {
+        unsigned r = first + 4 * s;
+        v[s] = r < end ? in[r * cols + c] : 0.0f;
+    }
+#pragma unroll
+    for (unsigned s = 0; s < 18; s++) tile[(4 * s + t / 64) * 65 + t % 64] = v[s];
+    __syncthreads();
+#pragma unroll
+    for (unsigned i = 0; i < 4; i++) {
+        unsigned y = c0 + ty + 16 * i, e = y * rows % 8, x = r0 + 4 * tx - e;
+        const float* col = tile + (4 * tx + pre - e) * 65 + ty + 16 * i;
+        float4 w = make_float4(col[0], col[65], col[130], col[195]);
+        bool vec = y < cols && x < rows && rows - x >= 4;
+        store4(out, y * rows + x, w, vec, [&](unsigned q) { return y < cols && x + q < rows; });
+    }
+}
+
+KERNEL void transpose_vectorized(const float* in, float* out, unsigned rows, unsigned cols) {
+    if (rows % 8 == 0 && cols % 4 == 0)
+        vectorized_aligned(in, out, rows, cols);
+    else
+        vectorized_shifted(in, out, rows, cols);
 }
 
 // ---------------------------------------------------------------- matmul.rs
@@ -1128,24 +1176,32 @@ KERNEL void hot_stream_read_evict_first(const unsigned* stream, unsigned stream_
 // ---------------------------------------------------------------- transpose_any.rs
 // Dense matrices whose rows are not whole 32-byte sectors.
 
-// Block 32 x 8, grid (ceil(cols / 32), ceil((rows + 7) / 32)), a 40 x 33 tile: input rows
-// 32 by - 8 .. 32 by + 32 staged; output row y's stores shifted back by e(y) = (y * rows) mod 8
-// floats, so each warp store starts on a sector boundary.
-KERNEL void transpose_aligned_stores(const float* in, float* out, unsigned rows, unsigned cols) {
+// Block 32 x 8, grid (ceil(cols / 32), ceil((rows + max shift) / 32)), a 40 x 33 tile: input
+// rows 32 by - 8 .. 32 by + 32 staged; output row y's stores shifted back by e(y) = (y * rows)
+// mod 8 floats, so each warp store starts on a sector boundary. A thread's rows are 8 apart:
+// one e for all four.
+DEV void aligned_stores(const float* in, float* out, unsigned rows, unsigned cols) {
     extern __shared__ float tile[];
     unsigned tx = threadIdx.x, ty = threadIdx.y, bx = blockIdx.x, by = blockIdx.y;
     unsigned col = bx * 32 + tx;
-    for (unsigned k = ty; k < 40; k += 8) {
+#pragma unroll
+    for (unsigned step = 0; step < 5; step++) {
+        unsigned k = ty + 8 * step;
         long long row = (long long)(by * 32 + k) - 8;
-        if (row >= 0 && (unsigned)row < rows && col < cols) tile[k * 33 + tx] = in[(size_t)row * cols + col];
+        if (k < 40 && row >= 0 && (unsigned)row < rows && col < cols) tile[k * 33 + tx] = in[(size_t)row * cols + col];
     }
     __syncthreads();
-    for (unsigned j = ty; j < 32; j += 8) {
-        unsigned y = bx * 32 + j;
-        unsigned e = (unsigned)(((unsigned long long)y * rows) % 8);
-        long long x = (long long)(by * 32 + tx) - e;
-        if (y < cols && x >= 0 && (unsigned)x < rows) out[(size_t)y * rows + x] = tile[(tx + 8 - e) * 33 + j];
+    unsigned e = (bx * 32 + ty) * rows % 8;
+    long long x = (long long)(by * 32 + tx) - e;
+#pragma unroll
+    for (unsigned step = 0; step < 4; step++) {
+        unsigned j = ty + 8 * step, y = bx * 32 + j;
+        if (j < 32 && y < cols && x >= 0 && (unsigned)x < rows) out[(size_t)y * rows + x] = tile[(tx + 8 - e) * 33 + j];
     }
+}
+
+KERNEL void transpose_aligned_stores(const float* in, float* out, unsigned rows, unsigned cols) {
+    aligned_stores(in, out, rows, cols);
 }
 
 // ---------------------------------------------------------------- sgemm/staged.rs

@@ -36,6 +36,14 @@ mod tests {
         assert_eq!(transpose::smem_bytes(TILE, TILED_PITCH), 4096);
         assert_eq!(transpose::smem_bytes(TILE, PADDED_PITCH), 4224);
         assert_eq!(transpose::smem_bytes(WIDE_TILE, WIDE_PITCH), 16640);
+        // The shifted paths on rows that are not whole sectors stage 8 more rows.
+        assert_eq!((transpose::padded_smem_bytes(8192), transpose::padded_smem_bytes(8191)), (4224, 5280));
+        assert_eq!(transpose::padded_smem_bytes(1004), 5280);
+        let wide = |r, c| transpose::wide_smem_bytes(r, c);
+        assert_eq!(
+            (wide(8192, 8192), wide(8191, 8192), wide(8192, 8191), wide(1004, 1000)),
+            (16640, 18720, 18720, 18720)
+        );
         assert_eq!(matmul::tiled_smem_bytes(matmul::TILE_16), 2048);
         assert_eq!(matmul::tiled_smem_bytes(matmul::TILE_32), 8192);
         use sgemm::{A_PITCH, A_PITCH_PADDED, RUNG2_TILE, STAGES, TILE as T, smem_bytes};
@@ -55,6 +63,9 @@ mod tests {
         // rows of a 64x64 tile.
         assert_eq!(transpose::BLOCK.0 * transpose::BLOCK.1 * 4, transpose::TILE * transpose::TILE);
         assert_eq!(transpose::WIDE_BLOCK.0 * transpose::WIDE_BLOCK.1 * 16, transpose::WIDE_TILE * transpose::WIDE_TILE);
+        // The shifted path's 18 scalar loads per thread cover its staged rows exactly.
+        let threads = transpose::WIDE_BLOCK.0 * transpose::WIDE_BLOCK.1;
+        assert_eq!(transpose::WIDE_STAGED_ROWS * transpose::WIDE_TILE, 18 * threads);
         // Rungs: tile^2 results over the threads' results per thread.
         assert_eq!(sgemm::RUNG2_THREADS as usize * sgemm::RUNG2_TM, (sgemm::RUNG2_TILE * sgemm::RUNG2_TILE) as usize);
         assert_eq!(sgemm::THREADS as usize * sgemm::TM * sgemm::TM, (sgemm::TILE * sgemm::TILE) as usize);

@@ -26,12 +26,43 @@ pub const TILED_PITCH: u32 = TILE;
 /// Row pitch of `transpose_padded`'s shared tile, words: one pad word per row.
 pub const PADDED_PITCH: u32 = TILE + 1;
 
+/// Whether output rows of `rows` floats (the transposes' output is `cols x rows`) are whole
+/// sectors. When they are not, `transpose_padded` and `transpose_vectorized` take their shifted
+/// paths: each output row's tiles start at a sector boundary, as `transpose_aligned_stores`'.
+pub const fn whole_sector_rows(rows: u32) -> bool {
+    rows.is_multiple_of(SKEW)
+}
+
+/// Dynamic shared bytes of `transpose_padded` on a matrix of `rows` rows: its `32 x 33` tile
+/// (4224), or on its shifted path `transpose_aligned_stores`' staged tile (5280).
+pub const fn padded_smem_bytes(rows: u32) -> u32 {
+    if whole_sector_rows(rows) { smem_bytes(TILE, PADDED_PITCH) } else { crate::transpose_any::smem_bytes() }
+}
+
 /// Tile edge of `transpose_vectorized`, elements.
 pub const WIDE_TILE: u32 = 64;
 /// Row pitch of its shared tile, words: one pad word per row.
 pub const WIDE_PITCH: u32 = WIDE_TILE + 1;
 /// Threads per block of `transpose_vectorized`: each thread moves 4 `float4` rows.
 pub const WIDE_BLOCK: (u32, u32) = (16, 16);
+/// Input rows `transpose_vectorized`'s shifted path stages: the tile and the `SKEW` rows before
+/// it that a shifted output row reaches back to.
+pub const WIDE_STAGED_ROWS: u32 = WIDE_TILE + SKEW;
+
+/// Whether `transpose_vectorized` takes its aligned path on a `rows x cols` matrix: input rows
+/// whole 16-byte vectors (`float4` loads) and output rows whole sectors. Otherwise it loads
+/// scalars and shifts each output row's tiles to a sector boundary, so its `float4` stores stay
+/// aligned and cover whole sectors.
+pub const fn wide_aligned(rows: u32, cols: u32) -> bool {
+    whole_sector_rows(rows) && cols.is_multiple_of(4)
+}
+
+/// Dynamic shared bytes of `transpose_vectorized` on a `rows x cols` matrix: `64 x 65` floats
+/// (16640) on its aligned path, `72 x 65` (18720) on its shifted one.
+pub const fn wide_smem_bytes(rows: u32, cols: u32) -> u32 {
+    let staged = if wide_aligned(rows, cols) { WIDE_TILE } else { WIDE_STAGED_ROWS };
+    tile_bytes(staged, WIDE_PITCH, 1)
+}
 
 /// Dynamic shared bytes of a square tile of edge `tile` with row pitch `pitch` words.
 pub const fn smem_bytes(tile: u32, pitch: u32) -> u32 {

@@ -6,13 +6,14 @@ use crate::tile_bytes;
 /// Floats per 32-byte sector: `transpose_aligned_stores` shifts each output row's tiles by
 /// that row's misalignment, at most `SKEW - 1` floats.
 pub use crate::transpose::SKEW;
-/// Tile edge of `transpose_aligned_stores` (as `transpose::TILE`).
-pub const TILE: u32 = 32;
+/// Tile edge of `transpose_aligned_stores`, as the 32 x 32 transposes'.
+pub use crate::transpose::TILE;
 /// Input rows it stages: the tile and the `SKEW` rows before it that a shifted output row may
 /// reach back to.
 pub const STAGED_ROWS: u32 = TILE + SKEW;
-/// Row pitch of its shared tile, in floats: one pad word, so a column read is conflict-free.
-pub const PITCH: u32 = TILE + 1;
+/// Row pitch of its shared tile, in floats: one pad word, so a column read is conflict-free
+/// (`transpose_padded`'s, which takes this kernel's body on rows that are not whole sectors).
+pub use crate::transpose::PADDED_PITCH as PITCH;
 /// Block of `transpose_aligned_stores`, as the 32 x 8 transposes.
 pub const BLOCK: (u32, u32) = (TILE, 8);
 

@@ -14,6 +14,29 @@
 #![feature(abi_ptx, stdarch_nvptx, core_intrinsics, asm_experimental_arch)]
 #![allow(internal_features)]
 
+/// Repeats `$body` with `$i` bound to each literal index of `0..4`, `0..8`, `0..18` or a list: straight-line
+/// code instead of a loop, because LLVM does not always unroll loops over an array fully (nested
+/// ones over an accumulator, or one of 18 guarded loads), and a single loop index left over sends
+/// the whole array to local memory.
+macro_rules! unroll {
+    ($i:ident in 0..4 => $body:block) => {
+        unroll!($i in [0 1 2 3] => $body)
+    };
+    ($i:ident in 0..8 => $body:block) => {
+        unroll!($i in [0 1 2 3 4 5 6 7] => $body)
+    };
+    ($i:ident in 0..18 => $body:block) => {
+        unroll!($i in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17] => $body)
+    };
+    ($i:ident in [$($n:literal)*] => $body:block) => {
+        $({
+            let $i: usize = $n;
+            $body
+        })*
+    };
+}
+
+
 // Thread-block clusters need sm_90 (PTX ISA 7.8): in the sm_90 PTX only.
 #[cfg(target_feature = "sm_90")]
 pub mod clusters;

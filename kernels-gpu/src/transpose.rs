@@ -13,7 +13,7 @@ use memlab_contracts::transpose as contract;
 use crate::device::{
     Block, GlobalIn, GlobalOut, SharedTile, block_idx_x, block_idx_y, kernel, thread_idx_x, thread_idx_y,
 };
-use memlab_device_api::global::{Matrix, ReadWrite};
+use memlab_device_api::global::{Matrix, ReadWrite, Slice};
 
 /// Tile edge, in elements ([`contract::TILE`]).
 const TILE: usize = contract::TILE as usize;
@@ -75,7 +75,7 @@ fn move_via_registers(
 /// column `-e` starts a sector. Rows 8 apart share it (`8 len mod 8 = 0`); the low 3 bits of
 /// the 32-bit product are those of the whole one.
 #[inline(always)]
-fn misalignment(r: u32, len: u32) -> u32 {
+pub(crate) fn misalignment(r: u32, len: u32) -> u32 {
     r.wrapping_mul(len) % contract::SKEW
 }
 
@@ -166,12 +166,24 @@ kernel! {
     /// Transpose through a `32 x 33` shared tile: the one padding word per row moves lane `t` of a
     /// column read to bank `(33 t + c) mod 32 = (t + c) mod 32`, so the conflict is gone.
     ///
-    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
-    /// - Shared memory: `32 * 33 * 4 = 4224` bytes of dynamic shared memory.
+    /// Output rows (`rows` floats) that are not whole 32-byte sectors would make every warp store
+    /// span 5 sectors, two of them written in part (0.68x the aligned rate at 8191x8192,
+    /// measured on the H200). On such matrices the kernel takes `transpose_aligned_stores`' body
+    /// instead ([`contract::whole_sector_rows`], the same for every thread): each output row's
+    /// tiles shifted to a sector boundary.
+    ///
+    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil((rows + m) / 32))`, `m` the largest
+    ///   shift ([`contract::max_shift`] of `rows`, 0 on whole-sector rows).
+    /// - Shared memory: [`contract::padded_smem_bytes`]: `32 * 33 * 4 = 4224` bytes, on the
+    ///   shifted path `40 * 33 * 4 = 5280`.
     /// - Memory level: global (coalesced) and shared (conflict-free).
-    /// - Buffers: `input` and `output` hold `rows * cols` floats.
+    /// - Buffers: `input` and `output` hold `rows * cols < 2^32` floats, not overlapping.
     pub fn transpose_padded(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
-        transpose_via_tile::<{ contract::PADDED_PITCH as usize }>(block, input, output, rows, cols)
+        if contract::whole_sector_rows(rows) {
+            transpose_via_tile::<{ contract::PADDED_PITCH as usize }>(block, input, output, rows, cols)
+        } else {
+            crate::transpose_any::aligned_stores(block, input, output, rows, cols)
+        }
     }
 }
 // ANCHOR_END: tiled_and_padded
@@ -179,6 +191,11 @@ kernel! {
 const WIDE_TILE: usize = contract::WIDE_TILE as usize;
 /// Row pitch of its shared tile, in floats: one pad word, as in [`transpose_padded`].
 const WIDE_PITCH: usize = contract::WIDE_PITCH as usize;
+
+/// Threads per block of [`transpose_vectorized`].
+const WIDE_THREADS: u32 = contract::WIDE_BLOCK.0 * contract::WIDE_BLOCK.1;
+/// Its shifted path's staged tile: `WIDE_STAGED_ROWS x 64` floats, rows `WIDE_PITCH` apart.
+type WideStaged = SharedTile<f32, { contract::WIDE_STAGED_ROWS as usize }, WIDE_TILE, WIDE_PITCH>;
 
 kernel! {
     /// Transpose through a padded `64 x 65` shared tile with 128-bit global loads and stores: each
@@ -192,57 +209,142 @@ kernel! {
     /// `(4 tx + ty + q) mod 32`: two lanes per bank (a 2-way conflict on scalar shared accesses),
     /// cheap next to DRAM time. Measured on the H200: 96% of memcpy, where a `32 x 33` tile with
     /// 8 floats per thread (`8 x 16` block, also conflict-free) reached 90%: bytes in flight per
-    /// thread matter more here than the bank conflict. Tiles that reach past an edge, or rows not
-    /// 16-byte aligned (`rows` or `cols` not a multiple of 4), take guarded scalar accesses.
+    /// thread matter more here than the bank conflict. Tiles that reach past an edge take guarded
+    /// scalar accesses.
     ///
-    /// - Launch: block `16 x 16`, grid `(ceil(cols / 64), ceil(rows / 64))`.
-    /// - Shared memory: `64 * 65 * 4 = 16640` bytes of dynamic shared memory.
+    /// Rows that are not whole vectors or sectors ([`contract::wide_aligned`] false: `cols` not a
+    /// multiple of 4 or `rows` of 8) take the shifted path, as
+    /// [`transpose_aligned_stores`](crate::transpose_any::transpose_aligned_stores)
+    /// (`transpose_any.rs`) does for the 32 x 32 tile: 18 coalesced scalar loads per thread
+    /// stage input rows `64 by - 8 .. 64 by + 64`, and output row `y` starts its tile `e(y) = (y
+    /// rows) mod 8` floats early, so its `float4` stores are aligned and cover whole sectors.
+    /// Before this path the scalar fallback ran at 0.35-0.41x the aligned rate at 8191x8192,
+    /// 8192x8191 and 8191x8191 (measured on the H200).
+    ///
+    /// - Launch: block `16 x 16`, grid `(ceil(cols / 64), ceil((rows + m) / 64))`, `m` the
+    ///   largest shift ([`contract::max_shift`] of `rows`, 0 on the aligned path).
+    /// - Shared memory: [`contract::wide_smem_bytes`]: `64 * 65 * 4 = 16640` bytes, on the
+    ///   shifted path `72 * 65 * 4 = 18720`.
     /// - Memory level: global (coalesced, 128-bit) and shared (2-way).
     /// - Buffers: `input` and `output` hold `rows * cols < 2^32` floats (32-bit indices), 16-byte
     ///   aligned, not overlapping.
     pub fn transpose_vectorized(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
-        const T: u32 = WIDE_TILE as u32;
-        let (barrier, mut tile) = block.carve::<SharedTile<f32, WIDE_TILE, WIDE_TILE, WIDE_PITCH>>();
-        // 32-bit element indices, as in the CUDA C++ twin (`rows * cols < 2^32`).
-        let (input, mut output) = (input.slice((rows * cols) as usize), output.slice((rows * cols) as usize));
-        let (tx, ty) = (thread_idx_x(), thread_idx_y());
-        let (r0, c0) = (block_idx_y() * T, block_idx_x() * T);
-        let vector = rows % 4 == 0 && cols % 4 == 0 && r0 + T <= rows && c0 + T <= cols;
-        let mut v = [[0.0f32; 4]; 4];
-        for (i, v) in v.iter_mut().enumerate() {
-            let (r, c) = (r0 + ty + 16 * i as u32, c0 + 4 * tx);
-            if vector {
-                *v = input.get4((r * cols + c) as usize);
-            } else {
-                for (q, v) in v.iter_mut().enumerate() {
-                    if r < rows && c + (q as u32) < cols {
-                        *v = input.get((r * cols + c + q as u32) as usize);
-                    }
-                }
-            }
-        }
-        for (i, v) in v.iter().enumerate() {
-            for (q, &v) in v.iter().enumerate() {
-                tile.set(ty as usize + 16 * i, 4 * tx as usize + q, v);
-            }
-        }
-        let tile = barrier.sync(tile);
-        // Output tile: rows c0.. (input columns), columns r0.. (input rows); the matrix is cols x rows.
-        for i in 0..4 {
-            let (r, c) = (c0 + ty + 16 * i, r0 + 4 * tx);
-            let mut w = [0.0f32; 4];
-            for (q, w) in w.iter_mut().enumerate() {
-                *w = tile.get(4 * tx as usize + q, (ty + 16 * i) as usize);
-            }
-            if vector {
-                output.set4((r * rows + c) as usize, w);
-            } else {
-                for (q, w) in w.into_iter().enumerate() {
-                    if r < cols && c + (q as u32) < rows {
-                        output.set((r * rows + c + q as u32) as usize, w);
-                    }
-                }
-            }
+        if contract::wide_aligned(rows, cols) {
+            vectorized_aligned(block, input, output, rows, cols)
+        } else {
+            vectorized_shifted(block, input, output, rows, cols)
         }
     }
+}
+
+/// The 4 floats at `i ..+4` of `input`: one `float4` load when `vector` (the caller checked that
+/// they are in the matrix and 16-byte aligned), else each float whose `inside(q)` holds, 0 for
+/// the others.
+#[inline(always)]
+fn load4(input: &Slice<f32>, i: u32, vector: bool, inside: impl Fn(u32) -> bool) -> [f32; 4] {
+    let mut v = [0.0f32; 4];
+    if vector {
+        v = input.get4(i as usize);
+    } else {
+        unroll!(q in 0..4 => {
+            if inside(q as u32) {
+                v[q] = input.get(i as usize + q);
+            }
+        });
+    }
+    v
+}
+
+/// Stores `w` at `i ..+4` of `output`: one `float4` store when `vector` (as for [`load4`]), else
+/// each float whose `inside(q)` holds.
+#[inline(always)]
+fn store4(output: &mut Slice<f32, ReadWrite>, i: u32, w: [f32; 4], vector: bool, inside: impl Fn(u32) -> bool) {
+    if vector {
+        output.set4(i as usize, w);
+    } else {
+        unroll!(q in 0..4 => {
+            if inside(q as u32) {
+                output.set(i.wrapping_add(q as u32) as usize, w[q]);
+            }
+        });
+    }
+}
+
+/// [`transpose_vectorized`] on rows that are whole vectors and sectors.
+#[inline(always)]
+fn vectorized_aligned(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
+    const T: u32 = WIDE_TILE as u32;
+    let (barrier, mut tile) = block.carve::<SharedTile<f32, WIDE_TILE, WIDE_TILE, WIDE_PITCH>>();
+    // 32-bit element indices, as in the CUDA C++ twin (`rows * cols < 2^32`).
+    let (input, mut output) = (input.slice((rows * cols) as usize), output.slice((rows * cols) as usize));
+    let (tx, ty) = (thread_idx_x(), thread_idx_y());
+    let (r0, c0) = (block_idx_y() * T, block_idx_x() * T);
+    let vector = r0 + T <= rows && c0 + T <= cols;
+    let mut v = [[0.0f32; 4]; 4];
+    unroll!(i in 0..4 => {
+        let (r, c) = (r0 + ty + 16 * i as u32, c0 + 4 * tx);
+        v[i] = load4(&input, r * cols + c, vector, |q| r < rows && c + q < cols);
+    });
+    unroll!(i in 0..4 => {
+        unroll!(q in 0..4 => {
+            tile.set(ty as usize + 16 * i, 4 * tx as usize + q, v[i][q]);
+        });
+    });
+    let tile = barrier.sync(tile);
+    // Output tile: rows c0.. (input columns), columns r0.. (input rows); the matrix is cols x rows.
+    unroll!(i in 0..4 => {
+        let (y, x) = (c0 + ty + 16 * i as u32, r0 + 4 * tx);
+        let mut w = [0.0f32; 4];
+        unroll!(q in 0..4 => {
+            w[q] = tile.get(4 * tx as usize + q, ty as usize + 16 * i);
+        });
+        store4(&mut output, y * rows + x, w, vector, |q| y < cols && x + q < rows);
+    });
+}
+
+/// [`transpose_vectorized`]'s shifted path, for rows that are not whole vectors or sectors.
+#[inline(always)]
+fn vectorized_shifted(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
+    const T: u32 = WIDE_TILE as u32;
+    const LOADS: usize = (contract::WIDE_STAGED_ROWS * T / WIDE_THREADS) as usize;
+    const { assert!(LOADS == 18, "the scalar loads below are unrolled 18 times") };
+    let (barrier, mut tile) = block.carve::<WideStaged>();
+    let (input, mut output) = (input.slice((rows * cols) as usize), output.slice((rows * cols) as usize));
+    let (tx, ty) = (thread_idx_x(), thread_idx_y());
+    let (r0, c0) = (block_idx_y() * T, block_idx_x() * T);
+    // Staged row k is input row r0 + k - pre. Whole-sector output rows are not shifted (e = 0),
+    // so they need none of the rows before the tile. Below row 0 the row index wraps past
+    // `rows`, so the guards skip it.
+    let pre = if contract::whole_sector_rows(rows) { 0 } else { contract::SKEW };
+    let t = ty * contract::WIDE_BLOCK.0 + tx;
+    // Thread t loads column t mod 64 of staged rows t / 64 + 4 s: a warp reads 32 consecutive
+    // floats of one row (coalesced whatever the row's alignment) and writes them to 32 banks.
+    let (first, c) = ((r0 + t / T).wrapping_sub(pre), c0 + t % T);
+    // Input rows r0 - pre .. r0 + 64 of the matrix, none past its last column.
+    let end = if c < cols { rows.min(r0 + T) } else { 0 };
+    let mut v = [0.0f32; LOADS];
+    unroll!(s in 0..18 => {
+        let r = first.wrapping_add(s as u32 * (WIDE_THREADS / T));
+        if r < end {
+            v[s] = input.get((r * cols + c) as usize);
+        }
+    });
+    unroll!(s in 0..18 => {
+        tile.set(s as u32 * (WIDE_THREADS / T) + t / T, t % T, v[s]);
+    });
+    let tile = barrier.sync(tile);
+    unroll!(i in 0..4 => {
+        // Output row y (input column), its 4 columns from x (input rows), x + q in staged row
+        // 4 tx + q + pre - e.
+        let y = c0 + ty + 16 * i as u32;
+        let e = misalignment(y, rows);
+        // Below column 0, x wraps past `rows`; x + q wraps back for the columns from 0 on.
+        let x = (r0 + 4 * tx).wrapping_sub(e);
+        let mut w = [0.0f32; 4];
+        unroll!(q in 0..4 => {
+            w[q] = tile.get(4 * tx + q as u32 + pre - e, ty + 16 * i as u32);
+        });
+        let vector = y < cols && x < rows && rows - x >= 4;
+        store4(&mut output, y.wrapping_mul(rows).wrapping_add(x), w, vector, |q| y < cols && x.wrapping_add(q) < rows);
+    });
 }

@@ -6,9 +6,11 @@
 //!
 //! [`transpose_aligned_stores`]: each output row's tiles are shifted by that row's
 //!   misalignment, so every warp store covers whole sectors; only the sector where one output
-//!   row ends and the next begins is shared.
+//!   row ends and the next begins is shared. `transpose_padded` runs its body on such matrices.
 
 use memlab_contracts::transpose_any as contract;
+
+use crate::transpose::misalignment;
 
 use crate::device::{
     Block, GlobalIn, GlobalOut, SharedTile, block_idx_x, block_idx_y, kernel, thread_idx_x, thread_idx_y,
@@ -31,43 +33,51 @@ kernel! {
     /// of columns `32 bx ..+32`; a store reads its tile column at row `tx + 8 - e(y)`, bank
     /// `(tx + const) mod 32`: conflict-free.
     ///
-    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil((rows + 7) / 32))` (one more tile
-    ///   row when the shift pushes the last columns past a tile).
+    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil((rows + m) / 32))`, `m` the largest
+    ///   shift ([`contract::max_shift`] of `rows`): one more tile row when the shift pushes the
+    ///   last columns past a tile.
     /// - Shared memory: `40 * 33 * 4 = 5280` bytes of dynamic shared memory.
     /// - Memory level: global (reads coalesced, stores sector-aligned) and shared (conflict-free).
     /// - Buffers: `input` and `output` hold `rows * cols < 2^32` floats, not overlapping.
     pub fn transpose_aligned_stores(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
-        let (barrier, mut tile) = block.carve::<Staged>();
-        let input = input.matrix(rows as usize, cols as usize);
-        let mut output = output.matrix(cols as usize, rows as usize);
-        let (tx, ty) = (thread_idx_x(), thread_idx_y());
-        let (bx, by) = (block_idx_x(), block_idx_y());
-        // Stage input rows 32 by - 8 + k (k < 40), columns 32 bx + tx. Rows before 0 are skipped:
-        // only shifted columns below 0, never stored, would read them.
-        // Loops of a constant trip count (5 and 4 steps of the block's 8 rows), unrolled by LLVM:
-        // the `while k < 40` form left ptxas a rolled store loop, one store per trip (0.95x the
-        // CUDA C++ twin, which nvcc unrolls by 4). The bound stays checked, so a taller block
-        // than the contract's only does less.
-        let col = bx * TILE + tx;
-        for step in 0..contract::STAGED_ROWS / contract::BLOCK.1 {
-            let k = ty + step * contract::BLOCK.1;
-            let row = (by * TILE + k) as i64 - SKEW as i64;
-            if k < contract::STAGED_ROWS && row >= 0 && (row as u32) < rows && col < cols {
-                tile.set(k, tx, input.get(row as usize, col as usize));
-            }
+        aligned_stores(block, input, output, rows, cols)
+    }
+}
+
+/// The body of [`transpose_aligned_stores`], also `transpose_padded`'s path for output rows that
+/// are not whole sectors: same block, grid and shared tile.
+#[inline(always)]
+pub(crate) fn aligned_stores(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
+    let (barrier, mut tile) = block.carve::<Staged>();
+    let input = input.matrix(rows as usize, cols as usize);
+    let mut output = output.matrix(cols as usize, rows as usize);
+    let (tx, ty) = (thread_idx_x(), thread_idx_y());
+    let (bx, by) = (block_idx_x(), block_idx_y());
+    // Stage input rows 32 by - 8 + k (k < 40), columns 32 bx + tx. Rows before 0 are skipped:
+    // only shifted columns below 0, never stored, would read them.
+    // Loops of a constant trip count (5 and 4 steps of the block's 8 rows), unrolled by LLVM:
+    // the `while k < 40` form left ptxas a rolled store loop, one store per trip (0.95x the
+    // CUDA C++ twin, which nvcc unrolls by 4). The bound stays checked, so a taller block
+    // than the contract's only does less.
+    let col = bx * TILE + tx;
+    for step in 0..contract::STAGED_ROWS / contract::BLOCK.1 {
+        let k = ty + step * contract::BLOCK.1;
+        let row = (by * TILE + k) as i64 - SKEW as i64;
+        if k < contract::STAGED_ROWS && row >= 0 && (row as u32) < rows && col < cols {
+            tile.set(k, tx, input.get(row as usize, col as usize));
         }
-        let tile = barrier.sync(tile);
-        // Output row y's misalignment in floats, e(y) = (y rows) mod 8: its stores start on a
-        // sector boundary. A thread's rows are 8 apart and 8 rows mod 8 = 0, so one e for all
-        // four; the low 3 bits of the 32-bit product are those of the whole one.
-        let e = (bx * TILE + ty).wrapping_mul(rows) % SKEW;
-        let x = (by * TILE + tx) as i64 - e as i64;
-        for step in 0..TILE / contract::BLOCK.1 {
-            let j = ty + step * contract::BLOCK.1;
-            let y = bx * TILE + j;
-            if j < TILE && y < cols && x >= 0 && (x as u32) < rows {
-                output.set(y as usize, x as usize, tile.get(tx + SKEW - e, j));
-            }
+    }
+    let tile = barrier.sync(tile);
+    // Output row y's misalignment in floats, e(y) = (y rows) mod 8: its stores start on a
+    // sector boundary. A thread's rows are 8 apart and 8 rows mod 8 = 0, so one e for all
+    // four; the low 3 bits of the 32-bit product are those of the whole one.
+    let e = misalignment(bx * TILE + ty, rows);
+    let x = (by * TILE + tx) as i64 - e as i64;
+    for step in 0..TILE / contract::BLOCK.1 {
+        let j = ty + step * contract::BLOCK.1;
+        let y = bx * TILE + j;
+        if j < TILE && y < cols && x >= 0 && (x as u32) < rows {
+            output.set(y as usize, x as usize, tile.get(tx + SKEW - e, j));
         }
     }
 }

@@ -10,7 +10,8 @@ use std::cell::RefCell;
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::transpose::{
-    BLOCK, PADDED_PITCH, TILE, TILED_PITCH, WIDE_BLOCK, WIDE_PITCH, WIDE_TILE, max_shift, smem_bytes,
+    BLOCK, PADDED_PITCH, TILE, TILED_PITCH, WIDE_BLOCK, WIDE_PITCH, WIDE_TILE, max_shift, padded_smem_bytes,
+    smem_bytes, wide_aligned, wide_smem_bytes,
 };
 use memlab_contracts::transpose_any as any;
 
@@ -37,10 +38,10 @@ fn tiles(rows: u32, cols: u32, tile: u32, block: (u32, u32), smem: u32) -> Launc
 
 crate::kernels! {
     /// `transpose_aligned_stores`: as [`transpose_padded`], each output row's tiles shifted to
-    /// start on a sector boundary; block `32 x 8`, grid `(ceil(cols / 32), ceil((rows + 7) /
-    /// 32))`, a `40 x 33` shared tile (5280 B).
+    /// start on a sector boundary; block `32 x 8`, grid `(ceil(cols / 32), ceil((rows +
+    /// max_shift(rows)) / 32))`, a `40 x 33` shared tile (5280 B).
     fn transpose_aligned_stores(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(rows + any::SKEW - 1, cols, any::TILE, any::BLOCK, any::smem_bytes());
+        => tiles(rows + max_shift(rows), cols, any::TILE, any::BLOCK, any::smem_bytes());
     /// `copy`: the bandwidth ceiling of the transposes. `input` and `output` are `rows x cols`
     /// f32; block `32 x 8`, one block per `32 x 32` tile, no shared memory; each row's tiles
     /// shifted back to a sector boundary, so the grid covers `max_shift(cols)` more columns.
@@ -53,13 +54,15 @@ crate::kernels! {
     /// `transpose_tiled`: as [`transpose_naive`], through a `32 x 32` shared tile (4096 B).
     fn transpose_tiled(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
         => tiles(rows, cols, TILE, BLOCK, smem_bytes(TILE, TILED_PITCH));
-    /// `transpose_padded`: as [`transpose_naive`], through a `32 x 33` shared tile (4224 B).
+    /// `transpose_padded`: as [`transpose_naive`], through a `32 x 33` shared tile (4224 B); on
+    /// rows that are not whole sectors `transpose_aligned_stores`' shape (its shifted path).
     fn transpose_padded(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(rows, cols, TILE, BLOCK, smem_bytes(TILE, PADDED_PITCH));
+        => tiles(rows + max_shift(rows), cols, TILE, BLOCK, padded_smem_bytes(rows));
     /// `transpose_vectorized`: block `16 x 16`, one block per `64 x 64` tile, a `64 x 65`
-    /// shared tile (16640 B); buffers 16-byte aligned (every device allocation is).
+    /// shared tile (16640 B; `72 x 65`, 18720 B, and `max_shift(rows)` more rows of tiles on its
+    /// shifted path); buffers 16-byte aligned (every device allocation is).
     fn transpose_vectorized(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(rows, cols, WIDE_TILE, WIDE_BLOCK, smem_bytes(WIDE_TILE, WIDE_PITCH));
+        => tiles(rows + max_shift(rows), cols, WIDE_TILE, WIDE_BLOCK, wide_smem_bytes(rows, cols));
 }
 
 /// A typed launch of one of this lesson's kernels: `(input, output, rows, cols)`.
@@ -95,40 +98,39 @@ fn prediction(launch: &Launch, (rows, cols): (usize, usize)) -> String {
     let mut text = match launch.kernel {
         "transpose_naive" => format!("stores {} sectors/req", WarpAccess::new(4, rows).analyze().sectors),
         kernel => {
-            // Half a warp per output row, 16 bytes per lane; rows that are not whole 16-byte
-            // vectors take the kernel's scalar path, 4 requests per vector.
+            // Half a warp per output row of transpose_vectorized, 16 bytes per lane.
             let sweep = match kernel {
                 "transpose_vectorized" => RowSweep {
                     rows_per_request: 2,
-                    passes: if rows % 4 == 0 && cols % 4 == 0 { 1 } else { 4 },
+                    shifted: !wide_aligned(rows as u32, cols as u32),
                     ..RowSweep::new(out.0, out.1, 4, 64)
                 },
-                // Each row's tiles start at the sector boundary at or below the row's start.
-                "copy" | "transpose_aligned_stores" => RowSweep { shifted: true, ..RowSweep::new(out.0, out.1, 4, 32) },
+                // Each row's tiles start at the sector boundary at or below the row's start
+                // (transpose_padded's shifted path on rows that are not whole sectors; on whole
+                // sectors the shift is 0).
+                "copy" | "transpose_aligned_stores" | "transpose_padded" => {
+                    RowSweep { shifted: true, ..RowSweep::new(out.0, out.1, 4, 32) }
+                }
                 _ => RowSweep::new(out.0, out.1, 4, 32),
             };
             let t = sweep.traffic();
             format!("stores {:.2} sectors/req, {:.2} partial", t.sectors_per_request(), t.partial_per_request())
         }
     };
-    let shape = &launch.shape;
-    if shape.smem_bytes > 0 {
-        let wide = shape.block == WIDE_BLOCK;
-        let tile = if wide { WIDE_TILE } else { TILE } as u64;
-        // The aligned-stores tile stages more rows than it is wide, so its bytes do not give
-        // the pitch; every other tile is square.
-        let pitch = match launch.kernel {
-            "transpose_aligned_stores" => any::PITCH as u64,
-            _ => shape.smem_bytes as u64 / 4 / tile,
-        };
-        // Lane (tx, ty) of a 16 x 16 block reads row 4 tx, column ty; of a 32 x 8 block row tx.
-        let request = if wide {
-            WarpRequest::from_words(&(0..32u64).map(|l| 4 * (l % 16) * pitch + l / 16).collect::<Vec<_>>())
-        } else {
-            WarpRequest::column_of_tile(pitch)
-        };
-        text += &format!(", column read {}-way", request.analyze().wavefronts);
-    }
+    let pitch = match launch.kernel {
+        "transpose_tiled" => TILED_PITCH,
+        "transpose_padded" => PADDED_PITCH,
+        "transpose_aligned_stores" => any::PITCH,
+        "transpose_vectorized" => WIDE_PITCH,
+        _ => return text,
+    } as u64;
+    // Lane (tx, ty) of a 16 x 16 block reads row 4 tx, column ty; of a 32 x 8 block row tx.
+    let request = if launch.shape.block == WIDE_BLOCK {
+        WarpRequest::from_words(&(0..32u64).map(|l| 4 * (l % 16) * pitch + l / 16).collect::<Vec<_>>())
+    } else {
+        WarpRequest::column_of_tile(pitch)
+    };
+    text += &format!(", column read {}-way", request.analyze().wavefronts);
     text
 }
 
@@ -237,9 +239,10 @@ fn unaligned_cause((rows, cols): (usize, usize)) -> String {
          sector, so a warp's 128-byte row segment spans 5 sectors instead of 4 and its first and last are written \
          in part, the rest of each by another warp at another time (partial-sector writes). The store model: \
          unshifted, rows of {cols} floats (a copy's) {}, of {rows} floats (the transposes') {} (4.00 and \
-         0.00 on whole-sector rows). transpose_vectorized's 16-byte accesses also need rows and cols multiples of 4, \
-         or it takes scalar ones. copy and transpose_aligned_stores shift each row's tiles back to a sector \
-         boundary, leaving one partial sector where two rows meet: {} and {}.",
+         0.00 on whole-sector rows). copy and transpose_aligned_stores shift each row's tiles back to a sector \
+         boundary, leaving one partial sector where two rows meet: {} and {}. transpose_padded and \
+         transpose_vectorized take such a shifted path on rows that are not whole sectors (the vectorized one \
+         with scalar loads, its 16-byte stores aligned by the shift).",
         stores(rows, cols, false),
         stores(cols, rows, false),
         stores(rows, cols, true),

@@ -17,24 +17,6 @@
 //! has fewer than `2^32` elements (indices are 32-bit, as in CUDA C++ with `int`). Any
 //! `m, n, k >= 1` works: tiles that reach past an edge load zeros and skip out-of-range stores.
 
-/// Repeats `$body` with `$i` bound to each literal index of `0..4` or `0..8`: straight-line code
-/// instead of a loop, because LLVM does not always unroll nested loops over an accumulator array
-/// fully, and a single loop index left over sends the whole array to local memory.
-macro_rules! unroll {
-    ($i:ident in 0..4 => $body:block) => {
-        unroll!(@ $i [0 1 2 3] $body)
-    };
-    ($i:ident in 0..8 => $body:block) => {
-        unroll!(@ $i [0 1 2 3 4 5 6 7] $body)
-    };
-    (@ $i:ident [$($n:literal)*] $body:block) => {
-        $({
-            let $i: usize = $n;
-            $body
-        })*
-    };
-}
-
 /// Calls `f(0)`, .., `f(n - 1)` as straight-line code, for `n` of 1, 2, 4, 8 or 16 known at
 /// compile time (a constant of the caller, so the match folds away): the generic rungs' loops
 /// over accumulators, which LLVM leaves rolled, sending the array to local memory (measured in
