@@ -1,6 +1,6 @@
 //! Host memory a run will need, checked against what the host has before any work, as device
 //! memory is: a size whose host buffers do not fit is refused in one line instead of swapping
-//! or being killed halfway.
+//! or being killed halfway. And what a demo used: its peak resident set, from `/proc` (Linux).
 
 use anyhow::Result;
 
@@ -15,9 +15,41 @@ pub fn available() -> Option<usize> {
 
 /// The `MemAvailable:` line of `/proc/meminfo` text (in kB, that is KiB), as bytes.
 pub fn parse_mem_available(meminfo: &str) -> Option<usize> {
-    let line = meminfo.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?;
+    parse_kib(meminfo, "MemAvailable:")
+}
+
+/// The value of line `key` (with its colon) of a `/proc` text whose values are in kB (KiB),
+/// as bytes.
+fn parse_kib(text: &str, key: &str) -> Option<usize> {
+    let line = text.lines().find_map(|l| l.strip_prefix(key))?;
     let kib: usize = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
     kib.checked_mul(1024)
+}
+
+/// Resets this process's peak resident set (`VmHWM`) to its resident set now, by writing `5`
+/// to `/proc/self/clear_refs` (Linux 4.0 and later, `proc(5)`). Returns whether it could: where
+/// it could not, a later [`peak_rss`] is the whole process's peak, not the span's.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// This process's peak resident set since its start or the last [`reset_peak_rss`], bytes:
+/// `VmHWM` of `/proc/self/status`. `None` where the file or the line is missing (not Linux).
+pub fn peak_rss() -> Option<usize> {
+    parse_peak_rss(&std::fs::read_to_string("/proc/self/status").ok()?)
+}
+
+/// The `VmHWM:` line of `/proc/self/status` text (in kB, that is KiB), as bytes.
+pub fn parse_peak_rss(status: &str) -> Option<usize> {
+    parse_kib(status, "VmHWM:")
+}
+
+/// Runs `work` and returns its result with the peak resident set during it, bytes; `None` where
+/// `/proc` cannot reset or report the peak (not Linux).
+pub fn peak_during<R>(work: impl FnOnce() -> R) -> (R, Option<usize>) {
+    let reset = reset_peak_rss();
+    let r = work();
+    (r, peak_rss().filter(|_| reset))
 }
 
 /// Refuses when `what` needs `bytes` of host memory and only `available` bytes are available.
@@ -60,6 +92,19 @@ mod tests {
         assert_eq!(parse_mem_available("MemAvailable: lots\n"), None);
         // This machine has the line (CI and the GPU machine run Linux).
         assert!(available().is_some_and(|b| b > 0));
+    }
+
+    #[test]
+    fn reads_the_peak_resident_set_in_bytes() {
+        // The lines around VmHWM as Linux 6.x writes them (tabs, then padding to the value).
+        let status = "Name:\tmemlab\nVmPeak:\t 9012345 kB\nVmSize:\t 8000000 kB\nVmHWM:\t  1580000 kB\n\
+                      VmRSS:\t  250000 kB\nThreads:\t12\n";
+        assert_eq!(parse_peak_rss(status), Some(1_580_000 * 1024));
+        assert_eq!(parse_peak_rss("VmRSS:\t 5 kB\n"), None, "VmRSS is not the peak");
+        assert_eq!(parse_peak_rss("VmHWM:\t 5 MB\n"), None);
+        // This machine has /proc: the peak after a reset covers a buffer touched after it.
+        let (_, peak) = peak_during(|| std::hint::black_box(vec![1u8; 64 << 20]).len());
+        assert!(peak.is_some_and(|p| p >= 64 << 20), "{peak:?}");
     }
 
     #[test]

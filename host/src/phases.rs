@@ -23,6 +23,11 @@ pub struct Phase {
     pub timed_s: f64,
     /// Everything from the demo's start to its end.
     pub total_s: f64,
+    /// The process's peak resident set during the demo, bytes (`VmHWM`, reset at its start:
+    /// [`crate::host_ram::peak_during`]); absent off Linux, for rows that are not demos, and
+    /// from runs recorded before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
     /// The demo's named steps, in the order each first ran, each with the phases counted within
     /// it (`demo` is the step's name; steps have no steps). Absent from runs recorded before.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -62,10 +67,11 @@ impl Phases {
         self.done.borrow_mut().push(Phase { demo: demo.to_string(), ..Phase::default() });
         let start = Instant::now();
         let outer = self.running.replace(true);
-        let r = work();
+        let (r, peak) = crate::host_ram::peak_during(work);
         self.running.set(outer);
         if let Some(p) = self.done.borrow_mut().last_mut() {
             p.total_s = start.elapsed().as_secs_f64();
+            p.peak_rss_bytes = peak.map(|b| b as u64);
         }
         r
     }
@@ -102,7 +108,7 @@ impl Phases {
                     checks_s: dc,
                     timed_s: dt,
                     total_s,
-                    steps: Vec::new(),
+                    ..Phase::default()
                 }),
             }
         }
@@ -134,12 +140,15 @@ impl Phases {
 }
 
 /// The phases as a table for stderr: one row per demo and a total row, seconds with one
-/// decimal.
+/// decimal, and each demo's peak resident set in MB (1e6 bytes; `-` where unknown), the total
+/// row's the largest of them.
 pub fn table(phases: &[Phase]) -> (Vec<String>, Vec<Vec<String>>) {
-    let header = ["host phases (s)", "inputs", "checks", "timed", "other", "total"].map(String::from).to_vec();
+    let header =
+        ["host phases (s)", "inputs", "checks", "timed", "other", "total", "peak RSS MB"].map(String::from).to_vec();
     let row = |name: &str, p: &Phase| {
         let mut row = vec![name.to_string()];
         row.extend([p.inputs_s, p.checks_s, p.timed_s, p.other_s(), p.total_s].map(|s| format!("{s:.1}")));
+        row.push(p.peak_rss_bytes.map_or("-".into(), |b| format!("{:.0}", b as f64 / 1e6)));
         row
     };
     let sum = phases.iter().fold(Phase::default(), |a, p| Phase {
@@ -148,6 +157,7 @@ pub fn table(phases: &[Phase]) -> (Vec<String>, Vec<Vec<String>>) {
         checks_s: a.checks_s + p.checks_s,
         timed_s: a.timed_s + p.timed_s,
         total_s: a.total_s + p.total_s,
+        peak_rss_bytes: a.peak_rss_bytes.max(p.peak_rss_bytes),
         steps: Vec::new(),
     });
     let mut rows: Vec<Vec<String>> = phases.iter().map(|p| row(&p.demo, p)).collect();
@@ -167,7 +177,7 @@ pub fn steps_table(phases: &[Phase]) -> Option<(Vec<String>, Vec<Vec<String>>)> 
             checks_s: (p.checks_s - sum(|s| s.checks_s)).max(0.0),
             timed_s: (p.timed_s - sum(|s| s.timed_s)).max(0.0),
             total_s: (p.total_s - sum(|s| s.total_s)).max(0.0),
-            steps: Vec::new(),
+            ..Phase::default()
         };
         for s in p.steps.iter().chain([&rest]) {
             let mut row = vec![format!("{}: {}", p.demo, s.demo)];
@@ -205,6 +215,15 @@ mod tests {
         assert_eq!(header.len(), rows[0].len());
         assert_eq!(rows[1][0], "all (start-up included)");
         assert_eq!(rows[1][2], "2.5");
+        // This machine runs Linux: the demo's peak resident set is measured, in MB.
+        assert!(p.peak_rss_bytes.is_some_and(|b| b > 0), "{p:?}");
+        assert_eq!(header[6], "peak RSS MB");
+        let mb = |b: u64| format!("{:.0}", b as f64 / 1e6);
+        let open = Phase { demo: "open device".into(), total_s: 1.0, ..Phase::default() };
+        let big = Phase { demo: "tma".into(), peak_rss_bytes: Some(640_400_000), ..Phase::default() };
+        let (_, rows) = table(&[open, done[0].clone(), big]);
+        let peaks: Vec<&str> = rows.iter().map(|r| r[6].as_str()).collect();
+        assert_eq!(peaks, ["-", &mb(p.peak_rss_bytes.unwrap()), "640", "640"], "the total row has the largest");
         assert_eq!(steps_table(&done), None);
     }
 

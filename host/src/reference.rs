@@ -118,13 +118,14 @@ pub fn wide_bank_probe_sum(offset: usize, width: usize, iters: usize) -> u32 {
 }
 
 /// What `register_pressure` writes for thread `g` of `threads`: 128 accumulators start at 0,
-/// each read `x = input[g + i * threads]` (`i` in `0..iters`) updates every one as
-/// `a[j] = fma(a[j], x, j)` in f32 (one rounding, as `fma.rn.f32`), and the result is their sum
-/// in index order. The kernel's register cap never changes it: the result must match exactly.
-pub fn register_pressure(input: &[f32], threads: usize, iters: usize, g: usize) -> f32 {
+/// each read `x = input(g + i * threads)` (`i` in `0..iters`; the input is a function, so a
+/// seeded one needs no host copy) updates every one as `a[j] = fma(a[j], x, j)` in f32 (one
+/// rounding, as `fma.rn.f32`), and the result is their sum in index order. The kernel's register
+/// cap never changes it: the result must match exactly.
+pub fn register_pressure(input: impl Fn(usize) -> f32, threads: usize, iters: usize, g: usize) -> f32 {
     let mut acc = [0.0f32; PRESSURE_ACCUMULATORS];
     for i in 0..iters {
-        let x = input[g + i * threads];
+        let x = input(g + i * threads);
         for (j, a) in acc.iter_mut().enumerate() {
             *a = a.mul_add(x, j as f32);
         }
@@ -378,11 +379,11 @@ mod tests {
     fn register_pressure_matches_a_hand_computed_thread() {
         // One thread, two reads x = 0.5 then 2: a[j] = (0 * 0.5 + j) * 2 + j = 3j; sum 3 * 8128.
         let input = [0.5f32, 2.0];
-        assert_eq!(register_pressure(&input, 1, 2, 0), 3.0 * 8128.0);
+        assert_eq!(register_pressure(|i| input[i], 1, 2, 0), 3.0 * 8128.0);
         // Thread 1 of 2 reads input[1], input[3].
         let input = [9.0f32, 0.5, 9.0, 2.0];
-        assert_eq!(register_pressure(&input, 2, 2, 1), 3.0 * 8128.0);
-        assert_eq!(register_pressure(&input, 2, 0, 1), 0.0);
+        assert_eq!(register_pressure(|i| input[i], 2, 2, 1), 3.0 * 8128.0);
+        assert_eq!(register_pressure(|i| input[i], 2, 0, 1), 0.0);
     }
 
     #[test]
@@ -391,7 +392,7 @@ mod tests {
         // the sums of fused and of unfused updates differ in the last bit. The reference must
         // keep the fused one, what `fma.rn.f32` computes.
         let x = f32::from_bits(0x3f7e_1b09);
-        let fused = register_pressure(&[x, x], 1, 2, 0);
+        let fused = register_pressure(|_| x, 1, 2, 0);
         let mut acc = [0.0f32; PRESSURE_ACCUMULATORS];
         for _ in 0..2 {
             for (j, a) in acc.iter_mut().enumerate() {

@@ -91,11 +91,17 @@ pub fn digest(words: impl IntoIterator<Item = u32>) -> u64 {
 
 /// [`digest`] of `f32` values by their bits, on every core.
 pub fn digest_f32(values: &[f32]) -> u64 {
+    digest_blocks(FNV_BASIS, values)
+}
+
+/// `outer` (a digest's running hash over blocks) after the blocks of `values`, each hashed on a
+/// core of its own: [`digest_f32`] of a buffer fed in chunks of whole blocks.
+fn digest_blocks(outer: u64, values: &[f32]) -> u64 {
     let blocks: Vec<u64> = bytemuck::cast_slice::<f32, u32>(values)
         .par_chunks(DIGEST_BLOCK)
         .map(|b| b.iter().fold(FNV_BASIS, |h, &w| fnv(h, u64::from(w))))
         .collect();
-    blocks.into_iter().fold(FNV_BASIS, fnv)
+    blocks.into_iter().fold(outer, fnv)
 }
 
 /// An exact check of a large output fed chunk by chunk in order (as it is copied back from the
@@ -278,9 +284,22 @@ pub const SAMPLES: usize = 1 << 14;
 /// Largest `m * n * k` [`matmul_auto`] checks element by element.
 pub const FULL_CHECK_MACS: usize = 1 << 28;
 
-/// [`matmul`] with the lab's one rule for how much to check: every element up to
-/// [`FULL_CHECK_MACS`] multiply-adds of reference work, else [`SAMPLES`] dot products on a grid
-/// of random rows and columns (seed 5). Returns the check and what it compared.
+/// The lab's one rule for how much of a product to check: every element up to
+/// [`FULL_CHECK_MACS`] multiply-adds of reference work, else [`SAMPLES`] dot products. Returns
+/// the samples for [`matmul`] and what the check compares.
+pub fn matmul_samples((m, n, k): (usize, usize, usize)) -> (usize, &'static str) {
+    if m.saturating_mul(n).saturating_mul(k) <= FULL_CHECK_MACS {
+        (usize::MAX, "every element")
+    } else {
+        (SAMPLES, "sampled dot products")
+    }
+}
+
+/// Seed of the rows and columns [`matmul_samples`]' sampled checks draw.
+pub const SAMPLE_SEED: u64 = 5;
+
+/// [`matmul`] with the lab's one rule for how much to check ([`matmul_samples`]; the grid of
+/// rows and columns drawn with [`SAMPLE_SEED`]). Returns the check and what it compared.
 pub fn matmul_auto(a: &[f32], b: &[f32], c: &[f32], (m, n, k): (usize, usize, usize)) -> (Check, &'static str) {
     matmul_auto_in(Precision::F32, a, b, c, (m, n, k))
 }
@@ -291,22 +310,18 @@ pub fn matmul_auto_in(
     a: &[f32],
     b: &[f32],
     c: &[f32],
-    (m, n, k): (usize, usize, usize),
+    size: (usize, usize, usize),
 ) -> (Check, &'static str) {
-    if m.saturating_mul(n).saturating_mul(k) <= FULL_CHECK_MACS {
-        (matmul_in(precision, a, b, c, (m, n, k), usize::MAX, 5), "every element")
-    } else {
-        (matmul_in(precision, a, b, c, (m, n, k), SAMPLES, 5), "sampled dot products")
-    }
+    let (samples, what) = matmul_samples(size);
+    (matmul_in(precision, a, b, c, size, samples, SAMPLE_SEED), what)
 }
 
 /// Checks `C = A * B` (row-major, `m x n` from `m x k` and `k x n`) against the f64 reference:
 /// every element when `m * n <= samples`, otherwise the elements where `r = min(m, isqrt(samples))`
-/// rows and `samples / r` columns drawn with `seed` cross, each a full dot product. Each chosen
-/// column of `B` is gathered once (`k` strided reads), so every dot product then reads
-/// contiguous memory; rows run on every core. A wrong tile of `T x T` elements is met with
-/// probability about `(1 - (1 - T/m)^r) (1 - (1 - T/n)^c)` (0.75 for 128-wide tiles of an
-/// 8192^2 result, against 0.63 for as many elements drawn one by one). NaN never passes.
+/// rows and `samples / r` columns drawn with `seed` cross, each a full dot product. A wrong tile
+/// of `T x T` elements is met with probability about `(1 - (1 - T/m)^r) (1 - (1 - T/n)^c)` (0.75
+/// for 128-wide tiles of an 8192^2 result, against 0.63 for as many elements drawn one by one).
+/// NaN never passes.
 pub fn matmul(a: &[f32], b: &[f32], c: &[f32], (m, n, k): (usize, usize, usize), samples: usize, seed: u64) -> Check {
     matmul_in(Precision::F32, a, b, c, (m, n, k), samples, seed)
 }
@@ -317,46 +332,123 @@ pub fn matmul_in(
     a: &[f32],
     b: &[f32],
     c: &[f32],
-    (m, n, k): (usize, usize, usize),
+    size: (usize, usize, usize),
     samples: usize,
     seed: u64,
 ) -> Check {
-    let (rows, cols): (Vec<usize>, Vec<usize>) = if m.saturating_mul(n) <= samples {
-        ((0..m).collect(), (0..n).collect())
-    } else {
-        let r = m.min(samples.isqrt()).max(1);
-        let mut rng = StdRng::seed_from_u64(seed);
-        let mut pick = |len: usize, count: usize| {
-            let mut picked = rand::seq::index::sample(&mut rng, len, count.min(len)).into_vec();
-            picked.sort_unstable();
-            picked
+    let mut check = MatmulStreamed::new(precision, size, (samples, seed), |i| a[i], |i| b[i]);
+    check.chunk(c);
+    check.finish()
+}
+
+/// [`matmul`]'s check of a `C` fed chunk by chunk in order (as it comes back through pinned
+/// staging), with the elements of `A` and `B` from functions of their row-major index (a seeded
+/// generator's, so no host copy of either is held): only the chosen rows of `A` and columns of
+/// `B` are kept, `k` floats each (8 MiB for the 128 + 128 of a sampled 8192^3 check; all of
+/// both for a full check). Every chunk but the last must be a whole number of [`DIGEST_BLOCK`]
+/// words, so the digest is the whole output's.
+pub struct MatmulStreamed {
+    precision: Precision,
+    /// `(n, k)`.
+    nk: (usize, usize),
+    /// The rows checked, ascending, and theirs of `A`, `k` floats each.
+    rows: Vec<usize>,
+    a_rows: Vec<f32>,
+    /// The columns checked, ascending, and theirs of `B`, `k` floats each.
+    cols: Vec<usize>,
+    b_cols: Vec<f32>,
+    check: Check,
+    /// Elements of `C` fed so far.
+    offset: usize,
+    /// A chunk shorter than a whole number of blocks was fed: it must be the last.
+    ended: bool,
+}
+
+impl MatmulStreamed {
+    /// The check of an `m x n x k` product at `(samples, seed)` ([`matmul`]), `a(i)` and `b(i)`
+    /// element `i` of `A` and of `B`.
+    pub fn new(
+        precision: Precision,
+        (m, n, k): (usize, usize, usize),
+        (samples, seed): (usize, u64),
+        a: impl Fn(usize) -> f32 + Sync,
+        b: impl Fn(usize) -> f32 + Sync,
+    ) -> MatmulStreamed {
+        let (rows, cols): (Vec<usize>, Vec<usize>) = if m.saturating_mul(n) <= samples {
+            ((0..m).collect(), (0..n).collect())
+        } else {
+            let r = m.min(samples.isqrt()).max(1);
+            let mut rng = StdRng::seed_from_u64(seed);
+            let mut pick = |len: usize, count: usize| {
+                let mut picked = rand::seq::index::sample(&mut rng, len, count.min(len)).into_vec();
+                picked.sort_unstable();
+                picked
+            };
+            let rows = pick(m, r);
+            (rows, pick(n, (samples / r).max(1)))
         };
-        let rows = pick(m, r);
-        (rows, pick(n, (samples / r).max(1)))
-    };
-    let columns: Vec<Vec<f32>> = cols.par_iter().map(|&j| (0..k).map(|p| b[p * n + j]).collect()).collect();
-    // Verdicts in row-major order, so the first mismatch is the one of lowest index.
-    let verdicts: Vec<(usize, f64, f64, bool)> = rows
-        .par_iter()
-        .flat_map_iter(|&i| {
-            let row = &a[i * k..(i + 1) * k];
-            cols.iter().zip(&columns).map(move |(&j, column)| {
-                let (want, abs) = reference::dot(row.iter().copied(), column.iter().copied());
-                let got = c[i * n + j] as f64;
-                // NaN fails: every comparison with NaN is false.
-                (i * n + j, got, want, (got - want).abs() <= precision.tolerance(k, abs))
-            })
-        })
-        .collect();
-    let mut check = Check::new(digest_f32(c));
-    for (e, got, want, within) in verdicts {
-        check.checked += 1;
-        if !within {
-            check.mismatches += 1;
-            check.first_bad.get_or_insert_with(|| (e, got.to_string(), want.to_string()));
+        // Each chosen column of `B` gathered once (`k` strided elements), so every dot product
+        // then reads contiguous memory.
+        let a_rows = rows.par_iter().flat_map_iter(|&i| (0..k).map(|p| a(i * k + p)).collect::<Vec<_>>()).collect();
+        let b_cols = cols.par_iter().flat_map_iter(|&j| (0..k).map(|p| b(p * n + j)).collect::<Vec<_>>()).collect();
+        MatmulStreamed {
+            precision,
+            nk: (n, k),
+            rows,
+            a_rows,
+            cols,
+            b_cols,
+            check: Check::new(FNV_BASIS),
+            offset: 0,
+            ended: false,
         }
     }
-    check
+
+    /// Compares the chosen elements among `got`, elements `offset..offset + got.len()` of `C`
+    /// (rows on every core), and adds `got` to the digest.
+    ///
+    /// # Panics
+    /// When a chunk follows one that was not a whole number of blocks (a bug in the caller).
+    pub fn chunk(&mut self, got: &[f32]) {
+        assert!(!self.ended, "only the last chunk may end inside a digest block");
+        let ((n, k), (start, end)) = (self.nk, (self.offset, self.offset + got.len()));
+        // The chosen rows with an element in this chunk.
+        let first = self.rows.partition_point(|&i| (i + 1) * n <= start);
+        let last = self.rows.partition_point(|&i| i * n < end);
+        let (cols, b_cols, precision) = (&self.cols, &self.b_cols, self.precision);
+        // Verdicts in row-major order, so the first mismatch is the one of lowest index.
+        let verdicts: Vec<(usize, f64, f64, bool)> = (first..last)
+            .into_par_iter()
+            .flat_map_iter(|r| {
+                let (i, row) = (self.rows[r], &self.a_rows[r * k..(r + 1) * k]);
+                let inside = cols.iter().enumerate().filter(move |&(_, &j)| (start..end).contains(&(i * n + j)));
+                inside
+                    .map(move |(c, &j)| {
+                        let column = &b_cols[c * k..(c + 1) * k];
+                        let (want, abs) = reference::dot(row.iter().copied(), column.iter().copied());
+                        let got = got[i * n + j - start] as f64;
+                        // NaN fails: every comparison with NaN is false.
+                        (i * n + j, got, want, (got - want).abs() <= precision.tolerance(k, abs))
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        for (e, got, want, within) in verdicts {
+            self.check.checked += 1;
+            if !within {
+                self.check.mismatches += 1;
+                self.check.first_bad.get_or_insert_with(|| (e, got.to_string(), want.to_string()));
+            }
+        }
+        self.check.digest = digest_blocks(self.check.digest, got);
+        self.offset = end;
+        self.ended = !got.len().is_multiple_of(DIGEST_BLOCK);
+    }
+
+    /// The check of everything fed.
+    pub fn finish(self) -> Check {
+        self.check
+    }
 }
 
 #[cfg(test)]
@@ -497,5 +589,34 @@ mod tests {
         let first = grid.first_bad.unwrap().0;
         assert_eq!(first, matmul(&a, &b, &shifted, (m, n, k), 132, 9).first_bad.unwrap().0, "same seed, same grid");
         assert!(first < n * (m - 10), "the lowest of 11 distinct rows");
+    }
+
+    #[test]
+    fn a_matmul_check_fed_in_chunks_from_generators_is_the_whole_ones() {
+        // C of 300 x 700 (three digest blocks and a bit) fed in chunks of one block, A and B
+        // from the seeded generator: the same check as over whole host arrays, full and sampled.
+        let (m, n, k) = (300, 700, 64);
+        let (a, b) = (reference::random_f32(m * k, 3), reference::random_f32(k * n, 4));
+        let mut c: Vec<f32> =
+            (0..m * n).map(|e| (0..k).fold(0.0f32, |s, i| a[(e / n) * k + i].mul_add(b[i * n + e % n], s))).collect();
+        c[DIGEST_BLOCK + 5] = f32::NAN;
+        c[3 * DIGEST_BLOCK + 1] += 1.0;
+        let chunked = |samples: usize| {
+            let gen_a = |i| reference::input_f32(3, i);
+            let mut check =
+                MatmulStreamed::new(Precision::F32, (m, n, k), (samples, 9), gen_a, |i| reference::input_f32(4, i));
+            c.chunks(DIGEST_BLOCK).for_each(|chunk| check.chunk(chunk));
+            check.finish()
+        };
+        let whole = matmul(&a, &b, &c, (m, n, k), usize::MAX, 9);
+        assert_eq!(
+            (whole.checked, whole.mismatches, whole.first_bad.as_ref().unwrap().0),
+            (m * n, 2, DIGEST_BLOCK + 5)
+        );
+        assert_eq!(chunked(usize::MAX), whole);
+        assert_eq!(whole.digest, digest_f32(&c));
+        let sampled = matmul(&a, &b, &c, (m, n, k), 4096, 9);
+        assert_eq!(sampled.checked, 64 * 64);
+        assert_eq!(chunked(4096), sampled);
     }
 }

@@ -87,7 +87,7 @@ pub fn sweep(lab: &Lab, classes: &[ShapeClass]) -> Result<Sweep> {
     for &class in classes {
         let (m, n, k) = class.representative();
         header.push(format!("TFLOP/s {m}x{n}x{k} ({})", class.name()));
-        let mut ops = Operands::new((m, n, k))?;
+        let mut ops = Operands::new(&lab.gpu, (m, n, k))?;
         let c = time_cublas(lab, cublas.as_ref(), &ops, Precision::F32)?.map(|t| t.tflops(ops.flop()));
         cublas_rates.push((class, c));
         cublas_row.push(c.map_or("skipped".into(), |c| format!("{c:.2}")));

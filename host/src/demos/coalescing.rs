@@ -6,16 +6,18 @@ use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::probes::{BLOCK, MISALIGNED_MAX_OFFSET, MISALIGNED_READS_PER_THREAD};
 
+use std::cell::RefCell;
+
 use super::{
-    Inputs, KernelRow, KernelRun, Lab, Section, Work, download_first, ensure_free, f32_bytes, measure, poison,
-    poisoned, upload,
+    Inputs, KernelRow, KernelRun, Lab, Section, Work, check_u32_staged, ensure_free, f32_bytes, measure, poison,
+    poisoned,
 };
 use crate::gpu::launch::LaunchShape;
+use crate::gpu::staging::Staging;
 use crate::model::coalescing::{TransactionModel, bandwidth_fraction_vs_unit_stride};
 use crate::model::dram;
 use crate::reference::{self, STRIDED_READS_PER_THREAD};
 use crate::series::{Series, names};
-use crate::verify;
 
 crate::kernels! {
     /// `strided_read`: thread `g < threads` sums the 8 words at `(g + r * threads) * stride` of
@@ -48,6 +50,7 @@ fn alignment_sweep(
 ) -> Result<Vec<(u32, KernelRow)>> {
     // Whole warps, each reading 8 words, with the largest offset's words to spare.
     let threads = (words - MISALIGNED_MAX_OFFSET as usize) / MISALIGNED_READS_PER_THREAD / 32 * 32;
+    let staging = RefCell::new(Staging::new(threads)?);
     let mut points = Vec::new();
     for offset in OFFSETS {
         let sectors = misaligned_sectors(offset);
@@ -65,7 +68,8 @@ fn alignment_sweep(
             let word = |r: usize| reference::strided_word(offset as usize + g + r * threads);
             (0..MISALIGNED_READS_PER_THREAD).fold(0u32, |s, r| s.wrapping_add(word(r)))
         };
-        let check = || Ok((verify::exact_u32(&download_first(partial, threads)?, want), "checksums"));
+        let check =
+            || Ok((check_u32_staged(&lab.gpu, &mut staging.borrow_mut(), partial, threads, want)?, "checksums"));
         points.push((offset, measure(lab, run, check)?));
     }
     Ok(points)
@@ -117,7 +121,9 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let max_threads = words / STRIDED_READS_PER_THREAD;
     // The input, the sweep's partial sums, the alignment sweep's.
     ensure_free("the strided-read demo", f32_bytes(&[words, max_threads, max_threads]))?;
-    let input = upload(&reference::strided_words(words))?;
+    // Generated chunk by chunk into pinned staging: no host copy of the 1 GiB input.
+    let input = poisoned::<u32>(words)?;
+    Staging::new(words)?.upload(&lab.gpu, &input, reference::fill_strided_words)?;
     let points = sweep(lab, &input, words, "lanes read 4-byte words `stride` elements apart")?;
     let (sweep, mut notes, series) = table(&points);
     let mut kernels: Vec<_> = points.into_iter().map(|(_, row)| row).collect();
@@ -165,6 +171,9 @@ pub fn sweep(
 ) -> Result<Vec<(usize, KernelRow)>> {
     let max_threads = words / STRIDED_READS_PER_THREAD;
     let mut partial = poisoned::<u32>(max_threads)?;
+    // The partial sums come back through pinned staging, checked chunk by chunk (at 1 GiB and
+    // stride 1, 128 MiB of them).
+    let staging = RefCell::new(Staging::new(max_threads)?);
     let mut points = Vec::new();
     for stride in STRIDES {
         let threads = words / (STRIDED_READS_PER_THREAD * stride);
@@ -186,8 +195,8 @@ pub fn sweep(
         };
         let check = || {
             // Only the partial sums this stride's threads wrote: at stride 64, 1/64 of the buffer.
-            let got = download_first(&partial, threads)?;
-            Ok((verify::exact_u32(&got, |g| reference::strided_partial(g, threads, stride)), "checksums"))
+            let want = |g| reference::strided_partial(g, threads, stride);
+            Ok((check_u32_staged(&lab.gpu, &mut staging.borrow_mut(), &partial, threads, want)?, "checksums"))
         };
         points.push((stride, measure(lab, run, check)?));
     }

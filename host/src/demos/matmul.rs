@@ -4,9 +4,9 @@ use anyhow::Result;
 use cust::memory::{CopyDestination, DeviceBuffer};
 use memlab_contracts::matmul::{NAIVE_BLOCK, TILE_16, TILE_32, tiled_smem_bytes};
 
+use super::sgemm::Operands;
 use super::{
-    Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, download, ensure_free, f32_bytes,
-    measure, poison, poisoned, upload,
+    Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, measure, poison, poisoned, upload,
 };
 use crate::gpu::context::load_entries;
 use crate::gpu::describe;
@@ -65,6 +65,9 @@ const TILED: [Kernel; 2] = [
     },
 ];
 
+/// Seeds of the demo's `A` and `B` ([`reference::input_f32`]).
+pub const SEEDS: (u64, u64) = (1, 2);
+
 /// Runs the naive kernel at `lab.sizes.matmul_naive` and the tiled ones at `lab.sizes.matmul`.
 pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let (naive_size, tiled_size) = (lab.sizes.matmul_naive, lab.sizes.matmul);
@@ -97,8 +100,8 @@ pub const COUNT_SIZE: (usize, usize, usize) = (67, 45, 33);
 /// Runs every matmul kernel of the counting build (`ptx::COUNTING`) once at `(m, n, k)` and
 /// compares its `GLOBAL_LOADS` with the tiling model: a table row and a check per kernel.
 fn count_loads(lab: &Lab, (m, n, k): (usize, usize, usize)) -> Result<Vec<(Vec<String>, Check)>> {
-    let a = upload(&reference::random_f32(m * k, 1))?;
-    let b = upload(&reference::random_f32(k * n, 2))?;
+    let a = upload(&reference::random_f32(m * k, SEEDS.0))?;
+    let b = upload(&reference::random_f32(k * n, SEEDS.1))?;
     let mut c = poisoned::<f32>(m * n)?;
     let counted = [NAIVE, TILED[0], TILED[1]];
     let launches = counted.map(|kernel| (kernel, (kernel.launch)(&a, &b, &mut c, m as u32, n as u32, k as u32)));
@@ -139,15 +142,12 @@ fn global_loads((m, n, k): (usize, usize, usize), kernel: &Kernel) -> u64 {
 
 fn run_case(lab: &Lab, (m, n, k): (usize, usize, usize), kernels: &[Kernel]) -> Result<Vec<KernelRow>> {
     check_u32_elements("the matmul demo", &[m * k, k * n, m * n])?;
-    ensure_free("the matmul demo", f32_bytes(&[m * k, k * n, m * n]))?;
-    let a_host = reference::random_f32(m * k, 1);
-    let b_host = reference::random_f32(k * n, 2);
-    let (a, b) = (upload(&a_host)?, upload(&b_host)?);
-    let mut c = poisoned::<f32>(m * n)?;
+    // Inputs through pinned staging, `C` checked as it comes back: no host copy of a matrix.
+    let mut ops = Operands::seeded(&lab.gpu, (m, n, k), SEEDS)?;
     let flop = 2.0 * (m * n * k) as f64;
     let mut rows = Vec::new();
     for kernel in kernels {
-        let launch = (kernel.launch)(&a, &b, &mut c, m as u32, n as u32, k as u32);
+        let launch = ops.launch(kernel.launch);
         let prediction = format!("{:.3e} global loads", global_loads((m, n, k), kernel) as f64);
         // Bytes as the tiling model counts them: every global load plus the writes of C.
         let bytes = 4.0 * (global_loads((m, n, k), kernel) + (m * n) as u64) as f64;
@@ -158,10 +158,9 @@ fn run_case(lab: &Lab, (m, n, k): (usize, usize, usize), kernels: &[Kernel]) -> 
             prediction,
             work,
             size: format!("{m}x{n}x{k}"),
-            reset: &|| poison(&c),
+            reset: &|| poison(&ops.c),
         };
-        let check = || Ok(verify::matmul_auto(&a_host, &b_host, &download(&c)?, (m, n, k)));
-        rows.push(measure(lab, run, check)?);
+        rows.push(measure(lab, run, || ops.check(&lab.gpu))?);
     }
     Ok(rows)
 }

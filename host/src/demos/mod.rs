@@ -334,30 +334,22 @@ impl Section {
     }
 }
 
-/// Host bytes demo `name` holds at its peak for `sizes`: the inputs it keeps for its CPU
-/// references and the outputs it copies back whole (0 for demos whose host buffers are small
-/// and fixed). Checked before any work ([`crate::host_ram`]).
+/// Host bytes demo `name` holds at its peak for `sizes`: its pinned staging and what its CPU
+/// references keep (0 for demos whose host buffers are small and fixed). Checked before any
+/// work ([`crate::host_ram`]).
 pub fn host_bytes(name: &str, sizes: &Sizes) -> usize {
-    // A, B and the downloaded C of one product.
-    let product = |&(m, n, k): &(usize, usize, usize)| {
-        f32_bytes(&[m.saturating_mul(k), k.saturating_mul(n), m.saturating_mul(n)])
-    };
+    let staged = |s: (usize, usize)| transpose::host_bytes(s);
     match name {
-        "memcpy" | "transpose" => {
-            sizes.sweep.iter().chain([&sizes.transpose]).map(|&s| transpose::host_bytes(s)).max().unwrap_or(0)
-        }
-        "matmul" => product(&sizes.matmul).max(product(&sizes.matmul_naive)),
-        // A, B and C's host copy, and the staging C comes back through.
-        "sgemm" => {
-            sizes.sgemm.iter().map(|&(m, n, k)| product(&(m, n, k)) + transpose::host_bytes((m, n))).max().unwrap_or(0)
-        }
-        // The input, its transpose (each output's reference), and the staging outputs come back
-        // through.
-        "tma" => 2 * f32_bytes(&[sizes.transpose.0 * sizes.transpose.1]) + transpose::host_bytes(sizes.transpose),
-        // The host <-> device copies (the DRAM read's words go through staging): pageable and
-        // pinned sources and their copies back (the device's copy is checked through the
-        // pinned one); or the TMA path's input and its download, half the DRAM read's bytes each.
-        "hierarchy" => (4 * hierarchy::Options::default().transfer_bytes).max(sizes.dram_bytes),
+        "memcpy" | "transpose" => sizes.sweep.iter().chain([&sizes.transpose]).map(|&s| staged(s)).max().unwrap_or(0),
+        "matmul" => sgemm::host_bytes(sizes.matmul).max(sgemm::host_bytes(sizes.matmul_naive)),
+        "sgemm" => sizes.sgemm.iter().map(|&s| sgemm::host_bytes(s)).max().unwrap_or(0),
+        // The staging of the input and of every checked output, and SGEMM rungs 6 and 7's
+        // operands (at the first SGEMM size) beside it.
+        "tma" => staged(sizes.transpose) + sizes.sgemm.first().map_or(0, |&s| sgemm::host_bytes(s)),
+        "coalescing" => staged((sizes.strided_bytes / 4, 1)),
+        // The host <-> device copies: one pageable and one pinned buffer; the DRAM read and the
+        // TMA path go through staging.
+        "hierarchy" => (2 * hierarchy::Options::default().transfer_bytes).max(staged((sizes.dram_bytes / 4, 1))),
         _ => 0,
     }
 }
@@ -464,6 +456,23 @@ pub fn check_exact_staged(
 ) -> Result<Check> {
     let mut check = crate::verify::Streamed::new();
     staging.download(gpu, output, |_, chunk| check.chunk_f32(chunk, &want))?;
+    Ok(check.finish())
+}
+
+/// The first `len` words of `buf` compared exactly with `want(i)` as they arrive through
+/// `staging`, chunk by chunk on every core: no host copy of them.
+///
+/// # Errors
+/// A driver failure.
+pub fn check_u32_staged(
+    gpu: &Gpu,
+    staging: &mut crate::gpu::staging::Staging<u32>,
+    buf: &DeviceBuffer<u32>,
+    len: usize,
+    want: impl Fn(usize) -> u32 + Sync,
+) -> Result<Check> {
+    let mut check = crate::verify::Streamed::new();
+    staging.download_first(gpu, buf, len, |_, chunk| check.chunk(chunk, &want))?;
     Ok(check.finish())
 }
 

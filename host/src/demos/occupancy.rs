@@ -11,11 +11,12 @@ use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::probes::{BLOCK, PRESSURE_ACCUMULATORS};
 
-use super::{Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, download, measure, poison, poisoned, upload};
+use super::{Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, download, measure, poison, poisoned};
 use crate::gpu::context::load_entry;
 use crate::gpu::describe;
 use crate::gpu::kernel::{allow_dynamic_smem_of, attributes_of, occupancy_of};
 use crate::gpu::launch::LaunchShape;
+use crate::gpu::staging::Staging;
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
 use crate::{reference, refuse, verify};
 
@@ -32,6 +33,9 @@ pub const TIMED_THREADS: usize = 1 << 20;
 pub const TIMED_ITERS: usize = 64;
 /// Threads of the timed launch checked against the CPU reference (spread over the grid).
 const SAMPLES: usize = 4096;
+
+/// Seed of the timed probe's input ([`reference::input_f32`]).
+const SEED: u64 = 31;
 
 /// JIT register caps swept (registers per thread).
 pub const REG_CAPS: [u32; 18] = [16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 112, 128, 144, 160, 168, 192, 224, 255];
@@ -55,8 +59,11 @@ fn model_blocks(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> u32 {
 pub fn timed(lab: &Lab) -> Result<KernelRow> {
     let (threads, iters) = (TIMED_THREADS, TIMED_ITERS);
     super::ensure_free("the register-pressure probe", super::f32_bytes(&[threads * iters, threads]))?;
-    let input_host = reference::random_f32(threads * iters, 31);
-    let input = upload(&input_host)?;
+    // Generated chunk by chunk into pinned staging; the reference reads the generator: no host
+    // copy of the 256 MiB input.
+    let input = poisoned::<f32>(threads * iters)?;
+    Staging::new(threads * iters)?
+        .upload(&lab.gpu, &input, |offset, chunk| reference::fill_input(SEED, offset, chunk))?;
     let mut out = poisoned::<f32>(threads)?;
     let run = KernelRun {
         launch: kernels::register_pressure(&input, &mut out, threads as u32, iters as u32),
@@ -67,7 +74,7 @@ pub fn timed(lab: &Lab) -> Result<KernelRow> {
         reset: &|| poison(&out),
     };
     let check = || {
-        let want = |g| reference::register_pressure(&input_host, threads, iters, g);
+        let want = |g| reference::register_pressure(|i| reference::input_f32(SEED, i), threads, iters, g);
         Ok((verify::sampled_f32(&download(&out)?, SAMPLES, want), "sampled threads"))
     };
     measure(lab, run, check)

@@ -13,12 +13,11 @@ use memlab_contracts::sgemm::{
     A_PITCH, A_PITCH_PADDED, Algo, RUNG2_THREADS, RUNG2_TILE, STAGES, TF32_THREADS, TF32_TILE, THREADS, TILE, TUNED,
     Tuned, smem_bytes, tf32_smem_bytes,
 };
-use rayon::prelude::*;
 
 use super::matmul::{self, MatmulLaunch};
 use super::{
     Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, ensure_free, f32_bytes, measure,
-    poison, poisoned, upload,
+    poison, poisoned,
 };
 use crate::gpu::Gpu;
 use crate::gpu::cublas::Cublas;
@@ -29,7 +28,7 @@ use crate::model::tiling::{MatmulShape, block_tiled_global_loads};
 use crate::ptx::Ptx;
 use crate::series::{Series, names};
 use crate::tuned::{ShapeClass, TunedFile};
-use crate::verify::{self, Check, Precision};
+use crate::verify::{self, Check, MatmulStreamed, Precision};
 use crate::{reference, refuse};
 
 /// The shape of a rung: one-dimensional blocks of `threads`, one per `tile x tile` tile of the
@@ -239,47 +238,65 @@ pub const TENSOR_KERNELS: [&str; 2] = ["sgemm_9_tensor_tf32", "sgemm_9_tensor_tf
 /// `k` not a multiple of the depth step 8 (a last step that is partial inside full tiles).
 pub const ODD_SIZES: [(usize, usize, usize); 2] = [(517, 389, 263), (388, 260, 204)];
 
-/// Random operands of one product, on the host and the device, and a poisoned result.
+/// Random operands of one product on the device, and a poisoned result. The host holds no copy
+/// of them: `A` and `B` are generated chunk by chunk into pinned staging and uploaded, and each
+/// check draws the rows and columns it compares from the same generator ([`MatmulStreamed`])
+/// while `C` comes back through the staging (issue #17: at 8192^2 the three host copies were
+/// 768 MiB).
 pub struct Operands {
-    /// `A`, `m x k`, on the host.
-    pub a_host: Vec<f32>,
-    /// `B`, `k x n`, on the host.
-    pub b_host: Vec<f32>,
-    /// `A` on the device.
+    /// `A`, `m x k`.
     pub a: DeviceBuffer<f32>,
-    /// `B` on the device.
+    /// `B`, `k x n`.
     pub b: DeviceBuffer<f32>,
     /// `C`, `m x n`, poisoned.
     pub c: DeviceBuffer<f32>,
     /// `(m, n, k)`.
     pub size: (usize, usize, usize),
-    /// Pinned staging and one host copy of `C`, reused by every check of these operands rather
-    /// than a fresh pageable download per check (256 MiB at 8192^2: page faults and the
-    /// pageable rate every time, issue #17).
-    readback: RefCell<(Staging<f32>, Vec<f32>)>,
+    /// Seeds of `A` and `B` ([`reference::input_f32`]).
+    seeds: (u64, u64),
+    /// Pinned staging, reused by the uploads and every check of these operands.
+    staging: RefCell<Staging<f32>>,
 }
 
-/// Elements per task when a staged chunk of `C` is copied into the host copy on every core.
-const COPY_PIECE: usize = 1 << 16;
+/// Seeds of the SGEMM ladder's `A` and `B`.
+pub const SEEDS: (u64, u64) = (21, 22);
+
+/// Host bytes [`Operands`] of an `m x n x k` product hold at once: the pinned staging and the
+/// rows of `A` and columns of `B` a check compares (all of both for a full check).
+pub fn host_bytes((m, n, k): (usize, usize, usize)) -> usize {
+    let staging = super::transpose::host_bytes((m.max(k), n.max(k)));
+    let (rows, cols) = match verify::matmul_samples((m, n, k)).0 {
+        usize::MAX => (m, n),
+        samples => {
+            let r = m.min(samples.isqrt()).max(1);
+            (r, n.min((samples / r).max(1)))
+        }
+    };
+    staging.saturating_add(f32_bytes(&[rows.saturating_mul(k), cols.saturating_mul(k)]))
+}
 
 impl Operands {
-    /// Allocates and fills the operands of an `m x n x k` product.
+    /// Allocates and fills the operands of an `m x n x k` product ([`SEEDS`]).
     ///
     /// # Errors
     /// Not enough device memory, or an upload failure.
-    pub fn new((m, n, k): (usize, usize, usize)) -> Result<Operands> {
+    pub fn new(gpu: &Gpu, size: (usize, usize, usize)) -> Result<Operands> {
+        Operands::seeded(gpu, size, SEEDS)
+    }
+
+    /// [`Operands::new`] with `A` and `B` of seeds `seeds`.
+    ///
+    /// # Errors
+    /// Not enough device memory, or an upload failure.
+    pub fn seeded(gpu: &Gpu, (m, n, k): (usize, usize, usize), seeds: (u64, u64)) -> Result<Operands> {
         check_u32_elements("the sgemm operands", &[m * k, k * n, m * n])?;
         ensure_free("the sgemm operands", f32_bytes(&[m * k, k * n, m * n]))?;
-        let (a_host, b_host) = (reference::random_f32(m * k, 21), reference::random_f32(k * n, 22));
-        Ok(Operands {
-            a: upload(&a_host)?,
-            b: upload(&b_host)?,
-            c: poisoned(m * n)?,
-            a_host,
-            b_host,
-            size: (m, n, k),
-            readback: RefCell::new((Staging::new(m * n)?, vec![0.0; m * n])),
-        })
+        let mut staging = Staging::new((m * k).max(k * n).max(m * n))?;
+        let (a, b) = (poisoned(m * k)?, poisoned(k * n)?);
+        for (buf, seed) in [(&a, seeds.0), (&b, seeds.1)] {
+            staging.upload(gpu, buf, |offset, chunk| reference::fill_input(seed, offset, chunk))?;
+        }
+        Ok(Operands { a, b, c: poisoned(m * n)?, size: (m, n, k), seeds, staging: RefCell::new(staging) })
     }
 
     /// The launch of `kernel` on these operands.
@@ -308,13 +325,13 @@ impl Operands {
     /// # Errors
     /// A failed download.
     pub fn check_in(&self, gpu: &Gpu, precision: Precision) -> Result<(Check, &'static str)> {
-        let mut readback = self.readback.borrow_mut();
-        let (staging, c) = &mut *readback;
-        staging.download(gpu, &self.c, |offset, chunk| {
-            let part = &mut c[offset..offset + chunk.len()];
-            part.par_chunks_mut(COPY_PIECE).zip(chunk.par_chunks(COPY_PIECE)).for_each(|(d, s)| d.copy_from_slice(s));
-        })?;
-        Ok(verify::matmul_auto_in(precision, &self.a_host, &self.b_host, c, self.size))
+        let (samples, what) = verify::matmul_samples(self.size);
+        let (sa, sb) = self.seeds;
+        let a = |i| reference::input_f32(sa, i);
+        let b = |i| reference::input_f32(sb, i);
+        let mut check = MatmulStreamed::new(precision, self.size, (samples, verify::SAMPLE_SEED), a, b);
+        self.staging.borrow_mut().download(gpu, &self.c, |_, chunk| check.chunk(chunk))?;
+        Ok((check.finish(), what))
     }
 
     /// `2 m n k`.
@@ -370,7 +387,7 @@ pub const NO_CUBLAS: &str = "cuBLAS not found: skipped (set MEMLAB_CUBLAS=/path/
 pub fn check_odd_sizes(lab: &Lab, rungs: &[Rung]) -> Result<Vec<Check>> {
     let mut checks = Vec::new();
     for size in super::sanitizer::odd_sizes(lab) {
-        let mut ops = Operands::new(size)?;
+        let mut ops = Operands::new(&lab.gpu, size)?;
         for rung in rungs {
             poison(&ops.c)?;
             ops.launch(rung.launch).enqueue(&lab.gpu)?;
@@ -428,7 +445,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     for &size in &lab.sizes.sgemm {
         let (m, n, k) = size;
         header.extend([format!("TFLOP/s {m}x{n}x{k}"), "% of cuBLAS".into()]);
-        let mut ops = lab.phases.step("operands", || Operands::new(size))?;
+        let mut ops = lab.phases.step("operands", || Operands::new(&lab.gpu, size))?;
         let cublas_tflops = lab
             .phases
             .step("cuBLAS", || time_cublas(lab, cublas.as_ref(), &ops, Precision::F32))?

@@ -16,12 +16,11 @@ use memlab_contracts::tma::{
     COPY_THREADS, PIPELINE_STAGES, Pipeline, TILE, TILE_BYTES, TRANSPOSE_BLOCK, TRANSPOSE_BLOCKS_PER_SM,
     TRANSPOSE_DEFAULT, box_cols, smem_bytes, transpose_buffers,
 };
-use rayon::prelude::*;
 
 use super::transpose::kernels as lsu;
 use super::{
     Inputs, KernelRow, KernelRun, Lab, Section, Work, check_exact_staged, check_u32_elements, ensure_free, f32_bytes,
-    measure, poison, poisoned, recheck_exact_staged, upload,
+    measure, poison, poisoned, recheck_exact_staged,
 };
 use crate::gpu::Gpu;
 use crate::gpu::kernel;
@@ -35,30 +34,32 @@ use crate::series::{Series, names};
 use crate::verify::Check;
 use crate::{reference, refuse};
 
+/// Seed of the copied and transposed matrix ([`reference::input_f32`]).
+const SEED: u64 = 13;
+
 /// The compute capability TMA needs (`cp.async.bulk.tensor`: `sm_90`, PTX ISA 8.0).
 pub const NEEDS_CC: (u32, u32) = (9, 0);
 
-/// What each output element must be, and the first output that passed its full check against
-/// it: every later output is only compared ([`recheck_exact_staged`]), its check that one's when
-/// every element matches.
+/// What each output element must be (a function of the index: the generator's element, never a
+/// host copy of the matrix), and the first output that passed its full check against it: every
+/// later output is only compared ([`recheck_exact_staged`]), its check that one's when every
+/// element matches.
 struct Expected<'a> {
-    values: &'a [f32],
+    want: &'a (dyn Fn(usize) -> f32 + Sync),
     passed: RefCell<Option<Check>>,
 }
 
 impl<'a> Expected<'a> {
-    fn new(values: &'a [f32]) -> Expected<'a> {
-        Expected { values, passed: RefCell::new(None) }
+    fn new(want: &'a (dyn Fn(usize) -> f32 + Sync)) -> Expected<'a> {
+        Expected { want, passed: RefCell::new(None) }
     }
 
     /// `output` checked exactly against this expectation through `staging`.
     fn check(&self, gpu: &Gpu, staging: &mut Staging<f32>, output: &DeviceBuffer<f32>) -> Result<Check> {
-        let values = self.values;
-        let want = move |i: usize| values[i];
         let passed = self.passed.borrow().clone();
         let check = match passed {
-            Some(passed) => recheck_exact_staged(gpu, staging, output, want, &passed)?,
-            None => check_exact_staged(gpu, staging, output, want)?,
+            Some(passed) => recheck_exact_staged(gpu, staging, output, self.want, &passed)?,
+            None => check_exact_staged(gpu, staging, output, self.want)?,
         };
         if check.passed() {
             self.passed.borrow_mut().get_or_insert_with(|| check.clone());
@@ -177,19 +178,18 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     }
     let n = rows * cols;
     ensure_free("the TMA demo", f32_bytes(&[n, n]))?;
-    let (input_host, input) = lab.phases.time(Kind::Inputs, || {
-        let input_host = reference::random_f32(n, 13);
-        let input = upload(&input_host)?;
-        Ok::<_, anyhow::Error>((input_host, input))
-    })?;
-    // The transposed input, built once on every core: each transpose check then reads it in
-    // order instead of gathering down the input's columns element by element (issue #17).
-    let transposed_host: Vec<f32> = lab.phases.time(Kind::Inputs, || {
-        (0..n).into_par_iter().map(|i| input_host[reference::transposed_from(i, rows, cols)]).collect()
-    });
-    let copied = Expected::new(&input_host);
-    let transposed = Expected::new(&transposed_host);
+    // The input is generated chunk by chunk into pinned staging and uploaded, and every output
+    // is checked against the generator at its source index: no host copy of the input or of
+    // its transpose (issue #17).
     let staging = RefCell::new(Staging::<f32>::new(n)?);
+    let input = poisoned::<f32>(n)?;
+    lab.phases.time(Kind::Inputs, || {
+        staging.borrow_mut().upload(&lab.gpu, &input, |offset, chunk| reference::fill_input(SEED, offset, chunk))
+    })?;
+    let copy_want = |i: usize| reference::input_f32(SEED, i);
+    let transpose_want = |i: usize| reference::input_f32(SEED, reference::transposed_from(i, rows, cols));
+    let copied = Expected::new(&copy_want);
+    let transposed = Expected::new(&transpose_want);
     let check = |output: &DeviceBuffer<f32>, want: &Expected| want.check(&lab.gpu, &mut staging.borrow_mut(), output);
     let mut output = poisoned::<f32>(n)?;
     let (in_addr, out_addr) = (input.as_device_ptr().as_raw(), output.as_device_ptr().as_raw());
@@ -721,7 +721,7 @@ fn async_rungs(lab: &Lab) -> Result<Vec<KernelRow>> {
     use super::sgemm::{self, Operands};
     use memlab_contracts::sgemm::{BK, TILE as GEMM_TILE};
     let Some(&size) = lab.sizes.sgemm.first() else { return Ok(vec![]) };
-    let mut ops = Operands::new(size)?;
+    let mut ops = Operands::new(&lab.gpu, size)?;
     let step = 2 * GEMM_TILE * BK * 4;
     let rungs = [
         (

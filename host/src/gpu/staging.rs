@@ -106,9 +106,28 @@ impl<T: DeviceCopy + Default> Staging<T> {
     ///
     /// # Errors
     /// A driver failure.
-    pub fn download(&mut self, gpu: &Gpu, src: &DeviceBuffer<T>, mut visit: impl FnMut(usize, &[T])) -> Result<()> {
+    pub fn download(&mut self, gpu: &Gpu, src: &DeviceBuffer<T>, visit: impl FnMut(usize, &[T])) -> Result<()> {
+        self.download_first(gpu, src, src.len(), visit)
+    }
+
+    /// As [`Staging::download`], for the first `len` elements of `src` only (those a launch
+    /// wrote, when it wrote fewer than the buffer holds).
+    ///
+    /// # Panics
+    /// When `len` exceeds `src.len()`.
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn download_first(
+        &mut self,
+        gpu: &Gpu,
+        src: &DeviceBuffer<T>,
+        len: usize,
+        mut visit: impl FnMut(usize, &[T]),
+    ) -> Result<()> {
+        assert!(len <= src.len(), "download of {len} elements from a buffer of {}", src.len());
         let size = std::mem::size_of::<T>();
-        let chunks: Vec<(usize, usize)> = self.chunks(src.len()).collect();
+        let chunks: Vec<(usize, usize)> = self.chunks(len).collect();
         let enqueue = |staging: &mut Staging<T>, i: usize| -> Result<()> {
             let ((offset, len), b) = (chunks[i], i % 2);
             let device = src.as_device_ptr().as_raw() + (offset * size) as u64;

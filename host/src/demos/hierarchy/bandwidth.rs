@@ -107,38 +107,51 @@ pub struct Transfer {
 /// Copies `bytes` host -> device and device -> host, from a pageable `Vec` and from a pinned
 /// `LockedBuffer` (`cuMemHostAlloc`), each timed with events around `cuMemcpy*Async` on the
 /// lab's stream (a pageable copy is staged through a driver buffer, so it returns late).
+///
+/// Two host buffers, not four (issue #17): each is the source of its host-to-device copies and
+/// then, zeroed, the destination of its device-to-host ones, and every check compares with the
+/// generator ([`reference::strided_word`]), not with a kept copy of the words. The device is
+/// poisoned before each pass's copies, so a pass whose copies move nothing fails.
 pub fn transfers(lab: &Lab, bytes: usize, repeats: Repeats) -> Result<Vec<Transfer>> {
-    let words = reference::strided_words(bytes / 4);
-    let (n, bytes) = (words.len(), 4 * words.len());
+    let n = bytes / 4;
+    let bytes = 4 * n;
     ensure_free("the transfer test", bytes)?;
     let pinned_alloc = |e| anyhow::anyhow!("pinned host alloc of {bytes} bytes: {}", describe(e));
     let device: DeviceBuffer<u32> = poisoned(n)?;
-    let pinned = LockedBuffer::from_slice(&words).map_err(pinned_alloc)?;
-    let mut back = vec![0u32; n];
-    let mut back_pinned = LockedBuffer::new(&0u32, n).map_err(pinned_alloc)?;
-    let hosts: [(&'static str, &[u32], *mut u32); 2] =
-        [("pageable", &words, back.as_mut_ptr()), ("pinned", &pinned, back_pinned.as_mut_ptr())];
+    let mut pageable = vec![0u32; n];
+    let mut pinned = LockedBuffer::new(&0u32, n).map_err(pinned_alloc)?;
     let mut out = Vec::new();
-    for (memory, src, dst) in hosts {
-        // SAFETY: `src` and `dst` hold `n` words each and outlive the copies, which `time`
-        // synchronises before returning; nothing else touches `dst` meanwhile.
-        let h2d = || unsafe { copy_to_device_async(&lab.gpu, &device, src) };
-        let d2h = || unsafe { copy_to_host_async(&lab.gpu, dst, n, &device) };
-        let timing = time(&lab.gpu, repeats, h2d)?;
-        // Read back at the pinned rate into the pinned pass's buffer, not through a pageable
-        // download into a fresh 256 MiB vector (page faults and the staged rate, issue #17).
-        // SAFETY: `back_pinned` holds `n` words and is read only after the stream is synchronised.
-        unsafe { copy_to_host_async(&lab.gpu, back_pinned.as_mut_ptr(), n, &device) }?;
+    // One pass per host buffer; the device's copy is read back at the pinned rate, into
+    // `readback` or, without one, into the pinned `host` itself (not through a pageable
+    // download into a fresh 256 MiB vector: page faults and the staged rate, issue #17).
+    let mut pass = |memory: &'static str, host: &mut [u32], readback: Option<&mut [u32]>| -> Result<()> {
+        reference::fill_strided_words(0, host);
+        // Poisoned, so the check sees only what this pass's copies wrote.
+        poison(&device)?;
+        // SAFETY: `host` holds `n` words and outlives the copies, which `time` synchronises
+        // before returning.
+        let timing = time(&lab.gpu, repeats, || unsafe { copy_to_device_async(&lab.gpu, &device, host) })?;
+        let back: &mut [u32] = match readback {
+            Some(b) => b,
+            None => &mut *host,
+        };
+        back.fill(0);
+        // SAFETY: `back` holds `n` words and is read only after the stream is synchronised.
+        unsafe { copy_to_host_async(&lab.gpu, back.as_mut_ptr(), n, &device) }?;
         lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!("transfer check: {}", describe(e)))?;
-        let check = verify::exact_u32(&back_pinned, |i| words[i]);
-        // Zeroed again, so the pinned pass's check sees only what its own copies wrote.
-        back_pinned.fill(0);
+        let check = verify::exact_u32(back, reference::strided_word);
         out.push(Transfer { direction: "host to device", memory, bytes, gbs: timing.gbs(bytes as f64), timing, check });
-        let timing = time(&lab.gpu, repeats, d2h)?;
-        // SAFETY: the copies into `dst` are complete (timing synchronises) and nothing else writes it.
-        let got = unsafe { std::slice::from_raw_parts(dst, n) };
-        let check = verify::exact_u32(got, |i| words[i]);
+        // Zeroed, so the check sees only what the device-to-host copies wrote.
+        host.fill(0);
+        let dst = host.as_mut_ptr();
+        // SAFETY: `dst` holds `n` words; the copies into it are complete when `time` returns (it
+        // synchronises), and nothing else touches it meanwhile.
+        let timing = time(&lab.gpu, repeats, || unsafe { copy_to_host_async(&lab.gpu, dst, n, &device) })?;
+        let check = verify::exact_u32(host, reference::strided_word);
         out.push(Transfer { direction: "device to host", memory, bytes, gbs: timing.gbs(bytes as f64), timing, check });
-    }
+        Ok(())
+    };
+    pass("pageable", &mut pageable, Some(&mut pinned))?;
+    pass("pinned", &mut pinned, None)?;
     Ok(out)
 }

@@ -143,7 +143,7 @@ pub fn register_sweep(lab: &Lab, iters: u32) -> Result<Vec<KernelRow>> {
                 reset: &|| poison(&out),
             };
             let check = || {
-                let want = |g| reference::register_pressure(&input_host, threads, iters as usize, g);
+                let want = |g| reference::register_pressure(|i| input_host[i], threads, iters as usize, g);
                 Ok((sampled(&download(&out)?, threads, want), "sampled threads"))
             };
             rows.push(measure(&capped, run, check)?);
