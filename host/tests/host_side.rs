@@ -66,8 +66,9 @@ fn host_bytes_follow_the_sizes() {
     // SGEMM stages A, B and C through two 64 MiB chunks and keeps the 128 rows of A and 128
     // columns of B its sampled check compares: 8 MiB at 8192^3.
     assert_eq!(demos::host_bytes("sgemm", &sizes), (128 << 20) + (8 << 20));
-    // TMA stages its input and outputs, beside SGEMM rungs 6 and 7's operands at 4096^3.
-    assert_eq!(demos::host_bytes("tma", &sizes), (128 << 20) + (128 << 20) + (4 << 20));
+    // TMA keeps its 256 MiB input (the copies' expected output) and stages its outputs, beside
+    // SGEMM rungs 6 and 7's operands at 4096^3.
+    assert_eq!(demos::host_bytes("tma", &sizes), (256 << 20) + (128 << 20) + (128 << 20) + (4 << 20));
     assert_eq!(demos::host_bytes("matmul", &sizes), (128 << 20) + (4 << 20));
     // A full check (at most 2^28 multiply-adds) keeps all of A and B.
     let odd = Sizes { sgemm: vec![(517, 389, 263)], ..Sizes::default() };

@@ -343,9 +343,13 @@ pub fn host_bytes(name: &str, sizes: &Sizes) -> usize {
         "memcpy" | "transpose" => sizes.sweep.iter().chain([&sizes.transpose]).map(|&s| staged(s)).max().unwrap_or(0),
         "matmul" => sgemm::host_bytes(sizes.matmul).max(sgemm::host_bytes(sizes.matmul_naive)),
         "sgemm" => sizes.sgemm.iter().map(|&s| sgemm::host_bytes(s)).max().unwrap_or(0),
-        // The staging of the input and of every checked output, and SGEMM rungs 6 and 7's
-        // operands (at the first SGEMM size) beside it.
-        "tma" => staged(sizes.transpose) + sizes.sgemm.first().map_or(0, |&s| sgemm::host_bytes(s)),
+        // The input (the copies' expected output), the staging of every checked output, and
+        // SGEMM rungs 6 and 7's operands (at the first SGEMM size) beside it.
+        "tma" => {
+            f32_bytes(&[sizes.transpose.0 * sizes.transpose.1])
+                + staged(sizes.transpose)
+                + sizes.sgemm.first().map_or(0, |&s| sgemm::host_bytes(s))
+        }
         "coalescing" => staged((sizes.strided_bytes / 4, 1)),
         // The host <-> device copies: one pageable and one pinned buffer; the DRAM read and the
         // TMA path go through staging.
