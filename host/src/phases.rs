@@ -23,9 +23,9 @@ pub struct Phase {
     pub timed_s: f64,
     /// Everything from the demo's start to its end.
     pub total_s: f64,
-    /// The process's peak resident set during the demo, bytes (`VmHWM`, reset at its start:
-    /// [`crate::host_ram::peak_during`]); absent off Linux, for rows that are not demos, and
-    /// from runs recorded before.
+    /// The process's peak resident set at the demo's end, bytes (`VmHWM`, since the process
+    /// started: [`crate::host_ram::peak_after`]), so the demo that raised it is the first row
+    /// showing it; absent off Linux, for rows that are not demos, and from runs recorded before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_rss_bytes: Option<u64>,
     /// The demo's named steps, in the order each first ran, each with the phases counted within
@@ -67,7 +67,7 @@ impl Phases {
         self.done.borrow_mut().push(Phase { demo: demo.to_string(), ..Phase::default() });
         let start = Instant::now();
         let outer = self.running.replace(true);
-        let (r, peak) = crate::host_ram::peak_during(work);
+        let (r, peak) = crate::host_ram::peak_after(work);
         self.running.set(outer);
         if let Some(p) = self.done.borrow_mut().last_mut() {
             p.total_s = start.elapsed().as_secs_f64();
@@ -140,8 +140,9 @@ impl Phases {
 }
 
 /// The phases as a table for stderr: one row per demo and a total row, seconds with one
-/// decimal, and each demo's peak resident set in MB (1e6 bytes; `-` where unknown), the total
-/// row's the largest of them.
+/// decimal, and the process's peak resident set at each demo's end in MB (1e6 bytes; `-` where
+/// unknown): the demo that raised the peak is the row where it grows. The total row has the
+/// largest.
 pub fn table(phases: &[Phase]) -> (Vec<String>, Vec<Vec<String>>) {
     let header =
         ["host phases (s)", "inputs", "checks", "timed", "other", "total", "peak RSS MB"].map(String::from).to_vec();

@@ -40,26 +40,50 @@ const SEED: u64 = 13;
 /// The compute capability TMA needs (`cp.async.bulk.tensor`: `sm_90`, PTX ISA 8.0).
 pub const NEEDS_CC: (u32, u32) = (9, 0);
 
-/// What each output element must be (a function of the index: the generator's element, never a
-/// host copy of the matrix), and the first output that passed its full check against it: every
-/// later output is only compared ([`recheck_exact_staged`]), its check that one's when every
-/// element matches.
+/// What each output element must be.
+#[derive(Clone, Copy)]
+enum Want<'a> {
+    /// The input itself (a copy's output), held on the host.
+    Input(&'a [f32]),
+    /// The transpose of the `rows x cols` input of seed `seed`, from the generator.
+    Transposed { seed: u64, rows: usize, cols: usize },
+}
+
+/// What each output element must be, and the first output that passed its full check against
+/// it: every later output is only compared ([`recheck_exact_staged`]), its check that one's when
+/// every element matches.
 struct Expected<'a> {
-    want: &'a (dyn Fn(usize) -> f32 + Sync),
+    want: Want<'a>,
     passed: RefCell<Option<Check>>,
 }
 
 impl<'a> Expected<'a> {
-    fn new(want: &'a (dyn Fn(usize) -> f32 + Sync)) -> Expected<'a> {
+    fn new(want: Want<'a>) -> Expected<'a> {
         Expected { want, passed: RefCell::new(None) }
     }
 
-    /// `output` checked exactly against this expectation through `staging`.
+    /// `output` checked exactly against this expectation through `staging`. Each kind of
+    /// expectation is its own closure, so the per-element comparison inlines and the copies'
+    /// can be vectorized (a `dyn Fn` call per element cannot).
     fn check(&self, gpu: &Gpu, staging: &mut Staging<f32>, output: &DeviceBuffer<f32>) -> Result<Check> {
         let passed = self.passed.borrow().clone();
-        let check = match passed {
-            Some(passed) => recheck_exact_staged(gpu, staging, output, self.want, &passed)?,
-            None => check_exact_staged(gpu, staging, output, self.want)?,
+        fn run(
+            gpu: &Gpu,
+            staging: &mut Staging<f32>,
+            output: &DeviceBuffer<f32>,
+            passed: Option<Check>,
+            want: impl Fn(usize) -> f32 + Sync,
+        ) -> Result<Check> {
+            match passed {
+                Some(passed) => recheck_exact_staged(gpu, staging, output, want, &passed),
+                None => check_exact_staged(gpu, staging, output, want),
+            }
+        }
+        let check = match self.want {
+            Want::Input(input) => run(gpu, staging, output, passed, |i| input[i])?,
+            Want::Transposed { seed, rows, cols } => run(gpu, staging, output, passed, |i| {
+                reference::input_f32(seed, reference::transposed_from(i, rows, cols))
+            })?,
         };
         if check.passed() {
             self.passed.borrow_mut().get_or_insert_with(|| check.clone());
@@ -186,10 +210,8 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let input_host = lab.phases.time(Kind::Inputs, || reference::random_f32(n, SEED));
     let input = upload(&input_host)?;
     let staging = RefCell::new(Staging::<f32>::new(n)?);
-    let copy_want = |i: usize| input_host[i];
-    let transpose_want = |i: usize| reference::input_f32(SEED, reference::transposed_from(i, rows, cols));
-    let copied = Expected::new(&copy_want);
-    let transposed = Expected::new(&transpose_want);
+    let copied = Expected::new(Want::Input(&input_host));
+    let transposed = Expected::new(Want::Transposed { seed: SEED, rows, cols });
     let check = |output: &DeviceBuffer<f32>, want: &Expected| want.check(&lab.gpu, &mut staging.borrow_mut(), output);
     let mut output = poisoned::<f32>(n)?;
     let (in_addr, out_addr) = (input.as_device_ptr().as_raw(), output.as_device_ptr().as_raw());
