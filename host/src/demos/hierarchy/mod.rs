@@ -242,39 +242,33 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
         |pick: fn(&LadderPoint) -> f64| -> Vec<(usize, f64)> { ladder.iter().map(|p| (p.bytes, pick(p))).collect() };
     let default_plateaus = ladder::plateaus(&series(|p| p.default.cycles), PLATEAU_TOLERANCE, 2);
     let l2_plateaus = ladder::plateaus(&series(|p| p.l2_only.cycles), PLATEAU_TOLERANCE, 2);
-    let (register, register_check) = lab.phases.step("latency probes", || latency::register(lab, FMA_STEPS))?;
-    let (shared, shared_index, shared_check) =
-        lab.phases.step("latency probes", || latency::shared(lab, SHARED_CHAIN_BYTES, steps))?;
+    let ((register, register_check), (shared, shared_index, shared_check), (local, local_check), constant) =
+        lab.phases.step("latency probes", || {
+            Ok::<_, anyhow::Error>((
+                latency::register(lab, FMA_STEPS)?,
+                latency::shared(lab, SHARED_CHAIN_BYTES, steps)?,
+                latency::local(lab, steps)?,
+                latency::constant(lab, steps)?,
+            ))
+        })?;
+    let (broadcast, serialized, constant_check) = constant;
     let partition_step = ladder::partition_step(&l2_plateaus, l2_bytes);
-    let (local, local_check) = lab.phases.step("latency probes", || latency::local(lab, steps))?;
-    let (broadcast, serialized, constant_check) =
-        lab.phases.step("latency probes", || latency::constant(lab, steps))?;
 
     let l2_ws = super::sanitizer::bytes(lab, super::l2::l2_footprint(l2_bytes));
     let l2_prediction = format!("{} x {L2_PASSES} passes, L2 hits", bytes(l2_ws));
-    let l2_read = lab.phases.step("L2 reads", || {
-        bandwidth::read(
-            lab,
-            bandwidth::Reader::UNROLLED,
-            l2_ws,
-            L2_PASSES,
-            Level::L2,
-            "a quarter of L2, read 256 times, 4 loads in flight per thread",
-            l2_prediction.clone(),
-        )
+    let (l2_read, l2_read_plain, l2_read_chunks) = lab.phases.step("L2 reads", || {
+        let read =
+            |reader, what, prediction| bandwidth::read(lab, reader, l2_ws, L2_PASSES, Level::L2, what, prediction);
+        Ok::<_, anyhow::Error>((
+            read(
+                bandwidth::Reader::UNROLLED,
+                "a quarter of L2, read 256 times, 4 loads in flight per thread",
+                l2_prediction.clone(),
+            )?,
+            read(bandwidth::Reader::PLAIN, "a quarter of L2, read 256 times", l2_prediction)?,
+            super::l2::policies::chunks(lab, l2_ws)?,
+        ))
     })?;
-    let l2_read_plain = lab.phases.step("L2 reads", || {
-        bandwidth::read(
-            lab,
-            bandwidth::Reader::PLAIN,
-            l2_ws,
-            L2_PASSES,
-            Level::L2,
-            "a quarter of L2, read 256 times",
-            l2_prediction,
-        )
-    })?;
-    let l2_read_chunks = lab.phases.step("L2 reads", || super::l2::policies::chunks(lab, l2_ws))?;
     let persisting = lab.phases.step("L2 persisting", || persisting_row(lab))?;
     let dram_bytes = lab.sizes.dram_bytes / 16 * 16;
     let dram_read = lab.phases.step("DRAM read", || {
