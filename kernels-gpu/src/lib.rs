@@ -36,7 +36,6 @@ macro_rules! unroll {
     };
 }
 
-
 // Thread-block clusters need sm_90 (PTX ISA 7.8): in the sm_90 PTX only.
 #[cfg(target_feature = "sm_90")]
 pub mod clusters;
