@@ -973,13 +973,32 @@ DEV void tma_wait(unsigned bar, unsigned parity) {
 DEV void tma_acquire(const CUtensorMap* m) {
     asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(m) : "memory");
 }
-DEV void tma_load_2d(unsigned dst, const CUtensorMap* m, unsigned x, unsigned y, unsigned bar) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 ::"r"(dst), "l"(m), "r"(x), "r"(y), "r"(bar) : "memory");
+// The copies' L2 policy (`hinted`: `.L2::cache_hint` with it), as kernels-gpu's
+// `Option<L2Policy>`: evict_first for `hint` 1 (memlab_contracts::tma::hint), none for 0.
+struct TmaHint {
+    bool hinted;
+    unsigned long long policy;
+};
+DEV TmaHint tma_policy(unsigned hint) {
+    unsigned long long p;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+    return TmaHint{hint == 1, p};
 }
-DEV void tma_store_2d(const CUtensorMap* m, unsigned x, unsigned y, unsigned src) {
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
-                 ::"l"(m), "r"(x), "r"(y), "r"(src) : "memory");
+DEV void tma_load_2d(unsigned dst, const CUtensorMap* m, unsigned x, unsigned y, unsigned bar, TmaHint h) {
+    if (h.hinted)
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;"
+                     ::"r"(dst), "l"(m), "r"(x), "r"(y), "r"(bar), "l"(h.policy) : "memory");
+    else
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                     ::"r"(dst), "l"(m), "r"(x), "r"(y), "r"(bar) : "memory");
+}
+DEV void tma_store_2d(const CUtensorMap* m, unsigned x, unsigned y, unsigned src, TmaHint h) {
+    if (h.hinted)
+        asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group.L2::cache_hint [%0, {%1, %2}], [%3], %4;"
+                     ::"l"(m), "r"(x), "r"(y), "r"(src), "l"(h.policy) : "memory");
+    else
+        asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                     ::"l"(m), "r"(x), "r"(y), "r"(src) : "memory");
 }
 DEV void tma_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 template <unsigned PENDING>
@@ -1019,9 +1038,10 @@ DEV void tma_copy_ring(const TmaBuffers& b, unsigned count, Load load, Store sto
 }
 
 // 1-D bulk copies of `chunk` bytes through `stages` buffers, persistent blocks of 32 x 1.
-KERNEL void tma_bulk_copy(const float* src, float* dst, unsigned n, unsigned chunk, unsigned stages) {
+KERNEL void tma_bulk_copy(const float* src, float* dst, unsigned n, unsigned chunk, unsigned stages, unsigned hint) {
     TmaBuffers b = tma_carve(chunk, stages);
     if (threadIdx.x != 0) return;
+    TmaHint h = tma_policy(hint);
     unsigned per = max(chunk / 4, 1u), count = tma_mine((n + per - 1) / per);
     auto span = [&](unsigned j, unsigned& first, unsigned& bytes) {
         first = tma_item(j) * per;
@@ -1032,25 +1052,34 @@ KERNEL void tma_bulk_copy(const float* src, float* dst, unsigned n, unsigned chu
             unsigned first, bytes;
             span(j, first, bytes);
             tma_expect(b.bar(slot), bytes);
-            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                         ::"r"(b.at(slot, 0)), "l"(src + first), "r"(bytes), "r"(b.bar(slot)) : "memory");
+            if (h.hinted)
+                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
+                             ::"r"(b.at(slot, 0)), "l"(src + first), "r"(bytes), "r"(b.bar(slot)), "l"(h.policy) : "memory");
+            else
+                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                             ::"r"(b.at(slot, 0)), "l"(src + first), "r"(bytes), "r"(b.bar(slot)) : "memory");
         },
         [&](unsigned slot, unsigned j) {
             unsigned first, bytes;
             span(j, first, bytes);
-            asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
-                         ::"l"(dst + first), "r"(b.at(slot, 0)), "r"(bytes) : "memory");
+            if (h.hinted)
+                asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;"
+                             ::"l"(dst + first), "r"(b.at(slot, 0)), "r"(bytes), "l"(h.policy) : "memory");
+            else
+                asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+                             ::"l"(dst + first), "r"(b.at(slot, 0)), "r"(bytes) : "memory");
         });
 }
 
 // Boxes of box_rows x box_cols through `stages` buffers, persistent blocks of 32 x 1.
 KERNEL void tma_copy(const CUtensorMap* map_in, const CUtensorMap* map_out, unsigned rows, unsigned cols,
-                     unsigned box_rows, unsigned box_cols, unsigned stages) {
+                     unsigned box_rows, unsigned box_cols, unsigned stages, unsigned hint) {
     unsigned box_bytes = box_rows * box_cols * 4;
     TmaBuffers b = tma_carve(box_bytes, stages);
     if (threadIdx.x != 0) return;
     tma_acquire(map_in);
     tma_acquire(map_out);
+    TmaHint h = tma_policy(hint);
     box_rows = max(box_rows, 1u);
     box_cols = max(box_cols, 1u);
     unsigned across = max((cols + box_cols - 1) / box_cols, 1u);
@@ -1059,11 +1088,11 @@ KERNEL void tma_copy(const CUtensorMap* map_in, const CUtensorMap* map_out, unsi
         [&](unsigned slot, unsigned j) {
             unsigned t = tma_item(j);
             tma_expect(b.bar(slot), box_bytes);
-            tma_load_2d(b.at(slot, 0), map_in, t % across * box_cols, t / across * box_rows, b.bar(slot));
+            tma_load_2d(b.at(slot, 0), map_in, t % across * box_cols, t / across * box_rows, b.bar(slot), h);
         },
         [&](unsigned slot, unsigned j) {
             unsigned t = tma_item(j);
-            tma_store_2d(map_out, t % across * box_cols, t / across * box_rows, b.at(slot, 0));
+            tma_store_2d(map_out, t % across * box_cols, t / across * box_rows, b.at(slot, 0), h);
         });
 }
 
@@ -1075,7 +1104,7 @@ DEV unsigned swizzle(unsigned offset) { return offset ^ (((offset >> 7) & ((1u <
 // buffers, transposed into two alternating output buffers (as kernels-gpu/src/tma.rs).
 template <unsigned MODE>
 DEV void tma_transpose_tiles(const CUtensorMap* map_in, const CUtensorMap* map_out, unsigned rows, unsigned cols,
-                             unsigned stages) {
+                             unsigned stages, unsigned hint) {
     constexpr unsigned W = MODE == 0 ? 32 : (16u << MODE) / 4, T = 64, TB = T * T * 4;
     TmaBuffers b = tma_carve(TB, stages + 2);
     unsigned t = threadIdx.y * 32 + threadIdx.x;
@@ -1084,12 +1113,13 @@ DEV void tma_transpose_tiles(const CUtensorMap* map_in, const CUtensorMap* map_o
         tma_acquire(map_in);
         tma_acquire(map_out);
     }
+    TmaHint h = tma_policy(hint);
     unsigned across = max((cols + T - 1) / T, 1u), count = tma_mine(across * ((rows + T - 1) / T));
     auto load = [&](unsigned slot, unsigned j) {
         unsigned tile = tma_item(j), c0 = tile % across * T, r0 = tile / across * T;
         tma_expect(b.bar(slot), TB);
 #pragma unroll
-        for (unsigned k = 0; k < T / W; k++) tma_load_2d(b.at(slot, k * T * W * 4), map_in, c0 + k * W, r0, b.bar(slot));
+        for (unsigned k = 0; k < T / W; k++) tma_load_2d(b.at(slot, k * T * W * 4), map_in, c0 + k * W, r0, b.bar(slot), h);
     };
     if (producer)
         for (unsigned k = 0; k < min(stages, count); k++) load(k, k);
@@ -1114,7 +1144,7 @@ DEV void tma_transpose_tiles(const CUtensorMap* map_in, const CUtensorMap* map_o
         __syncthreads();
         if (producer) {
             unsigned tile = tma_item(j), c0 = tile % across * T, r0 = tile / across * T;
-            tma_store_2d(map_out, r0, c0, b.at(out, 0));
+            tma_store_2d(map_out, r0, c0, b.at(out, 0), h);
             tma_commit();
             if (j + stages < count) load(slot, j + stages);
         }
@@ -1124,12 +1154,12 @@ DEV void tma_transpose_tiles(const CUtensorMap* map_in, const CUtensorMap* map_o
 }
 
 KERNEL void tma_transpose(const CUtensorMap* map_in, const CUtensorMap* map_out, unsigned rows, unsigned cols,
-                          unsigned swizzle, unsigned stages) {
+                          unsigned swizzle, unsigned stages, unsigned hint) {
     switch (swizzle) {
-        case 0: tma_transpose_tiles<0>(map_in, map_out, rows, cols, stages); break;
-        case 1: tma_transpose_tiles<1>(map_in, map_out, rows, cols, stages); break;
-        case 2: tma_transpose_tiles<2>(map_in, map_out, rows, cols, stages); break;
-        default: tma_transpose_tiles<3>(map_in, map_out, rows, cols, stages); break;
+        case 0: tma_transpose_tiles<0>(map_in, map_out, rows, cols, stages, hint); break;
+        case 1: tma_transpose_tiles<1>(map_in, map_out, rows, cols, stages, hint); break;
+        case 2: tma_transpose_tiles<2>(map_in, map_out, rows, cols, stages, hint); break;
+        default: tma_transpose_tiles<3>(map_in, map_out, rows, cols, stages, hint); break;
     }
 }
 #endif

@@ -37,9 +37,20 @@ pub const fn transpose_buffers(stages: u32) -> u32 {
     stages + 2
 }
 
+/// L2 eviction hints of the TMA copies, the kernels' `hint` parameter.
+pub mod hint {
+    /// No hint: the copies as plain `cp.async.bulk(.tensor)`.
+    pub const NONE: u32 = 0;
+    /// Every load and store carries `.L2::cache_hint` with an evict_first policy
+    /// (`createpolicy.fractional.L2::evict_first`, fraction 1.0; PTX ISA, "createpolicy",
+    /// "cp.async.bulk", "cp.async.bulk.tensor"): the lines a copy reads or writes once are the
+    /// first the L2 evicts.
+    pub const EVICT_FIRST: u32 = 1;
+}
+
 /// One configuration of a pipelined TMA kernel: `stages` buffers of one box (or chunk) each,
 /// `blocks_per_sm` persistent blocks per SM (grid `SMs x blocks_per_sm`, each looping over the
-/// tiles `b, b + grid, ...`). The bytes in flight per SM are at most
+/// tiles `b, b + grid, ...`), the copies' L2 [`hint`]. The bytes in flight per SM are at most
 /// `stages x box bytes x blocks_per_sm`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pipeline {
@@ -51,9 +62,16 @@ pub struct Pipeline {
     pub stages: u32,
     /// Persistent blocks per SM.
     pub blocks_per_sm: u32,
+    /// The copies' L2 eviction hint, [`hint::NONE`] or [`hint::EVICT_FIRST`].
+    pub hint: u32,
 }
 
 impl Pipeline {
+    /// A configuration without hint.
+    pub const fn new(box_rows: u32, box_cols: u32, stages: u32, blocks_per_sm: u32) -> Pipeline {
+        Pipeline { box_rows, box_cols, stages, blocks_per_sm, hint: hint::NONE }
+    }
+
     /// Bytes of one box.
     pub const fn box_bytes(&self) -> u32 {
         self.box_rows * self.box_cols * WORD_BYTES
@@ -75,11 +93,11 @@ pub const TRANSPOSE_BLOCKS_PER_SM: [u32; 3] = [1, 2, 3];
 
 /// `tma_copy`'s configuration where no sweep has run (the hierarchy table's TMA row, a run
 /// whose sweep found nothing faster).
-pub const COPY_DEFAULT: Pipeline = Pipeline { box_rows: 16, box_cols: 256, stages: 4, blocks_per_sm: 2 };
+pub const COPY_DEFAULT: Pipeline = Pipeline::new(16, 256, 4, 2);
 /// `tma_bulk_copy`'s configuration where no sweep has run.
-pub const BULK_DEFAULT: Pipeline = Pipeline { box_rows: 1, box_cols: 4096, stages: 4, blocks_per_sm: 2 };
+pub const BULK_DEFAULT: Pipeline = Pipeline::new(1, 4096, 4, 2);
 /// `tma_transpose`'s configuration where no sweep has run.
-pub const TRANSPOSE_DEFAULT: Pipeline = Pipeline { box_rows: TILE, box_cols: TILE, stages: 3, blocks_per_sm: 2 };
+pub const TRANSPOSE_DEFAULT: Pipeline = Pipeline::new(TILE, TILE, 3, 2);
 
 /// The tensor map's swizzle modes, as `CUtensorMapSwizzle` numbers them (CUDA Driver API,
 /// `cuTensorMapEncodeTiled`): 0 none, 1 32-byte, 2 64-byte, 3 128-byte.

@@ -1,7 +1,7 @@
 //! What the TMA lesson claims about its PTX, checked without a GPU: the kernels are in the sm_90
 //! PTX only (PTX ISA 8.3), copy through `cp.async.bulk(.tensor)` in a ring of buffers with an
-//! mbarrier wait each, touch
-//! shared memory only through the `.shared` state space, and assemble with ptxas for sm_90
+//! mbarrier wait each, with and without an L2 evict_first hint (`createpolicy`,
+//! `.L2::cache_hint`), touch shared memory only through the `.shared` state space, and assemble with ptxas for sm_90
 //! without spills, stack or static shared memory.
 
 use memlab::ptx::{self, count_ops, entry_body};
@@ -45,20 +45,39 @@ const TENSOR_STORE: &str = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk
 const BULK_LOAD: &str = "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes";
 const BULK_STORE: &str = "cp.async.bulk.global.shared::cta.bulk_group";
 
+/// The `.L2::cache_hint` form of a copy (its policy an extra last operand).
+fn hinted(op: &str) -> String {
+    format!("{op}.L2::cache_hint")
+}
+
+/// Copies of `op` in `body` without the hint (`count_ops` counts by prefix: both forms).
+fn unhinted(body: &str, op: &str) -> usize {
+    count_ops(body, op) - count_ops(body, &hinted(op))
+}
+
 #[test]
 fn tma_kernels_pipeline_bulk_copies_through_a_ring_of_mbarriers() {
     let (copy, bulk, transpose) = (body("tma_copy"), body("tma_bulk_copy"), body("tma_transpose"));
-    // One store per body (one per swizzle mode in the transpose); loads at the ring's prologue
-    // and at its refill, at least.
-    assert_eq!(count_ops(copy, TENSOR_STORE), 1);
-    assert!(count_ops(copy, TENSOR_LOAD) >= 2);
-    assert_eq!(count_ops(bulk, BULK_STORE), 1);
-    assert!(count_ops(bulk, BULK_LOAD) >= 2);
-    assert_eq!(count_ops(transpose, TENSOR_STORE), SWIZZLE_MODES as usize);
-    // Each mode loads a tile as 64 / box_cols boxes, unrolled, at every load site.
+    let modes = SWIZZLE_MODES as usize;
+    // One store per body (one per swizzle mode in the transpose), in both forms: without hint
+    // and with the evict_first policy; loads at the ring's prologue and at its refill, at
+    // least, each in both forms.
+    for (b, load, store) in [(copy, TENSOR_LOAD, TENSOR_STORE), (bulk, BULK_LOAD, BULK_STORE)] {
+        assert_eq!((unhinted(b, store), count_ops(b, &hinted(store))), (1, 1), "{store}");
+        assert!(unhinted(b, load) >= 2, "{load}");
+        assert!(count_ops(b, &hinted(load)) >= 2, "{load}");
+    }
+    assert_eq!((unhinted(transpose, TENSOR_STORE), count_ops(transpose, &hinted(TENSOR_STORE))), (modes, modes));
+    // Each mode loads a tile as 64 / box_cols boxes, unrolled, at every load site (the prologue
+    // and the refill, at least), as many in each form.
     let boxes: usize = (0..SWIZZLE_MODES).map(|m| (TILE / box_cols(m)) as usize).sum();
-    let loads = count_ops(transpose, TENSOR_LOAD);
-    assert!(loads >= 2 * boxes && loads.is_multiple_of(boxes), "{loads} tensor loads");
+    let loads = unhinted(transpose, TENSOR_LOAD);
+    assert!(loads >= 2 * boxes, "{loads} tensor loads");
+    assert_eq!(count_ops(transpose, &hinted(TENSOR_LOAD)), loads);
+    // The policy: `createpolicy` (PTX ISA, "createpolicy"), evict_first for every line.
+    for (kernel, b) in [("tma_bulk_copy", bulk), ("tma_copy", copy), ("tma_transpose", transpose)] {
+        assert!(count_ops(b, "createpolicy.fractional.L2::evict_first.b64") >= 1, "{kernel}");
+    }
     // The copy ring reuses item j - 1's buffer while item j's store may still read its own:
     // `wait_group.read 1`; the transpose's output buffers and the blocks' exit wait for all.
     for (kernel, b) in [("tma_bulk_copy", bulk), ("tma_copy", copy)] {

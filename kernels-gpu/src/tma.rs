@@ -8,7 +8,9 @@
 //! the tiles `b, b + grid, ...` through a ring of `stages` shared buffers, each with its
 //! mbarrier, keeping the loads of the next tiles in flight while the current one is stored.
 //! The bytes in flight per SM (`stages x box bytes x blocks per SM`) decide the bandwidth; the
-//! host sweeps all three at run time (`memlab_contracts::tma::Pipeline`).
+//! host sweeps all three at run time (`memlab_contracts::tma::Pipeline`), and the copies' L2
+//! eviction hint (the `hint` parameter, `memlab_contracts::tma::hint`: every load and store
+//! with `.L2::cache_hint` and an evict_first `createpolicy`; PTX ISA, "createpolicy").
 //!
 //! Matrices are row-major `f32`. The tensor maps (`CUtensorMap`, built by the host with
 //! `cuTensorMapEncodeTiled`) live in global memory, 64-byte aligned, written before the launch;
@@ -20,6 +22,7 @@
 
 use memlab_contracts::tma as contract;
 
+use crate::device::l2_policy::L2Policy;
 use crate::device::tma::{Buffers, MapIn, bulk_commit, bulk_wait_read, fence_proxy_async_shared, grid_blocks};
 use crate::device::{Block, GlobalIn, GlobalOut, block_idx_x, kernel, thread_idx_x, thread_idx_y};
 
@@ -36,6 +39,12 @@ fn mine(count: u32) -> u32 {
 #[inline(always)]
 fn item(j: u32) -> u32 {
     block_idx_x() + j * grid_blocks()
+}
+
+/// The copies' L2 policy for `hint` ([`contract::hint`]): evict_first, or none.
+#[inline(always)]
+fn policy(hint: u32) -> Option<L2Policy> {
+    (hint == contract::hint::EVICT_FIRST).then(L2Policy::evict_first)
 }
 
 /// Lane 0's pipeline of a copy through `buffers` (a ring of `stages` buffers): `load(slot, j)`
@@ -90,14 +99,23 @@ kernel! {
     /// - Launch: block `32 x 1` ([`contract::COPY_THREADS`]), any grid (`SMs x blocks per SM`).
     /// - Shared memory: [`contract::smem_bytes`]`(chunk, stages)` = `1024 + stages (chunk + 8)`.
     /// - Preconditions: `src`, `dst` hold `n` floats, 16-byte aligned, not overlapping; `n` a
-    ///   multiple of 4; `chunk` a multiple of 16; `stages >= 1`.
+    ///   multiple of 4; `chunk` a multiple of 16; `stages >= 1`; `hint` of [`contract::hint`].
     /// - Memory level: global <-> shared by the copy engine; no registers hold the data.
-    pub fn tma_bulk_copy(block: Block, src: GlobalIn<f32>, dst: GlobalOut<f32>, n: u32, chunk: u32, stages: u32) {
+    pub fn tma_bulk_copy(
+        block: Block,
+        src: GlobalIn<f32>,
+        dst: GlobalOut<f32>,
+        n: u32,
+        chunk: u32,
+        stages: u32,
+        hint: u32,
+    ) {
         let buffers = Buffers::carve(block, chunk, stages);
         if thread_idx_x() != 0 {
             return;
         }
         let (src, mut dst) = (src.slice(n as usize), dst.slice(n as usize));
+        let hint = policy(hint);
         let per = (chunk / 4).max(1);
         let count = mine(n.div_ceil(per));
         let span = |j: u32| {
@@ -110,11 +128,11 @@ kernel! {
             |slot, j| {
                 let (first, bytes) = span(j);
                 buffers.expect(slot, bytes);
-                buffers.load_bulk(slot, &src, first, bytes);
+                buffers.load_bulk(slot, &src, first, bytes, hint);
             },
             |slot, j| {
                 let (first, bytes) = span(j);
-                buffers.store_bulk(slot, &mut dst, first, bytes);
+                buffers.store_bulk(slot, &mut dst, first, bytes, hint);
             },
         );
     }
@@ -130,8 +148,10 @@ kernel! {
     /// - Launch: block `32 x 1` ([`contract::COPY_THREADS`]), any grid (`SMs x blocks per SM`).
     /// - Shared memory: [`contract::smem_bytes`]`(box_rows * box_cols * 4, stages)`.
     /// - Preconditions: `map_in`, `map_out` point to tensor maps of the input and output
-    ///   `rows x cols` f32 matrices, box `box_rows x box_cols`, no swizzle; `stages >= 1`.
+    ///   `rows x cols` f32 matrices, box `box_rows x box_cols`, no swizzle; `stages >= 1`; `hint`
+    ///   of [`contract::hint`].
     /// - Memory level: global <-> shared by the copy engine, one box per copy.
+    #[allow(clippy::too_many_arguments)]
     pub fn tma_copy(
         block: Block,
         map_in: MapIn,
@@ -141,6 +161,7 @@ kernel! {
         box_rows: u32,
         box_cols: u32,
         stages: u32,
+        hint: u32,
     ) {
         let box_bytes = box_rows * box_cols * 4;
         let buffers = Buffers::carve(block, box_bytes, stages);
@@ -148,6 +169,7 @@ kernel! {
             return;
         }
         let (map_in, map_out) = (map_in.acquire(), map_out.acquire());
+        let hint = policy(hint);
         let (box_rows, box_cols) = (box_rows.max(1), box_cols.max(1));
         let across = cols.div_ceil(box_cols).max(1);
         let count = mine(across * rows.div_ceil(box_rows));
@@ -161,11 +183,11 @@ kernel! {
             |slot, j| {
                 let (x, y) = at(j);
                 buffers.expect(slot, box_bytes);
-                buffers.load_tile(slot, 0, map_in, x, y);
+                buffers.load_tile(slot, 0, map_in, x, y, hint);
             },
             |slot, j| {
                 let (x, y) = at(j);
-                buffers.store_tile(slot, 0, map_out, x, y);
+                buffers.store_tile(slot, 0, map_out, x, y, hint);
             },
         );
     }
@@ -190,28 +212,40 @@ kernel! {
     /// - Shared memory: [`contract::smem_bytes`]`(16384, `[`contract::transpose_buffers`]`(stages))`.
     /// - Preconditions: `map_in` describes the `rows x cols` input, box `64 x box_cols(swizzle)`
     ///   rows x columns, swizzle `swizzle` (< 4); `map_out` the `cols x rows` output, box
-    ///   `64 x 64`, no swizzle; `stages >= 1`.
+    ///   `64 x 64`, no swizzle; `stages >= 1`; `hint` of [`contract::hint`].
     /// - Memory level: global <-> shared by the copy engine; shared (float4 reads, scalar writes).
-    pub fn tma_transpose(block: Block, map_in: MapIn, map_out: MapIn, rows: u32, cols: u32, swizzle: u32, stages: u32) {
+    #[allow(clippy::too_many_arguments)]
+    pub fn tma_transpose(
+        block: Block,
+        map_in: MapIn,
+        map_out: MapIn,
+        rows: u32,
+        cols: u32,
+        swizzle: u32,
+        stages: u32,
+        hint: u32,
+    ) {
+        let maps = (map_in, map_out);
         // One body per mode, so the box width and the swizzle fold into constants.
         match swizzle {
-            0 => transpose_tiles::<0>(block, map_in, map_out, rows, cols, stages),
-            1 => transpose_tiles::<1>(block, map_in, map_out, rows, cols, stages),
-            2 => transpose_tiles::<2>(block, map_in, map_out, rows, cols, stages),
-            _ => transpose_tiles::<3>(block, map_in, map_out, rows, cols, stages),
+            0 => transpose_tiles::<0>(block, maps, rows, cols, stages, hint),
+            1 => transpose_tiles::<1>(block, maps, rows, cols, stages, hint),
+            2 => transpose_tiles::<2>(block, maps, rows, cols, stages, hint),
+            _ => transpose_tiles::<3>(block, maps, rows, cols, stages, hint),
         }
     }
 }
 
 /// The body of [`tma_transpose`] for swizzle mode `MODE`.
 #[inline(always)]
-fn transpose_tiles<const MODE: u32>(block: Block, map_in: MapIn, map_out: MapIn, rows: u32, cols: u32, stages: u32) {
+fn transpose_tiles<const MODE: u32>(block: Block, (map_in, map_out): (MapIn, MapIn), rows: u32, cols: u32, stages: u32, hint: u32) {
     const T: u32 = contract::TILE;
     let w = const { contract::box_cols(MODE) };
     let buffers = Buffers::carve(block, contract::TILE_BYTES, contract::transpose_buffers(stages));
     let t = thread_idx_y() * contract::TRANSPOSE_BLOCK.0 + thread_idx_x();
     // Lane 0 alone issues the copies, so it alone acquires the maps.
     let maps = if t == 0 { Some((map_in.acquire(), map_out.acquire())) } else { None };
+    let hint = policy(hint);
     let across = cols.div_ceil(T).max(1);
     let count = mine(across * rows.div_ceil(T));
     let at = |j: u32| {
@@ -223,7 +257,7 @@ fn transpose_tiles<const MODE: u32>(block: Block, map_in: MapIn, map_out: MapIn,
             let (c0, r0) = at(j);
             buffers.expect(slot, contract::TILE_BYTES);
             for b in 0..T / w {
-                buffers.load_tile(slot, b * T * w * 4, map_in, c0 + b * w, r0);
+                buffers.load_tile(slot, b * T * w * 4, map_in, c0 + b * w, r0, hint);
             }
         }
     };
@@ -250,7 +284,7 @@ fn transpose_tiles<const MODE: u32>(block: Block, map_in: MapIn, map_out: MapIn,
         buffers.sync();
         if let Some((_, map_out)) = maps {
             let (c0, r0) = at(j);
-            buffers.store_tile(out, 0, map_out, r0, c0);
+            buffers.store_tile(out, 0, map_out, r0, c0, hint);
             bulk_commit();
             // Every thread has read this input buffer (the barrier above): refill it.
             if j + stages < count {

@@ -14,7 +14,7 @@ use cust::memory::DeviceBuffer;
 use memlab_contracts::tma::{
     BULK_BLOCKS_PER_SM, BULK_CHUNKS, BULK_DEFAULT, BULK_PIPELINE_CHUNKS, COPY_BLOCKS_PER_SM, COPY_BOXES, COPY_DEFAULT,
     COPY_THREADS, PIPELINE_STAGES, Pipeline, TILE, TILE_BYTES, TRANSPOSE_BLOCK, TRANSPOSE_BLOCKS_PER_SM,
-    TRANSPOSE_DEFAULT, box_cols, smem_bytes, transpose_buffers,
+    TRANSPOSE_DEFAULT, box_cols, hint, smem_bytes, transpose_buffers,
 };
 
 use super::transpose::kernels as lsu;
@@ -101,18 +101,19 @@ fn persistent(blocks: u32, block: (u32, u32), buffer_bytes: u32, buffers: u32) -
 crate::kernels! {
     /// `tma_bulk_copy`: `n` f32 from `src` to `dst` (16-byte aligned, `n` a multiple of 4) in
     /// 1-D bulk copies of `chunk` bytes (a multiple of 16) through `stages` shared buffers;
-    /// `blocks` persistent blocks of 32 threads, `1024 + stages (chunk + 8)` B shared each.
-    fn tma_bulk_copy(blocks: u32; src: &DeviceBuffer<f32>, dst: &mut DeviceBuffer<f32>, n: u32, chunk: u32, stages: u32)
+    /// `blocks` persistent blocks of 32 threads, `1024 + stages (chunk + 8)` B shared each; L2
+    /// `hint` of `memlab_contracts::tma::hint` on every copy.
+    fn tma_bulk_copy(blocks: u32; src: &DeviceBuffer<f32>, dst: &mut DeviceBuffer<f32>, n: u32, chunk: u32, stages: u32, hint: u32)
         => persistent(blocks, (COPY_THREADS, 1), chunk, stages);
     /// `tma_copy`: a `rows x cols` f32 matrix through `box_rows x box_cols` tensor copies and
     /// `stages` shared buffers; maps (in global memory) of the input and the output with that
-    /// box, no swizzle; `blocks` persistent blocks of 32 threads.
-    fn tma_copy(blocks: u32; map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>, rows: u32, cols: u32, box_rows: u32, box_cols: u32, stages: u32)
+    /// box, no swizzle; `blocks` persistent blocks of 32 threads; L2 `hint`.
+    fn tma_copy(blocks: u32; map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>, rows: u32, cols: u32, box_rows: u32, box_cols: u32, stages: u32, hint: u32)
         => persistent(blocks, (COPY_THREADS, 1), box_rows * box_cols * 4, stages);
     /// `tma_transpose`: `rows x cols` into `cols x rows`; `map_in` box `64 x box_cols(swizzle)`
     /// with that swizzle, `map_out` box `64 x 64`; `blocks` persistent blocks of `32 x 8`,
-    /// `stages` input tiles and 2 output tiles of 16 KiB in shared memory.
-    fn tma_transpose(blocks: u32; map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>, rows: u32, cols: u32, swizzle: u32, stages: u32)
+    /// `stages` input tiles and 2 output tiles of 16 KiB in shared memory; L2 `hint`.
+    fn tma_transpose(blocks: u32; map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>, rows: u32, cols: u32, swizzle: u32, stages: u32, hint: u32)
         => persistent(blocks, TRANSPOSE_BLOCK, TILE_BYTES, transpose_buffers(stages));
 }
 
@@ -234,30 +235,42 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     );
     let (map_t_in, map_out_t) = (t_specs.0.upload()?, t_specs.1.upload()?);
     let bulk_launch = |p: &Pipeline, out: &mut DeviceBuffer<f32>| {
-        kernels::tma_bulk_copy(sms * p.blocks_per_sm, &input, out, r * c, p.box_bytes(), p.stages)
+        kernels::tma_bulk_copy(sms * p.blocks_per_sm, &input, out, r * c, p.box_bytes(), p.stages, p.hint)
+    };
+    let copy_with = |p: &Pipeline, map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>| {
+        let blocks = sms * p.blocks_per_sm;
+        kernels::tma_copy(blocks, map_in, map_out, r, c, p.box_rows, p.box_cols, p.stages, p.hint)
     };
     let copy_launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| {
         let (_, map_in, map_out) = copy_maps.iter().find(|m| m.0 == (p.box_rows, p.box_cols)).expect("a swept box");
-        kernels::tma_copy(sms * p.blocks_per_sm, map_in, map_out, r, c, p.box_rows, p.box_cols, p.stages)
+        copy_with(p, map_in, map_out)
     };
     let transpose_launch = |p: &Pipeline, maps: (&DeviceBuffer<TensorMap>, &DeviceBuffer<TensorMap>), mode: u32| {
-        kernels::tma_transpose(sms * p.blocks_per_sm, maps.0, maps.1, r, c, mode, p.stages)
+        kernels::tma_transpose(sms * p.blocks_per_sm, maps.0, maps.1, r, c, mode, p.stages, p.hint)
     };
+    let transpose_sweep_launch =
+        |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (&map_t_in, &map_out_t), Swizzle::B128.mode());
     let mut sweeps = Sweeps { staging: &staging, checks: Vec::new(), left_out: Vec::new() };
     let (bulk, copy, transpose_sweep) = lab.phases.step("pipeline sweeps", || {
-        let bulk = sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, bytes, &bulk_configs(), bulk_launch)?;
-        let copy = sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &copy_configs(), copy_launch)?;
-        let transpose_sweep = sweeps.run(
+        let mut bulk = sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, bytes, &bulk_configs(), bulk_launch)?;
+        let mut copy = sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &copy_configs(), copy_launch)?;
+        let mut transpose_sweep = sweeps.run(
             lab,
             "tma_transpose",
             &mut output,
             &transposed,
             bytes,
             &transpose_configs(),
-            |p: &Pipeline, _: &mut DeviceBuffer<f32>| {
-                transpose_launch(p, (&map_t_in, &map_out_t), Swizzle::B128.mode())
-            },
+            transpose_sweep_launch,
         )?;
+        // The L2 hint at each kernel's fastest points only (the demo's time): the rows run the
+        // fastest point of all, hinted or not.
+        let hinted = hinted_configs(&bulk);
+        bulk.extend(sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, bytes, &hinted, bulk_launch)?);
+        let hinted = hinted_configs(&copy);
+        copy.extend(sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &hinted, copy_launch)?);
+        let (hinted, launch) = (hinted_configs(&transpose_sweep), transpose_sweep_launch);
+        transpose_sweep.extend(sweeps.run(lab, "tma_transpose", &mut output, &transposed, bytes, &hinted, launch)?);
         Ok::<_, anyhow::Error>((bulk, copy, transpose_sweep))
     })?;
     let bulk_best = fastest(&bulk, BULK_DEFAULT);
@@ -273,9 +286,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     lab.phases.step("L2 promotion", || {
         for l2 in L2Promotion::ALL {
             let (m_in, m_out) = (promoted(copy_specs.0, l2)?, promoted(copy_specs.1, l2)?);
-            let launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| {
-                kernels::tma_copy(sms * p.blocks_per_sm, &m_in, &m_out, r, c, p.box_rows, p.box_cols, p.stages)
-            };
+            let launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| copy_with(p, &m_in, &m_out);
             let points = sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &[copy_best], launch)?;
             copy_l2.extend(points.into_iter().map(|p| (l2, p)));
             let (t_in, t_out) = (promoted(t_specs.0, l2)?, promoted(t_specs.1, l2)?);
@@ -299,16 +310,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
             "1-D cp.async.bulk through a ring of shared buffers, persistent blocks (the sweep's fastest)",
         ),
         (
-            kernels::tma_copy(
-                sms * copy_best.blocks_per_sm,
-                &copy_maps_best.0,
-                &copy_maps_best.1,
-                r,
-                c,
-                copy_best.box_rows,
-                copy_best.box_cols,
-                copy_best.stages,
-            ),
+            copy_with(&copy_best, &copy_maps_best.0, &copy_maps_best.1),
             Path::Ring(copy_best),
             "2-D tensor copies through a ring of shared buffers, persistent blocks (the sweep's fastest)",
         ),
@@ -370,12 +372,8 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     drop(output);
     kernels.extend(lab.phases.step("SGEMM rungs 6 and 7", || async_rungs(lab))?);
     let mut output = poisoned::<f32>(n)?;
-    let curve_configs: Vec<Pipeline> = BULK_BLOCKS_PER_SM
-        .iter()
-        .flat_map(|&k| {
-            BULK_CHUNKS.map(|chunk| Pipeline { box_rows: 1, box_cols: chunk / 4, stages: 1, blocks_per_sm: k })
-        })
-        .collect();
+    let curve_configs: Vec<Pipeline> =
+        BULK_BLOCKS_PER_SM.iter().flat_map(|&k| BULK_CHUNKS.map(|chunk| Pipeline::new(1, chunk / 4, 1, k))).collect();
     let curve_points = lab.phases.step("bulk-copy curve", || {
         sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, bytes, &curve_configs, bulk_launch)
     })?;
@@ -440,6 +438,10 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let lsu_copy = &kernels[0];
     let lsu_kib = f64::from(16 * lsu_copy.shape.threads_per_block() * lsu_copy.occupancy.active_blocks) / 1024.0;
     notes.extend(in_flight_note((lsu_kib, lsu_copy.rate.value()), &copy, memcpy));
+    notes.push(HINT_NOTE.into());
+    for (kernel, points) in [("tma_bulk_copy", &bulk), ("tma_copy", &copy), ("tma_transpose", &transpose_sweep)] {
+        notes.extend(hint_note(kernel, points));
+    }
     notes.push(promotion_note("tma_copy", &copy_l2));
     notes.push(promotion_note("tma_transpose", &transpose_l2));
     notes.push(curve_note(&curve_points));
@@ -493,7 +495,8 @@ fn config_label(p: &Pipeline) -> String {
     } else {
         format!("{}x{} box", p.box_rows, p.box_cols)
     };
-    format!("{} x {what}, {} blocks/SM", p.stages, p.blocks_per_sm)
+    let hinted = if p.hint == hint::EVICT_FIRST { ", evict_first" } else { "" };
+    format!("{} x {what}, {} blocks/SM{hinted}", p.stages, p.blocks_per_sm)
 }
 
 /// KiB in flight per SM of a configuration, at most: every buffer of every block.
@@ -507,7 +510,7 @@ pub fn bulk_configs() -> Vec<Pipeline> {
     for chunk in BULK_PIPELINE_CHUNKS {
         for stages in PIPELINE_STAGES {
             for blocks_per_sm in COPY_BLOCKS_PER_SM {
-                out.push(Pipeline { box_rows: 1, box_cols: chunk / 4, stages, blocks_per_sm });
+                out.push(Pipeline::new(1, chunk / 4, stages, blocks_per_sm));
             }
         }
     }
@@ -520,7 +523,7 @@ pub fn copy_configs() -> Vec<Pipeline> {
     for (box_rows, box_cols) in COPY_BOXES {
         for stages in PIPELINE_STAGES {
             for blocks_per_sm in COPY_BLOCKS_PER_SM {
-                out.push(Pipeline { box_rows, box_cols, stages, blocks_per_sm });
+                out.push(Pipeline::new(box_rows, box_cols, stages, blocks_per_sm));
             }
         }
     }
@@ -532,10 +535,45 @@ pub fn transpose_configs() -> Vec<Pipeline> {
     let mut out = Vec::new();
     for stages in PIPELINE_STAGES {
         for blocks_per_sm in TRANSPOSE_BLOCKS_PER_SM {
-            out.push(Pipeline { box_rows: TILE, box_cols: TILE, stages, blocks_per_sm });
+            out.push(Pipeline::new(TILE, TILE, stages, blocks_per_sm));
         }
     }
     out
+}
+
+/// Points of each sweep at which the L2 hint is tried: its fastest checked ones.
+const HINTED_POINTS: usize = 2;
+
+/// The evict_first configurations of a sweep's [`HINTED_POINTS`] fastest checked points.
+fn hinted_configs(points: &[Point]) -> Vec<Pipeline> {
+    let mut passed: Vec<&Point> = points.iter().filter(|p| p.passed).collect();
+    passed.sort_by(|a, b| b.gbs.total_cmp(&a.gbs));
+    passed.iter().take(HINTED_POINTS).map(|p| Pipeline { hint: hint::EVICT_FIRST, ..p.config }).collect()
+}
+
+/// What the L2 hint does and why it may help, and that it is measured: one line.
+const HINT_NOTE: &str = "L2 evict_first hint: the copies' `.L2::cache_hint` with a `createpolicy` evict_first policy makes the lines they touch the first the L2 evicts (PTX ISA, \"createpolicy\"; CUDA C++ Programming Guide, \"L2 Access Management\"), so a stream read or written once need not displace other lines of L2; whether that is faster is measured per kernel, at its 2 fastest points";
+
+/// The hint's points of `kernel` in one line: GB/s without and with it at each hinted
+/// configuration; none when the sweep hinted nothing.
+fn hint_note(kernel: &str, points: &[Point]) -> Option<String> {
+    let cells: Vec<String> = points
+        .iter()
+        .filter(|h| h.config.hint == hint::EVICT_FIRST)
+        .filter_map(|h| {
+            let plain = points.iter().find(|p| p.config == Pipeline { hint: hint::NONE, ..h.config })?;
+            let failed = if h.passed { "" } else { " (FAILED its check)" };
+            Some(format!(
+                "{}: {:.0} -> {:.0}{failed} ({:+.1}%)",
+                config_label(&plain.config),
+                plain.gbs,
+                h.gbs,
+                100.0 * (h.gbs / plain.gbs - 1.0)
+            ))
+        })
+        .collect();
+    (!cells.is_empty())
+        .then(|| format!("evict_first at `{kernel}`'s fastest points, GB/s without -> with: {}", cells.join("; ")))
 }
 
 /// One measured configuration of a sweep, checked exactly before it was timed.
@@ -926,6 +964,32 @@ mod tests {
             "bytes in flight: the LSU copy reaches 3957 GB/s (0.970x memcpy) with 32 KiB in flight per SM; the tensor copy's fastest point 3900 GB/s (0.956x memcpy) with 128 KiB; 2 of its 3 checked points come within 2% of that, from 64 to 128 KiB in flight per SM. DRAM serves the LSU copy faster with fewer bytes in flight, so bytes in flight are not what the TMA copies lack"
         );
         assert_eq!(in_flight_note((32.0, 3957.0), &[], None), None);
+    }
+
+    #[test]
+    fn the_hint_is_tried_at_the_fastest_points_and_labelled() {
+        let at = |stages, hint, gbs, passed| Point { config: Pipeline { stages, hint, ..COPY_DEFAULT }, gbs, passed };
+        let sweep = || {
+            vec![
+                at(1, hint::NONE, 3000.0, true),
+                at(2, hint::NONE, 3950.0, false),
+                at(3, hint::NONE, 3800.0, true),
+                at(4, hint::NONE, 3900.0, true),
+            ]
+        };
+        let hinted = hinted_configs(&sweep());
+        let evict = |stages| Pipeline { stages, hint: hint::EVICT_FIRST, ..COPY_DEFAULT };
+        assert_eq!(hinted, [evict(4), evict(3)], "the 2 fastest checked points, a failed one never");
+        assert_eq!(config_label(&evict(6)), "6 x 16x256 box, 2 blocks/SM, evict_first");
+        let mut points = sweep();
+        points.extend([at(4, hint::EVICT_FIRST, 3960.0, true), at(3, hint::EVICT_FIRST, 3700.0, false)]);
+        assert_eq!(fastest(&points, BULK_DEFAULT), evict(4), "the rows run the fastest point, hinted or not");
+        assert_eq!(
+            hint_note("tma_copy", &points).unwrap(),
+            "evict_first at `tma_copy`'s fastest points, GB/s without -> with: 4 x 16x256 box, 2 blocks/SM: 3900 -> 3960 (+1.5%); 3 x 16x256 box, 2 blocks/SM: 3800 -> 3700 (FAILED its check) (-2.6%)"
+        );
+        assert_eq!(hint_note("tma_copy", &sweep()), None);
+        assert!(!HINT_NOTE.contains('\n') && HINT_NOTE.contains("\"createpolicy\""));
     }
 
     #[test]

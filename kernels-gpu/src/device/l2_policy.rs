@@ -41,8 +41,8 @@ pub fn load_cg4<A>(words: &Slice<u32, A>, v: usize) -> [u32; 4] {
     [a, b, c, d]
 }
 
-/// An L2 eviction policy for every line a load that carries it touches (PTX ISA,
-/// "createpolicy"; sm_80, PTX ISA 7.4).
+/// An L2 eviction policy for every line a load (or a TMA copy) that carries it touches (PTX
+/// ISA, "createpolicy"; sm_80, PTX ISA 7.4).
 #[cfg(target_feature = "sm_90")]
 #[derive(Clone, Copy)]
 pub struct L2Policy(u64);
@@ -60,6 +60,13 @@ impl L2Policy {
             asm!("createpolicy.fractional.L2::evict_first.b64 {}, 1.0;", out(reg64) p, options(pure, nomem, nostack))
         };
         Self(p)
+    }
+
+    /// The policy's 64-bit value, for the other instructions that carry `.L2::cache_hint`
+    /// (the TMA copies of `device/tma.rs`): only ever one `createpolicy` made.
+    #[inline(always)]
+    pub(crate) fn raw(self) -> u64 {
+        self.0
     }
 }
 

@@ -8,8 +8,9 @@
 //! instruction here takes a generic address to shared memory. Sources: PTX ISA, "Data Movement
 //! and Conversion Instructions: cp.async.bulk, cp.async.bulk.tensor, cp.async.bulk.commit_group,
 //! cp.async.bulk.wait_group"; "Parallel Synchronization and Communication Instructions:
-//! mbarrier"; "membar/fence" (proxy fences); "Tensors" (tensor maps); CUDA C++ Programming
-//! Guide, "Asynchronous Data Copies using the Tensor Memory Accelerator (TMA)".
+//! mbarrier"; "membar/fence" (proxy fences); "createpolicy" (the copies' `.L2::cache_hint`
+//! operand, an [`L2Policy`], which only `createpolicy` makes); "Tensors" (tensor maps); CUDA C++
+//! Programming Guide, "Asynchronous Data Copies using the Tensor Memory Accelerator (TMA)".
 
 use core::arch::asm;
 
@@ -100,14 +101,23 @@ unsafe fn mbarrier_wait(bar: SharedAddr, parity: u32) {
 /// `dst` and `src` 16-byte aligned, `bytes` a multiple of 16; `src` has `bytes` readable bytes,
 /// `dst` `bytes` of this block's shared memory nobody reads until the wait; the caller's
 /// [`mbarrier_arrive_expect_tx`] counts `bytes`.
+/// With `hint`, the copy carries that L2 policy (`.L2::cache_hint`); so do the copies below.
 #[inline(always)]
-unsafe fn bulk_load(dst: SharedAddr, src: *const u8, bytes: u32, bar: SharedAddr) {
-    unsafe {
-        asm!(
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{s}], {n}, [{b}];",
-            d = in(reg32) dst.0, s = in(reg64) src as u64, n = in(reg32) bytes, b = in(reg32) bar.0,
-        )
-    };
+unsafe fn bulk_load(dst: SharedAddr, src: *const u8, bytes: u32, bar: SharedAddr, hint: Option<L2Policy>) {
+    match hint {
+        None => unsafe {
+            asm!(
+                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{s}], {n}, [{b}];",
+                d = in(reg32) dst.0, s = in(reg64) src as u64, n = in(reg32) bytes, b = in(reg32) bar.0,
+            )
+        },
+        Some(p) => unsafe {
+            asm!(
+                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [{d}], [{s}], {n}, [{b}], {p};",
+                d = in(reg32) dst.0, s = in(reg64) src as u64, n = in(reg32) bytes, b = in(reg32) bar.0, p = in(reg64) p.raw(),
+            )
+        },
+    }
 }
 
 /// Starts a bulk copy of `bytes` from shared `src` to global `dst`, tracked in this thread's
@@ -116,13 +126,21 @@ unsafe fn bulk_load(dst: SharedAddr, src: *const u8, bytes: u32, bar: SharedAddr
 /// # Safety
 /// As for [`bulk_load`], the other way; `src` is not written until [`bulk_wait_read`].
 #[inline(always)]
-unsafe fn bulk_store(dst: *mut u8, src: SharedAddr, bytes: u32) {
-    unsafe {
-        asm!(
-            "cp.async.bulk.global.shared::cta.bulk_group [{d}], [{s}], {n};",
-            d = in(reg64) dst as u64, s = in(reg32) src.0, n = in(reg32) bytes,
-        )
-    };
+unsafe fn bulk_store(dst: *mut u8, src: SharedAddr, bytes: u32, hint: Option<L2Policy>) {
+    match hint {
+        None => unsafe {
+            asm!(
+                "cp.async.bulk.global.shared::cta.bulk_group [{d}], [{s}], {n};",
+                d = in(reg64) dst as u64, s = in(reg32) src.0, n = in(reg32) bytes,
+            )
+        },
+        Some(p) => unsafe {
+            asm!(
+                "cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [{d}], [{s}], {n}, {p};",
+                d = in(reg64) dst as u64, s = in(reg32) src.0, n = in(reg32) bytes, p = in(reg64) p.raw(),
+            )
+        },
+    }
 }
 
 /// A tensor map (`CUtensorMap`, 128 bytes, 64-byte aligned) as the kernels receive it: in
@@ -151,13 +169,22 @@ unsafe fn tensormap_acquire(map: *const TensorMap) {
 /// `map` passed [`tensormap_acquire`]; `dst` 128-byte aligned (1024 under the 128-byte
 /// swizzle) with room for the box; [`mbarrier_arrive_expect_tx`] counts the box's bytes.
 #[inline(always)]
-unsafe fn tensor_load_2d(dst: SharedAddr, map: *const TensorMap, x: u32, y: u32, bar: SharedAddr) {
-    unsafe {
-        asm!(
-            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}}}], [{b}];",
-            d = in(reg32) dst.0, m = in(reg64) map as u64, x = in(reg32) x, y = in(reg32) y, b = in(reg32) bar.0,
-        )
-    };
+unsafe fn tensor_load_2d(dst: SharedAddr, map: *const TensorMap, x: u32, y: u32, bar: SharedAddr, hint: Option<L2Policy>) {
+    match hint {
+        None => unsafe {
+            asm!(
+                "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}}}], [{b}];",
+                d = in(reg32) dst.0, m = in(reg64) map as u64, x = in(reg32) x, y = in(reg32) y, b = in(reg32) bar.0,
+            )
+        },
+        Some(p) => unsafe {
+            asm!(
+                "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [{d}], [{m}, {{{x}, {y}}}], [{b}], {p};",
+                d = in(reg32) dst.0, m = in(reg64) map as u64, x = in(reg32) x, y = in(reg32) y, b = in(reg32) bar.0,
+                p = in(reg64) p.raw(),
+            )
+        },
+    }
 }
 
 /// Starts a tensor copy of shared `src` to the box at column `x`, row `y` of the tensor `map`
@@ -168,13 +195,21 @@ unsafe fn tensor_load_2d(dst: SharedAddr, map: *const TensorMap, x: u32, y: u32,
 /// As for [`tensor_load_2d`]; `src` holds the box, written by this block before a
 /// [`fence_proxy_async_shared`] and a block barrier, and is not written until [`bulk_wait_read`].
 #[inline(always)]
-unsafe fn tensor_store_2d(map: *const TensorMap, x: u32, y: u32, src: SharedAddr) {
-    unsafe {
-        asm!(
-            "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [{m}, {{{x}, {y}}}], [{s}];",
-            m = in(reg64) map as u64, x = in(reg32) x, y = in(reg32) y, s = in(reg32) src.0,
-        )
-    };
+unsafe fn tensor_store_2d(map: *const TensorMap, x: u32, y: u32, src: SharedAddr, hint: Option<L2Policy>) {
+    match hint {
+        None => unsafe {
+            asm!(
+                "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [{m}, {{{x}, {y}}}], [{s}];",
+                m = in(reg64) map as u64, x = in(reg32) x, y = in(reg32) y, s = in(reg32) src.0,
+            )
+        },
+        Some(p) => unsafe {
+            asm!(
+                "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group.L2::cache_hint [{m}, {{{x}, {y}}}], [{s}], {p};",
+                m = in(reg64) map as u64, x = in(reg32) x, y = in(reg32) y, s = in(reg32) src.0, p = in(reg64) p.raw(),
+            )
+        },
+    }
 }
 
 /// Closes this thread's current group of bulk copies (`cp.async.bulk.commit_group`).
@@ -224,6 +259,7 @@ pub fn fence_proxy_async_shared() {
 //    A wrong protocol races or hangs on a barrier; it does not reach outside the buffers.
 // ---------------------------------------------------------------------------------------------
 
+use super::l2_policy::L2Policy;
 use memlab_contracts::tma::{MBARRIER_BYTES, SMEM_ALIGN};
 use memlab_device_api::global::{ReadWrite, Slice};
 use memlab_device_api::{Block, Param, arch};
@@ -345,11 +381,12 @@ impl Buffers {
 
     /// Starts a tensor copy of the box at column `x`, row `y` of `map` into buffer `i` from
     /// byte `offset`, completing on the buffer's mbarrier (which [`Buffers::expect`] told the
-    /// box's bytes). Elements outside the tensor arrive as zeros.
+    /// box's bytes). Elements outside the tensor arrive as zeros. With `hint`, the copy carries
+    /// that L2 policy; so do the other copies below.
     #[inline(always)]
-    pub fn load_tile(&self, i: u32, offset: u32, map: Map, x: u32, y: u32) {
+    pub fn load_tile(&self, i: u32, offset: u32, map: Map, x: u32, y: u32, hint: Option<L2Policy>) {
         // SAFETY: the box fits the buffer from `offset` (invariant 1).
-        unsafe { tensor_load_2d(self.at(i, offset), map.0, x, y, self.bar(i)) };
+        unsafe { tensor_load_2d(self.at(i, offset), map.0, x, y, self.bar(i), hint) };
     }
 
     /// Starts a tensor copy of buffer `i` (from byte `offset`) to the box at column `x`, row
@@ -357,27 +394,27 @@ impl Buffers {
     /// Threads' writes to the buffer must come before a [`fence_proxy_async_shared`] and a
     /// block barrier.
     #[inline(always)]
-    pub fn store_tile(&self, i: u32, offset: u32, map: Map, x: u32, y: u32) {
+    pub fn store_tile(&self, i: u32, offset: u32, map: Map, x: u32, y: u32, hint: Option<L2Policy>) {
         // SAFETY: as for `load_tile`.
-        unsafe { tensor_store_2d(map.0, x, y, self.at(i, offset)) };
+        unsafe { tensor_store_2d(map.0, x, y, self.at(i, offset), hint) };
     }
 
     /// Starts a 1-D bulk copy of `bytes` from element `first` of `src` into buffer `i`,
     /// completing on its mbarrier.
     #[inline(always)]
-    pub fn load_bulk(&self, i: u32, src: &Slice<f32>, first: usize, bytes: u32) {
+    pub fn load_bulk(&self, i: u32, src: &Slice<f32>, first: usize, bytes: u32, hint: Option<L2Policy>) {
         check(first * 4 + bytes as usize <= src.len() * 4 && bytes <= self.bytes);
         // SAFETY: inside `src` and the buffer (checked, or by the launch contract).
-        unsafe { bulk_load(self.at(i, 0), src.as_ptr().add(first).cast(), bytes, self.bar(i)) };
+        unsafe { bulk_load(self.at(i, 0), src.as_ptr().add(first).cast(), bytes, self.bar(i), hint) };
     }
 
     /// Starts a 1-D bulk copy of `bytes` of buffer `i` to element `first` of `dst`, in this
     /// thread's bulk group.
     #[inline(always)]
-    pub fn store_bulk(&self, i: u32, dst: &mut Slice<f32, ReadWrite>, first: usize, bytes: u32) {
+    pub fn store_bulk(&self, i: u32, dst: &mut Slice<f32, ReadWrite>, first: usize, bytes: u32, hint: Option<L2Policy>) {
         check(first * 4 + bytes as usize <= dst.len() * 4 && bytes <= self.bytes);
         // SAFETY: as for `load_bulk`.
-        unsafe { bulk_store(dst.as_mut_ptr().add(first).cast(), self.at(i, 0), bytes) };
+        unsafe { bulk_store(dst.as_mut_ptr().add(first).cast(), self.at(i, 0), bytes, hint) };
     }
 
     /// The four floats at byte `offset` of buffer `i` (16-byte aligned), one `ld.shared.v4`.

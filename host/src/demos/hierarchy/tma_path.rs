@@ -40,6 +40,7 @@ pub fn row(lab: &Lab, dram_bytes: usize, memcpy_gbs: Option<f64>) -> Result<Opti
         n as u32,
         P.box_bytes(),
         P.stages,
+        P.hint,
     );
     let run = KernelRun {
         launch,
