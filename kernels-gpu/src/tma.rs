@@ -238,7 +238,14 @@ kernel! {
 
 /// The body of [`tma_transpose`] for swizzle mode `MODE`.
 #[inline(always)]
-fn transpose_tiles<const MODE: u32>(block: Block, (map_in, map_out): (MapIn, MapIn), rows: u32, cols: u32, stages: u32, hint: u32) {
+fn transpose_tiles<const MODE: u32>(
+    block: Block,
+    (map_in, map_out): (MapIn, MapIn),
+    rows: u32,
+    cols: u32,
+    stages: u32,
+    hint: u32,
+) {
     const T: u32 = contract::TILE;
     let w = const { contract::box_cols(MODE) };
     let buffers = Buffers::carve(block, contract::TILE_BYTES, contract::transpose_buffers(stages));

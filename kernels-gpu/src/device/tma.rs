@@ -169,7 +169,14 @@ unsafe fn tensormap_acquire(map: *const TensorMap) {
 /// `map` passed [`tensormap_acquire`]; `dst` 128-byte aligned (1024 under the 128-byte
 /// swizzle) with room for the box; [`mbarrier_arrive_expect_tx`] counts the box's bytes.
 #[inline(always)]
-unsafe fn tensor_load_2d(dst: SharedAddr, map: *const TensorMap, x: u32, y: u32, bar: SharedAddr, hint: Option<L2Policy>) {
+unsafe fn tensor_load_2d(
+    dst: SharedAddr,
+    map: *const TensorMap,
+    x: u32,
+    y: u32,
+    bar: SharedAddr,
+    hint: Option<L2Policy>,
+) {
     match hint {
         None => unsafe {
             asm!(
@@ -411,7 +418,14 @@ impl Buffers {
     /// Starts a 1-D bulk copy of `bytes` of buffer `i` to element `first` of `dst`, in this
     /// thread's bulk group.
     #[inline(always)]
-    pub fn store_bulk(&self, i: u32, dst: &mut Slice<f32, ReadWrite>, first: usize, bytes: u32, hint: Option<L2Policy>) {
+    pub fn store_bulk(
+        &self,
+        i: u32,
+        dst: &mut Slice<f32, ReadWrite>,
+        first: usize,
+        bytes: u32,
+        hint: Option<L2Policy>,
+    ) {
         check(first * 4 + bytes as usize <= dst.len() * 4 && bytes <= self.bytes);
         // SAFETY: as for `load_bulk`.
         unsafe { bulk_store(dst.as_mut_ptr().add(first).cast(), self.at(i, 0), bytes, hint) };
