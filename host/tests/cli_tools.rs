@@ -144,7 +144,9 @@ fn occupancy_chart_is_drawn_for_given_numbers() {
 
 #[test]
 fn inspect_counts_memory_instructions_by_level() {
-    let out = ok(&["inspect", "transpose_padded", "--format", "markdown"]);
+    // transpose_tiled: transpose_padded's body with an unpadded tile (transpose_padded has a
+    // second path, for rows that are not whole sectors).
+    let out = ok(&["inspect", "transpose_tiled", "--format", "markdown"]);
     // Four rows per thread (32x8 threads, 32x32 tile): four of each access, one barrier.
     for (level, access) in [("global", "loads"), ("global", "stores"), ("shared", "loads"), ("shared", "stores")] {
         let r = row(&out, &[level, access]);
@@ -193,8 +195,9 @@ fn inspect_credits_helper_loads_to_the_lesson_line_that_calls_them() {
 
 #[test]
 fn inspect_says_ptx_locals_that_ptxas_removes_are_not_spills() {
-    let out = ok(&["inspect", "transpose_vectorized"]);
-    assert_eq!(row(&out, &["local", "stores (stack, spills)"])[3..], ["8", "STL", "0"]);
+    // register_pressure's 256 accumulators: a stack array in the PTX, registers in the SASS.
+    let out = ok(&["inspect", "register_pressure"]);
+    assert_eq!(row(&out, &["local", "stores (stack, spills)"])[3..], ["144", "STL", "0"]);
     let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(flat.contains("ptxas kept them all in registers, so the SASS has no LDL/STL"), "{out}");
     assert!(flat.contains("This is not spilling"), "{out}");
