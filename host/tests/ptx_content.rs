@@ -220,3 +220,29 @@ fn tiled_transposes_pair_each_tile_read_with_its_store_in_sass() {
         }
     }
 }
+
+#[test]
+fn opening_a_device_loads_every_kernel_but_rung_8s_configurations_which_load_on_first_use() {
+    use memlab::gpu::context::eager_entries;
+    use memlab_contracts::sgemm::TUNED;
+    for p in &ptx::ALL {
+        let all = ptx::kernel_names(p.text);
+        let eager = eager_entries(p);
+        let tuned: Vec<&str> = all.iter().copied().filter(|n| TUNED.iter().any(|c| c.name == *n)).collect();
+        // Every kernel is in exactly one of the two; the sm_80 and sm_90 PTX have all of rung 8.
+        assert_eq!(eager.len() + tuned.len(), all.len(), "{}", p.arch);
+        assert!(eager.iter().all(|n| !n.starts_with("sgemm_8_")), "{}", p.arch);
+        assert_eq!(tuned.len(), if p.arch == "sm_70" { 0 } else { TUNED.len() }, "{}", p.arch);
+        if p.arch == "sm_90" {
+            // The eager module is PTX ptxas assembles, with exactly those kernels.
+            let text = ptx::only_entries(p.text, &eager).unwrap();
+            let mut got: Vec<String> = ptxas::run(&text, p.arch).unwrap().into_iter().map(|k| k.kernel).collect();
+            let mut want: Vec<String> = eager.iter().map(|n| n.to_string()).collect();
+            got.sort();
+            want.sort();
+            assert_eq!(got, want);
+            // It is about a third of the PTX: rung 8's unrolled tiles are the rest.
+            assert!(text.len() * 2 < p.text.len(), "{} of {}", text.len(), p.text.len());
+        }
+    }
+}

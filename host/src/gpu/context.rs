@@ -1,6 +1,8 @@
 //! Opening a device: driver initialisation, device selection, the PTX module and a stream,
 //! each failure turned into a one-line [`Refusal`](crate::error::Refusal).
 
+use std::cell::OnceCell;
+
 use anyhow::Result;
 use cust::context::Context;
 use cust::device::Device;
@@ -20,10 +22,18 @@ pub struct Gpu {
     pub info: DeviceInfo,
     /// The embedded PTX that was loaded.
     pub ptx: &'static Ptx,
-    /// The loaded module (JIT-compiled by the driver from `ptx`).
+    /// The loaded module (JIT-compiled by the driver from `ptx`), without rung 8's
+    /// configurations ([`Gpu::tuned_module`]).
     pub module: Module,
     /// The stream every launch and timing event goes to.
     pub stream: Stream,
+    /// Rung 8's configurations (`memlab_contracts::sgemm::TUNED`, in its order), each its own
+    /// module, JIT-compiled on first use: they are 65% of the sm_90 PTX and a run uses one or
+    /// two of them (the autotuner all), so loading them with the rest made opening a device on a
+    /// cold JIT cache take 3.3 s (measured on the H200).
+    tuned: Vec<OnceCell<Module>>,
+    /// The JIT register cap every module of this device is loaded under.
+    max_registers: Option<u32>,
     // Dropped last: the module and stream belong to it.
     _context: Context,
 }
@@ -66,7 +76,9 @@ impl Gpu {
     /// every embedded PTX target, or a module the driver cannot load (e.g. a driver too old for
     /// the PTX ISA version).
     pub fn open(ordinal: u32, max_registers: Option<u32>) -> Result<Gpu> {
-        Self::open_loading(ordinal, |ptx| load_module(ptx, max_registers))
+        let mut gpu = Self::open_loading(ordinal, |ptx| load_entries(ptx, &eager_entries(ptx), max_registers))?;
+        gpu.max_registers = max_registers;
+        Ok(gpu)
     }
 
     /// [`Gpu::open`] with only kernel `entry` of the PTX loaded, under a JIT register cap: for
@@ -109,7 +121,24 @@ impl Gpu {
             Ok(s) => s,
             Err(e) => refuse!("cannot create a stream: {}", describe(e)),
         };
-        Ok(Gpu { ordinal, info, ptx, module, stream, _context: context })
+        let tuned = memlab_contracts::sgemm::TUNED.iter().map(|_| OnceCell::new()).collect();
+        Ok(Gpu { ordinal, info, ptx, module, stream, tuned, max_registers: None, _context: context })
+    }
+
+    /// The module that holds kernel `name` when it is one of rung 8's configurations (loaded on
+    /// first use, from this device's PTX); `None` for every other kernel, which is in
+    /// [`Gpu::module`].
+    ///
+    /// # Errors
+    /// A refusal when the PTX lacks the configuration or the driver rejects it.
+    pub fn tuned_module(&self, name: &str) -> Result<Option<&Module>> {
+        let Some(i) = memlab_contracts::sgemm::TUNED.iter().position(|c| c.name == name) else { return Ok(None) };
+        let cell = &self.tuned[i];
+        if cell.get().is_none() {
+            // `set` cannot fail: the cell was empty and nothing else fills it meanwhile.
+            let _ = cell.set(load_entries(self.ptx, &[name], self.max_registers)?);
+        }
+        Ok(cell.get())
     }
 
     /// Makes this device's (primary) context the calling thread's current one: allocations,
@@ -130,6 +159,13 @@ impl Gpu {
     pub(crate) fn raw_context(&self) -> cust::sys::CUcontext {
         self._context.as_raw()
     }
+}
+
+/// The kernels of `ptx` that [`Gpu::open`] loads at once: all but rung 8's configurations,
+/// which [`Gpu::tuned_module`] loads one by one on first use.
+pub fn eager_entries(ptx: &Ptx) -> Vec<&'static str> {
+    let tuned = |name: &&str| memlab_contracts::sgemm::TUNED.iter().any(|c| c.name == *name);
+    ptx::kernel_names(ptx.text).into_iter().filter(|n| !tuned(n)).collect()
 }
 
 /// Loads `ptx` into the current context, letting the driver JIT-compile it for the device,

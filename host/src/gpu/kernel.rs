@@ -37,7 +37,8 @@ pub struct DriverOccupancy {
 /// # Errors
 /// A refusal listing the PTX's kernels when `name` is not one of them.
 pub fn function<'a>(gpu: &'a Gpu, name: &str) -> Result<Function<'a>> {
-    match gpu.module.get_function(name) {
+    let module = gpu.tuned_module(name)?.unwrap_or(&gpu.module);
+    match module.get_function(name) {
         Ok(f) => Ok(f),
         // Checked only on failure: `launch` looks the kernel up between timing events.
         Err(e) => {
