@@ -4,7 +4,9 @@
 //! `input` is `rows x cols`, `output` is `cols x rows` (for `copy`: `rows x cols`), row-major
 //! `f32`. Every kernel here but [`transpose_vectorized`] is launched with the same shape: block
 //! `32 x 8` threads, one block per `32 x 32` tile, grid `(ceil(cols / 32), ceil(rows / 32))`
-//! (`copy`'s may gain a column of tiles for its shift);
+//! (`copy`'s may gain a column of tiles for its shift, and [`transpose_padded`]'s, on rows that
+//! are not whole sectors, a row of tiles for its: `ceil((rows + max_shift(rows)) / 32)`, with
+//! 5280 bytes of shared memory);
 //! each thread moves 4 elements, rows `ty, ty + 8, ty + 16, ty + 24` of its tile. Any
 //! `rows, cols >= 1` works (guarded accesses).
 

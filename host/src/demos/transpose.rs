@@ -32,8 +32,15 @@ use crate::series::{Point, Series, names};
 pub const SEED: u64 = 7;
 
 /// The shape of a kernel that moves one `tile x tile` tile per block of a `rows x cols` input.
-fn tiles(rows: u32, cols: u32, tile: u32, block: (u32, u32), smem: u32) -> LaunchShape {
-    LaunchShape::covering(rows as usize, cols as usize, (tile as usize, tile as usize), block, smem)
+fn tiles(rows: impl Into<u64>, cols: impl Into<u64>, tile: u32, block: (u32, u32), smem: u32) -> LaunchShape {
+    let (rows, cols) = (rows.into() as usize, cols.into() as usize);
+    LaunchShape::covering(rows, cols, (tile as usize, tile as usize), block, smem)
+}
+
+/// `len` and the largest shift of a row of `len` floats ([`max_shift`]): what a shifting
+/// kernel's grid covers, in 64 bits (a matrix of `u32::MAX - 2` rows and one column is in range).
+fn with_shift(len: u32) -> u64 {
+    u64::from(len) + u64::from(max_shift(len))
 }
 
 crate::kernels! {
@@ -41,12 +48,12 @@ crate::kernels! {
     /// start on a sector boundary; block `32 x 8`, grid `(ceil(cols / 32), ceil((rows +
     /// max_shift(rows)) / 32))`, a `40 x 33` shared tile (5280 B).
     fn transpose_aligned_stores(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(rows + max_shift(rows), cols, any::TILE, any::BLOCK, any::smem_bytes());
+        => tiles(with_shift(rows), cols, any::TILE, any::BLOCK, any::smem_bytes());
     /// `copy`: the bandwidth ceiling of the transposes. `input` and `output` are `rows x cols`
     /// f32; block `32 x 8`, one block per `32 x 32` tile, no shared memory; each row's tiles
     /// shifted back to a sector boundary, so the grid covers `max_shift(cols)` more columns.
     fn copy(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(rows, cols + max_shift(cols), TILE, BLOCK, 0);
+        => tiles(rows, with_shift(cols), TILE, BLOCK, 0);
     /// `transpose_naive`: `input` `rows x cols`, `output` `cols x rows`; block `32 x 8`, one
     /// block per `32 x 32` tile, no shared memory.
     fn transpose_naive(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
@@ -57,12 +64,12 @@ crate::kernels! {
     /// `transpose_padded`: as [`transpose_naive`], through a `32 x 33` shared tile (4224 B); on
     /// rows that are not whole sectors `transpose_aligned_stores`' shape (its shifted path).
     fn transpose_padded(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(rows + max_shift(rows), cols, TILE, BLOCK, padded_smem_bytes(rows));
+        => tiles(with_shift(rows), cols, TILE, BLOCK, padded_smem_bytes(rows));
     /// `transpose_vectorized`: block `16 x 16`, one block per `64 x 64` tile, a `64 x 65`
     /// shared tile (16640 B; `72 x 65`, 18720 B, and `max_shift(rows)` more rows of tiles on its
     /// shifted path); buffers 16-byte aligned (every device allocation is).
     fn transpose_vectorized(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(rows + max_shift(rows), cols, WIDE_TILE, WIDE_BLOCK, wide_smem_bytes(rows, cols));
+        => tiles(with_shift(rows), cols, WIDE_TILE, WIDE_BLOCK, wide_smem_bytes(rows, cols));
 }
 
 /// A typed launch of one of this lesson's kernels: `(input, output, rows, cols)`.

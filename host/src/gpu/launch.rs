@@ -280,8 +280,8 @@ pub fn launched_line() -> String {
 /// ```text
 /// kernels! {
 ///     /// Doc comment of the launch function.
-///     fn transpose_padded(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-///         => tiles(rows, cols, TILE, BLOCK, smem_bytes(TILE, PADDED_PITCH));
+///     fn transpose_tiled(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
+///         => tiles(rows, cols, TILE, BLOCK, smem_bytes(TILE, TILED_PITCH));
 ///     /// A cluster launch: `in clusters` and the `(cx, cy)` blocks per cluster.
 ///     fn cluster_barrier(cluster: (u32, u32); iters: u32, out: &mut DeviceBuffer<u64>)
 ///         => shape(cluster), in clusters cluster;
