@@ -298,6 +298,17 @@ pub fn matmul_samples((m, n, k): (usize, usize, usize)) -> (usize, &'static str)
 /// Seed of the rows and columns [`matmul_samples`]' sampled checks draw.
 pub const SAMPLE_SEED: u64 = 5;
 
+/// How many rows and columns of an `m x n` result a check of `samples` dot products compares
+/// ([`matmul`]): all of both when `m n <= samples`, else `r = min(m, isqrt(samples))` rows and
+/// `min(n, samples / r)` columns (at least one of each).
+pub fn sample_grid((m, n): (usize, usize), samples: usize) -> (usize, usize) {
+    if m.saturating_mul(n) <= samples {
+        return (m, n);
+    }
+    let r = m.min(samples.isqrt()).max(1);
+    (r, n.min((samples / r).max(1)))
+}
+
 /// [`matmul`] with the lab's one rule for how much to check ([`matmul_samples`]; the grid of
 /// rows and columns drawn with [`SAMPLE_SEED`]). Returns the check and what it compared.
 pub fn matmul_auto(a: &[f32], b: &[f32], c: &[f32], (m, n, k): (usize, usize, usize)) -> (Check, &'static str) {
@@ -374,18 +385,18 @@ impl MatmulStreamed {
         a: impl Fn(usize) -> f32 + Sync,
         b: impl Fn(usize) -> f32 + Sync,
     ) -> MatmulStreamed {
-        let (rows, cols): (Vec<usize>, Vec<usize>) = if m.saturating_mul(n) <= samples {
+        let (r, c) = sample_grid((m, n), samples);
+        let (rows, cols): (Vec<usize>, Vec<usize>) = if (r, c) == (m, n) {
             ((0..m).collect(), (0..n).collect())
         } else {
-            let r = m.min(samples.isqrt()).max(1);
             let mut rng = StdRng::seed_from_u64(seed);
             let mut pick = |len: usize, count: usize| {
-                let mut picked = rand::seq::index::sample(&mut rng, len, count.min(len)).into_vec();
+                let mut picked = rand::seq::index::sample(&mut rng, len, count).into_vec();
                 picked.sort_unstable();
                 picked
             };
             let rows = pick(m, r);
-            (rows, pick(n, (samples / r).max(1)))
+            (rows, pick(n, c))
         };
         // Each chosen column of `B` gathered once (`k` strided elements), so every dot product
         // then reads contiguous memory.

@@ -265,13 +265,7 @@ pub const SEEDS: (u64, u64) = (21, 22);
 /// rows of `A` and columns of `B` a check compares (all of both for a full check).
 pub fn host_bytes((m, n, k): (usize, usize, usize)) -> usize {
     let staging = super::transpose::host_bytes((m.max(k), n.max(k)));
-    let (rows, cols) = match verify::matmul_samples((m, n, k)).0 {
-        usize::MAX => (m, n),
-        samples => {
-            let r = m.min(samples.isqrt()).max(1);
-            (r, n.min((samples / r).max(1)))
-        }
-    };
+    let (rows, cols) = verify::sample_grid((m, n), verify::matmul_samples((m, n, k)).0);
     staging.saturating_add(f32_bytes(&[rows.saturating_mul(k), cols.saturating_mul(k)]))
 }
 
