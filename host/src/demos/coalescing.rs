@@ -9,8 +9,7 @@ use memlab_contracts::probes::{BLOCK, MISALIGNED_MAX_OFFSET, MISALIGNED_READS_PE
 use std::cell::RefCell;
 
 use super::{
-    Inputs, KernelRow, KernelRun, Lab, Section, Work, check_u32_staged, ensure_free, f32_bytes, measure, poison,
-    poisoned,
+    Inputs, KernelRow, KernelRun, Lab, Section, Work, check_staged, ensure_free, f32_bytes, measure, poison, poisoned,
 };
 use crate::gpu::launch::LaunchShape;
 use crate::gpu::staging::Staging;
@@ -68,8 +67,7 @@ fn alignment_sweep(
             let word = |r: usize| reference::strided_word(offset as usize + g + r * threads);
             (0..MISALIGNED_READS_PER_THREAD).fold(0u32, |s, r| s.wrapping_add(word(r)))
         };
-        let check =
-            || Ok((check_u32_staged(&lab.gpu, &mut staging.borrow_mut(), partial, threads, want)?, "checksums"));
+        let check = || Ok((check_staged(&lab.gpu, &mut staging.borrow_mut(), partial, threads, want)?, "checksums"));
         points.push((offset, measure(lab, run, check)?));
     }
     Ok(points)
@@ -196,7 +194,7 @@ pub fn sweep(
         let check = || {
             // Only the partial sums this stride's threads wrote: at stride 64, 1/64 of the buffer.
             let want = |g| reference::strided_partial(g, threads, stride);
-            Ok((check_u32_staged(&lab.gpu, &mut staging.borrow_mut(), &partial, threads, want)?, "checksums"))
+            Ok((check_staged(&lab.gpu, &mut staging.borrow_mut(), &partial, threads, want)?, "checksums"))
         };
         points.push((stride, measure(lab, run, check)?));
     }

@@ -446,41 +446,31 @@ pub fn download_first<T: DeviceCopy + Default + Clone>(buf: &DeviceBuffer<T>, le
     Ok(host)
 }
 
-/// `output` compared exactly with `want(i)` as it arrives through `staging`, chunk by chunk on
-/// every core: no host copy of the whole output, and no page faults on a fresh one per check
-/// (the TMA demo checks a 256 MiB output 36 times).
+/// The first `len` 32-bit words of `buf` (`f32` or `u32`) compared bit for bit with `want(i)`
+/// as they arrive through `staging`, chunk by chunk on every core: no host copy of the whole
+/// output, and no page faults on a fresh one per check (the TMA demo checks a 256 MiB output
+/// 36 times).
+///
+/// # Panics
+/// When `len` exceeds `buf.len()`.
 ///
 /// # Errors
 /// A driver failure.
-pub fn check_exact_staged(
+pub fn check_staged<T: DeviceCopy + bytemuck::Pod + Default + Sync>(
     gpu: &Gpu,
-    staging: &mut crate::gpu::staging::Staging<f32>,
-    output: &DeviceBuffer<f32>,
-    want: impl Fn(usize) -> f32 + Sync,
-) -> Result<Check> {
-    let mut check = crate::verify::Streamed::new();
-    staging.download(gpu, output, |_, chunk| check.chunk_f32(chunk, &want))?;
-    Ok(check.finish())
-}
-
-/// The first `len` words of `buf` compared exactly with `want(i)` as they arrive through
-/// `staging`, chunk by chunk on every core: no host copy of them.
-///
-/// # Errors
-/// A driver failure.
-pub fn check_u32_staged(
-    gpu: &Gpu,
-    staging: &mut crate::gpu::staging::Staging<u32>,
-    buf: &DeviceBuffer<u32>,
+    staging: &mut crate::gpu::staging::Staging<T>,
+    buf: &DeviceBuffer<T>,
     len: usize,
-    want: impl Fn(usize) -> u32 + Sync,
+    want: impl Fn(usize) -> T + Sync,
 ) -> Result<Check> {
     let mut check = crate::verify::Streamed::new();
-    staging.download_first(gpu, buf, len, |_, chunk| check.chunk(chunk, &want))?;
+    staging.download_first(gpu, buf, len, |_, chunk| {
+        check.chunk(bytemuck::cast_slice(chunk), |i| bytemuck::cast::<T, u32>(want(i)))
+    })?;
     Ok(check.finish())
 }
 
-/// [`check_exact_staged`] of an output that must be bit for bit one already checked in full
+/// [`check_staged`] of a whole `f32` output that must be bit for bit one already checked in full
 /// against the same `want` (`passed`): every element is compared as it arrives, without the
 /// digest (a serial FNV chain per block, issue #17). When every element matches, the words are
 /// those `passed` hashed, so its check is this one's; any mismatch (or a `passed` that did not
@@ -502,7 +492,7 @@ pub fn recheck_exact_staged(
             return Ok(passed.clone());
         }
     }
-    check_exact_staged(gpu, staging, output, want)
+    check_staged(gpu, staging, output, output.len(), want)
 }
 
 /// Resident blocks per SM by the occupancy model in hardware mode.
