@@ -448,8 +448,7 @@ pub fn download_first<T: DeviceCopy + Default + Clone>(buf: &DeviceBuffer<T>, le
 
 /// The first `len` 32-bit words of `buf` (`f32` or `u32`) compared bit for bit with `want(i)`
 /// as they arrive through `staging`, chunk by chunk on every core: no host copy of the whole
-/// output, and no page faults on a fresh one per check (the TMA demo checks a 256 MiB output
-/// 36 times).
+/// output, and no page faults on a fresh one per check. A `T` of another size fails to compile.
 ///
 /// # Panics
 /// When `len` exceeds `buf.len()`.
@@ -463,6 +462,7 @@ pub fn check_staged<T: DeviceCopy + bytemuck::Pod + Default + Sync>(
     len: usize,
     want: impl Fn(usize) -> T + Sync,
 ) -> Result<Check> {
+    const { assert!(std::mem::size_of::<T>() == 4, "check_staged compares 32-bit words") };
     let mut check = crate::verify::Streamed::new();
     staging.download_first(gpu, buf, len, |_, chunk| {
         check.chunk(bytemuck::cast_slice(chunk), |i| bytemuck::cast::<T, u32>(want(i)))
