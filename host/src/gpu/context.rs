@@ -76,9 +76,7 @@ impl Gpu {
     /// every embedded PTX target, or a module the driver cannot load (e.g. a driver too old for
     /// the PTX ISA version).
     pub fn open(ordinal: u32, max_registers: Option<u32>) -> Result<Gpu> {
-        let mut gpu = Self::open_loading(ordinal, |ptx| load_entries(ptx, &eager_entries(ptx), max_registers))?;
-        gpu.max_registers = max_registers;
-        Ok(gpu)
+        Self::open_loading(ordinal, max_registers, |ptx, cap| load_entries(ptx, &eager_entries(ptx), cap))
     }
 
     /// [`Gpu::open`] with only kernel `entry` of the PTX loaded, under a JIT register cap: for
@@ -87,11 +85,16 @@ impl Gpu {
     /// # Errors
     /// As [`Gpu::open`], and a refusal when the PTX has no kernel `entry`.
     pub fn open_one_kernel(ordinal: u32, entry: &str, max_registers: u32) -> Result<Gpu> {
-        Self::open_loading(ordinal, |ptx| load_entry(ptx, entry, Some(max_registers)))
+        Self::open_loading(ordinal, Some(max_registers), |ptx, cap| load_entry(ptx, entry, cap))
     }
 
-    /// Opens device `ordinal` and loads its PTX with `load`.
-    fn open_loading(ordinal: u32, load: impl FnOnce(&'static Ptx) -> Result<Module>) -> Result<Gpu> {
+    /// Opens device `ordinal` and loads its PTX with `load(ptx, max_registers)`; the modules
+    /// loaded later (rung 8's) get the same register cap.
+    fn open_loading(
+        ordinal: u32,
+        max_registers: Option<u32>,
+        load: impl FnOnce(&'static Ptx, Option<u32>) -> Result<Module>,
+    ) -> Result<Gpu> {
         let count = device_count()?;
         if ordinal >= count {
             refuse!(
@@ -114,7 +117,7 @@ impl Gpu {
                 ptx::ALL[0].arch
             );
         };
-        let module = load(ptx)?;
+        let module = load(ptx, max_registers)?;
         // A blocking stream: it is ordered with the legacy default stream, where cust's
         // synchronous copies and memsets (upload, download, poison) run.
         let stream = match Stream::new(StreamFlags::DEFAULT, None) {
@@ -122,7 +125,7 @@ impl Gpu {
             Err(e) => refuse!("cannot create a stream: {}", describe(e)),
         };
         let tuned = memlab_contracts::sgemm::TUNED.iter().map(|_| OnceCell::new()).collect();
-        Ok(Gpu { ordinal, info, ptx, module, stream, tuned, max_registers: None, _context: context })
+        Ok(Gpu { ordinal, info, ptx, module, stream, tuned, max_registers, _context: context })
     }
 
     /// The module that holds kernel `name` when it is one of rung 8's configurations (loaded on
