@@ -252,9 +252,11 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (&map_t_in, &map_out_t), Swizzle::B128.mode());
     let mut sweeps = Sweeps { staging: &staging, checks: Vec::new(), left_out: Vec::new() };
     let (bulk, copy, transpose_sweep) = lab.phases.step("pipeline sweeps", || {
-        let mut bulk = sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, bytes, &bulk_configs(), bulk_launch)?;
-        let mut copy = sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &copy_configs(), copy_launch)?;
-        let mut transpose_sweep = sweeps.run(
+        let mut bulk =
+            Swept::of(sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, bytes, &bulk_configs(), bulk_launch)?);
+        let mut copy =
+            Swept::of(sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &copy_configs(), copy_launch)?);
+        let mut transpose_sweep = Swept::of(sweeps.run(
             lab,
             "tma_transpose",
             &mut output,
@@ -262,20 +264,20 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
             bytes,
             &transpose_configs(),
             transpose_sweep_launch,
-        )?;
+        )?);
         // The L2 hint at each kernel's fastest points only (the demo's time): the rows run the
         // fastest point of all, hinted or not.
-        let hinted = hinted_configs(&bulk);
-        bulk.extend(sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, bytes, &hinted, bulk_launch)?);
-        let hinted = hinted_configs(&copy);
-        copy.extend(sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &hinted, copy_launch)?);
-        let (hinted, launch) = (hinted_configs(&transpose_sweep), transpose_sweep_launch);
-        transpose_sweep.extend(sweeps.run(lab, "tma_transpose", &mut output, &transposed, bytes, &hinted, launch)?);
+        let hinted = hinted_configs(&bulk.plain);
+        bulk.hinted = sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, bytes, &hinted, bulk_launch)?;
+        let hinted = hinted_configs(&copy.plain);
+        copy.hinted = sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &hinted, copy_launch)?;
+        let (hinted, launch) = (hinted_configs(&transpose_sweep.plain), transpose_sweep_launch);
+        transpose_sweep.hinted = sweeps.run(lab, "tma_transpose", &mut output, &transposed, bytes, &hinted, launch)?;
         Ok::<_, anyhow::Error>((bulk, copy, transpose_sweep))
     })?;
-    let bulk_best = fastest(&bulk, BULK_DEFAULT);
-    let copy_best = fastest(&copy, COPY_DEFAULT);
-    let transpose_best = fastest(&transpose_sweep, TRANSPOSE_DEFAULT);
+    let bulk_best = bulk.fastest(BULK_DEFAULT);
+    let copy_best = copy.fastest(COPY_DEFAULT);
+    let transpose_best = transpose_sweep.fastest(TRANSPOSE_DEFAULT);
     // The tensor maps' L2 promotion at each kernel's fastest configuration, every setting
     // checked, then timed; the rows use the fastest (maps of both matrices promoted alike).
     let copy_box = (copy_best.box_rows, copy_best.box_cols);
@@ -430,10 +432,8 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let memcpy = inputs.memcpy_gbs();
     // The sweeps' own points for their charts and notes: the hinted re-runs of the fastest
     // points have a note of their own.
-    let unhinted =
-        |points: &[Point]| -> Vec<Point> { points.iter().filter(|p| p.config.hint == hint::NONE).copied().collect() };
-    let (bulk_plain, copy_plain, transpose_plain) = (unhinted(&bulk), unhinted(&copy), unhinted(&transpose_sweep));
-    let sweeps_plain = [("tma_bulk_copy", &bulk_plain), ("tma_copy", &copy_plain), ("tma_transpose", &transpose_plain)];
+    let sweeps_plain =
+        [("tma_bulk_copy", &bulk.plain), ("tma_copy", &copy.plain), ("tma_transpose", &transpose_sweep.plain)];
     for (kernel, points) in sweeps_plain {
         series.extend(pipeline_series(kernel, points));
     }
@@ -443,10 +443,10 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     }
     let lsu_copy = &kernels[0];
     let lsu_kib = f64::from(16 * lsu_copy.shape.threads_per_block() * lsu_copy.occupancy.active_blocks) / 1024.0;
-    notes.extend(in_flight_note((lsu_kib, lsu_copy.rate.value()), &copy_plain, memcpy));
+    notes.extend(in_flight_note((lsu_kib, lsu_copy.rate.value()), &copy.plain, memcpy));
     notes.push(HINT_NOTE.into());
-    for (kernel, points) in [("tma_bulk_copy", &bulk), ("tma_copy", &copy), ("tma_transpose", &transpose_sweep)] {
-        notes.extend(hint_note(kernel, points));
+    for (kernel, swept) in [("tma_bulk_copy", &bulk), ("tma_copy", &copy), ("tma_transpose", &transpose_sweep)] {
+        notes.extend(hint_note(kernel, swept));
     }
     notes.push(promotion_note("tma_copy", &copy_l2));
     notes.push(promotion_note("tma_transpose", &transpose_l2));
@@ -562,12 +562,12 @@ const HINT_NOTE: &str = "L2 evict_first hint: the copies' `.L2::cache_hint` with
 
 /// The hint's points of `kernel` in one line: GB/s without and with it at each hinted
 /// configuration; none when the sweep hinted nothing.
-fn hint_note(kernel: &str, points: &[Point]) -> Option<String> {
-    let cells: Vec<String> = points
+fn hint_note(kernel: &str, swept: &Swept) -> Option<String> {
+    let cells: Vec<String> = swept
+        .hinted
         .iter()
-        .filter(|h| h.config.hint == hint::EVICT_FIRST)
         .filter_map(|h| {
-            let plain = points.iter().find(|p| p.config == Pipeline { hint: hint::NONE, ..h.config })?;
+            let plain = swept.plain.iter().find(|p| p.config == Pipeline { hint: hint::NONE, ..h.config })?;
             let failed = if h.passed { "" } else { " (FAILED its check)" };
             Some(format!(
                 "{}: {:.0} -> {:.0}{failed} ({:+.1}%)",
@@ -590,9 +590,27 @@ struct Point {
     passed: bool,
 }
 
+/// A kernel's sweep: its own points, and the evict_first re-runs of its fastest ones.
+struct Swept {
+    plain: Vec<Point>,
+    hinted: Vec<Point>,
+}
+
+impl Swept {
+    /// A sweep with no hinted points yet.
+    fn of(plain: Vec<Point>) -> Swept {
+        Swept { plain, hinted: Vec::new() }
+    }
+
+    /// The fastest configuration whose check passed, hinted or not, or `default` when none did.
+    fn fastest(&self, default: Pipeline) -> Pipeline {
+        fastest(self.plain.iter().chain(&self.hinted), default)
+    }
+}
+
 /// The fastest configuration whose check passed, or `default` when none did.
-fn fastest(points: &[Point], default: Pipeline) -> Pipeline {
-    points.iter().filter(|p| p.passed).max_by(|a, b| a.gbs.total_cmp(&b.gbs)).map_or(default, |p| p.config)
+fn fastest<'a>(points: impl IntoIterator<Item = &'a Point>, default: Pipeline) -> Pipeline {
+    points.into_iter().filter(|p| p.passed).max_by(|a, b| a.gbs.total_cmp(&b.gbs)).map_or(default, |p| p.config)
 }
 
 /// The sweeps' checks and the configurations the SM cannot hold.
@@ -988,14 +1006,14 @@ mod tests {
         let evict = |stages| Pipeline { stages, hint: hint::EVICT_FIRST, ..COPY_DEFAULT };
         assert_eq!(hinted, [evict(4), evict(3)], "the 2 fastest checked points, a failed one never");
         assert_eq!(config_label(&evict(6)), "6 x 16x256 box, 2 blocks/SM, evict_first");
-        let mut points = sweep();
-        points.extend([at(4, hint::EVICT_FIRST, 3960.0, true), at(3, hint::EVICT_FIRST, 3700.0, false)]);
-        assert_eq!(fastest(&points, BULK_DEFAULT), evict(4), "the rows run the fastest point, hinted or not");
+        let mut swept = Swept::of(sweep());
+        swept.hinted = vec![at(4, hint::EVICT_FIRST, 3960.0, true), at(3, hint::EVICT_FIRST, 3700.0, false)];
+        assert_eq!(swept.fastest(BULK_DEFAULT), evict(4), "the rows run the fastest point, hinted or not");
         assert_eq!(
-            hint_note("tma_copy", &points).unwrap(),
+            hint_note("tma_copy", &swept).unwrap(),
             "evict_first at `tma_copy`'s fastest points, GB/s without -> with: 4 x 16x256 box, 2 blocks/SM: 3900 -> 3960 (+1.5%); 3 x 16x256 box, 2 blocks/SM: 3800 -> 3700 (FAILED its check) (-2.6%)"
         );
-        assert_eq!(hint_note("tma_copy", &sweep()), None);
+        assert_eq!(hint_note("tma_copy", &Swept::of(sweep())), None);
         assert!(!HINT_NOTE.contains('\n') && HINT_NOTE.contains("\"createpolicy\""));
     }
 
