@@ -123,6 +123,24 @@ fn hardware_rules_on_cc_9_0() {
 }
 
 #[test]
+fn a_kernel_that_fits_no_block_is_told_what_lets_it_launch() {
+    // 100 KiB without opting in: over the 48 KiB per block, the launch fails.
+    let out = ok(&["occupancy", "--cc", "9.0", "--threads", "256", "--regs", "32", "--smem", "100KiB"]);
+    assert!(has(&out, "0 blocks, the launch fails"), "{out}");
+    assert!(has(&out, "to launch, 49152 B or less of dynamic shared memory per block gives 4 blocks (50.0%)"), "{out}");
+    assert!(has(&out, "with --opt-in (the kernel raises its limit) it launches as it is: 2 blocks (25.0%)"), "{out}");
+    assert!(!has(&out, "keep 0 blocks") && !has(&out, "best is 0.0%"), "{out}");
+    // Over even the opt-in limit (227 KiB per block).
+    let out = ok(&["occupancy", "--cc", "9.0", "--threads", "256", "--regs", "32", "--smem", "240KiB", "--opt-in"]);
+    assert!(has(&out, "to launch, 232448 B or less of dynamic shared memory per block gives 1 block (12.5%)"), "{out}");
+    assert!(!has(&out, "with --opt-in"), "{out}");
+    // 1024 threads x 255 registers: more than the SM's 65536 registers.
+    let out = ok(&["occupancy", "--cc", "9.0", "--threads", "1024", "--regs", "255"]);
+    assert!(has(&out, "registers: to launch, 64 or fewer per thread give 1 block (50.0%)"), "{out}");
+    assert!(has(&out, "block size: to launch, 256 threads or fewer per block give 1 block (12.5%)"), "{out}");
+}
+
+#[test]
 fn kernel_figures_come_from_ptxas() {
     // register_pressure keeps 128 accumulators live: 168 registers on sm_90 (tests/ptx_content).
     let out = ok(&["occupancy", "--kernel", "register_pressure", "--threads", "256"]);

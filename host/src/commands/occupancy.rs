@@ -177,9 +177,13 @@ fn limits_table(arch: &ArchLimits, res: &KernelResources, o: &Occupancy) -> Stri
     report::table(["limit", "blocks per SM", "a block takes", "SM has", ""].map(String::from), rows)
 }
 
-/// What to change for the next step up: registers, shared memory, block size.
+/// What to change for the next step up: registers, shared memory, block size. When no block
+/// fits (the launch fails), only what lets it launch.
 fn advice(arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode) -> Vec<String> {
     let occ_at = |r: KernelResources| occupancy(arch, &r, mode).ok();
+    if o.active_blocks == 0 {
+        return launch_advice(arch, res, mode);
+    }
     let mut out = Vec::new();
     if let Ok(t) = register_targets(arch, res, mode) {
         let next = (1..res.regs_per_thread.min(arch.max_regs_per_thread + 1)).rev().find_map(|r| {
@@ -215,8 +219,8 @@ fn advice(arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode) -
             .next_step
             .and_then(|(b, d)| occ_at(KernelResources { dynamic_smem_bytes: d, ..*res }).map(|n| (b, d, n)))
         {
-            Some((b, d, n)) => {
-                line += &format!("; {d} B or less gives {} ({})", count(b, "block"), percent(n.occupancy))
+            Some((_, d, n)) => {
+                line += &format!("; {d} B or less gives {} ({})", count(n.active_blocks, "block"), percent(n.occupancy))
             }
             None => line += "; less shared memory adds no block here",
         }
@@ -237,6 +241,48 @@ fn advice(arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode) -
             "block size: with these registers and shared bytes the best is {} at {shown} threads",
             percent(best)
         ));
+    }
+    out
+}
+
+/// What lets a kernel that fits no block launch, each change alone with the blocks it gives:
+/// at most the per-block shared-memory limit (and the larger opt-in limit, when the kernel has
+/// not opted in), fewer registers per thread, a smaller block.
+fn launch_advice(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> Vec<String> {
+    let gives = |k: KernelResources| {
+        let n = occupancy(arch, &k, mode).ok().filter(|n| n.active_blocks > 0)?;
+        Some(format!("{} ({})", count(n.active_blocks, "block"), percent(n.occupancy)))
+    };
+    let smem = |opt_in: bool| {
+        let k = KernelResources { smem_opt_in: opt_in, ..*res };
+        let d = shared_memory_targets(arch, &k, mode).ok()?.next_step?.1;
+        Some((d, gives(KernelResources { dynamic_smem_bytes: d, ..k })?))
+    };
+    let mut out = Vec::new();
+    if let Some((d, g)) = smem(res.smem_opt_in) {
+        out.push(format!("shared memory: to launch, {d} B or less of dynamic shared memory per block gives {g}"));
+    }
+    if !res.smem_opt_in && arch.smem_per_block_optin > arch.smem_per_block_default {
+        let opted = KernelResources { smem_opt_in: true, ..*res };
+        if let Some(g) = gives(opted) {
+            out.push(format!("shared memory: with --opt-in (the kernel raises its limit) it launches as it is: {g}"));
+        } else if let Some((d, g)) = smem(true) {
+            out.push(format!("shared memory: with --opt-in (the kernel raises its limit), {d} B or less gives {g}"));
+        }
+    }
+    let regs =
+        (1..res.regs_per_thread).rev().find_map(|r| Some((r, gives(KernelResources { regs_per_thread: r, ..*res })?)));
+    if let Some((r, g)) = regs {
+        out.push(format!("registers: to launch, {r} or fewer per thread give {g}"));
+    }
+    let threads = (1..res.threads_per_block / arch.warp_size).rev().map(|w| w * arch.warp_size);
+    if let Some((t, g)) =
+        threads.clone().find_map(|t| Some((t, gives(KernelResources { threads_per_block: t, ..*res })?)))
+    {
+        out.push(format!("block size: to launch, {t} threads or fewer per block give {g}"));
+    }
+    if out.is_empty() {
+        out.push("no single change of shared memory, registers or block size lets a block fit".into());
     }
     out
 }
