@@ -12,7 +12,8 @@ use memlab::error::{EXIT_USAGE, EXIT_WRONG_RESULT};
 #[command(
     name = "memlab",
     version,
-    about = "All-Rust CUDA lab: how kernels use registers, shared and global memory, measured"
+    about = "All-Rust CUDA lab: how kernels use registers, shared and global memory, measured",
+    arg_required_else_help = true
 )]
 struct Cli {
     /// Tables fitted to the terminal's width (COLUMNS, or 120 when not a terminal), or full
@@ -63,6 +64,11 @@ enum Command {
     Collectives(commands::collectives::Args),
 }
 
+/// The commands' names, comma-separated.
+fn commands() -> String {
+    Cli::command().get_subcommands().map(|c| c.get_name().to_string()).collect::<Vec<_>>().join(", ")
+}
+
 /// Whether clap refused an argument like `-4` or `-4x4x4`: a negative value, which clap takes for
 /// an unknown option.
 fn negative_value(e: &clap::Error) -> bool {
@@ -101,6 +107,11 @@ fn main() -> ExitCode {
     quiet_on_broken_pipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // `memlab` alone: clap would print the whole help as an error.
+            eprintln!("error: a command is required; `memlab --help` lists them");
+            return ExitCode::from(EXIT_USAGE as u8);
+        }
         Err(e) if !e.use_stderr() => {
             // --help and --version.
             let _ = e.print();
@@ -117,10 +128,7 @@ fn main() -> ExitCode {
             let values = match values {
                 Some(v) if !first.contains(v) => format!(" {v}"),
                 Some(_) => String::new(),
-                None if e.kind() == clap::error::ErrorKind::InvalidSubcommand => {
-                    let names: Vec<_> = Cli::command().get_subcommands().map(|c| c.get_name().to_string()).collect();
-                    format!(" [commands: {}]", names.join(", "))
-                }
+                None if e.kind() == clap::error::ErrorKind::InvalidSubcommand => format!(" [commands: {}]", commands()),
                 None if negative_value(&e) => {
                     " (negative values are refused: sizes are whole numbers 1..=4294967295, counts and --device \
                      0 or more)"

@@ -42,19 +42,33 @@ pub fn kernel_names(ptx: &str) -> Vec<&str> {
     ptx.lines().filter_map(|l| l.trim().strip_prefix(".visible .entry ")).filter_map(|l| l.split('(').next()).collect()
 }
 
-/// Refuses a kernel name that is not an entry point of `ptx`, naming the ones that are.
+/// Kernels an unknown name's refusal lists in full; above that, the closest ones.
+const LISTED: usize = 8;
+
+/// Refuses a kernel name that is not an entry point of `ptx`, naming the ones that are (or,
+/// of many, the closest, and how to list them all).
 ///
 /// # Errors
-/// `unknown kernel `NAME`: the sm_90 PTX has a, b, ...`.
+/// `unknown kernel `NAME`: the sm_90 PTX has a, b, ...`, or `... has 70 kernels; closest: a,
+/// b, c (`memlab inspect --list` prints them all)`.
 pub fn check_kernel(ptx: &Ptx, name: &str) -> Result<(), crate::error::Refusal> {
-    let names = kernel_names(ptx.text);
+    let mut names = kernel_names(ptx.text);
     if names.contains(&name) {
         return Ok(());
     }
     if let Some(why) = needs_newer(ptx, name) {
         return Err(crate::error::Refusal(why));
     }
-    Err(crate::error::Refusal(format!("unknown kernel `{name}`: the {} PTX has {}", ptx.arch, names.join(", "))))
+    let arch = ptx.arch;
+    if names.len() <= LISTED {
+        return Err(crate::error::Refusal(format!("unknown kernel `{name}`: the {arch} PTX has {}", names.join(", "))));
+    }
+    let count = names.len();
+    names.sort_by(|a, b| strsim::jaro_winkler(name, b).total_cmp(&strsim::jaro_winkler(name, a)));
+    Err(crate::error::Refusal(format!(
+        "unknown kernel `{name}`: the {arch} PTX has {count} kernels; closest: {} (`memlab inspect --list` prints them all)",
+        names[..3].join(", ")
+    )))
 }
 
 /// PTX instructions the older targets lack, most specific first (`cp.async.bulk.tensor` and
@@ -391,6 +405,9 @@ mod tests {
         let p = Ptx { arch: "sm_90", cc: (9, 0), text: ".visible .entry a(\n)\n.visible .entry b_2(\n)\n" };
         assert!(check_kernel(&p, "b_2").is_ok());
         assert_eq!(check_kernel(&p, "b").unwrap_err().0, "unknown kernel `b`: the sm_90 PTX has a, b_2");
+        let err = check_kernel(&ALL[0], "transpose_pading").unwrap_err().0;
+        assert!(err.starts_with(&format!("unknown kernel `transpose_pading`: the {} PTX has ", ALL[0].arch)), "{err}");
+        assert!(err.contains("kernels; closest: transpose_padded, ") && err.ends_with("prints them all)"), "{err}");
         for p in &ALL {
             assert!(check_kernel(p, "matmul_tiled_32_missing_barrier").is_ok());
             let err = check_kernel(p, "matmul_tiled_64").unwrap_err().0;

@@ -256,6 +256,33 @@ fn cpu_commands_fit_100_columns() {
 }
 
 #[test]
+fn every_help_fits_100_columns() {
+    let help = |args: &[&str]| {
+        let out = memlab().env("COLUMNS", "100").args(args).arg("--help").output().expect("run memlab");
+        assert!(out.status.success(), "{args:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let wide: Vec<String> = text.lines().filter(|l| l.chars().count() > 100).map(String::from).collect();
+        assert!(wide.is_empty(), "{args:?} --help: {wide:#?}");
+        text
+    };
+    let top = help(&[]);
+    // The command list: "  NAME  description" lines between "Commands:" and the next heading.
+    let commands: Vec<&str> = top
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|&c| c != "help")
+        .collect();
+    assert!(commands.len() >= 10 && commands.contains(&"run-demos"), "{top}");
+    for command in commands {
+        help(&[command]);
+    }
+}
+
+#[test]
 fn inspect_shows_ptx_stack_slots_that_never_reach_local_memory() {
     let out = ok(&["inspect", "register_pressure"]);
     let ptx_local = row(&out, &["local", "stores (stack, spills)"]);
@@ -317,14 +344,32 @@ fn bad_input_is_one_line_with_the_allowed_range() {
             &["occupancy", "--cc", "9.0", "--regs-per-sm", "1", "--threads", "32", "--regs", "1"][..],
             "cannot be used with",
         ),
-        (&["occupancy", "--kernel", "nosuch", "--threads", "128"][..], "unknown kernel `nosuch`: choose from "),
-        (&["inspect", "nosuch"][..], "unknown kernel `nosuch`: choose from "),
+        (
+            &["occupancy", "--kernel", "matmul_tild", "--threads", "128"][..],
+            "closest: matmul_tiled_16, matmul_tiled_32",
+        ),
+        (&["inspect", "nosuch"][..], "(`memlab inspect --list` prints them all)"),
+        (&["inspect", "copy", "--list"][..], "cannot be used with"),
         (&["inspect", "copy", "--format", "html"][..], "invalid value 'html' for '--format <FORMAT>'"),
         (&["report", "/nonexistent/run.json", "--out", "/tmp/x"][..], "cannot read /nonexistent/run.json"),
     ] {
         let line = refused(args);
         assert!(line.contains(needle), "{args:?}: {line}");
     }
+}
+
+#[test]
+fn inspect_lists_the_kernels_of_the_ptx() {
+    let sm90 = ok(&["inspect", "--list"]);
+    assert!(sm90.lines().any(|l| l == "transpose_padded") && sm90.lines().any(|l| l == "tma_copy"), "{sm90}");
+    // TMA is in the sm_90 PTX only.
+    let sm80 = ok(&["inspect", "--list", "--cc", "8.0"]);
+    assert!(sm80.lines().any(|l| l == "transpose_padded") && !sm80.lines().any(|l| l == "tma_copy"), "{sm80}");
+}
+
+#[test]
+fn memlab_alone_asks_for_a_command_in_one_line() {
+    assert_eq!(refused(&[]), "error: a command is required; `memlab --help` lists them\n");
 }
 
 #[test]

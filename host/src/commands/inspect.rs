@@ -14,7 +14,11 @@ use crate::{ptx, ptxas, refuse, report};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Kernel entry point, e.g. transpose_padded.
-    pub name: String,
+    #[arg(required_unless_present = "list")]
+    pub name: Option<String>,
+    /// Print the kernels of the PTX for --cc, one per line, instead.
+    #[arg(long, conflicts_with = "name")]
+    pub list: bool,
     /// Compute capability to assemble the SASS for, e.g. 9.0.
     #[arg(long, default_value = "9.0", value_parser = parse_cc)]
     pub cc: (u32, u32),
@@ -25,13 +29,15 @@ pub struct Args {
 pub fn run(args: Args) -> Result<bool> {
     let (major, minor) = args.cc;
     let Some(p) = ptx::for_device(args.cc) else { refuse!("no embedded PTX runs on cc {major}.{minor}") };
-    let names = ptx::kernel_names(p.text);
-    let name = args.name.as_str();
-    let Some(body) = names.contains(&name).then(|| ptx::entry_body(p.text, name)).flatten() else {
-        if let Some(why) = ptx::needs_newer(p, name) {
-            refuse!("{why}");
+    let Some(name) = args.name.as_deref() else {
+        for name in ptx::kernel_names(p.text) {
+            println!("{name}");
         }
-        refuse!("unknown kernel `{name}`: choose from {}", names.join(", "))
+        return Ok(true);
+    };
+    ptx::check_kernel(p, name)?;
+    let Some(body) = ptx::entry_body(p.text, name) else {
+        refuse!("kernel `{name}` has no body in the {} PTX", p.arch)
     };
     let layout = Layout::current();
     let sass_arch = format!("sm_{major}{minor}");

@@ -122,10 +122,7 @@ fn sm(args: &Args) -> Result<(ArchLimits, String, Mode)> {
 fn kernel_figures(kernel: &str, arch: &ArchLimits) -> Result<(u32, u32, String)> {
     let cc = if arch.major == 0 { (9, 0) } else { (arch.major, arch.minor) };
     let Some(p) = ptx::for_device(cc) else { refuse!("no embedded PTX runs on cc {}.{}", cc.0, cc.1) };
-    let names = ptx::kernel_names(p.text);
-    if !names.contains(&kernel) {
-        refuse!("unknown kernel `{kernel}`: choose from {}", names.join(", "));
-    }
+    ptx::check_kernel(p, kernel)?;
     let sass_arch = format!("sm_{}{}", cc.0, cc.1);
     let k = match ptxas::run_entry(p.text, &sass_arch, kernel) {
         Ok(Some(k)) => k,
