@@ -1,5 +1,6 @@
 //! The layering rules of ARCHITECTURE.md that text can show: raw driver calls only in `gpu/`,
-//! records that own their strings, demos that never run one another.
+//! records that own their strings, demos that never run one another; and that its map names
+//! every contract, demo and command module.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -71,6 +72,30 @@ fn commands_launch_no_kernel_of_their_own() {
         let text = fs::read_to_string(&file).unwrap();
         for needle in ["LaunchShape", "Launch::new", "kernels::"] {
             assert!(!text.contains(needle), "{} uses {needle}", file.display());
+        }
+    }
+}
+
+#[test]
+fn architecture_names_every_contract_demo_and_command_module() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let map = fs::read_to_string(manifest.join("../ARCHITECTURE.md")).unwrap();
+    let modules = |dir: PathBuf| -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter_map(|p| {
+                let stem = p.file_stem()?.to_str()?.to_string();
+                if p.is_dir() { Some(format!("{stem}/")) } else { (stem != "mod" && stem != "lib").then_some(stem) }
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    for dir in [manifest.join("../contracts/src"), src().join("demos"), src().join("commands")] {
+        for name in modules(dir.clone()) {
+            let named = map.contains(&format!("`{name}`")) || map.contains(&format!("/{name}.rs`"));
+            assert!(named, "ARCHITECTURE.md does not name {}/{name}", dir.display());
         }
     }
 }

@@ -39,20 +39,36 @@ const CUDA12_PTXAS_WHEEL: &str = "nvidia-cuda-nvcc-cu12==12.9.*";
 /// occupancy calculator the model is tested against (`host/tests/cuda_occupancy_h.rs`).
 const CUDA_RUNTIME_WHEEL: &str = "nvidia-cuda-runtime==13.*";
 
+/// `./x --help`. The memlab commands are memlab's own to list (`./x help`).
+const USAGE: &str = "\
+usage: ./x COMMAND [ARGS]   (or cargo xtask COMMAND [ARGS])
+  test                  fmt, clippy, the tests and the book check: what CI runs, no GPU needed
+  setup                 fetch the CUDA tools the build and tests use (ptxas, headers, libcuda)
+  book [--check]        generate and build the book into target/book (--check: compare the
+                        generated pages with the committed ones, load each chapter in Chromium)
+  bench [ARGS]          memlab bench with the CUDA C++ twins, built by nvcc (GPU machine)
+  bundle DIR            DIR/memlab, self-contained (PTX embedded), for a GPU machine without cargo
+  sanitize-script DIR   DIR/sanitize.sh: the compute-sanitizer matrix for a bundle
+  MEMLAB-COMMAND [ARGS] build memlab (target/release/memlab) and run it: run-demos, occupancy,
+                        inspect, ... (`./x help` lists them)
+";
+
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("setup") => setup().map(|_| ()),
+        Some("setup") => setup().map(|tools| tools.print()),
         Some("test") => test(),
         Some("bundle") => bundle(args.get(1).map(PathBuf::from)),
         Some("sanitize-script") => sanitize::write(args.get(1).map(PathBuf::from)),
         Some("bench") => bench(&args[1..]),
         Some("book") => book::run(&args[1..]),
         Some(command) if !command.starts_with('-') => memlab(&args),
+        Some("-h" | "--help") => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         _ => {
-            eprintln!(
-                "usage: cargo xtask <setup | test | bundle DIR | sanitize-script DIR | bench [ARGS] | book [--check] | MEMLAB-COMMAND [ARGS]> (memlab commands: run-demos, devices, occupancy, inspect, report, hierarchy, race-lesson, peer, host-memory, collectives)"
-            );
+            eprint!("{USAGE}");
             return ExitCode::from(2);
         }
     };
@@ -112,13 +128,19 @@ fn setup() -> Result<Tools> {
     let tools12 = target.join("cuda-tools-12");
     let cuda12_bin = tools12.join("nvidia/cuda_nvcc/bin");
     ensure_wheels(&tools12, &cuda12_bin.join("ptxas"), "CUDA 12's ptxas (for sm_70)", &[CUDA12_PTXAS_WHEEL])?;
-    let libcuda = lib64.join("libcuda.so");
-    let resolved = fs::canonicalize(&libcuda).unwrap_or_else(|_| libcuda.clone());
-    eprintln!("xtask: libcuda.so to link against: {} -> {}", libcuda.display(), resolved.display());
-    eprintln!("xtask: ptxas, nvdisasm, cuobjdump: {}", cuda_bin.display());
-    eprintln!("xtask: CUDA 12 ptxas (sm_70): {}", cuda12_bin.display());
-    eprintln!("xtask: cuda_occupancy.h: {}", cuda_include.display());
     Ok(Tools { cuda_link, cuda_bin, cuda_include, cuda12_bin })
+}
+
+impl Tools {
+    /// Where each tool is (`setup` and `test` say it; the commands that only use them do not).
+    fn print(&self) {
+        let libcuda = self.cuda_link.join("lib64/libcuda.so");
+        let resolved = fs::canonicalize(&libcuda).unwrap_or_else(|_| libcuda.clone());
+        eprintln!("xtask: libcuda.so to link against: {} -> {}", libcuda.display(), resolved.display());
+        eprintln!("xtask: ptxas, nvdisasm, cuobjdump: {}", self.cuda_bin.display());
+        eprintln!("xtask: CUDA 12 ptxas (sm_70): {}", self.cuda12_bin.display());
+        eprintln!("xtask: cuda_occupancy.h: {}", self.cuda_include.display());
+    }
 }
 
 /// Installs `wheels` from PyPI into `dir` unless `marker`, a file one of them provides, is
@@ -195,6 +217,7 @@ fn cargo() -> Command {
 
 fn test() -> Result<()> {
     let tools = setup()?;
+    tools.print();
     run(cargo().args(["fmt", "--all", "--", "--check"])).context("cargo fmt --check: run `cargo fmt --all`")?;
     // kernels-gpu is outside the workspace (nvptx only); rustfmt follows its modules from lib.rs.
     run(Command::new("rustfmt").current_dir(root().join("kernels-gpu")).args([
