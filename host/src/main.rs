@@ -130,9 +130,7 @@ fn main() -> ExitCode {
                 Some(_) => String::new(),
                 None if e.kind() == clap::error::ErrorKind::InvalidSubcommand => format!(" [commands: {}]", commands()),
                 None if negative_value(&e) => {
-                    " (negative values are refused: sizes are whole numbers 1..=4294967295, counts and --device \
-                     0 or more)"
-                        .to_string()
+                    " (negative values are refused: sizes, counts and --device are whole numbers)".to_string()
                 }
                 None => String::new(),
             };

@@ -65,7 +65,7 @@ fn bad_sizes_are_refused_before_touching_the_gpu() {
         (&["run-demos", "--matmul", "8x8x"][..], "not a whole number"),
         (
             &["run-demos", "--device", "-1"][..],
-            "unexpected argument '-1' found (negative values are refused: sizes are whole numbers 1..=4294967295, counts and --device 0 or more)",
+            "unexpected argument '-1' found (negative values are refused: sizes, counts and --device are whole numbers)",
         ),
         (&["run-demos", "--matmul", "-4x4x4"][..], "negative values are refused"),
         (&["run-demos", "--matmul", "4x4"][..], "expected 3 sizes"),
