@@ -13,7 +13,8 @@ use memlab::error::{EXIT_USAGE, EXIT_WRONG_RESULT};
     name = "memlab",
     version,
     about = "All-Rust CUDA lab: how kernels use registers, shared and global memory, measured",
-    arg_required_else_help = true
+    arg_required_else_help = true,
+    max_term_width = 100
 )]
 struct Cli {
     /// Tables fitted to the terminal's width (COLUMNS, or 120 when not a terminal), or full

@@ -49,8 +49,8 @@ const LISTED: usize = 8;
 /// of many, the closest, and how to list them all).
 ///
 /// # Errors
-/// `unknown kernel `NAME`: the sm_90 PTX has a, b, ...`, or `... has 70 kernels; closest: a,
-/// b, c (`memlab inspect --list` prints them all)`.
+/// `unknown kernel `NAME`: the sm_90 PTX has a, b, ...`, or `... has 62 kernels; closest: a,
+/// b, c (`memlab inspect --list --cc 9.0` prints them all)`.
 pub fn check_kernel(ptx: &Ptx, name: &str) -> Result<(), crate::error::Refusal> {
     let mut names = kernel_names(ptx.text);
     if names.contains(&name) {
@@ -63,10 +63,11 @@ pub fn check_kernel(ptx: &Ptx, name: &str) -> Result<(), crate::error::Refusal> 
     if names.len() <= LISTED {
         return Err(crate::error::Refusal(format!("unknown kernel `{name}`: the {arch} PTX has {}", names.join(", "))));
     }
-    let count = names.len();
+    let (count, (major, minor)) = (names.len(), ptx.cc);
     names.sort_by(|a, b| strsim::jaro_winkler(name, b).total_cmp(&strsim::jaro_winkler(name, a)));
     Err(crate::error::Refusal(format!(
-        "unknown kernel `{name}`: the {arch} PTX has {count} kernels; closest: {} (`memlab inspect --list` prints them all)",
+        "unknown kernel `{name}`: the {arch} PTX has {count} kernels; closest: {} (`memlab inspect --list --cc \
+         {major}.{minor}` prints them all)",
         names[..3].join(", ")
     )))
 }
@@ -411,7 +412,8 @@ mod tests {
         for p in &ALL {
             assert!(check_kernel(p, "matmul_tiled_32_missing_barrier").is_ok());
             let err = check_kernel(p, "matmul_tiled_64").unwrap_err().0;
-            assert!(err.contains("matmul_tiled_32, ") && err.contains("shared_bank_probe"), "{err}");
+            let list = format!("(`memlab inspect --list --cc {}.{}` prints them all)", p.cc.0, p.cc.1);
+            assert!(err.contains("closest: matmul_tiled_16, matmul_tiled_32, ") && err.ends_with(&list), "{err}");
         }
     }
 }

@@ -138,6 +138,14 @@ fn a_kernel_that_fits_no_block_is_told_what_lets_it_launch() {
     let out = ok(&["occupancy", "--cc", "9.0", "--threads", "1024", "--regs", "255"]);
     assert!(has(&out, "registers: to launch, 64 or fewer per thread give 1 block (50.0%)"), "{out}");
     assert!(has(&out, "block size: to launch, 256 threads or fewer per block give 1 block (12.5%)"), "{out}");
+    // A textbook SM of 512 threads: a block of 520 fits none, one of 512 (the next whole warps
+    // below) fills it.
+    let out = ok(&["occupancy", "--threads-per-sm", "512", "--threads", "520", "--regs", "32"]);
+    assert!(has(&out, "block size: to launch, 512 threads or fewer per block give 1 block (100.0%)"), "{out}");
+    // A textbook SM has one shared-memory limit: no opting in to name.
+    let out = ok(&["occupancy", "--regs-per-sm", "65536", "--threads", "256", "--regs", "32", "--smem", "60KiB"]);
+    assert!(has(&out, "exceeds the 49152 B one block may have"), "{out}");
+    assert!(!has(&out, "opt"), "{out}");
 }
 
 #[test]
@@ -257,12 +265,16 @@ fn cpu_commands_fit_100_columns() {
 
 #[test]
 fn every_help_fits_100_columns() {
+    // At 100 columns and on a wider terminal alike: help is capped at 100.
     let help = |args: &[&str]| {
-        let out = memlab().env("COLUMNS", "100").args(args).arg("--help").output().expect("run memlab");
-        assert!(out.status.success(), "{args:?}");
-        let text = String::from_utf8(out.stdout).unwrap();
-        let wide: Vec<String> = text.lines().filter(|l| l.chars().count() > 100).map(String::from).collect();
-        assert!(wide.is_empty(), "{args:?} --help: {wide:#?}");
+        let mut text = String::new();
+        for width in ["100", "160"] {
+            let out = memlab().env("COLUMNS", width).args(args).arg("--help").output().expect("run memlab");
+            assert!(out.status.success(), "{args:?}");
+            text = String::from_utf8(out.stdout).unwrap();
+            let wide: Vec<String> = text.lines().filter(|l| l.chars().count() > 100).map(String::from).collect();
+            assert!(wide.is_empty(), "{args:?} --help at {width} columns: {wide:#?}");
+        }
         text
     };
     let top = help(&[]);
@@ -348,7 +360,9 @@ fn bad_input_is_one_line_with_the_allowed_range() {
             &["occupancy", "--kernel", "matmul_tild", "--threads", "128"][..],
             "closest: matmul_tiled_16, matmul_tiled_32",
         ),
-        (&["inspect", "nosuch"][..], "(`memlab inspect --list` prints them all)"),
+        (&["inspect", "nosuch"][..], "(`memlab inspect --list --cc 9.0` prints them all)"),
+        (&["occupancy", "--cc", "8.6", "--kernel", "tma_copy", "--threads", "32"][..], "needs cc 9.0 or newer"),
+        (&["occupancy", "--cc", "8.6", "--kernel", "nosuch", "--threads", "32"][..], "--list --cc 8.0` prints"),
         (&["inspect", "copy", "--list"][..], "cannot be used with"),
         (&["inspect", "copy", "--format", "html"][..], "invalid value 'html' for '--format <FORMAT>'"),
         (&["report", "/nonexistent/run.json", "--out", "/tmp/x"][..], "cannot read /nonexistent/run.json"),

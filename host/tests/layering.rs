@@ -80,6 +80,13 @@ fn commands_launch_no_kernel_of_their_own() {
 fn architecture_names_every_contract_demo_and_command_module() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let map = fs::read_to_string(manifest.join("../ARCHITECTURE.md")).unwrap();
+    // The bullet that starts with `start`, up to the next bullet of the same or a higher level.
+    let bullet = |start: &str| -> String {
+        let from = map.find(start).unwrap_or_else(|| panic!("ARCHITECTURE.md has no bullet {start}"));
+        let rest = &map[from + start.len()..];
+        let end = [rest.find("\n- "), rest.find("\n  - ")].into_iter().flatten().min().unwrap_or(rest.len());
+        rest[..end].to_string()
+    };
     let modules = |dir: PathBuf| -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(dir)
             .unwrap()
@@ -92,10 +99,14 @@ fn architecture_names_every_contract_demo_and_command_module() {
         names.sort();
         names
     };
-    for dir in [manifest.join("../contracts/src"), src().join("demos"), src().join("commands")] {
+    for (dir, start) in [
+        (manifest.join("../contracts/src"), "- `contracts/` —"),
+        (src().join("demos"), "  - `demos/`:"),
+        (src().join("commands"), "  - `commands/`:"),
+    ] {
+        let text = bullet(start);
         for name in modules(dir.clone()) {
-            let named = map.contains(&format!("`{name}`")) || map.contains(&format!("/{name}.rs`"));
-            assert!(named, "ARCHITECTURE.md does not name {}/{name}", dir.display());
+            assert!(text.contains(&format!("`{name}`")), "ARCHITECTURE.md's bullet {start} does not name {name}");
         }
     }
 }

@@ -9,8 +9,8 @@
 //!   toolchain by `./x`.
 //! - `test`: setup, then formatting, clippy, every test of the workspace and `book --check`.
 //! - `book [--check]`: generate, check and build the memlab book (`book/mod.rs`).
-//! - `run-demos [ARGS]` and every other `memlab` command (`occupancy`, `inspect`, `report`,
-//!   `hierarchy`, `race-lesson`, `devices`): setup, build the `memlab` binary, run it.
+//! - `run-demos [ARGS]` and every other `memlab` command: setup, build the `memlab` binary, run
+//!   it.
 //! - `bench [ARGS]`: build the CUDA C++ twins (`bench/twins.cu`) with the machine's nvcc for its
 //!   GPU, build the binary, run `memlab bench` (JSON in `target/bench.json`).
 //! - `bundle DIR`: build the binary and copy it to `DIR`, to run on a GPU machine without cargo.
@@ -44,8 +44,8 @@ const USAGE: &str = "\
 usage: ./x COMMAND [ARGS]   (or cargo xtask COMMAND [ARGS])
   test                  fmt, clippy, the tests and the book check: what CI runs, no GPU needed
   setup                 fetch the CUDA tools the build and tests use (ptxas, headers, libcuda)
-  book [--check]        generate and build the book into target/book (--check: compare the
-                        generated pages with the committed ones, load each chapter in Chromium)
+  book [--check]        regenerate docs/book/src/generated, build the book into target/book
+                        (--check: compare instead of writing, and load each chapter in Chromium)
   bench [ARGS]          memlab bench with the CUDA C++ twins, built by nvcc (GPU machine)
   bundle DIR            DIR/memlab, self-contained (PTX embedded), for a GPU machine without cargo
   sanitize-script DIR   DIR/sanitize.sh: the compute-sanitizer matrix for a bundle

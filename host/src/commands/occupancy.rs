@@ -272,7 +272,8 @@ fn launch_advice(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> Vec<St
     if let Some((r, g)) = regs {
         out.push(format!("registers: to launch, {r} or fewer per thread give {g}"));
     }
-    let threads = (1..res.threads_per_block / arch.warp_size).rev().map(|w| w * arch.warp_size);
+    // Whole warps below the block's size (520 threads: 512 first).
+    let threads = (1..=(res.threads_per_block - 1) / arch.warp_size).rev().map(|w| w * arch.warp_size);
     if let Some((t, g)) =
         threads.clone().find_map(|t| Some((t, gives(KernelResources { threads_per_block: t, ..*res })?)))
     {

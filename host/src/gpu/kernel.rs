@@ -35,7 +35,8 @@ pub struct DriverOccupancy {
 /// Looks a kernel up in the loaded module.
 ///
 /// # Errors
-/// A refusal listing the PTX's kernels when `name` is not one of them.
+/// A refusal naming the PTX's kernels closest to `name` when it is not one of them
+/// ([`crate::ptx::check_kernel`]).
 pub fn function<'a>(gpu: &'a Gpu, name: &str) -> Result<Function<'a>> {
     let module = gpu.tuned_module(name)?.unwrap_or(&gpu.module);
     match module.get_function(name) {

@@ -420,6 +420,8 @@ pub enum LaunchFailure {
         limit: u32,
         /// Whether the kernel opted in.
         opted_in: bool,
+        /// Whether opting in raises the limit (not on a textbook SM, whose one limit is both).
+        opt_in_raises: bool,
     },
 }
 
@@ -432,12 +434,17 @@ impl fmt::Display for LaunchFailure {
                  hardware checks it, warps rounded up to the 4 sub-partitions), more than the {limit} one block may \
                  have"
             ),
-            LaunchFailure::SharedMemory { requested, limit, opted_in: true } => write!(
+            LaunchFailure::SharedMemory { requested, limit, opted_in: true, .. } => write!(
                 f,
                 "invalid argument: {requested} B of static + dynamic shared memory per block exceeds the opt-in \
                  limit of {limit} B (the limit applies to the sum)"
             ),
-            LaunchFailure::SharedMemory { requested, limit, opted_in: false } => write!(
+            LaunchFailure::SharedMemory { requested, limit, opted_in: false, opt_in_raises: false } => write!(
+                f,
+                "invalid argument: {requested} B of static + dynamic shared memory per block exceeds the {limit} B one \
+                 block may have"
+            ),
+            LaunchFailure::SharedMemory { requested, limit, opted_in: false, opt_in_raises: true } => write!(
                 f,
                 "invalid argument: {requested} B of static + dynamic shared memory per block exceeds the {limit} B a \
                  kernel may use without opting in (cudaFuncSetAttribute with \
@@ -617,6 +624,7 @@ fn smem_limit(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> ResourceL
         requested: res.smem_bytes(),
         limit,
         opted_in: res.smem_opt_in,
+        opt_in_raises: arch.smem_per_block_optin > arch.smem_per_block_default,
     });
     let (per_block, per_sm) = match mode {
         Mode::Simple => (res.smem_bytes(), u64::from(arch.max_smem_per_sm)),
@@ -1093,7 +1101,15 @@ mod tests {
         let res = KernelResources::new(128, 32).with_static_smem(1024).with_dynamic_smem(227 * 1024);
         let o = h200(res);
         assert_eq!((o.active_blocks, o.blocks_by_smem), (0, 0));
-        assert_eq!(o.failure, Some(LaunchFailure::SharedMemory { requested: 233_472, limit: 232_448, opted_in: true }));
+        assert_eq!(
+            o.failure,
+            Some(LaunchFailure::SharedMemory {
+                requested: 233_472,
+                limit: 232_448,
+                opted_in: true,
+                opt_in_raises: true
+            })
+        );
         // Exactly at the opt-in limit is fine: one block.
         let res = KernelResources::new(128, 32).with_dynamic_smem(227 * 1024);
         assert_eq!(h200(res).active_blocks, 1);
@@ -1117,12 +1133,28 @@ mod tests {
         let res = KernelResources::new(256, 32).with_static_smem(512).with_dynamic_smem(101_120).with_opt_in(true);
         let o = occupancy(ga10x, &res, Mode::Hardware).unwrap();
         assert_eq!(o.active_blocks, 0);
-        assert_eq!(o.failure, Some(LaunchFailure::SharedMemory { requested: 101_632, limit: 101_376, opted_in: true }));
+        assert_eq!(
+            o.failure,
+            Some(LaunchFailure::SharedMemory {
+                requested: 101_632,
+                limit: 101_376,
+                opted_in: true,
+                opt_in_raises: true
+            })
+        );
         let fits = occupancy(ga10x, &res.with_static_smem(256), Mode::Hardware).unwrap();
         assert_eq!((fits.active_blocks, fits.smem_per_block), (1, 102_400));
         // The same launch without the opt-in fails at 48 KiB.
         let o = occupancy(ga10x, &res.with_opt_in(false).with_static_smem(0), Mode::Hardware).unwrap();
-        assert_eq!(o.failure, Some(LaunchFailure::SharedMemory { requested: 101_120, limit: 49_152, opted_in: false }));
+        assert_eq!(
+            o.failure,
+            Some(LaunchFailure::SharedMemory {
+                requested: 101_120,
+                limit: 49_152,
+                opted_in: false,
+                opt_in_raises: true
+            })
+        );
     }
 
     #[test]
