@@ -241,7 +241,9 @@ mod tests {
                 .filter(|a| !matches!(a.get_action(), ArgAction::Help | ArgAction::Version))
                 .collect();
             let find = |id: &str| options.iter().copied().find(|a| a.get_id() == id);
-            let required: Vec<&clap::Arg> = options.iter().copied().filter(|a| a.is_required_set()).collect();
+            // Positionals too: `inspect NAME` is required unless `--list` is given.
+            let required: Vec<&clap::Arg> =
+                options.iter().copied().filter(|a| a.is_required_set() || a.is_positional()).collect();
             // A command without options is parsed once, alone.
             let each: Vec<Option<&clap::Arg>> =
                 if options.is_empty() { vec![None] } else { options.iter().copied().map(Some).collect() };
