@@ -127,21 +127,27 @@ fn a_kernel_that_fits_no_block_is_told_what_lets_it_launch() {
     // 100 KiB without opting in: over the 48 KiB per block, the launch fails.
     let out = ok(&["occupancy", "--cc", "9.0", "--threads", "256", "--regs", "32", "--smem", "100KiB"]);
     assert!(has(&out, "0 blocks, the launch fails"), "{out}");
-    assert!(has(&out, "to launch, 49152 B or less of dynamic shared memory per block gives 4 blocks (50.0%)"), "{out}");
+    assert!(
+        has(&out, "at most 49152 B of dynamic shared memory per block lets it launch (4 blocks (50.0%) at 49152 B)"),
+        "{out}"
+    );
     assert!(has(&out, "with --opt-in (the kernel raises its limit) it launches as it is: 2 blocks (25.0%)"), "{out}");
     assert!(!has(&out, "keep 0 blocks") && !has(&out, "best is 0.0%"), "{out}");
     // Over even the opt-in limit (227 KiB per block).
     let out = ok(&["occupancy", "--cc", "9.0", "--threads", "256", "--regs", "32", "--smem", "240KiB", "--opt-in"]);
-    assert!(has(&out, "to launch, 232448 B or less of dynamic shared memory per block gives 1 block (12.5%)"), "{out}");
+    assert!(
+        has(&out, "at most 232448 B of dynamic shared memory per block lets it launch (1 block (12.5%) at 232448 B)"),
+        "{out}"
+    );
     assert!(!has(&out, "with --opt-in"), "{out}");
     // 1024 threads x 255 registers: more than the SM's 65536 registers.
     let out = ok(&["occupancy", "--cc", "9.0", "--threads", "1024", "--regs", "255"]);
-    assert!(has(&out, "registers: to launch, 64 or fewer per thread give 1 block (50.0%)"), "{out}");
-    assert!(has(&out, "block size: to launch, 256 threads or fewer per block give 1 block (12.5%)"), "{out}");
+    assert!(has(&out, "registers: at most 64 per thread let it launch (1 block (50.0%) at 64)"), "{out}");
+    assert!(has(&out, "block size: at most 256 threads per block let it launch (1 block (12.5%) at 256)"), "{out}");
     // A textbook SM of 512 threads: a block of 520 fits none, one of 512 (the next whole warps
     // below) fills it.
     let out = ok(&["occupancy", "--threads-per-sm", "512", "--threads", "520", "--regs", "32"]);
-    assert!(has(&out, "block size: to launch, 512 threads or fewer per block give 1 block (100.0%)"), "{out}");
+    assert!(has(&out, "block size: at most 512 threads per block let it launch (1 block (100.0%) at 512)"), "{out}");
     // A textbook SM has one shared-memory limit: no opting in to name.
     let out = ok(&["occupancy", "--regs-per-sm", "65536", "--threads", "256", "--regs", "32", "--smem", "60KiB"]);
     assert!(has(&out, "exceeds the 49152 B one block may have"), "{out}");

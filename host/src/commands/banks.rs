@@ -260,12 +260,11 @@ fn print_text(a: &Answer) {
     let header = ["warp", "phases (lanes)", "wavefronts per request", "ideal", "conflicts (Nsight)"];
     println!("{}\n", report::table(header.map(String::from), rows));
     println!(
-        "total: {} wavefronts, {} ideal, {} conflicts over {} request{}",
-        a.total_wavefronts,
+        "total: {}, {} ideal, {} over {}",
+        cli::count(a.total_wavefronts, "wavefront"),
         a.total_ideal_wavefronts,
-        a.total_conflicts,
-        a.warps.len(),
-        if a.warps.len() == 1 { "" } else { "s" }
+        cli::count(a.total_conflicts, "conflict"),
+        cli::count(a.warps.len(), "request")
     );
     println!("{}", report::wrap(&format!("rule: {}", a.rule)));
     println!("{}\n", report::wrap(&format!("source: {}", a.source)));

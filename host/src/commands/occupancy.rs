@@ -257,27 +257,29 @@ fn launch_advice(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> Vec<St
     };
     let mut out = Vec::new();
     if let Some((d, g)) = smem(res.smem_opt_in) {
-        out.push(format!("shared memory: to launch, {d} B or less of dynamic shared memory per block gives {g}"));
+        out.push(format!(
+            "shared memory: at most {d} B of dynamic shared memory per block lets it launch ({g} at {d} B)"
+        ));
     }
     if !res.smem_opt_in && arch.smem_per_block_optin > arch.smem_per_block_default {
         let opted = KernelResources { smem_opt_in: true, ..*res };
         if let Some(g) = gives(opted) {
             out.push(format!("shared memory: with --opt-in (the kernel raises its limit) it launches as it is: {g}"));
         } else if let Some((d, g)) = smem(true) {
-            out.push(format!("shared memory: with --opt-in (the kernel raises its limit), {d} B or less gives {g}"));
+            out.push(format!("shared memory: with --opt-in (the kernel raises its limit), at most {d} B lets it launch ({g} at {d} B)"));
         }
     }
     let regs =
         (1..res.regs_per_thread).rev().find_map(|r| Some((r, gives(KernelResources { regs_per_thread: r, ..*res })?)));
     if let Some((r, g)) = regs {
-        out.push(format!("registers: to launch, {r} or fewer per thread give {g}"));
+        out.push(format!("registers: at most {r} per thread let it launch ({g} at {r})"));
     }
     // Whole warps below the block's size (520 threads: 512 first).
     let threads = (1..=(res.threads_per_block - 1) / arch.warp_size).rev().map(|w| w * arch.warp_size);
     if let Some((t, g)) =
         threads.clone().find_map(|t| Some((t, gives(KernelResources { threads_per_block: t, ..*res })?)))
     {
-        out.push(format!("block size: to launch, {t} threads or fewer per block give {g}"));
+        out.push(format!("block size: at most {t} threads per block let it launch ({g} at {t})"));
     }
     if out.is_empty() {
         out.push("no single change of shared memory, registers or block size lets a block fit".into());

@@ -47,10 +47,9 @@ pub fn library() -> Result<&'static libloading::Library, &'static str> {
 
 /// The one-line refusal of a GPU command when [`library`] failed with `why`.
 pub fn refusal(why: &str) -> String {
-    format!(
-        "no NVIDIA driver: {LIBCUDA} not found ({why}); this command needs an NVIDIA GPU and its driver \
-         (`memlab doctor` says what this machine has)"
-    )
+    // The loader's message starts with the file name this line has already given.
+    let why = why.strip_prefix(&format!("{LIBCUDA}: ")).unwrap_or(why);
+    format!("no NVIDIA driver: {LIBCUDA} not found ({why}); `memlab doctor` says what this machine has")
 }
 
 /// Where a shared library loaded into this process lives, by the start of its file name

@@ -428,6 +428,11 @@ pub enum LaunchFailure {
 impl fmt::Display for LaunchFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
+            LaunchFailure::Registers { allocated, assumed, limit } if allocated == assumed => write!(
+                f,
+                "too many resources requested for launch: the block needs {allocated} registers, more than the \
+                 {limit} one block may have"
+            ),
             LaunchFailure::Registers { allocated, assumed, limit } => write!(
                 f,
                 "too many resources requested for launch: the block needs {allocated} registers ({assumed} as the \
