@@ -328,7 +328,10 @@ fn bad_input_is_one_line_with_the_allowed_range() {
             &["occupancy", "--cc", "6.1", "--threads", "128", "--regs", "2"][..],
             "use a compute capability (7.0, 7.5, 8.0, 8.6, 8.7, 8.9, 9.0, 10.0, 10.3, 11.0, 12.0, 12.1)",
         ),
-        (&["occupancy", "--gpu", "GTX 1080", "--threads", "128", "--regs", "2"][..], "or a name (V100, TITAN V, T4"),
+        (
+            &["occupancy", "--gpu", "GTX 1080", "--threads", "128", "--regs", "2"][..],
+            "GPU names (closest: RTX 2080, RTX 3080, RTX 4080; `memlab occupancy --help` lists them)",
+        ),
         (&["occupancy", "--threads", "128", "--regs", "2", "--blocks", "0"][..], "0 is not in 1..=64"),
         (&["banks", "--width", "3"][..], "access width 3 bytes is not modelled: allowed 4, 8 or 16"),
         (
@@ -375,6 +378,14 @@ fn bad_input_is_one_line_with_the_allowed_range() {
     ] {
         let line = refused(args);
         assert!(line.contains(needle), "{args:?}: {line}");
+    }
+}
+
+#[test]
+fn occupancy_help_lists_every_gpu_name() {
+    let help = ok(&["occupancy", "--help"]);
+    for name in memlab::model::gpus::GPUS.map(|(name, _)| name) {
+        assert!(has(&help, name), "{name} missing from occupancy --help:\n{help}");
     }
 }
 

@@ -32,7 +32,7 @@ pub enum ModeArg {
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Also --gpu: a compute capability (9.0), SM target (sm_89) or name (H200, "RTX 4090").
-    #[arg(long, alias = "gpu", value_parser = parse_cc, conflicts_with_all = ["regs_per_sm", "threads_per_sm", "smem_per_sm"])]
+    #[arg(long, alias = "gpu", long_help = gpus::help(), value_parser = parse_cc, conflicts_with_all = ["regs_per_sm", "threads_per_sm", "smem_per_sm"])]
     pub cc: Option<(u32, u32)>,
     /// Textbook SM: registers per SM (default 65536; implies --mode simple).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]

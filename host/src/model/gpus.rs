@@ -45,6 +45,22 @@ pub const GPUS: [(&str, (u32, u32)); 36] = [
     ("GB10", (12, 1)),
 ];
 
+/// The compute capabilities known, comma-separated.
+fn capabilities() -> String {
+    ARCHS.iter().map(|a| format!("{}.{}", a.major, a.minor)).collect::<Vec<_>>().join(", ")
+}
+
+/// `--cc`'s long help: what it takes, with every capability and GPU name known.
+pub fn help() -> String {
+    let names: Vec<&str> = GPUS.iter().map(|(n, _)| *n).collect();
+    format!(
+        "Also --gpu: a compute capability ({}), an SM target (sm_89) or a GPU name ({}; case and an NVIDIA, GeForce \
+         or Tesla prefix ignored).",
+        capabilities(),
+        names.join(", ")
+    )
+}
+
 /// The architecture `text` names: a compute capability (`8.9`), an SM target (`sm_89`,
 /// `sm_100`, `compute_90`) or a product name from [`GPUS`] (case and an `NVIDIA `/`GeForce `
 /// prefix ignored: `RTX 4090`, `nvidia h200`).
@@ -66,12 +82,15 @@ pub fn resolve(text: &str) -> Result<&'static ArchLimits, String> {
         GPUS.iter().find(|(n, _)| *n == name).map(|&(_, cc)| cc)
     };
     cc.and_then(|(major, minor)| ArchLimits::for_cc(major, minor)).ok_or_else(|| {
-        let ccs: Vec<String> = ARCHS.iter().map(|a| format!("{}.{}", a.major, a.minor)).collect();
-        let names: Vec<&str> = GPUS.iter().map(|(n, _)| *n).collect();
+        // Of the many names, the closest few.
+        let mut names: Vec<&str> = GPUS.iter().map(|(n, _)| *n).collect();
+        names.sort_by(|a, b| strsim::jaro_winkler(name, b).total_cmp(&strsim::jaro_winkler(name, a)));
         format!(
-            "`{text}` is not a known GPU: use a compute capability ({}), an SM target like sm_89, or a name ({})",
-            ccs.join(", "),
-            names.join(", ")
+            "`{text}` is not a known GPU: use a compute capability ({}), an SM target like sm_89, or one of \
+             {} GPU names (closest: {}; `memlab occupancy --help` lists them)",
+            capabilities(),
+            GPUS.len(),
+            names[..3].join(", ")
         )
     })
 }
@@ -99,7 +118,9 @@ mod tests {
         assert_eq!(cc("12.1"), (12, 1));
         let e = resolve("GTX 1080").unwrap_err();
         assert!(e.contains("7.0, 7.5, 8.0, 8.6, 8.7, 8.9, 9.0, 10.0, 10.3, 11.0, 12.0, 12.1"), "{e}");
-        assert!(e.contains("RTX 4090") && e.contains("sm_89"), "{e}");
+        assert!(e.contains("sm_89") && e.contains(&format!("one of {} GPU names (closest: ", GPUS.len())), "{e}");
+        let e = resolve("RTX 4099").unwrap_err();
+        assert!(e.contains("(closest: RTX 4090, "), "{e}");
         assert!(resolve("sm_61").is_err() && resolve("6.1").is_err() && resolve("sm_").is_err());
     }
 
