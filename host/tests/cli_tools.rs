@@ -127,6 +127,8 @@ fn a_kernel_that_fits_no_block_is_told_what_lets_it_launch() {
     // 100 KiB without opting in: over the 48 KiB per block, the launch fails.
     let out = ok(&["occupancy", "--cc", "9.0", "--threads", "256", "--regs", "32", "--smem", "100KiB"]);
     assert!(has(&out, "0 blocks, the launch fails"), "{out}");
+    // The row names the per-block limit that fails it, beside the SM's 228 KiB.
+    assert_eq!(row(&out, &["shared memory"])[1..4], ["0", "103424 B", "233472 B, 49152 B/block"]);
     assert!(
         has(&out, "at most 49152 B of dynamic shared memory per block lets it launch (4 blocks (50.0%) at 49152 B)"),
         "{out}"

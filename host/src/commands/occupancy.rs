@@ -10,8 +10,8 @@ use crate::charts::{self, OccupancyChart};
 use crate::cli::{self, count};
 use crate::model::gpus;
 use crate::model::occupancy::{
-    ArchLimits, KernelResources, Limit, Mode, Occupancy, UNLIMITED, max_regs_for_blocks, occupancy, register_targets,
-    shared_memory_targets, suggest_block_size,
+    ArchLimits, KernelResources, LaunchFailure, Limit, Mode, Occupancy, UNLIMITED, max_regs_for_blocks, occupancy,
+    register_targets, shared_memory_targets, suggest_block_size,
 };
 use crate::table::{self, Layout};
 use crate::{ptx, ptxas, refuse, report};
@@ -166,7 +166,13 @@ fn limits_table(arch: &ArchLimits, res: &KernelResources, o: &Occupancy) -> Stri
             Limit::SharedMemory.to_string(),
             blocks(o.blocks_by_smem),
             format!("{} B", o.smem_per_block),
-            format!("{} B", arch.max_smem_per_sm),
+            // The per-block limit too when it is what fails the launch (the SM could hold more).
+            match o.failure {
+                Some(LaunchFailure::SharedMemory { limit, .. }) => {
+                    format!("{} B, {limit} B/block", arch.max_smem_per_sm)
+                }
+                _ => format!("{} B", arch.max_smem_per_sm),
+            },
             mark(Limit::SharedMemory),
         ],
         vec![Limit::BlockCap.to_string(), blocks(o.blocks_by_block_cap), "1 block".into(), cap, mark(Limit::BlockCap)],
