@@ -52,7 +52,7 @@ const LISTED: usize = 8;
 /// `unknown kernel `NAME`: the sm_90 PTX has a, b, ...`, or `... has 62 kernels; closest: a,
 /// b, c (`memlab inspect --list --cc 9.0` prints them all)`.
 pub fn check_kernel(ptx: &Ptx, name: &str) -> Result<(), crate::error::Refusal> {
-    let mut names = kernel_names(ptx.text);
+    let names = kernel_names(ptx.text);
     if names.contains(&name) {
         return Ok(());
     }
@@ -64,11 +64,10 @@ pub fn check_kernel(ptx: &Ptx, name: &str) -> Result<(), crate::error::Refusal> 
         return Err(crate::error::Refusal(format!("unknown kernel `{name}`: the {arch} PTX has {}", names.join(", "))));
     }
     let (count, (major, minor)) = (names.len(), ptx.cc);
-    names.sort_by(|a, b| strsim::jaro_winkler(name, b).total_cmp(&strsim::jaro_winkler(name, a)));
     Err(crate::error::Refusal(format!(
         "unknown kernel `{name}`: the {arch} PTX has {count} kernels; closest: {} (`memlab inspect --list --cc \
          {major}.{minor}` prints them all)",
-        names[..3].join(", ")
+        crate::model::gpus::closest(name, names, 3).join(", ")
     )))
 }
 

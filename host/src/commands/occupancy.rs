@@ -281,10 +281,8 @@ fn launch_advice(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> Vec<St
         out.push(format!("registers: at most {r} per thread let it launch ({g} at {r})"));
     }
     // Whole warps below the block's size (520 threads: 512 first).
-    let threads = (1..=(res.threads_per_block - 1) / arch.warp_size).rev().map(|w| w * arch.warp_size);
-    if let Some((t, g)) =
-        threads.clone().find_map(|t| Some((t, gives(KernelResources { threads_per_block: t, ..*res })?)))
-    {
+    let mut threads = (1..=(res.threads_per_block - 1) / arch.warp_size).rev().map(|w| w * arch.warp_size);
+    if let Some((t, g)) = threads.find_map(|t| Some((t, gives(KernelResources { threads_per_block: t, ..*res })?))) {
         out.push(format!("block size: at most {t} threads per block let it launch ({g} at {t})"));
     }
     if out.is_empty() {

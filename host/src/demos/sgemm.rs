@@ -420,16 +420,18 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     // `memlab autotune` before it may choose one; checking them here too would JIT-compile 13
     // more modules (`Gpu::tuned_module`: 3.1 s on the H200's cold JIT cache). A sanitizer run
     // checks them all.
-    let mut tuned_checked: Vec<&Tuned> = Vec::new();
-    for class in ShapeClass::ALL {
-        let cfg = file.choose(lab.gpu.info.cc, class).0;
-        if tuned_all.iter().any(|c| c.name == cfg.name) && !tuned_checked.iter().any(|c| c.name == cfg.name) {
-            tuned_checked.push(cfg);
+    let tuned_checked: Vec<&Tuned> = if super::sanitizer::on(lab) {
+        tuned_all.clone()
+    } else {
+        let mut chosen: Vec<&Tuned> = Vec::new();
+        for class in ShapeClass::ALL {
+            let cfg = file.choose(lab.gpu.info.cc, class).0;
+            if tuned_all.iter().any(|c| c.name == cfg.name) && !chosen.iter().any(|c| c.name == cfg.name) {
+                chosen.push(cfg);
+            }
         }
-    }
-    if super::sanitizer::on(lab) {
-        tuned_checked = tuned_all.clone();
-    }
+        chosen
+    };
     let tuned_checked: Vec<Rung> = tuned_checked.into_iter().map(Rung::tuned).collect();
     let checks = lab.phases.step("odd sizes", || {
         let mut checks = check_odd_sizes(lab, &rungs)?;

@@ -45,6 +45,15 @@ pub const GPUS: [(&str, (u32, u32)); 36] = [
     ("GB10", (12, 1)),
 ];
 
+/// The `n` of `names` closest to `to` (Jaro-Winkler similarity), closest first: what the
+/// refusal of an unknown GPU or kernel name offers instead of the whole list.
+pub fn closest<'a>(to: &str, names: impl IntoIterator<Item = &'a str>, n: usize) -> Vec<&'a str> {
+    let mut names: Vec<&str> = names.into_iter().collect();
+    names.sort_by(|a, b| strsim::jaro_winkler(to, b).total_cmp(&strsim::jaro_winkler(to, a)));
+    names.truncate(n);
+    names
+}
+
 /// The compute capabilities known, comma-separated.
 fn capabilities() -> String {
     ARCHS.iter().map(|a| format!("{}.{}", a.major, a.minor)).collect::<Vec<_>>().join(", ")
@@ -82,15 +91,12 @@ pub fn resolve(text: &str) -> Result<&'static ArchLimits, String> {
         GPUS.iter().find(|(n, _)| *n == name).map(|&(_, cc)| cc)
     };
     cc.and_then(|(major, minor)| ArchLimits::for_cc(major, minor)).ok_or_else(|| {
-        // Of the many names, the closest few.
-        let mut names: Vec<&str> = GPUS.iter().map(|(n, _)| *n).collect();
-        names.sort_by(|a, b| strsim::jaro_winkler(name, b).total_cmp(&strsim::jaro_winkler(name, a)));
         format!(
             "`{text}` is not a known GPU: use a compute capability ({}), an SM target like sm_89, or one of \
              {} GPU names (closest: {}; `memlab occupancy --help` lists them)",
             capabilities(),
             GPUS.len(),
-            names[..3].join(", ")
+            closest(name, GPUS.iter().map(|(n, _)| *n), 3).join(", ")
         )
     })
 }
