@@ -1037,7 +1037,7 @@ DEV void tma_copy_ring(const TmaBuffers& b, unsigned count, Load load, Store sto
     tma_wait_read<0>();
 }
 
-// 1-D bulk copies of `chunk` bytes through `stages` buffers, persistent blocks of 32 x 1.
+// 1-D bulk copies of `chunk` bytes through `stages` buffers, blocks of 32 x 1 (any grid).
 KERNEL void tma_bulk_copy(const float* src, float* dst, unsigned n, unsigned chunk, unsigned stages, unsigned hint) {
     TmaBuffers b = tma_carve(chunk, stages);
     if (threadIdx.x != 0) return;
@@ -1071,7 +1071,7 @@ KERNEL void tma_bulk_copy(const float* src, float* dst, unsigned n, unsigned chu
         });
 }
 
-// Boxes of box_rows x box_cols through `stages` buffers, persistent blocks of 32 x 1.
+// Boxes of box_rows x box_cols through `stages` buffers, blocks of 32 x 1 (any grid).
 KERNEL void tma_copy(const CUtensorMap* map_in, const CUtensorMap* map_out, unsigned rows, unsigned cols,
                      unsigned box_rows, unsigned box_cols, unsigned stages, unsigned hint) {
     unsigned box_bytes = box_rows * box_cols * 4;
@@ -1100,8 +1100,9 @@ KERNEL void tma_copy(const CUtensorMap* map_in, const CUtensorMap* map_out, unsi
 template <unsigned MODE>
 DEV unsigned swizzle(unsigned offset) { return offset ^ (((offset >> 7) & ((1u << MODE) - 1)) << 4); }
 
-// Block 32 x 8, persistent: 64 x 64 tiles as boxes of 64 rows x W floats into `stages` input
-// buffers, transposed into two alternating output buffers (as kernels-gpu/src/tma.rs).
+// Block 32 x 16 (memlab_contracts::tma::TRANSPOSE_BLOCK), tiles b, b + grid, ...: 64 x 64 tiles
+// as boxes of 64 rows x W floats into `stages` input buffers, transposed into two alternating
+// output buffers (as kernels-gpu/src/tma.rs).
 template <unsigned MODE>
 DEV void tma_transpose_tiles(const CUtensorMap* map_in, const CUtensorMap* map_out, unsigned rows, unsigned cols,
                              unsigned stages, unsigned hint) {
@@ -1130,8 +1131,8 @@ DEV void tma_transpose_tiles(const CUtensorMap* map_in, const CUtensorMap* map_o
         float* o = (float*)(b.ptr + out * TB);
         const unsigned char* in = b.ptr + slot * TB;
 #pragma unroll
-        for (unsigned i = 0; i < 4; i++) {
-            unsigned idx = t + 256 * i, r = idx % 64, c4 = idx / 64;
+        for (unsigned i = 0; i < 2; i++) {
+            unsigned idx = t + 512 * i, r = idx % 64, c4 = idx / 64;
             unsigned k = 4 * c4 / W, c = 4 * c4 % W;
             float4 v = *(const float4*)(in + k * 64 * W * 4 + swizzle<MODE>((r * W + c) * 4));
             o[(4 * c4 + 0) * 64 + r] = v.x;

@@ -6,7 +6,7 @@
 
 use memlab::ptx::{self, count_ops, entry_body};
 use memlab::ptxas;
-use memlab_contracts::tma::{SWIZZLE_MODES, TILE, box_cols};
+use memlab_contracts::tma::{SWIZZLE_MODES, TILE, TRANSPOSE_READS, box_cols};
 
 const TMA_KERNELS: [&str; 3] = ["tma_bulk_copy", "tma_copy", "tma_transpose"];
 
@@ -124,10 +124,13 @@ fn tma_kernels_touch_shared_memory_only_through_the_shared_state_space() {
         let (generic, back) = (b.matches("cvta.shared").count(), b.matches("cvta.to.shared").count());
         assert!(generic <= back, "{kernel}: a generic pointer into shared memory");
     }
-    // The transpose's tile traffic: one 128-bit shared load per read and mode, scalar stores.
+    // The transpose's tile traffic: one 128-bit shared load per read and mode (2 reads of 512
+    // threads), 4 scalar stores per load.
     let t = body("tma_transpose");
-    assert_eq!(count_ops(t, "ld.shared.v4"), 4 * 4);
-    assert_eq!(count_ops(t, "st.shared.b32") + count_ops(t, "st.shared.f32"), 4 * 4 * 4);
+    let loads = (TRANSPOSE_READS * SWIZZLE_MODES) as usize;
+    assert_eq!(TRANSPOSE_READS, 2);
+    assert_eq!(count_ops(t, "ld.shared.v4"), loads);
+    assert_eq!(count_ops(t, "st.shared.b32") + count_ops(t, "st.shared.f32"), 4 * loads);
 }
 
 #[test]

@@ -4,11 +4,13 @@
 //! engine beside the SM carries out, without passing through registers. Completion of a load
 //! is reported on an `mbarrier` as transaction bytes; a store is tracked in bulk groups.
 //!
-//! Every kernel here is a pipeline: a persistent block (grid `SMs x blocks per SM`) loops over
-//! the tiles `b, b + grid, ...` through a ring of `stages` shared buffers, each with its
-//! mbarrier, keeping the loads of the next tiles in flight while the current one is stored.
-//! The bytes in flight per SM (`stages x box bytes x blocks per SM`) decide the bandwidth; the
-//! host sweeps all three at run time (`memlab_contracts::tma::Pipeline`), and the copies' L2
+//! Every kernel here is a pipeline: block `b` of a grid of `g` loops over the tiles `b, b + g,
+//! ...` through a ring of `stages` shared buffers, each with its mbarrier, keeping the loads of
+//! the next tiles in flight while the current one is stored. The grid is the host's choice
+//! (`memlab_contracts::tma::Blocks`): persistent blocks (`SMs x blocks per SM`), or one block
+//! per few tiles, which the block scheduler replaces as each ends. The bytes in flight per SM
+//! (`stages x box bytes x resident blocks`) decide the bandwidth; the host sweeps stages, boxes
+//! and grids at run time (`memlab_contracts::tma::Pipeline`), and the copies' L2
 //! eviction hint (the `hint` parameter, `memlab_contracts::tma::hint`: every load and store
 //! with `.L2::cache_hint` and an evict_first `createpolicy`; PTX ISA, "createpolicy").
 //!
@@ -96,7 +98,7 @@ kernel! {
     /// `stages - 1` chunks ahead and stores each (`cp.async.bulk` shared -> global) as it lands.
     /// One stage is the unpipelined copy of the bulk-copy curve (load, wait, store, wait).
     ///
-    /// - Launch: block `32 x 1` ([`contract::COPY_THREADS`]), any grid (`SMs x blocks per SM`).
+    /// - Launch: block `32 x 1` ([`contract::COPY_THREADS`]), any grid ([`contract::Blocks`]).
     /// - Shared memory: [`contract::smem_bytes`]`(chunk, stages)` = `1024 + stages (chunk + 8)`.
     /// - Preconditions: `src`, `dst` hold `n` floats, 16-byte aligned, not overlapping; `n` a
     ///   multiple of 4; `chunk` a multiple of 16; `stages >= 1`; `hint` of [`contract::hint`].
@@ -145,7 +147,7 @@ kernel! {
     /// global -> shared, completion on the buffer's mbarrier) `stages - 1` boxes ahead and
     /// stores each through `map_out` (shared -> global) as it lands.
     ///
-    /// - Launch: block `32 x 1` ([`contract::COPY_THREADS`]), any grid (`SMs x blocks per SM`).
+    /// - Launch: block `32 x 1` ([`contract::COPY_THREADS`]), any grid ([`contract::Blocks`]).
     /// - Shared memory: [`contract::smem_bytes`]`(box_rows * box_cols * 4, stages)`.
     /// - Preconditions: `map_in`, `map_out` point to tensor maps of the input and output
     ///   `rows x cols` f32 matrices, box `box_rows x box_cols`, no swizzle; `stages >= 1`; `hint`
@@ -195,11 +197,11 @@ kernel! {
 
 kernel! {
     /// Transposes a `rows x cols` matrix into `cols x rows` through shared memory, `64 x 64`
-    /// tiles moved by tensor copies both ways. A persistent block handles the tiles `b, b +
-    /// grid, ...` through `stages` input buffers and two output buffers. Lane 0 loads each tile
-    /// as `64 / box_cols(swizzle)` boxes of 64 rows (`map_in`, swizzle mode `swizzle`),
-    /// `stages` tiles ahead, completion on the buffer's mbarrier; every thread waits, reads 4
-    /// float4 of the tile's columns (the 32 lanes of a warp: 32 rows of one float4 column, at
+    /// tiles moved by tensor copies both ways. Block `b` handles the tiles `b, b + grid, ...`
+    /// through `stages` input buffers and two output buffers. Lane 0 loads each tile as `64 /
+    /// box_cols(swizzle)` boxes of 64 rows (`map_in`, swizzle mode `swizzle`), `stages` tiles
+    /// ahead, completion on the buffer's mbarrier; every thread waits, reads 2 float4 of the
+    /// tile's columns (the 32 lanes of a warp: 32 rows of one float4 column, at
     /// the swizzled offsets of [`contract::transpose_read_offset`]) and writes them transposed
     /// into an output buffer (lanes on consecutive words: conflict-free); after a proxy fence
     /// and a block barrier, lane 0 stores that buffer through `map_out` and refills the input
@@ -208,7 +210,7 @@ kernel! {
     /// last to have read it, before the barrier). The input tile's column read is where the
     /// swizzle matters: unswizzled, its 8 lanes of a 16-byte phase hit the same banks.
     ///
-    /// - Launch: block `32 x 8` ([`contract::TRANSPOSE_BLOCK`]), any grid (`SMs x blocks per SM`).
+    /// - Launch: block `32 x 16` ([`contract::TRANSPOSE_BLOCK`]), any grid ([`contract::Blocks`]).
     /// - Shared memory: [`contract::smem_bytes`]`(16384, `[`contract::transpose_buffers`]`(stages))`.
     /// - Preconditions: `map_in` describes the `rows x cols` input, box `64 x box_cols(swizzle)`
     ///   rows x columns, swizzle `swizzle` (< 4); `map_out` the `cols x rows` output, box

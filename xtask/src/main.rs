@@ -58,8 +58,8 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("setup") => setup().map(|tools| tools.print()),
         Some("test") => test(),
-        Some("bundle") => bundle(args.get(1).map(PathBuf::from)),
-        Some("sanitize-script") => sanitize::write(args.get(1).map(PathBuf::from)),
+        Some("bundle") => dir_arg(&args).and_then(bundle),
+        Some("sanitize-script") => dir_arg(&args).and_then(sanitize::write),
         Some("bench") => bench(&args[1..]),
         Some("book") => book::run(&args[1..]),
         Some(command) if !command.starts_with('-') => memlab(&args),
@@ -78,6 +78,15 @@ fn main() -> ExitCode {
             eprintln!("xtask: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// The DIR of `bundle DIR` and `sanitize-script DIR`: refused when missing or an option, so
+/// that `./x bundle --help` prints its usage instead of making a folder named `--help`.
+fn dir_arg(args: &[String]) -> Result<PathBuf> {
+    match args.get(1) {
+        Some(dir) if !dir.starts_with('-') => Ok(PathBuf::from(dir)),
+        _ => bail!("usage: ./x {} DIR", args[0]),
     }
 }
 
@@ -287,8 +296,7 @@ fn bench(args: &[String]) -> Result<()> {
     std::process::exit(status.code().unwrap_or(2));
 }
 
-fn bundle(dir: Option<PathBuf>) -> Result<()> {
-    let dir = dir.context("usage: cargo xtask bundle DIR")?;
+fn bundle(dir: PathBuf) -> Result<()> {
     let tools = setup()?;
     let bin = build_release(&tools)?;
     fs::create_dir_all(&dir)?;
@@ -306,4 +314,19 @@ fn run(cmd: &mut Command) -> Result<()> {
         bail!("{:?} failed with {status}", cmd.get_program());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dir_argument_that_is_missing_or_an_option_is_refused_with_the_usage() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+        assert_eq!(dir_arg(&args(&["bundle", "out"])).unwrap(), PathBuf::from("out"));
+        for bad in [&["bundle", "--help"][..], &["bundle"], &["sanitize-script", "-h"]] {
+            let err = dir_arg(&args(bad)).unwrap_err().to_string();
+            assert_eq!(err, format!("usage: ./x {} DIR", bad[0]));
+        }
+    }
 }

@@ -14,7 +14,7 @@
 use std::fs;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 /// compute-sanitizer's tools, each run with `--error-exitcode 9` so any report fails the run.
 const TOOLS: [&str; 4] = ["memcheck", "racecheck", "synccheck", "initcheck"];
@@ -200,8 +200,7 @@ runs | xargs -P "${{JOBS:-1}}" -L 1 sh "$0" --one || exit 1
 }
 
 /// Writes `DIR/sanitize.sh` (executable).
-pub fn write(dir: Option<PathBuf>) -> Result<()> {
-    let dir = dir.context("usage: cargo xtask sanitize-script DIR")?;
+pub fn write(dir: PathBuf) -> Result<()> {
     fs::create_dir_all(&dir)?;
     let path = dir.join("sanitize.sh");
     fs::write(&path, script())?;
@@ -244,7 +243,7 @@ mod tests {
         }
         assert!(!text.contains("race-lesson"), "the broken kernel stays out of the matrix");
         let dir = std::env::temp_dir().join(format!("memlab-sanitize-{}", std::process::id()));
-        write(Some(dir.clone())).unwrap();
+        write(dir.clone()).unwrap();
         let status = std::process::Command::new("sh").arg("-n").arg(dir.join("sanitize.sh")).status().unwrap();
         assert!(status.success(), "sh -n rejects the script");
         fs::remove_dir_all(dir).unwrap();
@@ -256,7 +255,7 @@ mod tests {
     fn run_with_stubs(jobs: u32, fail: Option<(&str, &str)>, env: &[(&str, &str)]) -> (i32, Vec<String>) {
         let dir = std::env::temp_dir().join(format!("memlab-sanitize-run-{}-{jobs}-{}", std::process::id(), env.len()));
         fs::create_dir_all(&dir).unwrap();
-        write(Some(dir.clone())).unwrap();
+        write(dir.clone()).unwrap();
         let stub = |name: &str, body: &str| {
             let path = dir.join(name);
             fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();

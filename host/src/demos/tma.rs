@@ -12,9 +12,9 @@ use std::cell::RefCell;
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::tma::{
-    BULK_BLOCKS_PER_SM, BULK_CHUNKS, BULK_DEFAULT, BULK_PIPELINE_CHUNKS, COPY_BLOCKS_PER_SM, COPY_BOXES, COPY_DEFAULT,
-    COPY_THREADS, PIPELINE_STAGES, Pipeline, TILE, TILE_BYTES, TRANSPOSE_BLOCK, TRANSPOSE_BLOCKS_PER_SM,
-    TRANSPOSE_DEFAULT, box_cols, hint, smem_bytes, transpose_buffers,
+    BULK_BLOCKS_PER_SM, BULK_CHUNKS, BULK_DEFAULT, BULK_PER_BLOCK, BULK_PIPELINE_CHUNKS, Blocks, COPY_BLOCKS_PER_SM,
+    COPY_BOXES, COPY_DEFAULT, COPY_THREADS, PER_BLOCK_ITEMS, PIPELINE_STAGES, Pipeline, TILE, TILE_BYTES,
+    TRANSPOSE_BLOCK, TRANSPOSE_BLOCKS_PER_SM, TRANSPOSE_DEFAULT, box_cols, hint, smem_bytes, transpose_buffers,
 };
 
 use super::transpose::kernels as lsu;
@@ -92,29 +92,30 @@ impl<'a> Expected<'a> {
     }
 }
 
-/// The shape of a persistent pipelined kernel: `blocks` blocks of `block` threads with
-/// `buffers` buffers of `buffer_bytes` each.
-fn persistent(blocks: u32, block: (u32, u32), buffer_bytes: u32, buffers: u32) -> LaunchShape {
+/// The shape of a pipelined kernel: `blocks` blocks of `block` threads with `buffers` buffers
+/// of `buffer_bytes` each.
+fn pipelined(blocks: u32, block: (u32, u32), buffer_bytes: u32, buffers: u32) -> LaunchShape {
     LaunchShape { grid: (blocks, 1), block, smem_bytes: smem_bytes(buffer_bytes, buffers) }
 }
 
 crate::kernels! {
     /// `tma_bulk_copy`: `n` f32 from `src` to `dst` (16-byte aligned, `n` a multiple of 4) in
     /// 1-D bulk copies of `chunk` bytes (a multiple of 16) through `stages` shared buffers;
-    /// `blocks` persistent blocks of 32 threads, `1024 + stages (chunk + 8)` B shared each; L2
-    /// `hint` of `memlab_contracts::tma::hint` on every copy.
+    /// `blocks` blocks of 32 threads (`memlab_contracts::tma::Blocks`: persistent, or one per so
+    /// many chunks), `1024 + stages (chunk + 8)` B shared each; L2 `hint` of
+    /// `memlab_contracts::tma::hint` on every copy.
     fn tma_bulk_copy(blocks: u32; src: &DeviceBuffer<f32>, dst: &mut DeviceBuffer<f32>, n: u32, chunk: u32, stages: u32, hint: u32)
-        => persistent(blocks, (COPY_THREADS, 1), chunk, stages);
+        => pipelined(blocks, (COPY_THREADS, 1), chunk, stages);
     /// `tma_copy`: a `rows x cols` f32 matrix through `box_rows x box_cols` tensor copies and
     /// `stages` shared buffers; maps (in global memory) of the input and the output with that
-    /// box, no swizzle; `blocks` persistent blocks of 32 threads; L2 `hint`.
+    /// box, no swizzle; `blocks` blocks of 32 threads; L2 `hint`.
     fn tma_copy(blocks: u32; map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>, rows: u32, cols: u32, box_rows: u32, box_cols: u32, stages: u32, hint: u32)
-        => persistent(blocks, (COPY_THREADS, 1), box_rows * box_cols * 4, stages);
+        => pipelined(blocks, (COPY_THREADS, 1), box_rows * box_cols * 4, stages);
     /// `tma_transpose`: `rows x cols` into `cols x rows`; `map_in` box `64 x box_cols(swizzle)`
-    /// with that swizzle, `map_out` box `64 x 64`; `blocks` persistent blocks of `32 x 8`,
+    /// with that swizzle, `map_out` box `64 x 64`; `blocks` blocks of `32 x 16`,
     /// `stages` input tiles and 2 output tiles of 16 KiB in shared memory; L2 `hint`.
     fn tma_transpose(blocks: u32; map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>, rows: u32, cols: u32, swizzle: u32, stages: u32, hint: u32)
-        => persistent(blocks, TRANSPOSE_BLOCK, TILE_BYTES, transpose_buffers(stages));
+        => pipelined(blocks, TRANSPOSE_BLOCK, TILE_BYTES, transpose_buffers(stages));
 }
 
 /// The tensor map of a `rows x cols` f32 matrix at `address`, box `64 x box_cols`.
@@ -235,10 +236,11 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     );
     let (map_t_in, map_out_t) = (t_specs.0.upload()?, t_specs.1.upload()?);
     let bulk_launch = |p: &Pipeline, out: &mut DeviceBuffer<f32>| {
-        kernels::tma_bulk_copy(sms * p.blocks_per_sm, &input, out, r * c, p.box_bytes(), p.stages, p.hint)
+        let blocks = p.blocks.grid(sms, (r * c).div_ceil(p.box_cols));
+        kernels::tma_bulk_copy(blocks, &input, out, r * c, p.box_bytes(), p.stages, p.hint)
     };
     let copy_with = |p: &Pipeline, map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>| {
-        let blocks = sms * p.blocks_per_sm;
+        let blocks = p.blocks.grid(sms, r.div_ceil(p.box_rows) * c.div_ceil(p.box_cols));
         kernels::tma_copy(blocks, map_in, map_out, r, c, p.box_rows, p.box_cols, p.stages, p.hint)
     };
     let copy_launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| {
@@ -246,7 +248,8 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         copy_with(p, map_in, map_out)
     };
     let transpose_launch = |p: &Pipeline, maps: (&DeviceBuffer<TensorMap>, &DeviceBuffer<TensorMap>), mode: u32| {
-        kernels::tma_transpose(sms * p.blocks_per_sm, maps.0, maps.1, r, c, mode, p.stages, p.hint)
+        let blocks = p.blocks.grid(sms, r.div_ceil(TILE) * c.div_ceil(TILE));
+        kernels::tma_transpose(blocks, maps.0, maps.1, r, c, mode, p.stages, p.hint)
     };
     let transpose_sweep_launch =
         |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (&map_t_in, &map_out_t), Swizzle::B128.mode());
@@ -309,12 +312,12 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         (
             bulk_launch(&bulk_best, &mut output),
             Path::Ring(bulk_best),
-            "1-D cp.async.bulk through a ring of shared buffers, persistent blocks (the sweep's fastest)",
+            "1-D cp.async.bulk through shared buffers (the sweep's fastest configuration)",
         ),
         (
             copy_with(&copy_best, &copy_maps_best.0, &copy_maps_best.1),
             Path::Ring(copy_best),
-            "2-D tensor copies through a ring of shared buffers, persistent blocks (the sweep's fastest)",
+            "2-D tensor copies through shared buffers (the sweep's fastest configuration)",
         ),
     ];
     let lsu_transpose = lsu::transpose_vectorized(&input, &mut output, r, c);
@@ -355,7 +358,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         let row = timed(
             transpose_launch(&transpose_best, (&map, &map_out_t_best), mode),
             Path::Ring(transpose_best),
-            "tensor-copy transpose: tiles in and out by TMA, transposed in shared memory, persistent blocks",
+            "tensor-copy transpose: tiles in and out by TMA, transposed in shared memory (the sweep's fastest configuration)",
             &format!("; float4 column read {}-way; L2 promotion {}", swizzled / ideal, transpose_promotion.name()),
             format!("{size} swizzle {}", sw.name()),
             &transposed,
@@ -382,7 +385,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let curve = BULK_BLOCKS_PER_SM.iter().map(|&k| {
         let points = curve_points
             .iter()
-            .filter(|p| p.config.blocks_per_sm == k)
+            .filter(|p| p.config.blocks == Blocks::PerSm(k))
             .map(|p| (p.config.box_bytes() as f64, p.gbs, format!("{} KiB", p.config.box_bytes() / 1024)));
         Series::labelled(&curve_series_name(k), "bytes per copy", "GB/s (read + written)", points)
     });
@@ -471,7 +474,7 @@ enum Path {
     CpAsync(u32),
     /// Plain loads into shared memory through registers, bytes per block per stage.
     SharedLoads(u32),
-    /// TMA copies through a ring of buffers, persistent blocks: the configuration.
+    /// TMA copies through shared buffers: the configuration.
     Ring(Pipeline),
 }
 
@@ -484,7 +487,7 @@ impl Path {
             Path::Lsu(per_thread) => ("plain loads to registers".to_string(), per_thread * threads, driver),
             Path::SharedLoads(b) => ("plain loads to shared".into(), b, driver),
             Path::CpAsync(b) => ("cp.async (B) + plain loads (A) to shared".into(), b, driver),
-            Path::Ring(p) => (format!("TMA ring of {}", config_label(&p)), p.stages * p.box_bytes(), p.blocks_per_sm),
+            Path::Ring(p) => (format!("TMA, {}", config_label(&p)), p.stages * p.box_bytes(), resident(&p, driver)),
         };
         format!(
             "{what}: {} KiB per block, {} KiB in flight per SM",
@@ -494,23 +497,41 @@ impl Path {
     }
 }
 
-/// A configuration in a few words: `4 x 32x256 box, 2 blocks/SM`.
-fn config_label(p: &Pipeline) -> String {
-    let what = if p.box_rows == 1 {
-        format!("{} KiB", p.box_bytes() / 1024)
+/// A configuration in a few words: `4 x 32x256 box, 2 blocks/SM`, `4 x 2 KiB, a block per 4
+/// chunks`.
+pub(crate) fn config_label(p: &Pipeline) -> String {
+    let (what, unit) = if p.box_rows == 1 {
+        (format!("{} KiB", p.box_bytes() / 1024), "chunk")
     } else {
-        format!("{}x{} box", p.box_rows, p.box_cols)
+        (format!("{}x{} box", p.box_rows, p.box_cols), "box")
+    };
+    let blocks = match p.blocks {
+        Blocks::PerSm(1) => "1 block/SM".to_string(),
+        Blocks::PerSm(k) => format!("{k} blocks/SM"),
+        Blocks::PerItems(1) => format!("a block per {unit}"),
+        Blocks::PerItems(n) => format!("a block per {n} {unit}{}", if unit == "box" { "es" } else { "s" }),
     };
     let hinted = if p.hint == hint::EVICT_FIRST { ", evict_first" } else { "" };
-    format!("{} x {what}, {} blocks/SM{hinted}", p.stages, p.blocks_per_sm)
+    format!("{} x {what}, {blocks}{hinted}", p.stages)
 }
 
-/// KiB in flight per SM of a configuration, at most: every buffer of every block.
-fn in_flight_kib(p: &Pipeline) -> f64 {
-    (p.stages * p.box_bytes() * p.blocks_per_sm) as f64 / 1024.0
+/// Blocks of `p` resident per SM: its persistent count, or, one block per so many items, what
+/// the driver's occupancy (`driver`) holds.
+fn resident(p: &Pipeline, driver: u32) -> u32 {
+    match p.blocks {
+        Blocks::PerSm(k) => k,
+        Blocks::PerItems(_) => driver,
+    }
 }
 
-/// The `tma_bulk_copy` sweep: chunks x stages x blocks per SM.
+/// KiB in flight per SM of a measured configuration, at most: every buffer of every resident
+/// block.
+fn in_flight_kib(p: &Point) -> f64 {
+    (p.config.stages * p.config.box_bytes() * p.resident) as f64 / 1024.0
+}
+
+/// The `tma_bulk_copy` sweep: persistent, chunks x stages x blocks per SM; then one block per
+/// so many chunks ([`BULK_PER_BLOCK`]).
 pub fn bulk_configs() -> Vec<Pipeline> {
     let mut out = Vec::new();
     for chunk in BULK_PIPELINE_CHUNKS {
@@ -520,10 +541,12 @@ pub fn bulk_configs() -> Vec<Pipeline> {
             }
         }
     }
+    out.extend(BULK_PER_BLOCK.map(|(chunk, n)| Pipeline::per_items(1, chunk / 4, n)));
     out
 }
 
-/// The `tma_copy` sweep: boxes x stages x blocks per SM.
+/// The `tma_copy` sweep: persistent, boxes x stages x blocks per SM; then, for each box, one
+/// block per so many boxes ([`PER_BLOCK_ITEMS`]).
 pub fn copy_configs() -> Vec<Pipeline> {
     let mut out = Vec::new();
     for (box_rows, box_cols) in COPY_BOXES {
@@ -532,11 +555,13 @@ pub fn copy_configs() -> Vec<Pipeline> {
                 out.push(Pipeline::new(box_rows, box_cols, stages, blocks_per_sm));
             }
         }
+        out.extend(PER_BLOCK_ITEMS.map(|n| Pipeline::per_items(box_rows, box_cols, n)));
     }
     out
 }
 
-/// The `tma_transpose` sweep (128-byte swizzle): stages x blocks per SM, `64 x 64` tiles.
+/// The `tma_transpose` sweep (128-byte swizzle), `64 x 64` tiles: persistent, stages x blocks
+/// per SM; then one block per so many tiles ([`PER_BLOCK_ITEMS`]).
 pub fn transpose_configs() -> Vec<Pipeline> {
     let mut out = Vec::new();
     for stages in PIPELINE_STAGES {
@@ -544,6 +569,7 @@ pub fn transpose_configs() -> Vec<Pipeline> {
             out.push(Pipeline::new(TILE, TILE, stages, blocks_per_sm));
         }
     }
+    out.extend(PER_BLOCK_ITEMS.map(|n| Pipeline::per_items(TILE, TILE, n)));
     out
 }
 
@@ -586,6 +612,8 @@ fn hint_note(kernel: &str, swept: &Swept) -> Option<String> {
 #[derive(Clone, Copy)]
 struct Point {
     config: Pipeline,
+    /// Its blocks resident per SM ([`resident`]).
+    resident: u32,
     gbs: f64,
     passed: bool,
 }
@@ -641,13 +669,15 @@ impl Sweeps<'_> {
         for p in configs {
             let launch = launch(p, output);
             let (smem, threads) = (launch.shape.smem_bytes, launch.shape.threads_per_block());
-            let fits = smem <= gpu.info.smem_per_block_optin && {
+            let driver = if smem <= gpu.info.smem_per_block_optin {
                 if smem > gpu.info.smem_per_block {
                     kernel::allow_dynamic_smem(gpu, launch.kernel, smem)?;
                 }
-                kernel::occupancy(gpu, launch.kernel, threads, smem)?.active_blocks >= p.blocks_per_sm
+                kernel::occupancy(gpu, launch.kernel, threads, smem)?.active_blocks
+            } else {
+                0
             };
-            if !fits {
+            if driver < p.blocks.resident() {
                 self.left_out.push(format!("{kernel} {}", config_label(p)));
                 continue;
             }
@@ -660,7 +690,7 @@ impl Sweeps<'_> {
             let passed = check.passed();
             self.checks.push(check);
             let gbs = lab.phases.time(Kind::Timed, || time(gpu, lab.sizes.repeats, || launch.enqueue(gpu)))?.gbs(bytes);
-            points.push(Point { config: *p, gbs, passed });
+            points.push(Point { config: *p, resident: resident(p, driver), gbs, passed });
         }
         Ok(points)
     }
@@ -703,7 +733,7 @@ fn pipeline_series(kernel: &str, points: &[Point]) -> [Series; 2] {
             &sweep_series_name(kernel),
             "KiB in flight per SM (stages x box x blocks per SM)",
             "GB/s (read + written)",
-            points.iter().map(|p| (in_flight_kib(&p.config), p.gbs, config_label(&p.config))),
+            points.iter().map(|p| (in_flight_kib(p), p.gbs, config_label(&p.config))),
         ),
     ]
 }
@@ -724,7 +754,7 @@ fn sweep_note(kernel: &str, points: &[Point], memcpy: Option<f64>) -> Option<Str
         best.gbs,
         ratio(best.gbs),
         config_label(&best.config),
-        in_flight_kib(&best.config),
+        in_flight_kib(best),
         fewest.map_or(String::new(), |f| format!(
             "; with {min_stages} stage{}: {:.0} GB/s at {}",
             if min_stages == 1 { "" } else { "s" },
@@ -744,17 +774,25 @@ fn in_flight_note(lsu: (f64, f64), points: &[Point], memcpy: Option<f64>) -> Opt
     let passed: Vec<&Point> = points.iter().filter(|p| p.passed).collect();
     let best = passed.iter().max_by(|a, b| a.gbs.total_cmp(&b.gbs))?;
     let plateau: Vec<f64> =
-        passed.iter().filter(|p| p.gbs >= best.gbs * (1.0 - PLATEAU)).map(|p| in_flight_kib(&p.config)).collect();
+        passed.iter().filter(|p| p.gbs >= best.gbs * (1.0 - PLATEAU)).map(|p| in_flight_kib(p)).collect();
     let (lo, hi) = plateau.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &k| (lo.min(k), hi.max(k)));
     let ratio = |gbs: f64| memcpy.map_or(String::new(), |m| format!(" ({:.3}x memcpy)", gbs / m));
+    let verdict = if lsu.1 > best.gbs {
+        "DRAM serves the LSU copy faster with fewer bytes in flight, so bytes in flight are not what the TMA copies lack".to_string()
+    } else {
+        format!(
+            "the tensor copy reaches the LSU copy's rate with {:.0}x its bytes in flight",
+            in_flight_kib(best) / lsu.0
+        )
+    };
     Some(format!(
-        "bytes in flight: the LSU copy reaches {:.0} GB/s{} with {:.0} KiB in flight per SM; the tensor copy's fastest point {:.0} GB/s{} with {:.0} KiB; {} of its {} checked points come within {:.0}% of that, from {lo:.0} to {hi:.0} KiB in flight per SM. DRAM serves the LSU copy faster with fewer bytes in flight, so bytes in flight are not what the TMA copies lack",
+        "bytes in flight: the LSU copy reaches {:.0} GB/s{} with {:.0} KiB in flight per SM; the tensor copy's fastest point {:.0} GB/s{} with {:.0} KiB; {} of its {} checked points come within {:.0}% of that, from {lo:.0} to {hi:.0} KiB in flight per SM. {verdict}",
         lsu.1,
         ratio(lsu.1),
         lsu.0,
         best.gbs,
         ratio(best.gbs),
-        in_flight_kib(&best.config),
+        in_flight_kib(best),
         plateau.len(),
         passed.len(),
         PLATEAU * 100.0
@@ -790,8 +828,8 @@ fn curve_note(points: &[Point]) -> String {
             "best {:.0} GB/s at {} KiB per copy and {} blocks per SM ({} KiB in flight per SM)",
             p.gbs,
             p.config.box_bytes() / 1024,
-            p.config.blocks_per_sm,
-            p.config.box_bytes() * p.config.blocks_per_sm / 1024
+            p.resident,
+            p.config.box_bytes() * p.resident / 1024
         )
     });
     format!(
@@ -904,7 +942,7 @@ mod tests {
     fn left_out(configs: &[Pipeline], threads: u32, buffers: impl Fn(&Pipeline) -> u32) -> Vec<String> {
         configs
             .iter()
-            .filter(|p| model_blocks(threads, smem_bytes(p.box_bytes(), buffers(p))) < p.blocks_per_sm)
+            .filter(|p| model_blocks(threads, smem_bytes(p.box_bytes(), buffers(p))) < p.blocks.resident())
             .map(config_label)
             .collect()
     }
@@ -912,7 +950,10 @@ mod tests {
     #[test]
     fn the_sweeps_cover_stages_boxes_and_blocks_and_the_model_names_what_cannot_fit() {
         let (bulk, copy, transpose) = (bulk_configs(), copy_configs(), transpose_configs());
-        assert_eq!((bulk.len(), copy.len(), transpose.len()), (60, 100, 15));
+        assert_eq!((bulk.len(), copy.len(), transpose.len()), (67, 110, 17));
+        // One block per item: 1 and 2 boxes of each of the 5 boxes, 7 chunkings, 2 of tiles.
+        let per_items = |c: &[Pipeline]| c.iter().filter(|p| matches!(p.blocks, Blocks::PerItems(_))).count();
+        assert_eq!((per_items(&bulk), per_items(&copy), per_items(&transpose)), (7, 10, 2));
         assert!(bulk.contains(&BULK_DEFAULT) && copy.contains(&COPY_DEFAULT) && transpose.contains(&TRANSPOSE_DEFAULT));
         // Shared bytes: 1024 to align, then each buffer and its 8-byte mbarrier.
         assert_eq!(smem_bytes(16384, 4), 1024 + 4 * 16392);
@@ -945,21 +986,34 @@ mod tests {
         for (p, threads, buffers) in [
             (BULK_DEFAULT, COPY_THREADS, BULK_DEFAULT.stages),
             (COPY_DEFAULT, COPY_THREADS, COPY_DEFAULT.stages),
-            (TRANSPOSE_DEFAULT, 256, transpose_buffers(TRANSPOSE_DEFAULT.stages)),
+            (TRANSPOSE_DEFAULT, TRANSPOSE_BLOCK.0 * TRANSPOSE_BLOCK.1, transpose_buffers(TRANSPOSE_DEFAULT.stages)),
         ] {
-            assert!(model_blocks(threads, smem_bytes(p.box_bytes(), buffers)) >= p.blocks_per_sm, "{p:?}");
+            assert!(model_blocks(threads, smem_bytes(p.box_bytes(), buffers)) >= p.blocks.resident(), "{p:?}");
         }
     }
 
+    /// A persistent configuration the tests vary: 16x256 boxes (16 KiB), 4 stages, 2 blocks/SM.
+    const RING: Pipeline = Pipeline::new(16, 256, 4, 2);
+
     #[test]
     fn the_fastest_checked_configuration_runs_the_rows() {
-        let at = |stages, gbs, passed| Point { config: Pipeline { stages, ..COPY_DEFAULT }, gbs, passed };
+        let at = |stages, gbs, passed| Point { config: Pipeline { stages, ..RING }, resident: 2, gbs, passed };
         let points = [at(1, 3000.0, true), at(2, 3900.0, false), at(3, 3800.0, true)];
         assert_eq!(fastest(&points, BULK_DEFAULT).stages, 3, "a failed check is never chosen");
         assert_eq!(fastest(&[at(2, 3900.0, false)], BULK_DEFAULT), BULK_DEFAULT);
-        assert_eq!(config_label(&COPY_DEFAULT), "4 x 16x256 box, 2 blocks/SM");
-        assert_eq!(config_label(&BULK_DEFAULT), "4 x 16 KiB, 2 blocks/SM");
-        assert_eq!(in_flight_kib(&COPY_DEFAULT), 128.0);
+        assert_eq!(config_label(&RING), "4 x 16x256 box, 2 blocks/SM");
+        assert_eq!(config_label(&Pipeline::new(1, 4096, 4, 2)), "4 x 16 KiB, 2 blocks/SM");
+        assert_eq!(config_label(&COPY_DEFAULT), "1 x 16x256 box, a block per box");
+        assert_eq!(config_label(&BULK_DEFAULT), "4 x 2 KiB, a block per 4 chunks");
+        assert_eq!(config_label(&Pipeline::per_items(TILE, TILE, 2)), "2 x 64x64 box, a block per 2 boxes");
+        assert_eq!(in_flight_kib(&at(4, 0.0, true)), 128.0);
+        // One block per box: the driver's resident blocks, 12 of 16 KiB.
+        let one_shot = Point { config: COPY_DEFAULT, resident: resident(&COPY_DEFAULT, 12), gbs: 0.0, passed: true };
+        assert_eq!(in_flight_kib(&one_shot), 192.0);
+        assert_eq!(resident(&RING, 12), 2, "persistent: the grid's blocks per SM, not the driver's");
+        assert_eq!(COPY_DEFAULT.blocks.grid(132, 4096), 4096);
+        assert_eq!(BULK_DEFAULT.blocks.grid(132, 4098), 1025);
+        assert_eq!(RING.blocks.grid(132, 4096), 264);
         let [per_stage, all] = pipeline_series("tma_copy", &points);
         assert_eq!(per_stage.points.iter().map(|p| (p.x, p.y)).collect::<Vec<_>>(), [(1.0, 3000.0), (3.0, 3800.0)]);
         assert_eq!(all.points.len(), 3);
@@ -978,7 +1032,8 @@ mod tests {
         );
         assert_eq!(fastest_promotion(&promoted[2..]), L2Promotion::None);
         let sized = |stages, blocks_per_sm, gbs| Point {
-            config: Pipeline { stages, blocks_per_sm, ..COPY_DEFAULT },
+            config: Pipeline { stages, blocks: Blocks::PerSm(blocks_per_sm), ..RING },
+            resident: blocks_per_sm,
             gbs,
             passed: true,
         };
@@ -989,11 +1044,17 @@ mod tests {
             "bytes in flight: the LSU copy reaches 3957 GB/s (0.970x memcpy) with 32 KiB in flight per SM; the tensor copy's fastest point 3900 GB/s (0.956x memcpy) with 128 KiB; 2 of its 3 checked points come within 2% of that, from 64 to 128 KiB in flight per SM. DRAM serves the LSU copy faster with fewer bytes in flight, so bytes in flight are not what the TMA copies lack"
         );
         assert_eq!(in_flight_note((32.0, 3957.0), &[], None), None);
+        assert!(
+            in_flight_note((32.0, 3850.0), &sweep, None)
+                .unwrap()
+                .ends_with("the tensor copy reaches the LSU copy's rate with 4x its bytes in flight")
+        );
     }
 
     #[test]
     fn the_hint_is_tried_at_the_fastest_points_and_labelled() {
-        let at = |stages, hint, gbs, passed| Point { config: Pipeline { stages, hint, ..COPY_DEFAULT }, gbs, passed };
+        let at =
+            |stages, hint, gbs, passed| Point { config: Pipeline { stages, hint, ..RING }, resident: 2, gbs, passed };
         let sweep = || {
             vec![
                 at(1, hint::NONE, 3000.0, true),
@@ -1003,7 +1064,7 @@ mod tests {
             ]
         };
         let hinted = hinted_configs(&sweep());
-        let evict = |stages| Pipeline { stages, hint: hint::EVICT_FIRST, ..COPY_DEFAULT };
+        let evict = |stages| Pipeline { stages, hint: hint::EVICT_FIRST, ..RING };
         assert_eq!(hinted, [evict(4), evict(3)], "the 2 fastest checked points, a failed one never");
         assert_eq!(config_label(&evict(6)), "6 x 16x256 box, 2 blocks/SM, evict_first");
         let mut swept = Swept::of(sweep());

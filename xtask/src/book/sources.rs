@@ -292,7 +292,7 @@ pub const EXERCISES: &[Exercise] = &[
         question: "And when the chain was larger than L2?",
         source: Source::RecordedRun,
         pick: Pick::Cell { column: "measured latency", row: &["global memory (HBM)"] },
-        answer: "662 cycles (335 ns)",
+        answer: "662 cycles (334 ns)",
         why: "The plateau from 64 MiB to 2 GiB: every load goes to HBM, more than twice the L2 time.",
     },
 ];

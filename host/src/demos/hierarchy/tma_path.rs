@@ -1,13 +1,13 @@
 //! The "TMA path" row of the hierarchy table (cc 9.0): DRAM to shared memory and back by the
 //! copy engine, `tma_bulk_copy` at the TMA lesson's default configuration
-//! (`memlab_contracts::tma::BULK_DEFAULT`: 16 KiB per copy, 4 stages, 2 blocks per SM), over half the hierarchy's DRAM buffer each way. Absent
-//! below cc 9.0.
+//! (`memlab_contracts::tma::BULK_DEFAULT`: 4 copies of 2 KiB per block), over half the
+//! hierarchy's DRAM buffer each way. Absent below cc 9.0.
 
 use std::cell::RefCell;
 
 use anyhow::Result;
 
-use crate::demos::tma::{NEEDS_CC, kernels};
+use crate::demos::tma::{NEEDS_CC, config_label, kernels};
 use crate::demos::{KernelRun, Lab, Work, check_staged, ensure_free, f32_bytes, measure, poison, poisoned};
 use crate::gpu::staging::Staging;
 use crate::reference;
@@ -34,7 +34,7 @@ pub fn row(lab: &Lab, dram_bytes: usize, memcpy_gbs: Option<f64>) -> Result<Opti
     let staging = RefCell::new(staging);
     let mut output = poisoned::<f32>(n)?;
     let launch = kernels::tma_bulk_copy(
-        lab.gpu.info.sms * P.blocks_per_sm,
+        P.blocks.grid(lab.gpu.info.sms, (n as u32).div_ceil(P.box_cols)),
         &input,
         &mut output,
         n as u32,
@@ -61,13 +61,7 @@ pub fn row(lab: &Lab, dram_bytes: usize, memcpy_gbs: Option<f64>) -> Result<Opti
         "-".into(),
         "-".into(),
         format!("{:.0} GB/s (read + written{share})", k.rate.value()),
-        format!(
-            "tma_bulk_copy, {} stages of {} KiB x {} blocks/SM, {} MiB each way",
-            P.stages,
-            P.box_bytes() / 1024,
-            P.blocks_per_sm,
-            (4 * n) >> 20
-        ),
+        format!("tma_bulk_copy, {}, {} MiB each way", config_label(&P), (4 * n) >> 20),
     ];
     Ok(Some((row, k.check)))
 }
