@@ -934,12 +934,16 @@ KERNEL void hot_stream_read(const unsigned* stream, unsigned stream_vectors, con
     out[g] = sum;
 }
 // ---------------------------------------------------------------- tma.rs
-// TMA (cc 9.0, PTX ISA 8.3). The Rust kernels receive their tensor maps as pointers to global
-// memory (rustc cannot declare a 64-byte aligned by-value kernel parameter, nor one whose
-// address does not make a local copy: no __grid_constant__), so the twins take the same
-// pointers and acquire the maps the same way; same instructions, tiles and launch shapes.
+// TMA (cc 9.0, PTX ISA 8.3). The Rust kernels take their tensor maps as slots of a
+// constant-memory array (rustc cannot declare a 64-byte aligned by-value kernel parameter, nor
+// one whose address does not make a local copy: no __grid_constant__), so the twins take the
+// same slots of an array of the same name, which the host fills alike; same instructions,
+// tiles and launch shapes.
 #if __CUDA_ARCH__ >= 900
 #include <cuda.h>
+
+// memlab_contracts::tma::MAP_SLOTS maps.
+__constant__ CUtensorMap memlab_tma_maps[128];
 
 DEV unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 
@@ -969,9 +973,6 @@ DEV void tma_wait(unsigned bar, unsigned parity) {
     while (!done)
         asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
                      : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-}
-DEV void tma_acquire(const CUtensorMap* m) {
-    asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(m) : "memory");
 }
 // The copies' L2 policy (`hinted`: `.L2::cache_hint` with it), as kernels-gpu's
 // `Option<L2Policy>`: evict_first for `hint` 1 (memlab_contracts::tma::hint), none for 0.
@@ -1072,13 +1073,12 @@ KERNEL void tma_bulk_copy(const float* src, float* dst, unsigned n, unsigned chu
 }
 
 // Boxes of box_rows x box_cols through `stages` buffers, blocks of 32 x 1 (any grid).
-KERNEL void tma_copy(const CUtensorMap* map_in, const CUtensorMap* map_out, unsigned rows, unsigned cols,
+KERNEL void tma_copy(unsigned map_in_slot, unsigned map_out_slot, unsigned rows, unsigned cols,
                      unsigned box_rows, unsigned box_cols, unsigned stages, unsigned hint) {
     unsigned box_bytes = box_rows * box_cols * 4;
     TmaBuffers b = tma_carve(box_bytes, stages);
     if (threadIdx.x != 0) return;
-    tma_acquire(map_in);
-    tma_acquire(map_out);
+    const CUtensorMap *map_in = &memlab_tma_maps[min(map_in_slot, 127u)], *map_out = &memlab_tma_maps[min(map_out_slot, 127u)];
     TmaHint h = tma_policy(hint);
     box_rows = max(box_rows, 1u);
     box_cols = max(box_cols, 1u);
@@ -1110,10 +1110,6 @@ DEV void tma_transpose_tiles(const CUtensorMap* map_in, const CUtensorMap* map_o
     TmaBuffers b = tma_carve(TB, stages + 2);
     unsigned t = threadIdx.y * 32 + threadIdx.x;
     bool producer = t == 0;
-    if (producer) {
-        tma_acquire(map_in);
-        tma_acquire(map_out);
-    }
     TmaHint h = tma_policy(hint);
     unsigned across = max((cols + T - 1) / T, 1u), count = tma_mine(across * ((rows + T - 1) / T));
     auto load = [&](unsigned slot, unsigned j) {
@@ -1154,8 +1150,9 @@ DEV void tma_transpose_tiles(const CUtensorMap* map_in, const CUtensorMap* map_o
     if (producer) tma_wait_read<0>();
 }
 
-KERNEL void tma_transpose(const CUtensorMap* map_in, const CUtensorMap* map_out, unsigned rows, unsigned cols,
+KERNEL void tma_transpose(unsigned map_in_slot, unsigned map_out_slot, unsigned rows, unsigned cols,
                           unsigned swizzle, unsigned stages, unsigned hint) {
+    const CUtensorMap *map_in = &memlab_tma_maps[min(map_in_slot, 127u)], *map_out = &memlab_tma_maps[min(map_out_slot, 127u)];
     switch (swizzle) {
         case 0: tma_transpose_tiles<0>(map_in, map_out, rows, cols, stages, hint); break;
         case 1: tma_transpose_tiles<1>(map_in, map_out, rows, cols, stages, hint); break;

@@ -27,8 +27,9 @@ struct Build {
 
 /// The PTX ISA of the sm_90 builds, as a target feature: the backend's default for sm_90 is
 /// ISA 7.8, and the TMA lesson needs 8.0 (`cp.async.bulk`, `cp.async.bulk.tensor`, `mbarrier`
-/// transaction counts) and 8.3 (`fence.proxy.tensormap::generic`, for tensor maps the host
-/// writes to global memory). PTX ISA, "Release Notes" / each instruction's "PTX ISA Notes".
+/// transaction counts). It declares 8.3, which it needed while its tensor maps were read from
+/// global memory (`fence.proxy.tensormap::generic`) and which every driver of CUDA 12.3 or
+/// newer JITs. PTX ISA, "Release Notes" / each instruction's "PTX ISA Notes".
 const SM_90_PTX_ISA: &str = "target-feature=+ptx83";
 
 /// A baseline every supported GPU can JIT (cc 7.0, so V100s load the lab), Ampere's (cc 8.0, the first with

@@ -13,8 +13,9 @@ pub const TILE_BYTES: u32 = TILE * TILE * WORD_BYTES;
 /// Threads of `tma_copy` and `tma_bulk_copy`: one warp, whose lane 0 issues the copies.
 pub const COPY_THREADS: u32 = 32;
 /// Threads of `tma_transpose`, `32 x 16`: each moves 2 float4 of the tile through registers.
-/// 512 threads transpose a tile in half the time 256 take, and a block is resident for less
-/// of it (0.941x against 0.933x memcpy with one tile per block, measured on the H200).
+/// Faster than 256 threads on the H200: 0.908-0.932x memcpy in the lab's runs, against
+/// 0.897-0.918x with 256; 0.940-0.944x against 0.933-0.935x for one tile per block in the
+/// scratch program of `docs/h200-round9/README.md`.
 pub const TRANSPOSE_BLOCK: (u32, u32) = (32, 16);
 /// Float4 reads per thread of `tma_transpose`: `TILE * TILE / 4` float4 over 512 threads.
 pub const TRANSPOSE_READS: u32 = TILE * TILE / 4 / (TRANSPOSE_BLOCK.0 * TRANSPOSE_BLOCK.1);
@@ -65,7 +66,7 @@ impl Blocks {
     /// The grid for `items` items on a GPU of `sms` SMs.
     pub const fn grid(self, sms: u32, items: u32) -> u32 {
         match self {
-            Blocks::PerSm(n) => sms * n,
+            Blocks::PerSm(n) => sms * if n == 0 { 1 } else { n },
             Blocks::PerItems(n) => {
                 let g = items.div_ceil(if n == 0 { 1 } else { n });
                 if g == 0 { 1 } else { g }
@@ -105,8 +106,8 @@ impl Pipeline {
         Pipeline { box_rows, box_cols, stages, blocks: Blocks::PerSm(blocks_per_sm), hint: hint::NONE }
     }
 
-    /// A configuration of one block per `items` items, each with all of them in flight at once
-    /// (`items` stages), without hint.
+    /// A configuration of one block per `items` items, with a buffer for each (`items` stages),
+    /// without hint.
     pub const fn per_items(box_rows: u32, box_cols: u32, items: u32) -> Pipeline {
         Pipeline { box_rows, box_cols, stages: items, blocks: Blocks::PerItems(items), hint: hint::NONE }
     }
@@ -131,23 +132,29 @@ pub const BULK_PIPELINE_CHUNKS: [u32; 3] = [8192, 16384, 32768];
 pub const TRANSPOSE_BLOCKS_PER_SM: [u32; 3] = [1, 2, 3];
 /// Items per block of the sweeps' non-persistent points ([`Pipeline::per_items`]) for
 /// `tma_copy` and `tma_transpose`. One box per block was the fastest tensor copy measured on
-/// the H200 (0.975x memcpy at 8192 x 8192, against 0.96x for the best persistent ring):
+/// the H200 (0.977-0.978x memcpy at 8192 x 8192, against 0.955-0.963x for the best persistent
+/// ring, in the scratch program of `docs/h200-round9/README.md`):
 /// the block scheduler refills an SM as each block ends, so its loads never wait on a
 /// ring's store.
 pub const PER_BLOCK_ITEMS: [u32; 2] = [1, 2];
 /// Chunks (bytes) and chunks per block of `tma_bulk_copy`'s non-persistent points: 8 to 16
 /// KiB per block in copies of 1 to 8 KiB. Several smaller copies per block beat one large
-/// one on the H200 (8 KiB per block: 0.951x memcpy as one copy, 0.973x as 4 of 2 KiB).
+/// one on the H200 (8 KiB per block: 0.951x memcpy as one copy, 0.973x as 4 of 2 KiB, in the
+/// scratch program of `docs/h200-round9/README.md`).
 pub const BULK_PER_BLOCK: [(u32, u32); 7] =
     [(1024, 8), (2048, 4), (2048, 8), (4096, 2), (4096, 4), (8192, 1), (8192, 2)];
 
 /// `tma_copy`'s configuration where no sweep has run (a run whose sweep found nothing
-/// faster): one 16 KiB box per block, 0.976x memcpy at 8192 x 8192 (measured on the H200).
-pub const COPY_DEFAULT: Pipeline = Pipeline::per_items(16, 256, 1);
+/// faster): one 32x256 box per block, 0.977-0.978x memcpy at 8192 x 8192 on the H200 (the
+/// scratch program of `docs/h200-round9/README.md`).
+pub const COPY_DEFAULT: Pipeline = Pipeline::per_items(32, 256, 1);
 /// `tma_bulk_copy`'s configuration where no sweep has run (the hierarchy table's TMA row):
-/// 4 chunks of 2 KiB per block, 0.973x memcpy at 8192 x 8192 (measured on the H200).
+/// 4 chunks of 2 KiB per block, 0.973x memcpy at 8192 x 8192 on the H200 (the scratch program
+/// of `docs/h200-round9/README.md`).
 pub const BULK_DEFAULT: Pipeline = Pipeline::per_items(1, 512, 4);
-/// `tma_transpose`'s configuration where no sweep has run: one tile per block.
+/// `tma_transpose`'s configuration where no sweep has run: one tile per block, the fastest of
+/// the sweep in 3 of the 6 H200 runs with the maps in constant memory (one block per 2 tiles
+/// in the other 3; `docs/h200-round9/`).
 pub const TRANSPOSE_DEFAULT: Pipeline = Pipeline::per_items(TILE, TILE, 1);
 
 /// The tensor map's swizzle modes, as `CUtensorMapSwizzle` numbers them (CUDA Driver API,
@@ -198,6 +205,17 @@ pub const fn transpose_read(t: u32, i: u32) -> (u32, u32) {
 pub const BULK_CHUNKS: [u32; 7] = [1024, 2048, 4096, 8192, 16384, 32768, 49152];
 /// Blocks per SM of the bulk-copy curve.
 pub const BULK_BLOCKS_PER_SM: [u32; 4] = [1, 2, 3, 4];
+/// Tensor maps the module's constant memory holds (`memlab_tma_maps`, 128 bytes each, 16 KiB
+/// of the 64 KiB of a module's constant bank: CUDA C++ Programming Guide, "Features and
+/// Technical Specifications"). The kernels take a map as its slot there: a map in constant
+/// memory needs no `fence.proxy.tensormap` before its first use, one in global memory does
+/// in every block (CUDA C++ Programming Guide, "Using TMA to transfer multi-dimensional
+/// arrays"), which cost the one-tile-per-block transpose 11% on the H200 (3367 against 3796
+/// GB/s; `docs/h200-round9/README.md`).
+pub const MAP_SLOTS: u32 = 128;
+/// Bytes of one tensor map (`CUtensorMap`: CUDA Driver API, `cuTensorMapEncodeTiled`).
+pub const MAP_BYTES: u32 = 128;
+
 /// Granule of `cp.async.bulk`: size and both addresses a multiple of 16 bytes (PTX ISA,
 /// "cp.async.bulk").
 pub const BULK_GRANULE: u32 = 16;

@@ -239,7 +239,7 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
     )?;
     add(
         SweepChart::tma_pipeline(sections).map(|c| {
-            figure(&c, dir, "The pipelined TMA kernels (`tma_bulk_copy`, `tma_copy`, `tma_transpose`; persistent blocks, a ring of shared buffers with an mbarrier each): the fastest checked GB/s at each stage count, over the swept boxes and blocks per SM. One stage loads, waits and stores one box at a time; more stages keep the next boxes' loads in flight while one is stored.".into())
+            figure(&c, dir, "The pipelined TMA kernels (`tma_bulk_copy`, `tma_copy`, `tma_transpose`; a ring of shared buffers with an mbarrier each, in persistent blocks or one block per few tiles): the fastest checked GB/s at each stage count, over the swept boxes and grids. One stage loads, waits and stores one box at a time; more stages keep the next boxes' loads in flight while one is stored.".into())
         }),
         "TMA pipeline chart (run the `tma` demo on cc 9.0)",
     )?;

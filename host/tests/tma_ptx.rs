@@ -4,9 +4,10 @@
 //! `.L2::cache_hint`), touch shared memory only through the `.shared` state space, and assemble with ptxas for sm_90
 //! without spills, stack or static shared memory.
 
+use memlab::gpu::tensor_map::MAPS_SYMBOL;
 use memlab::ptx::{self, count_ops, entry_body};
 use memlab::ptxas;
-use memlab_contracts::tma::{SWIZZLE_MODES, TILE, TRANSPOSE_READS, box_cols};
+use memlab_contracts::tma::{MAP_BYTES, MAP_SLOTS, SWIZZLE_MODES, TILE, TRANSPOSE_READS, box_cols};
 
 const TMA_KERNELS: [&str; 3] = ["tma_bulk_copy", "tma_copy", "tma_transpose"];
 
@@ -99,11 +100,16 @@ fn tma_kernels_pipeline_bulk_copies_through_a_ring_of_mbarriers() {
         // No call: no panic path (every divisor is kept non-zero).
         assert_eq!(count_ops(b, "call"), 0, "{kernel}");
     }
+    // The maps are slots of the module's constant-memory array, whose generic address the
+    // copies take (`cvta.const`): no tensormap-proxy fence, which a map in global memory needs
+    // in every block.
+    let maps = format!(".visible .const .align 64 .b8 {}[{}];", MAPS_SYMBOL.to_str().unwrap(), MAP_SLOTS * MAP_BYTES);
+    assert_eq!(sm_90().text.matches(&maps).count(), 1, "{maps}");
     for kernel in ["tma_copy", "tma_transpose"] {
-        assert_eq!(
-            count_ops(body(kernel), "fence.proxy.tensormap::generic.acquire.sys"),
-            if kernel == "tma_copy" { 2 } else { 2 * SWIZZLE_MODES as usize }
-        );
+        let b = body(kernel);
+        assert_eq!(count_ops(b, "fence.proxy.tensormap"), 0, "{kernel}");
+        assert!(count_ops(b, "cvta.const.u64") >= 1, "{kernel}");
+        assert!(b.contains(MAPS_SYMBOL.to_str().unwrap()), "{kernel}");
     }
 }
 

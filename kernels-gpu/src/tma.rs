@@ -15,8 +15,9 @@
 //! with `.L2::cache_hint` and an evict_first `createpolicy`; PTX ISA, "createpolicy").
 //!
 //! Matrices are row-major `f32`. The tensor maps (`CUtensorMap`, built by the host with
-//! `cuTensorMapEncodeTiled`) live in global memory, 64-byte aligned, written before the launch;
-//! each describes one matrix, its box (the tile one copy moves) and its swizzle.
+//! `cuTensorMapEncodeTiled`) live in the module's constant memory, written before the launch,
+//! and a kernel takes each as its slot there; each describes one matrix, its box (the tile one
+//! copy moves) and its swizzle.
 //! Tensor copies handle the edges themselves (zeros read outside the matrix, stores clipped),
 //! so any `rows, cols >= 1` works; the host refuses what a tensor map cannot describe (a row
 //! pitch that is not a multiple of 16 bytes: `cols` not a multiple of 4). The copies, mbarriers
@@ -149,7 +150,7 @@ kernel! {
     ///
     /// - Launch: block `32 x 1` ([`contract::COPY_THREADS`]), any grid ([`contract::Blocks`]).
     /// - Shared memory: [`contract::smem_bytes`]`(box_rows * box_cols * 4, stages)`.
-    /// - Preconditions: `map_in`, `map_out` point to tensor maps of the input and output
+    /// - Preconditions: `map_in`, `map_out` are the slots of tensor maps of the input and output
     ///   `rows x cols` f32 matrices, box `box_rows x box_cols`, no swizzle; `stages >= 1`; `hint`
     ///   of [`contract::hint`].
     /// - Memory level: global <-> shared by the copy engine, one box per copy.
@@ -170,7 +171,7 @@ kernel! {
         if thread_idx_x() != 0 {
             return;
         }
-        let (map_in, map_out) = (map_in.acquire(), map_out.acquire());
+        let (map_in, map_out) = (map_in.map(), map_out.map());
         let hint = policy(hint);
         let (box_rows, box_cols) = (box_rows.max(1), box_cols.max(1));
         let across = cols.div_ceil(box_cols).max(1);
@@ -212,7 +213,7 @@ kernel! {
     ///
     /// - Launch: block `32 x 16` ([`contract::TRANSPOSE_BLOCK`]), any grid ([`contract::Blocks`]).
     /// - Shared memory: [`contract::smem_bytes`]`(16384, `[`contract::transpose_buffers`]`(stages))`.
-    /// - Preconditions: `map_in` describes the `rows x cols` input, box `64 x box_cols(swizzle)`
+    /// - Preconditions: `map_in` is the slot of a map of the `rows x cols` input, box `64 x box_cols(swizzle)`
     ///   rows x columns, swizzle `swizzle` (< 4); `map_out` the `cols x rows` output, box
     ///   `64 x 64`, no swizzle; `stages >= 1`; `hint` of [`contract::hint`].
     /// - Memory level: global <-> shared by the copy engine; shared (float4 reads, scalar writes).
@@ -252,8 +253,8 @@ fn transpose_tiles<const MODE: u32>(
     let w = const { contract::box_cols(MODE) };
     let buffers = Buffers::carve(block, contract::TILE_BYTES, contract::transpose_buffers(stages));
     let t = thread_idx_y() * contract::TRANSPOSE_BLOCK.0 + thread_idx_x();
-    // Lane 0 alone issues the copies, so it alone acquires the maps.
-    let maps = if t == 0 { Some((map_in.acquire(), map_out.acquire())) } else { None };
+    // Lane 0 alone issues the copies.
+    let maps = if t == 0 { Some((map_in.map(), map_out.map())) } else { None };
     let hint = policy(hint);
     let across = cols.div_ceil(T).max(1);
     let count = mine(across * rows.div_ceil(T));

@@ -33,6 +33,7 @@ use crate::gpu::Gpu;
 use crate::gpu::kernel::{self, DriverOccupancy, KernelAttrs};
 use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::memory;
+use crate::gpu::tensor_map::{MapSlot, TensorMaps, TiledSpec};
 use crate::gpu::timing::{self, Repeats, Timing};
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
 use crate::phases::{Kind, Phases};
@@ -205,12 +206,26 @@ pub struct Lab {
     pub twins: Option<Twins>,
     /// Where the run's wall time goes, per demo.
     pub phases: Phases,
+    /// The tensor maps placed in the modules' constant memory (the TMA lesson).
+    pub tma_maps: TensorMaps,
 }
 
 impl Lab {
     /// A lab without twins.
     pub fn new(gpu: Gpu, sizes: Sizes) -> Lab {
-        Lab { gpu, sizes, twins: None, phases: Phases::default() }
+        Lab { gpu, sizes, twins: None, phases: Phases::default(), tma_maps: TensorMaps::default() }
+    }
+
+    /// The slot of the tensor map `spec` describes, placed in the lab's module and the twins'.
+    ///
+    /// # Errors
+    /// As for [`TiledSpec::encode`] and [`TensorMaps::place`].
+    pub fn place_map(&self, spec: &TiledSpec) -> Result<MapSlot> {
+        let map = spec.encode()?;
+        match &self.twins {
+            Some(twins) => self.tma_maps.place(map, &[&self.gpu.module, &twins.module]),
+            None => self.tma_maps.place(map, &[&self.gpu.module]),
+        }
     }
 }
 

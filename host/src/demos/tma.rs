@@ -26,7 +26,7 @@ use crate::gpu::Gpu;
 use crate::gpu::kernel;
 use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::staging::Staging;
-use crate::gpu::tensor_map::{L2Promotion, Swizzle, TensorMap, TiledSpec};
+use crate::gpu::tensor_map::{L2Promotion, MapSlot, Swizzle, TiledSpec};
 use crate::gpu::timing::time;
 use crate::model::banks::WarpRequest;
 use crate::phases::Kind;
@@ -107,14 +107,14 @@ crate::kernels! {
     fn tma_bulk_copy(blocks: u32; src: &DeviceBuffer<f32>, dst: &mut DeviceBuffer<f32>, n: u32, chunk: u32, stages: u32, hint: u32)
         => pipelined(blocks, (COPY_THREADS, 1), chunk, stages);
     /// `tma_copy`: a `rows x cols` f32 matrix through `box_rows x box_cols` tensor copies and
-    /// `stages` shared buffers; maps (in global memory) of the input and the output with that
+    /// `stages` shared buffers; the slots of maps (`Lab::place_map`) of the input and the output with that
     /// box, no swizzle; `blocks` blocks of 32 threads; L2 `hint`.
-    fn tma_copy(blocks: u32; map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>, rows: u32, cols: u32, box_rows: u32, box_cols: u32, stages: u32, hint: u32)
+    fn tma_copy(blocks: u32; map_in: MapSlot, map_out: MapSlot, rows: u32, cols: u32, box_rows: u32, box_cols: u32, stages: u32, hint: u32)
         => pipelined(blocks, (COPY_THREADS, 1), box_rows * box_cols * 4, stages);
     /// `tma_transpose`: `rows x cols` into `cols x rows`; `map_in` box `64 x box_cols(swizzle)`
     /// with that swizzle, `map_out` box `64 x 64`; `blocks` blocks of `32 x 16`,
     /// `stages` input tiles and 2 output tiles of 16 KiB in shared memory; L2 `hint`.
-    fn tma_transpose(blocks: u32; map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>, rows: u32, cols: u32, swizzle: u32, stages: u32, hint: u32)
+    fn tma_transpose(blocks: u32; map_in: MapSlot, map_out: MapSlot, rows: u32, cols: u32, swizzle: u32, stages: u32, hint: u32)
         => pipelined(blocks, TRANSPOSE_BLOCK, TILE_BYTES, transpose_buffers(stages));
 }
 
@@ -130,9 +130,9 @@ fn boxed(address: u64, rows: usize, cols: usize, (box_rows, box_cols): (u32, u32
     TiledSpec { address, rows, cols, box_rows, box_cols, swizzle, l2_promotion: L2Promotion::None }
 }
 
-/// `spec` with the L2 promotion `l2`, in a device buffer.
-fn promoted(spec: TiledSpec, l2: L2Promotion) -> Result<DeviceBuffer<TensorMap>> {
-    TiledSpec { l2_promotion: l2, ..spec }.upload()
+/// The slot of `spec` with the L2 promotion `l2`.
+fn promoted(lab: &Lab, spec: TiledSpec, l2: L2Promotion) -> Result<MapSlot> {
+    lab.place_map(&TiledSpec { l2_promotion: l2, ..spec })
 }
 
 /// Refuses a matrix the lesson's tensor maps cannot describe (input `rows x cols`, transposed
@@ -226,7 +226,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let copy_maps = COPY_BOXES
         .iter()
         .map(|&b| {
-            let map = |addr| boxed(addr, rows, cols, b, Swizzle::None).upload();
+            let map = |addr| lab.place_map(&boxed(addr, rows, cols, b, Swizzle::None));
             Ok((b, map(in_addr)?, map(out_addr)?))
         })
         .collect::<Result<Vec<_>>>()?;
@@ -234,25 +234,25 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         spec(in_addr, rows, cols, box_cols(Swizzle::B128.mode()), Swizzle::B128),
         spec(out_addr, cols, rows, TILE, Swizzle::None),
     );
-    let (map_t_in, map_out_t) = (t_specs.0.upload()?, t_specs.1.upload()?);
+    let (map_t_in, map_out_t) = (lab.place_map(&t_specs.0)?, lab.place_map(&t_specs.1)?);
     let bulk_launch = |p: &Pipeline, out: &mut DeviceBuffer<f32>| {
-        let blocks = p.blocks.grid(sms, (r * c).div_ceil(p.box_cols));
+        let blocks = p.blocks.grid(sms, (r * c).div_ceil(p.box_bytes() / 4));
         kernels::tma_bulk_copy(blocks, &input, out, r * c, p.box_bytes(), p.stages, p.hint)
     };
-    let copy_with = |p: &Pipeline, map_in: &DeviceBuffer<TensorMap>, map_out: &DeviceBuffer<TensorMap>| {
+    let copy_with = |p: &Pipeline, map_in: MapSlot, map_out: MapSlot| {
         let blocks = p.blocks.grid(sms, r.div_ceil(p.box_rows) * c.div_ceil(p.box_cols));
         kernels::tma_copy(blocks, map_in, map_out, r, c, p.box_rows, p.box_cols, p.stages, p.hint)
     };
     let copy_launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| {
         let (_, map_in, map_out) = copy_maps.iter().find(|m| m.0 == (p.box_rows, p.box_cols)).expect("a swept box");
-        copy_with(p, map_in, map_out)
+        copy_with(p, *map_in, *map_out)
     };
-    let transpose_launch = |p: &Pipeline, maps: (&DeviceBuffer<TensorMap>, &DeviceBuffer<TensorMap>), mode: u32| {
+    let transpose_launch = |p: &Pipeline, maps: (MapSlot, MapSlot), mode: u32| {
         let blocks = p.blocks.grid(sms, r.div_ceil(TILE) * c.div_ceil(TILE));
         kernels::tma_transpose(blocks, maps.0, maps.1, r, c, mode, p.stages, p.hint)
     };
     let transpose_sweep_launch =
-        |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (&map_t_in, &map_out_t), Swizzle::B128.mode());
+        |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (map_t_in, map_out_t), Swizzle::B128.mode());
     let mut sweeps = Sweeps { staging: &staging, checks: Vec::new(), left_out: Vec::new() };
     let (bulk, copy, transpose_sweep) = lab.phases.step("pipeline sweeps", || {
         let mut bulk =
@@ -290,13 +290,13 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let mut transpose_l2 = Vec::new();
     lab.phases.step("L2 promotion", || {
         for l2 in L2Promotion::ALL {
-            let (m_in, m_out) = (promoted(copy_specs.0, l2)?, promoted(copy_specs.1, l2)?);
-            let launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| copy_with(p, &m_in, &m_out);
+            let (m_in, m_out) = (promoted(lab, copy_specs.0, l2)?, promoted(lab, copy_specs.1, l2)?);
+            let launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| copy_with(p, m_in, m_out);
             let points = sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &[copy_best], launch)?;
             copy_l2.extend(points.into_iter().map(|p| (l2, p)));
-            let (t_in, t_out) = (promoted(t_specs.0, l2)?, promoted(t_specs.1, l2)?);
+            let (t_in, t_out) = (promoted(lab, t_specs.0, l2)?, promoted(lab, t_specs.1, l2)?);
             let launch =
-                |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (&t_in, &t_out), Swizzle::B128.mode());
+                |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (t_in, t_out), Swizzle::B128.mode());
             let points =
                 sweeps.run(lab, "tma_transpose", &mut output, &transposed, bytes, &[transpose_best], launch)?;
             transpose_l2.extend(points.into_iter().map(|p| (l2, p)));
@@ -304,8 +304,8 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         Ok::<_, anyhow::Error>(())
     })?;
     let (copy_promotion, transpose_promotion) = (fastest_promotion(&copy_l2), fastest_promotion(&transpose_l2));
-    let copy_maps_best = (promoted(copy_specs.0, copy_promotion)?, promoted(copy_specs.1, copy_promotion)?);
-    let map_out_t_best = promoted(t_specs.1, transpose_promotion)?;
+    let copy_maps_best = (promoted(lab, copy_specs.0, copy_promotion)?, promoted(lab, copy_specs.1, copy_promotion)?);
+    let map_out_t_best = promoted(lab, t_specs.1, transpose_promotion)?;
     // Launches hold device addresses, not borrows: built before `reset` borrows the output.
     let copies = [
         (lsu::copy(&input, &mut output, r, c), Path::Lsu(4 * 4), "LSU copy: 4 floats per thread through registers"),
@@ -315,7 +315,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
             "1-D cp.async.bulk through shared buffers (the sweep's fastest configuration)",
         ),
         (
-            copy_with(&copy_best, &copy_maps_best.0, &copy_maps_best.1),
+            copy_with(&copy_best, copy_maps_best.0, copy_maps_best.1),
             Path::Ring(copy_best),
             "2-D tensor copies through shared buffers (the sweep's fastest configuration)",
         ),
@@ -353,10 +353,10 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let mut swizzle_rows = Vec::new();
     for sw in Swizzle::ALL {
         let mode = sw.mode();
-        let map = promoted(spec(in_addr, rows, cols, box_cols(mode), sw), transpose_promotion)?;
+        let map = promoted(lab, spec(in_addr, rows, cols, box_cols(mode), sw), transpose_promotion)?;
         let (plain, swizzled, ideal) = column_read_wavefronts(mode);
         let row = timed(
-            transpose_launch(&transpose_best, (&map, &map_out_t_best), mode),
+            transpose_launch(&transpose_best, (map, map_out_t_best), mode),
             Path::Ring(transpose_best),
             "tensor-copy transpose: tiles in and out by TMA, transposed in shared memory (the sweep's fastest configuration)",
             &format!("; float4 column read {}-way; L2 promotion {}", swizzled / ideal, transpose_promotion.name()),
@@ -731,7 +731,7 @@ fn pipeline_series(kernel: &str, points: &[Point]) -> [Series; 2] {
         ),
         Series::labelled(
             &sweep_series_name(kernel),
-            "KiB in flight per SM (stages x box x blocks per SM)",
+            "KiB in flight per SM (stages x box x resident blocks per SM)",
             "GB/s (read + written)",
             points.iter().map(|p| (in_flight_kib(p), p.gbs, config_label(&p.config))),
         ),
@@ -777,13 +777,12 @@ fn in_flight_note(lsu: (f64, f64), points: &[Point], memcpy: Option<f64>) -> Opt
         passed.iter().filter(|p| p.gbs >= best.gbs * (1.0 - PLATEAU)).map(|p| in_flight_kib(p)).collect();
     let (lo, hi) = plateau.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &k| (lo.min(k), hi.max(k)));
     let ratio = |gbs: f64| memcpy.map_or(String::new(), |m| format!(" ({:.3}x memcpy)", gbs / m));
-    let verdict = if lsu.1 > best.gbs {
-        "DRAM serves the LSU copy faster with fewer bytes in flight, so bytes in flight are not what the TMA copies lack".to_string()
-    } else {
-        format!(
-            "the tensor copy reaches the LSU copy's rate with {:.0}x its bytes in flight",
-            in_flight_kib(best) / lsu.0
-        )
+    let kib = in_flight_kib(best);
+    let verdict = match (lsu.1 > best.gbs, lsu.0 < kib) {
+        (true, true) => "DRAM serves the LSU copy faster with fewer bytes in flight, so bytes in flight are not what the TMA copies lack".to_string(),
+        (true, false) => "The LSU copy is faster, with as many bytes in flight or more".to_string(),
+        (false, true) => format!("The tensor copy reaches the LSU copy's rate with {:.1}x its bytes in flight", kib / lsu.0),
+        (false, false) => "The tensor copy reaches the LSU copy's rate with no more bytes in flight".to_string(),
     };
     Some(format!(
         "bytes in flight: the LSU copy reaches {:.0} GB/s{} with {:.0} KiB in flight per SM; the tensor copy's fastest point {:.0} GB/s{} with {:.0} KiB; {} of its {} checked points come within {:.0}% of that, from {lo:.0} to {hi:.0} KiB in flight per SM. {verdict}",
@@ -1003,12 +1002,13 @@ mod tests {
         assert_eq!(fastest(&[at(2, 3900.0, false)], BULK_DEFAULT), BULK_DEFAULT);
         assert_eq!(config_label(&RING), "4 x 16x256 box, 2 blocks/SM");
         assert_eq!(config_label(&Pipeline::new(1, 4096, 4, 2)), "4 x 16 KiB, 2 blocks/SM");
-        assert_eq!(config_label(&COPY_DEFAULT), "1 x 16x256 box, a block per box");
+        assert_eq!(config_label(&COPY_DEFAULT), "1 x 32x256 box, a block per box");
+        assert_eq!(config_label(&TRANSPOSE_DEFAULT), "1 x 64x64 box, a block per box");
         assert_eq!(config_label(&BULK_DEFAULT), "4 x 2 KiB, a block per 4 chunks");
         assert_eq!(config_label(&Pipeline::per_items(TILE, TILE, 2)), "2 x 64x64 box, a block per 2 boxes");
         assert_eq!(in_flight_kib(&at(4, 0.0, true)), 128.0);
-        // One block per box: the driver's resident blocks, 12 of 16 KiB.
-        let one_shot = Point { config: COPY_DEFAULT, resident: resident(&COPY_DEFAULT, 12), gbs: 0.0, passed: true };
+        // One block per box: the driver's resident blocks, 6 of 32 KiB.
+        let one_shot = Point { config: COPY_DEFAULT, resident: resident(&COPY_DEFAULT, 6), gbs: 0.0, passed: true };
         assert_eq!(in_flight_kib(&one_shot), 192.0);
         assert_eq!(resident(&RING, 12), 2, "persistent: the grid's blocks per SM, not the driver's");
         assert_eq!(COPY_DEFAULT.blocks.grid(132, 4096), 4096);
@@ -1047,7 +1047,7 @@ mod tests {
         assert!(
             in_flight_note((32.0, 3850.0), &sweep, None)
                 .unwrap()
-                .ends_with("the tensor copy reaches the LSU copy's rate with 4x its bytes in flight")
+                .ends_with(". The tensor copy reaches the LSU copy's rate with 4.0x its bytes in flight")
         );
     }
 

@@ -1,7 +1,8 @@
 //! Tensor maps for TMA (`CUtensorMap`, built by `cuTensorMapEncodeTiled`, which cust's bindings
 //! lack: declared in [`super::driver`]): a 2-D f32 matrix, the box one tensor copy moves, the
-//! shared-memory swizzle. The kernels read a map from global memory, so [`TensorMap::upload`]
-//! copies it into a device buffer before the launch.
+//! shared-memory swizzle. The kernels read a map from the module's constant memory
+//! (`memlab_tma_maps`), so [`TensorMaps::place`] writes it into a slot there before the launch
+//! and the launch passes the slot ([`MapSlot`]).
 //!
 //! What a map can describe is checked before the driver is asked ([`TiledSpec::check`]), each
 //! limit named in one line. Limits: CUDA Driver API, `cuTensorMapEncodeTiled` (global address
@@ -10,13 +11,17 @@
 //! 2^32; box dimensions 1 to 256, the inner one a multiple of 16 bytes and, swizzled, no wider
 //! than the swizzle span).
 
-use std::ffi::c_void;
+use std::cell::RefCell;
+use std::ffi::{CStr, c_void};
 
 use anyhow::Result;
-use cust::memory::{DeviceBuffer, DeviceCopy};
+use cust::memory::{CopyDestination, DeviceCopy};
+use cust::module::Module;
 use cust::sys::cudaError_enum::CUDA_SUCCESS;
+use memlab_contracts::tma::MAP_SLOTS;
 
 use super::describe;
+use super::launch::{KernelArg, Param};
 use crate::refuse;
 
 /// `CUtensorMap`: 128 opaque bytes, 64-byte aligned (CUDA Driver API).
@@ -205,20 +210,88 @@ impl TiledSpec {
         }
         Ok(map)
     }
+}
 
-    /// The map in a device buffer of its own, as the kernels read it.
+/// The constant-memory array of tensor maps in the sm_90 PTX (kernels-gpu `device/tma.rs`) and
+/// in `bench/twins.cu`.
+pub const MAPS_SYMBOL: &CStr = c"memlab_tma_maps";
+
+/// A tensor map's slot in [`MAPS_SYMBOL`], the kernel parameter that names it (`u32`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MapSlot(pub u32);
+
+impl KernelArg for MapSlot {
+    const PARAM: Param = Param::U32;
+    fn bytes(&self) -> [u8; 8] {
+        self.0.bytes()
+    }
+}
+
+/// The tensor maps placed in [`MAPS_SYMBOL`] so far, in slot order: a map equal to one placed
+/// before gets that slot, so one process needs at most as many slots as distinct maps.
+#[derive(Default)]
+pub struct TensorMaps {
+    placed: RefCell<Vec<TensorMap>>,
+}
+
+impl TensorMaps {
+    /// The slot of `map`, writing the array into each of `modules` (the lab's, and the CUDA C++
+    /// twins' when `memlab bench` runs them) before any launch that uses it. Rewriting the slots
+    /// earlier launches may still read leaves their bytes as they were.
     ///
     /// # Errors
-    /// As for [`TiledSpec::encode`], or the copy's failure.
-    pub fn upload(&self) -> Result<DeviceBuffer<TensorMap>> {
-        let map = self.encode()?;
-        DeviceBuffer::from_slice(&[map]).map_err(|e| anyhow::anyhow!("uploading a tensor map: {}", describe(e)))
+    /// Every slot holds another map ([`MAP_SLOTS`]), a module lacks the array, or the copy
+    /// fails.
+    pub fn place(&self, map: TensorMap, modules: &[&Module]) -> Result<MapSlot> {
+        let mut placed = self.placed.borrow_mut();
+        let slot = slot_for(&mut placed, map)?;
+        let mut array = [TensorMap([0; 16]); MAP_SLOTS as usize];
+        array[..placed.len()].copy_from_slice(&placed);
+        for module in modules {
+            let mut symbol = module
+                .get_global::<[TensorMap; MAP_SLOTS as usize]>(MAPS_SYMBOL)
+                .map_err(|e| anyhow::anyhow!("the tensor-map array `memlab_tma_maps`: {}", describe(e)))?;
+            symbol.copy_from(&array).map_err(|e| anyhow::anyhow!("writing a tensor map: {}", describe(e)))?;
+        }
+        Ok(MapSlot(slot as u32))
+    }
+}
+
+/// The slot of `map` among the maps `placed` in slot order: an equal one's, else the next free
+/// one, which it takes.
+fn slot_for(placed: &mut Vec<TensorMap>, map: TensorMap) -> Result<usize> {
+    match placed.iter().position(|m| *m == map) {
+        Some(slot) => Ok(slot),
+        None if placed.len() < MAP_SLOTS as usize => {
+            placed.push(map);
+            Ok(placed.len() - 1)
+        }
+        None => refuse!("more than {MAP_SLOTS} distinct tensor maps in one run: the module holds {MAP_SLOTS}"),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn equal_maps_share_a_slot_and_the_array_has_a_limit() {
+        let map = |b: u64| TensorMap([b; 16]);
+        let mut placed = Vec::new();
+        assert_eq!(slot_for(&mut placed, map(1)).unwrap(), 0);
+        assert_eq!(slot_for(&mut placed, map(2)).unwrap(), 1);
+        assert_eq!(slot_for(&mut placed, map(1)).unwrap(), 0, "an equal map reuses its slot");
+        for b in 3..=u64::from(MAP_SLOTS) {
+            slot_for(&mut placed, map(b)).unwrap();
+        }
+        assert_eq!(placed.len(), MAP_SLOTS as usize);
+        assert_eq!(slot_for(&mut placed, map(2)).unwrap(), 1);
+        assert_eq!(
+            slot_for(&mut placed, map(0)).unwrap_err().to_string(),
+            "more than 128 distinct tensor maps in one run: the module holds 128"
+        );
+        assert_eq!(MapSlot(7).bytes(), [7, 0, 0, 0, 0, 0, 0, 0]);
+    }
 
     fn spec() -> TiledSpec {
         TiledSpec {

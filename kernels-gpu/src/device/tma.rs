@@ -1,8 +1,7 @@
 //! Hopper's asynchronous bulk copies (TMA, the tensor memory accelerator) and the `mbarrier`
 //! that reports their completion, as inline PTX. cc 9.0 only: compiled into the sm_90 PTX
 //! alone, which `host/build.rs` builds with PTX ISA 8.3 (`cp.async.bulk`, `mbarrier` with
-//! transaction counts and `fence.proxy.async` need ISA 8.0 and `sm_90`;
-//! `fence.proxy.tensormap::generic` needs ISA 8.3).
+//! transaction counts and `fence.proxy.async` need ISA 8.0 and `sm_90`).
 //!
 //! Shared-memory operands are 32-bit addresses in the `.shared` window ([`SharedAddr`]), so no
 //! instruction here takes a generic address to shared memory. Sources: PTX ISA, "Data Movement
@@ -12,7 +11,7 @@
 //! operand, an [`L2Policy`], which only `createpolicy` makes); "Tensors" (tensor maps); CUDA C++
 //! Programming Guide, "Asynchronous Data Copies using the Tensor Memory Accelerator (TMA)".
 
-use core::arch::asm;
+use core::arch::{asm, global_asm};
 
 /// An address in the block's `.shared` window (what `cvta.to.shared` gives), as the bulk copies
 /// and the mbarrier instructions take it.
@@ -143,21 +142,32 @@ unsafe fn bulk_store(dst: *mut u8, src: SharedAddr, bytes: u32, hint: Option<L2P
     }
 }
 
-/// A tensor map (`CUtensorMap`, 128 bytes, 64-byte aligned) as the kernels receive it: in
-/// global memory, written by the host with `cuMemcpyHtoD` before the launch.
+/// A tensor map (`CUtensorMap`, 128 bytes, 64-byte aligned) as the kernels read it: a slot of
+/// `memlab_tma_maps`, written by the host before the launch.
 #[repr(C, align(64))]
 pub struct TensorMap([u64; 16]);
 
-/// Makes the host's write of the tensor map at `map` visible to the tensormap proxy, which the
-/// tensor copies read it through (`fence.proxy.tensormap::generic.acquire.sys`; CUDA C++
-/// Programming Guide: a map copied to global memory by the host needs it before its first use,
-/// at system scope).
+// The module's tensor maps, in the `.const` state space: the host writes each map into a slot
+// (`cuModuleGetGlobal` and a copy), the kernels take the slot. A map in constant memory needs
+// no `fence.proxy.tensormap` acquire before its first use (CUDA C++ Programming Guide, "Using
+// TMA to transfer multi-dimensional arrays"); rustc can pass neither a 64-byte aligned
+// by-value parameter (`__grid_constant__`) nor a parameter's address without a local copy.
+global_asm!(
+    ".visible .const .align 64 .b8 memlab_tma_maps[{}];",
+    const memlab_contracts::tma::MAP_SLOTS * memlab_contracts::tma::MAP_BYTES
+);
+
+/// Generic address of slot `slot` of `memlab_tma_maps` (`cvta.const`): the tensor copies take a
+/// map's generic address in the `.const`, `.param` or `.global` window (PTX ISA,
+/// "cp.async.bulk.tensor").
 ///
 /// # Safety
-/// `map` points to a tensor map in global memory.
+/// `slot < MAP_SLOTS`.
 #[inline(always)]
-unsafe fn tensormap_acquire(map: *const TensorMap) {
-    unsafe { asm!("fence.proxy.tensormap::generic.acquire.sys [{m}], 128;", m = in(reg64) map as u64) };
+unsafe fn const_map(slot: u32) -> *const TensorMap {
+    let base: u64;
+    unsafe { asm!("mov.u64 {a}, memlab_tma_maps;", "cvta.const.u64 {a}, {a};", a = out(reg64) base) };
+    (base + u64::from(slot) * u64::from(memlab_contracts::tma::MAP_BYTES)) as *const TensorMap
 }
 
 /// Starts a tensor copy of the box at column `x`, row `y` of the 2-D tensor `map` describes
@@ -166,7 +176,7 @@ unsafe fn tensormap_acquire(map: *const TensorMap) {
 /// in the map's swizzled layout.
 ///
 /// # Safety
-/// `map` passed [`tensormap_acquire`]; `dst` 128-byte aligned (1024 under the 128-byte
+/// `map` is a slot of `memlab_tma_maps` the host wrote ([`const_map`]); `dst` 128-byte aligned (1024 under the 128-byte
 /// swizzle) with room for the box; [`mbarrier_arrive_expect_tx`] counts the box's bytes.
 #[inline(always)]
 unsafe fn tensor_load_2d(
@@ -250,8 +260,8 @@ pub fn fence_proxy_async_shared() {
 //
 // Soundness rests on the device API's invariants (`memlab-device-api`'s crate documentation)
 // and on these, which the types do not check:
-// 1. The launch contract, extended to tensor maps: a [`MapIn`] parameter points to a tensor
-//    map in global memory, written before the launch, of a live buffer; its box fits the
+// 1. The launch contract, extended to tensor maps: a [`MapIn`] parameter is a slot of
+//    `memlab_tma_maps` the host wrote before the launch, a map of a live buffer; its box fits the
 //    buffer of [`Buffers`] it is copied into or out of from the offset given (the host encodes
 //    the box and sizes the buffers from `memlab_contracts::tma`, one owner for both). A tensor
 //    copy then writes only inside that buffer and, on the global side, only inside the tensor:
@@ -282,34 +292,35 @@ fn check(in_bounds: bool) {
     let _ = in_bounds;
 }
 
-/// A tensor-map kernel parameter (`const CUtensorMap*`, in global memory); [`MapIn::acquire`]
-/// makes it usable by the tensor copies.
-pub struct MapIn(*const TensorMap);
+/// A tensor-map kernel parameter: the map's slot in `memlab_tma_maps` (`u32`);
+/// [`MapIn::map`] gives the map to the tensor copies.
+pub struct MapIn(u32);
 
 impl Param for MapIn {
-    type Raw = *const TensorMap;
+    type Raw = u32;
     #[inline(always)]
-    unsafe fn from_raw(raw: *const TensorMap) -> Self {
+    unsafe fn from_raw(raw: u32) -> Self {
         MapIn(raw)
     }
 }
 
 impl MapIn {
-    /// Makes the host's write of the map visible to the tensormap proxy (the fence of
-    /// `tensormap_acquire`); the thread that issues the copies calls it once.
+    /// The map in its slot. A slot past the array traps in the `checked` build and is clamped
+    /// to the last in the release build, so no copy reads outside `memlab_tma_maps`.
     #[inline(always)]
-    pub fn acquire(self) -> Map {
-        // SAFETY: a launch parameter points to a tensor map (invariant 1).
-        unsafe { tensormap_acquire(self.0) };
-        Map(self.0)
+    pub fn map(self) -> Map {
+        let last = memlab_contracts::tma::MAP_SLOTS - 1;
+        check(self.0 <= last);
+        // SAFETY: the slot is inside the array (clamped); the host wrote it (invariant 1).
+        Map(unsafe { const_map(self.0.min(last)) })
     }
 }
 
-/// An acquired tensor map, for [`Buffers::load_tile`] and [`Buffers::store_tile`].
+/// A tensor map in constant memory, for [`Buffers::load_tile`] and [`Buffers::store_tile`].
 #[derive(Clone, Copy)]
 pub struct Map(*const TensorMap);
 
-/// Blocks in the grid along x (`nctaid.x`): a persistent block's stride over the tiles.
+/// Blocks in the grid along x (`nctaid.x`): a block's stride over the tiles.
 #[inline(always)]
 pub fn grid_blocks() -> u32 {
     // SAFETY: reading a special register has no preconditions.
