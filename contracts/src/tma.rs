@@ -13,9 +13,10 @@ pub const TILE_BYTES: u32 = TILE * TILE * WORD_BYTES;
 /// Threads of `tma_copy` and `tma_bulk_copy`: one warp, whose lane 0 issues the copies.
 pub const COPY_THREADS: u32 = 32;
 /// Threads of `tma_transpose`, `32 x 16`: each moves 2 float4 of the tile through registers.
-/// Faster than 256 threads on the H200: 0.908-0.932x memcpy in the lab's runs, against
-/// 0.897-0.918x with 256; 0.940-0.944x against 0.933-0.935x for one tile per block in the
-/// scratch program of `docs/h200-round9/README.md`.
+/// Faster than 256 threads on the H200: 0.940-0.944x against 0.933-0.935x memcpy for one tile
+/// per block in the scratch program of `docs/h200-round9/README.md` (the lab's transpose,
+/// with one block per few tiles as well: 0.908-0.936x, against 0.897-0.918x for 256 threads
+/// in persistent blocks only, round 8).
 pub const TRANSPOSE_BLOCK: (u32, u32) = (32, 16);
 /// Float4 reads per thread of `tma_transpose`: `TILE * TILE / 4` float4 over 512 threads.
 pub const TRANSPOSE_READS: u32 = TILE * TILE / 4 / (TRANSPOSE_BLOCK.0 * TRANSPOSE_BLOCK.1);
@@ -210,7 +211,7 @@ pub const BULK_BLOCKS_PER_SM: [u32; 4] = [1, 2, 3, 4];
 /// Technical Specifications"). The kernels take a map as its slot there: a map in constant
 /// memory needs no `fence.proxy.tensormap` before its first use, one in global memory does
 /// in every block (CUDA C++ Programming Guide, "Using TMA to transfer multi-dimensional
-/// arrays"), which cost the one-tile-per-block transpose 11% on the H200 (3367 against 3796
+/// arrays"), which cost the one-tile-per-block transpose 11% on the H200 (3388 against 3796
 /// GB/s; `docs/h200-round9/README.md`).
 pub const MAP_SLOTS: u32 = 128;
 /// Bytes of one tensor map (`CUtensorMap`: CUDA Driver API, `cuTensorMapEncodeTiled`).

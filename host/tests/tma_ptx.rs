@@ -105,11 +105,15 @@ fn tma_kernels_pipeline_bulk_copies_through_a_ring_of_mbarriers() {
     // in every block.
     let maps = format!(".visible .const .align 64 .b8 {}[{}];", MAPS_SYMBOL.to_str().unwrap(), MAP_SLOTS * MAP_BYTES);
     assert_eq!(sm_90().text.matches(&maps).count(), 1, "{maps}");
+    assert_eq!(count_ops(sm_90().text, "fence.proxy.tensormap"), 0);
+    // Each slot is clamped to the array (`min.u32 .., 127`) before its address is formed.
+    let clamp = format!(", {};", MAP_SLOTS - 1);
     for kernel in ["tma_copy", "tma_transpose"] {
         let b = body(kernel);
-        assert_eq!(count_ops(b, "fence.proxy.tensormap"), 0, "{kernel}");
-        assert!(count_ops(b, "cvta.const.u64") >= 1, "{kernel}");
+        assert!(count_ops(b, "cvta.const.u64") >= 2, "{kernel}");
         assert!(b.contains(MAPS_SYMBOL.to_str().unwrap()), "{kernel}");
+        let clamps = b.lines().filter(|l| l.trim_start().starts_with("min.u32") && l.ends_with(&clamp)).count();
+        assert!(clamps >= 2, "{kernel}: {clamps} slot clamps");
     }
 }
 

@@ -118,3 +118,15 @@ fn the_checks_see_what_a_lost_line_breaks() {
     assert_eq!(kernel_name("plain(int n)"), Some("plain"));
     assert_eq!(kernel_name("__launch_bounds__(256, 2) \\\n    k_##BM(float* a)"), Some("k_##BM"));
 }
+
+#[test]
+fn the_twins_tensor_map_array_has_the_rust_modules_name_and_slots() {
+    use memlab_contracts::tma::MAP_SLOTS;
+    let name = memlab::gpu::tensor_map::MAPS_SYMBOL.to_str().unwrap();
+    let decl = format!("__constant__ CUtensorMap {name}[{MAP_SLOTS}];");
+    assert_eq!(TWINS.matches(&decl).count(), 1, "{decl}");
+    // Both TMA twins clamp their two slots to the array, as `MapIn::map` does.
+    let clamp = format!("&{name}[min(map_in_slot, {}u)]", MAP_SLOTS - 1);
+    assert_eq!(TWINS.matches(&clamp).count(), 2, "{clamp}");
+    assert_eq!(TWINS.matches(&format!("&{name}[min(map_out_slot, {}u)]", MAP_SLOTS - 1)).count(), 2);
+}

@@ -218,7 +218,7 @@ pub const MAPS_SYMBOL: &CStr = c"memlab_tma_maps";
 
 /// A tensor map's slot in [`MAPS_SYMBOL`], the kernel parameter that names it (`u32`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MapSlot(pub u32);
+pub struct MapSlot(u32);
 
 impl KernelArg for MapSlot {
     const PARAM: Param = Param::U32;
@@ -236,8 +236,11 @@ pub struct TensorMaps {
 
 impl TensorMaps {
     /// The slot of `map`, writing the array into each of `modules` (the lab's, and the CUDA C++
-    /// twins' when `memlab bench` runs them) before any launch that uses it. Rewriting the slots
-    /// earlier launches may still read leaves their bytes as they were.
+    /// twins' when `memlab bench` runs them) before any launch that uses it. No write overlaps
+    /// a kernel: the copy (`cuMemcpyHtoD`) runs in the legacy default stream, which waits for
+    /// the lab's blocking stream (`gpu/context.rs`) and which that stream's later launches wait
+    /// for (CUDA Driver API, "Stream synchronization behavior"). A slot's bytes never change
+    /// once placed: the array is rebuilt from the maps placed so far.
     ///
     /// # Errors
     /// Every slot holds another map ([`MAP_SLOTS`]), a module lacks the array, or the copy

@@ -306,7 +306,8 @@ impl Param for MapIn {
 
 impl MapIn {
     /// The map in its slot. A slot past the array traps in the `checked` build and is clamped
-    /// to the last in the release build, so no copy reads outside `memlab_tma_maps`.
+    /// to the last in the release build, so no copy reads outside `memlab_tma_maps`; a slot the
+    /// host never wrote holds zeros, not a valid map, so invariant 1 still asks for one it wrote.
     #[inline(always)]
     pub fn map(self) -> Map {
         let last = memlab_contracts::tma::MAP_SLOTS - 1;
