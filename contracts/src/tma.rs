@@ -76,7 +76,7 @@ impl Blocks {
     }
 
     /// Blocks that must be resident on one SM at once for the configuration to run as meant.
-    pub const fn resident(self) -> u32 {
+    pub const fn min_resident(self) -> u32 {
         match self {
             Blocks::PerSm(n) => n,
             Blocks::PerItems(_) => 1,
@@ -116,6 +116,12 @@ impl Pipeline {
     /// Bytes of one box.
     pub const fn box_bytes(&self) -> u32 {
         self.box_rows * self.box_cols * WORD_BYTES
+    }
+
+    /// The grid over a `rows x cols` f32 matrix (a 1-D copy of `n` floats: `1 x n`) on a GPU of
+    /// `sms` SMs: its items are the boxes that cover the matrix, as the kernels count them.
+    pub const fn grid(&self, sms: u32, rows: u32, cols: u32) -> u32 {
+        self.blocks.grid(sms, rows.div_ceil(self.box_rows) * cols.div_ceil(self.box_cols))
     }
 }
 
@@ -224,6 +230,21 @@ pub const BULK_GRANULE: u32 = 16;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grid_covers_the_boxes_of_the_matrix() {
+        // 8192 x 8192 in 32x256 boxes: 256 x 32 boxes, one block each.
+        assert_eq!(Pipeline::per_items(32, 256, 1).grid(132, 8192, 8192), 8192);
+        // Tiles of 64 x 64 over 100 x 130: 2 x 3 tiles, 2 per block.
+        assert_eq!(Pipeline::per_items(TILE, TILE, 2).grid(132, 100, 130), 3);
+        // 1-D: 4098 floats in chunks of 512 floats, 4 chunks per block: 9 chunks, 3 blocks.
+        assert_eq!(Pipeline::per_items(1, 512, 4).grid(132, 1, 4098), 3);
+        // Persistent: the SMs times the blocks per SM, whatever the matrix.
+        assert_eq!(Pipeline::new(16, 256, 4, 2).grid(132, 8192, 8192), 264);
+        assert_eq!(Blocks::PerSm(0).grid(132, 10), 132);
+        assert_eq!(Blocks::PerItems(4).grid(132, 0), 1);
+        assert_eq!((Blocks::PerSm(3).min_resident(), Blocks::PerItems(8).min_resident()), (3, 1));
+    }
 
     #[test]
     fn swizzle_permutes_16_byte_chunks_inside_its_repeat() {

@@ -236,20 +236,17 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     );
     let (map_t_in, map_out_t) = (lab.place_map(&t_specs.0)?, lab.place_map(&t_specs.1)?);
     let bulk_launch = |p: &Pipeline, out: &mut DeviceBuffer<f32>| {
-        let blocks = p.blocks.grid(sms, (r * c).div_ceil(p.box_bytes() / 4));
-        kernels::tma_bulk_copy(blocks, &input, out, r * c, p.box_bytes(), p.stages, p.hint)
+        kernels::tma_bulk_copy(p.grid(sms, 1, r * c), &input, out, r * c, p.box_bytes(), p.stages, p.hint)
     };
     let copy_with = |p: &Pipeline, map_in: MapSlot, map_out: MapSlot| {
-        let blocks = p.blocks.grid(sms, r.div_ceil(p.box_rows) * c.div_ceil(p.box_cols));
-        kernels::tma_copy(blocks, map_in, map_out, r, c, p.box_rows, p.box_cols, p.stages, p.hint)
+        kernels::tma_copy(p.grid(sms, r, c), map_in, map_out, r, c, p.box_rows, p.box_cols, p.stages, p.hint)
     };
     let copy_launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| {
         let (_, map_in, map_out) = copy_maps.iter().find(|m| m.0 == (p.box_rows, p.box_cols)).expect("a swept box");
         copy_with(p, *map_in, *map_out)
     };
     let transpose_launch = |p: &Pipeline, maps: (MapSlot, MapSlot), mode: u32| {
-        let blocks = p.blocks.grid(sms, r.div_ceil(TILE) * c.div_ceil(TILE));
-        kernels::tma_transpose(blocks, maps.0, maps.1, r, c, mode, p.stages, p.hint)
+        kernels::tma_transpose(p.grid(sms, r, c), maps.0, maps.1, r, c, mode, p.stages, p.hint)
     };
     let transpose_sweep_launch =
         |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (map_t_in, map_out_t), Swizzle::B128.mode());
@@ -677,7 +674,7 @@ impl Sweeps<'_> {
             } else {
                 0
             };
-            if driver < p.blocks.resident() {
+            if driver < p.blocks.min_resident() {
                 self.left_out.push(format!("{kernel} {}", config_label(p)));
                 continue;
             }
@@ -941,7 +938,7 @@ mod tests {
     fn left_out(configs: &[Pipeline], threads: u32, buffers: impl Fn(&Pipeline) -> u32) -> Vec<String> {
         configs
             .iter()
-            .filter(|p| model_blocks(threads, smem_bytes(p.box_bytes(), buffers(p))) < p.blocks.resident())
+            .filter(|p| model_blocks(threads, smem_bytes(p.box_bytes(), buffers(p))) < p.blocks.min_resident())
             .map(config_label)
             .collect()
     }
@@ -987,7 +984,7 @@ mod tests {
             (COPY_DEFAULT, COPY_THREADS, COPY_DEFAULT.stages),
             (TRANSPOSE_DEFAULT, TRANSPOSE_BLOCK.0 * TRANSPOSE_BLOCK.1, transpose_buffers(TRANSPOSE_DEFAULT.stages)),
         ] {
-            assert!(model_blocks(threads, smem_bytes(p.box_bytes(), buffers)) >= p.blocks.resident(), "{p:?}");
+            assert!(model_blocks(threads, smem_bytes(p.box_bytes(), buffers)) >= p.blocks.min_resident(), "{p:?}");
         }
     }
 

@@ -34,7 +34,7 @@ pub fn row(lab: &Lab, dram_bytes: usize, memcpy_gbs: Option<f64>) -> Result<Opti
     let staging = RefCell::new(staging);
     let mut output = poisoned::<f32>(n)?;
     let launch = kernels::tma_bulk_copy(
-        P.blocks.grid(lab.gpu.info.sms, (n as u32).div_ceil(P.box_bytes() / 4)),
+        P.grid(lab.gpu.info.sms, 1, n as u32),
         &input,
         &mut output,
         n as u32,
