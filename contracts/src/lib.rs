@@ -14,6 +14,7 @@ pub mod l2;
 pub mod matmul;
 pub mod probes;
 pub mod sgemm;
+pub mod tensor;
 pub mod tma;
 pub mod transpose;
 pub mod transpose_any;

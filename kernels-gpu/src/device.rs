@@ -6,6 +6,8 @@ pub mod gemm;
 pub mod probe;
 #[cfg(target_feature = "sm_90")]
 pub mod tma;
+#[cfg(target_feature = "sm_90a")]
+pub mod wgmma;
 use core::arch::nvptx;
 
 #[cfg(target_feature = "sm_80")]

@@ -36,18 +36,31 @@ macro_rules! unroll {
     };
 }
 
+// The sm_90a PTX holds the tensor ladder alone (`wgmma` and `setmaxnreg` exist only there), so
+// the other lessons stay in the PTX of their own targets and are not compiled twice.
 // Thread-block clusters need sm_90 (PTX ISA 7.8): in the sm_90 PTX only.
-#[cfg(target_feature = "sm_90")]
+#[cfg(all(target_feature = "sm_90", not(target_feature = "sm_90a")))]
 pub mod clusters;
 pub mod device;
+#[cfg(not(target_feature = "sm_90a"))]
 pub mod hierarchy;
+#[cfg(not(target_feature = "sm_90a"))]
 pub mod l2;
+#[cfg(not(target_feature = "sm_90a"))]
 pub mod l2_policies;
+#[cfg(not(target_feature = "sm_90a"))]
 pub mod matmul;
+#[cfg(not(target_feature = "sm_90a"))]
 pub mod probes;
+#[cfg(not(target_feature = "sm_90a"))]
 pub mod race;
+#[cfg(not(target_feature = "sm_90a"))]
 pub mod sgemm;
-#[cfg(target_feature = "sm_90")]
+#[cfg(target_feature = "sm_90a")]
+pub mod tensor;
+#[cfg(all(target_feature = "sm_90", not(target_feature = "sm_90a")))]
 pub mod tma;
+#[cfg(not(target_feature = "sm_90a"))]
 pub mod transpose;
+#[cfg(not(target_feature = "sm_90a"))]
 pub mod transpose_any;

@@ -16,12 +16,12 @@ use core::arch::{asm, global_asm};
 /// An address in the block's `.shared` window (what `cvta.to.shared` gives), as the bulk copies
 /// and the mbarrier instructions take it.
 #[derive(Clone, Copy)]
-struct SharedAddr(u32);
+pub(crate) struct SharedAddr(pub(crate) u32);
 
 impl SharedAddr {
     /// The `.shared` window address of `p`, a pointer into the block's shared memory.
     #[inline(always)]
-    fn of<T>(p: *const T) -> SharedAddr {
+    pub(crate) fn of<T>(p: *const T) -> SharedAddr {
         let a: u32;
         // SAFETY: a state-space conversion reads nothing.
         unsafe {
@@ -32,7 +32,7 @@ impl SharedAddr {
 
     /// The address `bytes` further on.
     #[inline(always)]
-    fn add(self, bytes: u32) -> SharedAddr {
+    pub(crate) fn add(self, bytes: u32) -> SharedAddr {
         SharedAddr(self.0 + bytes)
     }
 }
@@ -45,7 +45,7 @@ impl SharedAddr {
 /// `bar` is 8-byte aligned in this block's shared memory, not in use by another mbarrier
 /// operation; one thread initialises it.
 #[inline(always)]
-unsafe fn mbarrier_init(bar: SharedAddr, count: u32) {
+pub(crate) unsafe fn mbarrier_init(bar: SharedAddr, count: u32) {
     unsafe {
         asm!(
             "mbarrier.init.shared::cta.b64 [{b}], {n};\nfence.proxy.async.shared::cta;",
@@ -61,7 +61,7 @@ unsafe fn mbarrier_init(bar: SharedAddr, count: u32) {
 /// # Safety
 /// `bar` was initialised by [`mbarrier_init`] and the block barrier after it.
 #[inline(always)]
-unsafe fn mbarrier_arrive_expect_tx(bar: SharedAddr, bytes: u32) {
+pub(crate) unsafe fn mbarrier_arrive_expect_tx(bar: SharedAddr, bytes: u32) {
     unsafe {
         asm!(
             "{{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [{b}], {n}; }}",
@@ -77,7 +77,7 @@ unsafe fn mbarrier_arrive_expect_tx(bar: SharedAddr, bytes: u32) {
 /// # Safety
 /// As for [`mbarrier_arrive_expect_tx`].
 #[inline(always)]
-unsafe fn mbarrier_wait(bar: SharedAddr, parity: u32) {
+pub(crate) unsafe fn mbarrier_wait(bar: SharedAddr, parity: u32) {
     loop {
         let done: u32;
         unsafe {
@@ -179,7 +179,7 @@ unsafe fn const_map(slot: u32) -> *const TensorMap {
 /// `map` is a slot of `memlab_tma_maps` the host wrote ([`const_map`]); `dst` 128-byte aligned (1024 under the 128-byte
 /// swizzle) with room for the box; [`mbarrier_arrive_expect_tx`] counts the box's bytes.
 #[inline(always)]
-unsafe fn tensor_load_2d(
+pub(crate) unsafe fn tensor_load_2d(
     dst: SharedAddr,
     map: *const TensorMap,
     x: u32,
@@ -283,7 +283,7 @@ use memlab_device_api::{Block, Param, arch};
 
 /// Traps in the `checked` build unless `in_bounds` holds (the device API's bounds checks).
 #[inline(always)]
-fn check(in_bounds: bool) {
+pub(crate) fn check(in_bounds: bool) {
     #[cfg(feature = "checked")]
     if !in_bounds {
         arch::trap();
@@ -319,7 +319,7 @@ impl MapIn {
 
 /// A tensor map in constant memory, for [`Buffers::load_tile`] and [`Buffers::store_tile`].
 #[derive(Clone, Copy)]
-pub struct Map(*const TensorMap);
+pub struct Map(pub(crate) *const TensorMap);
 
 /// Blocks in the grid along x (`nctaid.x`): a block's stride over the tiles.
 #[inline(always)]

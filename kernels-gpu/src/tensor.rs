@@ -1,0 +1,212 @@
+//! The tensor-core ladder (the sm_90a PTX only): `C = A * B^T` in BF16 with FP32 accumulation,
+//! `A` `m x k`, `B` `n x k`, `C` `m x n`, all row-major (`memlab_contracts::tensor` gives the
+//! layouts, tiles and shared bytes). TMA copies each stage's tiles of `A` and `B` from global
+//! memory into 128-byte-swizzled shared memory, and `wgmma` reads them from there through matrix
+//! descriptors: no operand passes through registers, and no thread computes an address for
+//! them. Each rung removes one wait or one byte of traffic:
+//!
+//! 1. `tensor_1_wgmma`: one warpgroup loads a stage, waits for it, multiplies, waits again. The
+//!    copy and the math never overlap.
+//! 2. `tensor_2_pipelined`: a producer warpgroup keeps `stages - 1` loads in flight while a
+//!    consumer multiplies: full barriers (transaction bytes) say a stage landed, empty barriers
+//!    that it was read.
+//! 3. `tensor_3_specialized`: two consumers share each tile of `B`; `setmaxnreg` moves the
+//!    producer's registers to them.
+//! 4. `tensor_4_wide`: `128 x 256` tiles (`m64n256k16`): each byte loaded feeds twice the
+//!    FLOPs of rung 3's `128 x 128` (64 FLOP/B against 43 for `A` and `B` together).
+//! 5. `tensor_5_multicast`: blocks in clusters of 2 along `m` share one tile of `B`: each copies
+//!    half and multicasts it to both, so L2 serves `B` once per cluster.
+//! 6. `tensor_6_persistent`: one block per SM walks the tiles in bands of 8 tile rows; its ring
+//!    runs on from tile to tile, so the next tile's loads overlap this tile's stores.
+//!
+//! Sizes: any `m, n, k >= 1`: the copy engine fills what lies outside `A` or `B` with zeros
+//! and the stores skip what lies outside `C`; the host pads each row's pitch to 16 bytes (TMA's
+//! stride granule). Written on `device/wgmma.rs`, whose soundness invariants are there.
+
+use crate::device::tma::grid_blocks;
+use crate::device::tma::{Map, MapIn};
+use crate::device::wgmma::{Accum, Ring, leave_cluster, release_registers, store_bf16, take_registers};
+use crate::device::{Block, GlobalOut, block_idx_x, block_idx_y, kernel, thread_idx_x};
+use memlab_contracts::tensor::{
+    BK, CONSUMER_REGS, MMA_K, MULTICAST, PERSISTENT, PIPELINED, PRODUCER_REGS, Rung, SPECIALIZED, WARPGROUP,
+    WARPGROUP_ROWS, WGMMA, WIDE, tile_origin, tiles,
+};
+
+kernel! {
+/// Rung 1: one warpgroup, one stage: thread 0 loads the `64 x 64` tile of `A` and the
+/// `128 x 64` tile of `B`, every thread waits, the warpgroup issues 4 `m64n128k16`, waits for
+/// them, and only then the next load starts.
+///
+/// - Launch: block `128 x 1`, grid `WGMMA.grid(m, n)` = `(ceil(n / 128), ceil(m / 64))`.
+/// - Shared memory: `WGMMA.smem_bytes(1)` = 1024 + 24576 + 16 bytes, dynamic.
+/// - Registers: 64 FP32 accumulators per thread.
+/// - Memory level: global -> shared by TMA (`cp.async.bulk.tensor.2d`), shared -> tensor cores
+///   by `wgmma` descriptors; `C` from registers to global.
+/// - Parameters: the slots of BF16 maps of `A` (box `64 x 64`) and `B` (box `64 x 128`), both
+///   128-byte swizzled; `c` holds `m n` BF16.
+pub fn tensor_1_wgmma(block: Block, a: MapIn, b: MapIn, c: GlobalOut<u16>, m: u32, n: u32, k: u32) {
+    let ring = Ring::carve(block, (WGMMA.bm(), WGMMA.bn), 1, (1, 1));
+    let (maps, m0, n0) = ((a.map(), b.map()), block_idx_y() * WGMMA.bm(), block_idx_x() * WGMMA.bn);
+    let mut acc = <[f32; 64]>::zero();
+    for step in 0..k.div_ceil(BK) {
+        if thread_idx_x() == 0 {
+            ring.load(step, maps, (step * BK, m0, n0));
+        }
+        ring.consume(step, |stage| {
+            for s in 0..BK / MMA_K {
+                acc.mma(stage.a(0, s), stage.b(s));
+            }
+        });
+    }
+    store_bf16(&acc, &mut c.slice(m as usize * n as usize), (m, n), (m0, n0));
+}
+}
+
+kernel! {
+/// Rung 2: warpgroup 0 produces (its thread 0 issues every load, `stages - 1` ahead),
+/// warpgroup 1 consumes `64 x 128` tiles, as rung 1 does.
+///
+/// - Launch: block `256 x 1`, grid `PIPELINED.grid(m, n)`.
+/// - Shared memory: `PIPELINED.smem_bytes(stages)`, dynamic; `stages >= 1`.
+/// - Registers: 64 accumulators per consumer thread.
+/// - Memory level, parameters: as [`tensor_1_wgmma`].
+pub fn tensor_2_pipelined(block: Block, a: MapIn, b: MapIn, c: GlobalOut<u16>, m: u32, n: u32, k: u32, stages: u32) {
+    specialized::<[f32; 64]>(block, &PIPELINED, (a.map(), b.map()), c, (m, n, k), stages)
+}
+}
+
+kernel! {
+/// Rung 3: one producer and two consumer warpgroups on a `128 x 128` tile, the producer down
+/// to 40 registers per thread and the consumers up to 232 (`setmaxnreg`).
+///
+/// - Launch: block `384 x 1`, grid `SPECIALIZED.grid(m, n)`.
+/// - Shared memory: `SPECIALIZED.smem_bytes(stages)`, dynamic.
+/// - Registers: a cap of 168 per thread at entry (`.maxntid 384`, `.minnctapersm 1`), then 40
+///   in the producer and 232 in each consumer; 64 accumulators per consumer thread.
+/// - Memory level, parameters: as [`tensor_1_wgmma`], the map of `A` with box `64 x 128`.
+pub fn tensor_3_specialized(block: Block, a: MapIn, b: MapIn, c: GlobalOut<u16>, m: u32, n: u32, k: u32, stages: u32) {
+    specialized::<[f32; 64]>(block, &SPECIALIZED, (a.map(), b.map()), c, (m, n, k), stages)
+}
+}
+
+kernel! {
+/// Rung 4: rung 3 on `128 x 256` tiles, `m64n256k16`, 128 accumulators per consumer thread.
+///
+/// - Launch: block `384 x 1`, grid `WIDE.grid(m, n)`.
+/// - Shared memory: `WIDE.smem_bytes(stages)` (49152 bytes a stage), dynamic.
+/// - Registers, memory level: as [`tensor_3_specialized`]; the map of `B` with box `64 x 256`.
+pub fn tensor_4_wide(block: Block, a: MapIn, b: MapIn, c: GlobalOut<u16>, m: u32, n: u32, k: u32, stages: u32) {
+    specialized::<[f32; 128]>(block, &WIDE, (a.map(), b.map()), c, (m, n, k), stages)
+}
+}
+
+kernel! {
+/// Rung 5: rung 4 in clusters of 2 blocks along `m`, which compute the same columns of `C`:
+/// each loads its own tile of `A` and half of the shared tile of `B`, multicast to both
+/// (`.multicast::cluster`); a stage is reloaded once the consumers of both blocks released it.
+///
+/// - Launch: block `384 x 1`, grid `MULTICAST.grid(m, n)` (whole clusters along `y`), clusters
+///   of `1 x 2`.
+/// - Shared memory, registers: as [`tensor_4_wide`].
+/// - Memory level: as rung 4, with L2 reads of `B` halved; the map of `B` with box `64 x 128`.
+pub fn tensor_5_multicast(block: Block, a: MapIn, b: MapIn, c: GlobalOut<u16>, m: u32, n: u32, k: u32, stages: u32) {
+    specialized::<[f32; 128]>(block, &MULTICAST, (a.map(), b.map()), c, (m, n, k), stages)
+}
+}
+
+kernel! {
+/// Rung 6: rung 4 on a persistent grid: block `b` computes tiles `b, b + grid, ...` of the
+/// order `memlab_contracts::tensor::tile_origin` gives (bands of 8 tile rows), its producer
+/// loading the next tile's stages while the consumers store this one.
+///
+/// - Launch: block `384 x 1`, grid `min(SMs, tiles) x 1` (one resident block per SM).
+/// - Shared memory, registers, maps: as [`tensor_4_wide`].
+/// - Memory level: as rung 4; the blocks working at once read about 8 tiles of `A` and 16 of
+///   `B` per step, which stay in L2 between them.
+pub fn tensor_6_persistent(block: Block, a: MapIn, b: MapIn, c: GlobalOut<u16>, m: u32, n: u32, k: u32, stages: u32) {
+    let rung = &PERSISTENT;
+    let ring = Ring::carve(block, (rung.bm(), rung.bn), stages.max(1), (rung.consumers, 1));
+    let (maps, grid, steps) = ((a.map(), b.map()), tiles(rung, m, n), k.div_ceil(BK));
+    let count = grid.0 * grid.1;
+    let origin = |t: u32| {
+        let (row, col) = tile_origin(t, grid);
+        (row * rung.bm(), col * rung.bn)
+    };
+    let wg = thread_idx_x() / WARPGROUP;
+    if wg == 0 {
+        release_registers::<PRODUCER_REGS>();
+        if thread_idx_x() == 0 {
+            let (mut t, mut step) = (block_idx_x(), 0);
+            while t < count {
+                let (m0, n0) = origin(t);
+                for s in 0..steps {
+                    ring.load(step + s, maps, (s * BK, m0, n0));
+                }
+                (t, step) = (t + grid_blocks(), step + steps);
+            }
+        }
+    } else {
+        take_registers::<CONSUMER_REGS>();
+        let slice = wg - 1;
+        let mut c = c.slice(m as usize * n as usize);
+        let (mut t, mut step) = (block_idx_x(), 0);
+        while t < count {
+            let (m0, n0) = origin(t);
+            let mut acc = <[f32; 128]>::zero();
+            for s in 0..steps {
+                ring.consume(step + s, |stage| {
+                    for kk in 0..BK / MMA_K {
+                        acc.mma(stage.a(slice, kk), stage.b(kk));
+                    }
+                });
+            }
+            store_bf16(&acc, &mut c, (m, n), (m0 + slice * WARPGROUP_ROWS, n0));
+            (t, step) = (t + grid_blocks(), step + steps);
+        }
+    }
+}
+}
+
+/// Rungs 2 to 5: warpgroup 0 produces, warpgroups `1 ..= rung.consumers` each consume the
+/// `64`-row slice `wg - 1` of the block's tile; `A::N` is `rung.bn`.
+#[inline(always)]
+fn specialized<A: Accum>(
+    block: Block,
+    rung: &Rung,
+    maps: (Map, Map),
+    c: GlobalOut<u16>,
+    (m, n, k): (u32, u32, u32),
+    stages: u32,
+) {
+    let ring = Ring::carve(block, (rung.bm(), rung.bn), stages.max(1), (rung.consumers, rung.cluster));
+    let (m0, n0, steps) = (block_idx_y() * rung.bm(), block_idx_x() * rung.bn, k.div_ceil(BK));
+    let wg = thread_idx_x() / WARPGROUP;
+    if wg == 0 {
+        if rung.setmaxnreg {
+            release_registers::<PRODUCER_REGS>();
+        }
+        if thread_idx_x() == 0 {
+            for step in 0..steps {
+                ring.load(step, maps, (step * BK, m0, n0));
+            }
+        }
+    } else {
+        if rung.setmaxnreg {
+            take_registers::<CONSUMER_REGS>();
+        }
+        let slice = wg - 1;
+        let mut acc = A::zero();
+        for step in 0..steps {
+            ring.consume(step, |stage| {
+                for s in 0..BK / MMA_K {
+                    acc.mma(stage.a(slice, s), stage.b(s));
+                }
+            });
+        }
+        let row0 = m0 + slice * WARPGROUP_ROWS;
+        store_bf16(&acc, &mut c.slice(m as usize * n as usize), (m, n), (row0, n0));
+    }
+    if rung.cluster > 1 {
+        leave_cluster();
+    }
+}
