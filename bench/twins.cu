@@ -2,7 +2,10 @@
 // algorithm, tile and launch shape, written the way a CUDA C++ programmer would (int-free
 // unsigned index math, no __restrict__: the Rust kernels take raw pointers that may alias).
 // `memlab bench --twins twins.cubin` loads this file's cubin next to the Rust PTX and times each
-// pair alternately. Build: nvcc -O3 -arch=sm_90 -cubin -o twins.cubin twins.cu
+// pair alternately. Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -cubin -o twins.cubin twins.cu
+// (on a cc 9.0 GPU; the tensor ladder's twins need the arch-specific sm_90a, elsewhere -arch=native)
+
+#include <cuda_bf16.h>
 
 #define DEV __device__ __forceinline__
 #define KERNEL extern "C" __global__
@@ -1344,3 +1347,217 @@ STAGED_TWIN(128, 256, 8, 64, 64, 8, 16)
 STAGED_TWIN(256, 128, 8, 64, 64, 16, 8)
 STAGED_TWIN(128, 64, 8, 64, 32, 8, 8)
 STAGED_TWIN(64, 64, 8, 32, 32, 4, 8)
+
+// ---------------------------------------------------------------- tensor.rs
+// The tensor ladder: BF16 wgmma fed by TMA (cc 9.0 with the arch-specific features: built with
+// -gencode=arch=compute_90a,code=sm_90a, as `./x bench` does on a cc 9.0 GPU). C = A * B^T, A
+// m x k, B n x k, C m x n, BF16 row-major; the maps are slots of memlab_tma_maps, as in tma.rs.
+// The ring, barriers and roles are device/wgmma.rs's: per stage the A tile then the B tile,
+// then the full and the empty mbarriers.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Descriptor of a K-major tile under the 128-byte swizzle: start >> 4, LBO 1, SBO 1024 >> 4.
+DEV unsigned long long wg_desc(unsigned addr) {
+    return ((unsigned long long)(addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+DEV void wgmma_n128(float* d, unsigned long long a, unsigned long long b) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, 1, 1, 1, 0, 0;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(a), "l"(b));
+}
+DEV void wgmma_n256(float* d, unsigned long long a, unsigned long long b) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, 1, 1, 1, 0, 0;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "l"(a), "l"(b));
+}
+DEV void wg_wait_bar(unsigned bar, unsigned parity) {
+    asm volatile("{\n.reg .pred p;\nW: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra W;\n}\n" ::"r"(bar),
+                 "r"(parity));
+}
+DEV unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+DEV unsigned cluster_blocks() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+    return r;
+}
+DEV void cluster_barrier() { asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;" ::: "memory"); }
+
+struct WgRing {
+    unsigned base, a_bytes, b_bytes, stages;
+    DEV unsigned a(unsigned s) const { return base + s * (a_bytes + b_bytes); }
+    DEV unsigned b(unsigned s) const { return a(s) + a_bytes; }
+    DEV unsigned full(unsigned s) const { return base + stages * (a_bytes + b_bytes) + 8 * s; }
+    DEV unsigned empty(unsigned s) const { return full(s) + 8 * stages; }
+};
+
+DEV WgRing wg_carve(unsigned a_rows, unsigned b_rows, unsigned stages, unsigned releases) {
+    extern __shared__ __align__(16) unsigned char wg_smem[];
+    unsigned raw = smem_addr(wg_smem), pad = (0u - raw) % 1024;
+    WgRing r{raw + pad, a_rows * 128, b_rows * 128, stages};
+    if (threadIdx.x == 0) {
+        for (unsigned s = 0; s < stages; s++) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\nfence.proxy.async.shared::cta;" ::"r"(r.full(s)));
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\nfence.proxy.async.shared::cta;" ::"r"(r.empty(s)),
+                         "r"(releases));
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;");
+    }
+    cluster_barrier();
+    return r;
+}
+
+DEV void wg_load(const WgRing& r, unsigned step, const CUtensorMap* a, const CUtensorMap* b, unsigned x, unsigned a_row,
+                 unsigned b_row, bool multicast) {
+    unsigned s = step % r.stages, round = step / r.stages;
+    if (round > 0) wg_wait_bar(r.empty(s), (round - 1) & 1);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(r.full(s)), "r"(r.a_bytes + r.b_bytes));
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+            r.a(s)),
+        "l"(a), "r"(x), "r"(a_row), "r"(r.full(s))
+        : "memory");
+    if (multicast) {
+        unsigned rank = cluster_rank(), blocks = cluster_blocks(), share = r.b_bytes / blocks;
+        unsigned short mask = (unsigned short)((1u << blocks) - 1);
+        asm volatile(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, "
+            "{%2, %3}], [%4], %5;" ::"r"(r.b(s) + rank * share),
+            "l"(b), "r"(x), "r"(b_row + rank * (share / 128)), "r"(r.full(s)), "h"(mask)
+            : "memory");
+    } else {
+        asm volatile(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+                r.b(s)),
+            "l"(b), "r"(x), "r"(b_row), "r"(r.full(s))
+            : "memory");
+    }
+}
+
+// Waits for step `step`'s stage, issues its 4 k16 steps into d (the slice's 64 rows of A), waits
+// for them, releases the stage in every block of the cluster.
+template <unsigned N>
+DEV void wg_consume(const WgRing& r, unsigned step, unsigned slice, float* d) {
+    unsigned s = step % r.stages;
+    wg_wait_bar(r.full(s), (step / r.stages) & 1);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (unsigned kk = 0; kk < 4; kk++) {
+        unsigned long long da = wg_desc(r.a(s) + slice * 64 * 128 + kk * 32), db = wg_desc(r.b(s) + kk * 32);
+        if (N == 256) wgmma_n256(d, da, db);
+        else wgmma_n128(d, da, db);
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    if (threadIdx.x % 128 == 0)
+        for (unsigned rank = 0; rank < cluster_blocks(); rank++)
+            asm volatile("{\n.reg .b32 r;\nmapa.shared::cluster.u32 r, %0, %1;\nmbarrier.arrive.shared::cluster.b64 _, [r];\n}\n" ::"r"(
+                             r.empty(s)),
+                         "r"(rank));
+}
+
+template <unsigned N>
+DEV void wg_store(const float* d, unsigned short* c, unsigned m, unsigned n, unsigned row0, unsigned col0) {
+    unsigned t = threadIdx.x % 128, row = row0 + 16 * (t / 32) + (t % 32) / 4;
+#pragma unroll
+    for (unsigned j = 0; j < N / 8; j++) {
+        unsigned col = col0 + 8 * j + 2 * (t % 4);
+#pragma unroll
+        for (unsigned h = 0; h < 2; h++) {
+            unsigned r = row + 8 * h;
+            if (r >= m || col >= n) continue;
+            __nv_bfloat162 v = __floats2bfloat162_rn(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            size_t at = (size_t)r * n + col;
+            if (n % 2 == 0) {
+                *(__nv_bfloat162*)&c[at] = v;
+            } else {
+                c[at] = __bfloat16_as_ushort(v.x);
+                if (col + 1 < n) c[at + 1] = __bfloat16_as_ushort(v.y);
+            }
+        }
+    }
+}
+
+KERNEL void __launch_bounds__(128, 1) tensor_1_wgmma(unsigned a_slot, unsigned b_slot, unsigned short* c, unsigned m,
+                                                     unsigned n, unsigned k) {
+    const CUtensorMap *a = &memlab_tma_maps[min(a_slot, 127u)], *b = &memlab_tma_maps[min(b_slot, 127u)];
+    WgRing r = wg_carve(64, 128, 1, 1);
+    unsigned m0 = blockIdx.y * 64, n0 = blockIdx.x * 128;
+    float d[64];
+#pragma unroll
+    for (unsigned i = 0; i < 64; i++) d[i] = 0.0f;
+    for (unsigned step = 0; step < (k + 63) / 64; step++) {
+        if (threadIdx.x == 0) wg_load(r, step, a, b, step * 64, m0, n0, false);
+        wg_consume<128>(r, step, 0, d);
+    }
+    wg_store<128>(d, c, m, n, m0, n0);
+}
+
+// Rungs 2 to 5: warpgroup 0 produces, 1..=CONSUMERS consume; BM = 64 CONSUMERS, BN = N.
+template <unsigned N, unsigned CONSUMERS, unsigned CLUSTER, bool SETMAXNREG>
+DEV void wg_specialized(unsigned a_slot, unsigned b_slot, unsigned short* c, unsigned m, unsigned n, unsigned k,
+                        unsigned stages) {
+    const CUtensorMap *a = &memlab_tma_maps[min(a_slot, 127u)], *b = &memlab_tma_maps[min(b_slot, 127u)];
+    WgRing r = wg_carve(64 * CONSUMERS, N, stages > 1 ? stages : 1, CONSUMERS * CLUSTER);
+    unsigned m0 = blockIdx.y * 64 * CONSUMERS, n0 = blockIdx.x * N, steps = (k + 63) / 64, wg = threadIdx.x / 128;
+    if (wg == 0) {
+        if (SETMAXNREG) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (threadIdx.x == 0)
+            for (unsigned step = 0; step < steps; step++) wg_load(r, step, a, b, step * 64, m0, n0, CLUSTER > 1);
+    } else {
+        if (SETMAXNREG) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        float d[N / 2];
+#pragma unroll
+        for (unsigned i = 0; i < N / 2; i++) d[i] = 0.0f;
+        for (unsigned step = 0; step < steps; step++) wg_consume<N>(r, step, wg - 1, d);
+        wg_store<N>(d, c, m, n, m0 + (wg - 1) * 64, n0);
+    }
+    if (CLUSTER > 1) cluster_barrier();
+}
+
+#define TENSOR_TWIN(NAME, THREADS, N, CONSUMERS, CLUSTER, SETMAXNREG)                                              \
+    KERNEL void __launch_bounds__(THREADS, 1) NAME(unsigned a_slot, unsigned b_slot, unsigned short* c, unsigned m, \
+                                                   unsigned n, unsigned k, unsigned stages) {                       \
+        wg_specialized<N, CONSUMERS, CLUSTER, SETMAXNREG>(a_slot, b_slot, c, m, n, k, stages);                      \
+    }
+TENSOR_TWIN(tensor_2_pipelined, 256, 128, 1, 1, false)
+TENSOR_TWIN(tensor_3_specialized, 384, 128, 2, 1, true)
+TENSOR_TWIN(tensor_4_wide, 384, 256, 2, 1, true)
+TENSOR_TWIN(tensor_5_multicast, 384, 256, 2, 2, true)
+// Rung 6: rung 4 on min(SMs, tiles) persistent blocks, tiles in bands of 8 tile rows
+// (memlab_contracts::tensor::tile_origin); the ring's steps run on across tiles.
+KERNEL void __launch_bounds__(384, 1) tensor_6_persistent(unsigned a_slot, unsigned b_slot, unsigned short* c,
+                                                          unsigned m, unsigned n, unsigned k, unsigned stages) {
+    const CUtensorMap *a = &memlab_tma_maps[min(a_slot, 127u)], *b = &memlab_tma_maps[min(b_slot, 127u)];
+    WgRing r = wg_carve(128, 256, stages > 1 ? stages : 1, 2);
+    unsigned rows = (m + 127) / 128, cols = (n + 255) / 256, count = rows * cols, steps = (k + 63) / 64;
+    unsigned wg = threadIdx.x / 128;
+    auto origin = [&](unsigned t, unsigned& m0, unsigned& n0) {
+        unsigned per_band = 8 * cols, first = t / per_band * 8, height = min(rows - first, 8u), inside = t % per_band;
+        m0 = (first + inside % height) * 128;
+        n0 = inside / height * 256;
+    };
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (threadIdx.x == 0)
+            for (unsigned t = blockIdx.x, step = 0; t < count; t += gridDim.x, step += steps) {
+                unsigned m0, n0;
+                origin(t, m0, n0);
+                for (unsigned s = 0; s < steps; s++) wg_load(r, step + s, a, b, s * 64, m0, n0, false);
+            }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        for (unsigned t = blockIdx.x, step = 0; t < count; t += gridDim.x, step += steps) {
+            unsigned m0, n0;
+            origin(t, m0, n0);
+            float d[128];
+#pragma unroll
+            for (unsigned i = 0; i < 128; i++) d[i] = 0.0f;
+            for (unsigned s = 0; s < steps; s++) wg_consume<256>(r, step + s, wg - 1, d);
+            wg_store<256>(d, c, m, n, m0 + (wg - 1) * 64, n0);
+        }
+    }
+}
+#endif

@@ -37,8 +37,9 @@ const SM_90_PTX_ISA: &str = "target-feature=+ptx83";
 /// lessons (cc 7.0 for any GPU; cc 9.0 for the cluster matmul, in the sm_90 PTX only), Hopper's with line tables, and Hopper's checked build (bounds checks on, `memlab bench
 /// --checked`). The sm_90 PTX holds the sm_80 one's kernels and the
 /// Hopper-only ones (`kernels-gpu/src/tma.rs`, `clusters.rs`); it is what the H200 figures in the README were
-/// measured with.
-const BUILDS: [Build; 7] = [
+/// measured with. The sm_90a PTX holds the tensor ladder alone (`kernels-gpu/src/tensor.rs`: `wgmma` and
+/// `setmaxnreg` exist only with the arch-specific features, and such PTX loads on cc 9.0 alone).
+const BUILDS: [Build; 8] = [
     Build { name: "sm_70", arch: "sm_70", features: "", line_tables: false },
     Build { name: "sm_80", arch: "sm_80", features: "", line_tables: false },
     Build { name: "sm_90", arch: "sm_90", features: "", line_tables: false },
@@ -46,6 +47,7 @@ const BUILDS: [Build; 7] = [
     Build { name: "sm_90_counting", arch: "sm_90", features: "count-loads", line_tables: false },
     Build { name: "sm_90_lines", arch: "sm_90", features: "", line_tables: true },
     Build { name: "sm_90_checked", arch: "sm_90", features: "checked", line_tables: false },
+    Build { name: "sm_90a", arch: "sm_90a", features: "", line_tables: false },
 ];
 
 /// Variables the outer cargo sets for build scripts that would make the nested cargo use the
@@ -190,12 +192,15 @@ fn build_ptx(kernels: &Path, toolchain: &str, build: &Build) -> String {
     fs::read_to_string(&asm).unwrap_or_else(|e| fail(&format!("no PTX at {}: {e}", asm.display())))
 }
 
-/// Writes `memlab_contracts::sgemm::launch_bounds` for `arch` (`sm_NN`) into its PTX: `.maxntid`
+/// Writes `memlab_contracts::sgemm::launch_bounds` for `arch` (`sm_NN`), and
+/// `memlab_contracts::tensor::launch_bounds` for `sm_90a`, into its PTX: `.maxntid`
 /// and `.minnctapersm` after the parameter list of each of those entries the PTX has (PTX ISA, "Performance-Tuning
 /// Directives"), what `__launch_bounds__` writes for nvcc; rustc has no attribute for them.
 fn with_launch_bounds(mut ptx: String, arch: &str) -> String {
-    let sm = arch.trim_start_matches("sm_").parse().expect("an arch is `sm_` and a number");
-    for (entry, threads, blocks) in memlab_contracts::sgemm::launch_bounds(sm) {
+    let number = arch.trim_start_matches("sm_").trim_end_matches('a');
+    let sm = number.parse().expect("an arch is `sm_`, a number and an optional `a`");
+    let tensor = memlab_contracts::tensor::launch_bounds().filter(|_| arch == "sm_90a");
+    for (entry, threads, blocks) in memlab_contracts::sgemm::launch_bounds(sm).chain(tensor) {
         let Some(start) = ptx.find(&format!(".entry {entry}(")) else { continue };
         let end = start + ptx[start..].find(')').expect("an entry's parameter list ends with `)`");
         ptx.insert_str(end + 1, &format!("\n.maxntid {threads}, 1, 1\n.minnctapersm {blocks}"));

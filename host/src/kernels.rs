@@ -19,6 +19,7 @@ pub use crate::demos::race::kernels::*;
 pub use crate::demos::roofline::kernels::*;
 pub use crate::demos::sgemm::kernels::*;
 pub use crate::demos::sgemm::tuned::kernels::*;
+pub use crate::demos::tensor::kernels::*;
 pub use crate::demos::tma::kernels::*;
 pub use crate::demos::transpose::kernels::*;
 
@@ -26,7 +27,7 @@ use crate::demos;
 use crate::gpu::launch::Entry;
 
 /// The entries of every typed launch, module by module.
-pub const TABLES: [&[Entry]; 17] = [
+pub const TABLES: [&[Entry]; 18] = [
     demos::banks::ENTRIES,
     demos::clusters::ENTRIES,
     demos::coalescing::ENTRIES,
@@ -42,6 +43,7 @@ pub const TABLES: [&[Entry]; 17] = [
     demos::roofline::ENTRIES,
     demos::sgemm::ENTRIES,
     demos::sgemm::tuned::ENTRIES,
+    demos::tensor::ENTRIES,
     demos::tma::ENTRIES,
     demos::transpose::ENTRIES,
 ];

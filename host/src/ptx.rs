@@ -34,6 +34,17 @@ pub const COUNTING_SM90: Ptx =
 pub const CHECKED: Ptx =
     Ptx { arch: "sm_90", cc: (9, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90_checked.ptx")) };
 
+/// The tensor-core ladder (`kernels-gpu/src/tensor.rs`), built for `sm_90a`: `wgmma` and
+/// `setmaxnreg` exist only with the arch-specific features, and PTX for them loads on devices
+/// of exactly cc 9.0 (PTX ISA, "Target ISA notes": `sm_90a`). It holds no other lesson.
+pub const TENSOR: Ptx =
+    Ptx { arch: "sm_90a", cc: (9, 0), text: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90a.ptx")) };
+
+/// Whether a device of compute capability `cc` loads [`TENSOR`].
+pub fn runs_tensor(cc: (u32, u32)) -> bool {
+    cc == TENSOR.cc
+}
+
 /// The nightly toolchain the PTX was built with.
 pub const NIGHTLY: &str = env!("MEMLAB_NIGHTLY");
 
@@ -85,6 +96,12 @@ const NEWER_INSTRUCTIONS: [&str; 6] =
 pub fn needs_newer(ptx: &Ptx, name: &str) -> Option<String> {
     if kernel_names(ptx.text).contains(&name) {
         return None;
+    }
+    if ptx.arch != TENSOR.arch && kernel_names(TENSOR.text).contains(&name) {
+        return Some(format!(
+            "kernel `{name}` is in the sm_90a PTX (it uses wgmma.mma_async and setmaxnreg), which loads on cc 9.0 only: it is not in the {} PTX",
+            ptx.arch
+        ));
     }
     let newer = ALL.iter().find(|p| p.cc > ptx.cc && kernel_names(p.text).contains(&name))?;
     let body = entry_body(newer.text, name).unwrap_or("");

@@ -29,6 +29,24 @@ pub fn input_f32(seed: u64, i: usize) -> f32 {
     (h >> 40) as f32 * (1.0 / (1u32 << 23) as f32) - 1.0
 }
 
+/// Element `i` of the BF16 input of seed `seed`, as its bit pattern: `j / 128` for a `j` drawn
+/// uniformly from `-128..128` ([`input_f32`]'s generator), so every value is exact in BF16 (8
+/// significant bits) and every product of two is exact in FP32.
+pub fn input_bf16(seed: u64, i: usize) -> u16 {
+    let j = (input_f32(seed, i) * 128.0).floor();
+    bf16_bits(j / 128.0)
+}
+
+/// The BF16 bit pattern of `x`, which must be exact in BF16 (the top 16 bits of its FP32 bits).
+pub fn bf16_bits(x: f32) -> u16 {
+    (x.to_bits() >> 16) as u16
+}
+
+/// The value of the BF16 bit pattern `bits`.
+pub fn bf16_value(bits: u16) -> f32 {
+    f32::from_bits(u32::from(bits) << 16)
+}
+
 /// Fills `out` with elements `offset..offset + out.len()` of the input of seed `seed`
 /// ([`input_f32`]), on every core.
 pub fn fill_input(seed: u64, offset: usize, out: &mut [f32]) {

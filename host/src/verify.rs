@@ -259,6 +259,18 @@ pub fn matmul_tf32_tolerance(k: usize, abs_sum: f64) -> f64 {
     (products + 2.0 * k as f64 * f64::from(f32::EPSILON)) * abs_sum + f64::from(f32::MIN_POSITIVE)
 }
 
+/// Largest error accepted for one dot product of length `k` computed on tensor cores from BF16
+/// inputs with FP32 accumulation and rounded to BF16 (the tensor ladder), whose exact value is
+/// `want`: `e + 2^-8 (|want| + e)`, `e = 2 k 2^-23 sum |a_i b_i|`, plus the floor. A product of
+/// two BF16 values (8 significant bits each) is exact in FP32, so only the sums err: at most
+/// twice [`matmul_tolerance`]'s bound, as for TF32 (the PTX ISA leaves the order of the tensor
+/// core's additions to the implementation); the final rounding to BF16 adds at most its unit
+/// roundoff, `2^-8`, of the FP32 sum.
+pub fn matmul_bf16_tolerance(k: usize, abs_sum: f64, want: f64) -> f64 {
+    let sums = 2.0 * k as f64 * f64::from(f32::EPSILON) * abs_sum;
+    sums + (-8f64).exp2() * (want.abs() + sums) + f64::from(f32::MIN_POSITIVE)
+}
+
 /// The precision a product was computed in, which sets the tolerance of its check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precision {
@@ -266,14 +278,18 @@ pub enum Precision {
     F32,
     /// TF32 tensor-core products, FP32 accumulation: [`matmul_tf32_tolerance`].
     Tf32,
+    /// BF16 tensor-core products, FP32 accumulation, a BF16 result: [`matmul_bf16_tolerance`].
+    Bf16,
 }
 
 impl Precision {
-    /// The tolerance of one dot product of length `k` with `sum |a_i b_i| = abs_sum`.
-    pub fn tolerance(self, k: usize, abs_sum: f64) -> f64 {
+    /// The tolerance of one dot product of length `k` with `sum |a_i b_i| = abs_sum` and exact
+    /// value `want`.
+    pub fn tolerance(self, k: usize, abs_sum: f64, want: f64) -> f64 {
         match self {
             Precision::F32 => matmul_tolerance(k, abs_sum),
             Precision::Tf32 => matmul_tf32_tolerance(k, abs_sum),
+            Precision::Bf16 => matmul_bf16_tolerance(k, abs_sum, want),
         }
     }
 }
@@ -439,7 +455,7 @@ impl MatmulStreamed {
                         let (want, abs) = reference::dot(row.iter().copied(), column.iter().copied());
                         let got = got[i * n + j - start] as f64;
                         // NaN fails: every comparison with NaN is false.
-                        (i * n + j, got, want, (got - want).abs() <= precision.tolerance(k, abs))
+                        (i * n + j, got, want, (got - want).abs() <= precision.tolerance(k, abs, want))
                     })
                     .collect::<Vec<_>>()
             })

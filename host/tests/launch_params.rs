@@ -33,6 +33,15 @@ fn every_typed_launch_matches_its_entry_in_every_ptx() {
             assert!(kernels::entries().any(|e| e.name == name), "{}: `{name}` has no typed launch", p.arch);
         }
     }
+    // The sm_90a PTX holds the tensor ladder alone, each entry with its typed launch.
+    let names = ptx::kernel_names(ptx::TENSOR.text);
+    assert_eq!(names, memlab_contracts::tensor::LADDER.iter().map(|r| r.name).collect::<Vec<_>>());
+    for name in names {
+        let entry = kernels::entries().find(|e| e.name == name).expect("a typed launch");
+        if let Err(e) = ptx::check_params(ptx::TENSOR.text, name, entry.params) {
+            panic!("sm_90a PTX: {e}");
+        }
+    }
     // Every entry of every PTX was checked (27 in the sm_80 and sm_90 PTX when this was written).
     assert_eq!(checked, in_ptx);
     assert!(checked >= 27 * 2 + 26 * 2, "{checked}");

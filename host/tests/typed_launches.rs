@@ -143,6 +143,7 @@ fn demos_are_registered_once_in_run_order() {
             "transpose",
             "matmul",
             "sgemm",
+            "tensor",
             "coalescing",
             "banks",
             "occupancy",
@@ -177,4 +178,19 @@ fn cluster_launches_carry_their_cluster_and_whole_clusters_of_blocks() {
     assert_eq!((l.shape, l.cluster), (shape((8, 1), (128, 1), 0), Some((8, 1))));
     // A plain launch has no cluster.
     assert_eq!(kernels::matmul_tiled_32(&a, &b, &mut c, 67, 45, 33).cluster, None);
+}
+
+#[test]
+fn the_tensor_ladder_has_one_typed_launch_per_rung() {
+    use memlab::ptx::Param;
+    use memlab_contracts::tensor::LADDER;
+    let entries = memlab::demos::tensor::ENTRIES;
+    let names: Vec<&str> = entries.iter().map(|e| e.name).collect();
+    assert_eq!(names, LADDER.iter().map(|r| r.name).collect::<Vec<_>>(), "in the ladder's order");
+    // Two map slots, C, m, n, k, and the stages for every rung but the first.
+    let (u, p) = (Param::U32, Param::Ptr);
+    assert_eq!(entries[0].params, [u, u, p, u, u, u]);
+    for e in &entries[1..] {
+        assert_eq!(e.params, [u, u, p, u, u, u, u], "{}", e.name);
+    }
 }

@@ -283,17 +283,24 @@ fn bench(args: &[String]) -> Result<()> {
     }
     let cubin = root().join("bench/build/twins.cubin");
     fs::create_dir_all(cubin.parent().unwrap())?;
-    // -arch=native: SASS for the GPU of this machine, as the Rust PTX is JIT-compiled for it.
-    run(Command::new(&nvcc)
-        .args(["-O3", "-arch=native", "-cubin", "-o"])
-        .arg(&cubin)
-        .arg(root().join("bench/twins.cu")))
-    .context("nvcc of bench/twins.cu")?;
+    // SASS for the GPU of this machine, as the Rust PTX is JIT-compiled for it: -arch=native,
+    // or on cc 9.0 the arch-specific sm_90a, which the tensor ladder's twins (wgmma) need.
+    run(Command::new(&nvcc).args(["-O3", twins_arch(), "-cubin", "-o"]).arg(&cubin).arg(root().join("bench/twins.cu")))
+        .context("nvcc of bench/twins.cu")?;
     let bin = build_release(&tools)?;
     let json = root().join("target/bench.json");
     let status =
         Command::new(&bin).arg("bench").arg("--twins").arg(&cubin).arg("--json").arg(&json).args(args).status()?;
     std::process::exit(status.code().unwrap_or(2));
+}
+
+/// nvcc's target for the twins: sm_90a when `nvidia-smi` reports GPU 0 as cc 9.0, else native.
+fn twins_arch() -> &'static str {
+    let cap = Command::new("nvidia-smi").args(["--query-gpu=compute_cap", "--format=csv,noheader", "-i", "0"]).output();
+    match cap {
+        Ok(out) if String::from_utf8_lossy(&out.stdout).trim() == "9.0" => "-gencode=arch=compute_90a,code=sm_90a",
+        _ => "-arch=native",
+    }
 }
 
 fn bundle(dir: PathBuf) -> Result<()> {

@@ -37,7 +37,7 @@ pub struct Args {
     #[arg(long, default_value = "0", value_parser = crate::cli::devices)]
     pub device: crate::cli::Devices,
     /// The CUDA C++ twins, a cubin or PTX built from bench/twins.cu for this GPU (`cargo xtask
-    /// bench` builds it; by hand: nvcc -O3 -arch=sm_90 -cubin -o bench/build/twins.cubin bench/twins.cu).
+    /// bench` builds it; by hand on a cc 9.0 GPU: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -cubin -o bench/build/twins.cubin bench/twins.cu).
     #[arg(long, default_value = "bench/build/twins.cubin")]
     pub twins: PathBuf,
     /// Time each kernel's release build against its checked build (bounds checks on, the
@@ -149,7 +149,10 @@ fn ceiling(row: &TwinRow, memcpy: Option<f64>, cublas: &[(String, f64)]) -> Ceil
     match row.work.rate(&row.timing.0) {
         Rate::Gbs(_) if row.work.level == Level::Global => memcpy.map_or(Ceiling::None, Ceiling::Memcpy),
         Rate::Tflops(_) => {
-            cublas.iter().find(|(size, _)| *size == row.size).map_or(Ceiling::None, |c| Ceiling::Cublas(c.1))
+            // The tensor ladder's yardstick is cuBLAS BF16 ("cuBLAS BF16 MxNxK"), the SGEMM's FP32.
+            let tensor = memlab_contracts::tensor::LADDER.iter().any(|r| r.name == row.kernel);
+            let key = if tensor { format!("BF16 {}", row.size) } else { row.size.clone() };
+            cublas.iter().find(|(size, _)| *size == key).map_or(Ceiling::None, |c| Ceiling::Cublas(c.1))
         }
         _ => Ceiling::None,
     }
@@ -251,7 +254,10 @@ fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Res
     }
     println!("memcpy device-to-device: {}", memcpy.map_or("not measured".into(), |g| format!("{g:.0} GB/s")));
     for (size, t) in &cublas {
-        println!("cuBLAS SGEMM {size}: {t:.2} TFLOP/s");
+        match size.strip_prefix("BF16 ") {
+            Some(size) => println!("cuBLAS GemmEx BF16 {size}: {t:.1} TFLOP/s"),
+            None => println!("cuBLAS SGEMM {size}: {t:.2} TFLOP/s"),
+        }
     }
     if cublas.is_empty() {
         println!("{NO_CUBLAS}");

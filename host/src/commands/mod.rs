@@ -30,6 +30,9 @@ pub struct Shapes {
     /// SGEMM ladder shapes, MxNxK each.
     #[arg(long, num_args = 1.., default_values = ["4096x4096x4096", "8192x8192x8192"], value_parser = crate::cli::dims::<3>)]
     pub sgemm: Vec<[usize; 3]>,
+    /// Tensor-core ladder shapes (BF16), MxNxK each.
+    #[arg(long, num_args = 1.., default_values = ["4096x4096x4096", "8192x8192x8192"], value_parser = crate::cli::dims::<3>)]
+    pub tensor: Vec<[usize; 3]>,
 }
 
 impl Shapes {
@@ -42,6 +45,7 @@ impl Shapes {
             matmul: (m, n, k),
             matmul_naive: (m, n, k),
             sgemm: self.sgemm.iter().map(|&[m, n, k]| (m, n, k)).collect(),
+            tensor: self.tensor.iter().map(|&[m, n, k]| (m, n, k)).collect(),
             ..sizes
         }
     }

@@ -20,6 +20,7 @@ pub mod race;
 pub mod roofline;
 pub mod sanitizer;
 pub mod sgemm;
+pub mod tensor;
 pub mod tma;
 pub mod transpose;
 
@@ -56,11 +57,12 @@ pub struct Demo {
 }
 
 /// Every demo of `run-demos`, in the order it runs them. The race lesson has its own command.
-pub const DEMOS: [Demo; 11] = [
+pub const DEMOS: [Demo; 12] = [
     Demo { name: "memcpy", run: memcpy::run, uses_memcpy: true, twins: true },
     Demo { name: "transpose", run: transpose::run, uses_memcpy: false, twins: true },
     Demo { name: "matmul", run: matmul::run, uses_memcpy: false, twins: true },
     Demo { name: "sgemm", run: sgemm::run, uses_memcpy: false, twins: true },
+    Demo { name: "tensor", run: tensor::run, uses_memcpy: false, twins: true },
     Demo { name: "coalescing", run: coalescing::run, uses_memcpy: false, twins: true },
     Demo { name: "banks", run: banks::run, uses_memcpy: false, twins: true },
     Demo { name: "occupancy", run: occupancy::run, uses_memcpy: false, twins: true },
@@ -150,6 +152,8 @@ pub struct Sizes {
     pub matmul_naive: (usize, usize, usize),
     /// SGEMM ladder shapes `(m, n, k)`, each timed next to cuBLAS.
     pub sgemm: Vec<(usize, usize, usize)>,
+    /// Tensor-core ladder shapes `(m, n, k)`, each timed next to cuBLAS BF16.
+    pub tensor: Vec<(usize, usize, usize)>,
     /// Bytes spanned by the strided-read buffer (the coalescing demo).
     pub strided_bytes: usize,
     /// Bytes of the hierarchy's DRAM read, a buffer far larger than L2 (a multiple of 16).
@@ -181,6 +185,7 @@ impl Default for Sizes {
             matmul: (4096, 4096, 4096),
             matmul_naive: (4096, 4096, 4096),
             sgemm: vec![(4096, 4096, 4096), (8192, 8192, 8192)],
+            tensor: vec![(4096, 4096, 4096), (8192, 8192, 8192)],
             strided_bytes: 1 << 30,
             dram_bytes: 1 << 30,
             bank_iters: 16384,
@@ -222,10 +227,8 @@ impl Lab {
     /// As for [`TiledSpec::encode`] and [`TensorMaps::place`].
     pub fn place_map(&self, spec: &TiledSpec) -> Result<MapSlot> {
         let map = spec.encode()?;
-        match &self.twins {
-            Some(twins) => self.tma_maps.place(map, &[&self.gpu.module, &twins.module]),
-            None => self.tma_maps.place(map, &[&self.gpu.module]),
-        }
+        let modules = [Some(&self.gpu.module), self.gpu.loaded_tensor_module(), self.twins.as_ref().map(|t| &t.module)];
+        self.tma_maps.place(map, &modules.into_iter().flatten().collect::<Vec<_>>())
     }
 }
 
@@ -358,6 +361,7 @@ pub fn host_bytes(name: &str, sizes: &Sizes) -> usize {
         "memcpy" | "transpose" => sizes.sweep.iter().chain([&sizes.transpose]).map(|&s| staged(s)).max().unwrap_or(0),
         "matmul" => sgemm::host_bytes(sizes.matmul).max(sgemm::host_bytes(sizes.matmul_naive)),
         "sgemm" => sizes.sgemm.iter().map(|&s| sgemm::host_bytes(s)).max().unwrap_or(0),
+        "tensor" => sizes.tensor.iter().map(|&s| tensor::host_bytes(s)).max().unwrap_or(0),
         // The input (the copies' expected output), the staging of every checked output, and
         // SGEMM rungs 6 and 7's operands (at the first SGEMM size) beside it.
         "tma" => {
@@ -427,13 +431,16 @@ pub fn upload<T: DeviceCopy>(data: &[T]) -> Result<DeviceBuffer<T>> {
     DeviceBuffer::from_slice(data).map_err(|e| anyhow::anyhow!("upload: {}", crate::gpu::describe(e)))
 }
 
-/// Sets every byte of a buffer of 32-bit words to 0xFF (a NaN for f32), so that an output
-/// element a kernel fails to write never passes a check.
+/// Sets every byte of a buffer to 0xFF (a NaN for f32 and for BF16), so that an output element
+/// a kernel fails to write never passes a check.
 pub fn poison<T: DeviceCopy + bytemuck::Pod>(buf: &DeviceBuffer<T>) -> Result<()> {
-    memory::fill_words(buf, u32::MAX)
+    match std::mem::size_of::<T>() % 4 {
+        0 => memory::fill_words(buf, u32::MAX),
+        _ => memory::fill_bytes(buf, u8::MAX),
+    }
 }
 
-/// A new poisoned device buffer of `n` 32-bit words (see [`poison`]).
+/// A new poisoned device buffer of `n` elements (see [`poison`]).
 pub fn poisoned<T: DeviceCopy + bytemuck::Pod>(n: usize) -> Result<DeviceBuffer<T>> {
     // SAFETY: every word is written by poison() before any read.
     let buf = unsafe { DeviceBuffer::<T>::uninitialized(n) }

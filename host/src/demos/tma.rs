@@ -26,7 +26,7 @@ use crate::gpu::Gpu;
 use crate::gpu::kernel;
 use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::staging::Staging;
-use crate::gpu::tensor_map::{L2Promotion, MapSlot, Swizzle, TiledSpec};
+use crate::gpu::tensor_map::{Element, L2Promotion, MapSlot, Swizzle, TiledSpec};
 use crate::gpu::timing::time;
 use crate::model::banks::WarpRequest;
 use crate::phases::Kind;
@@ -127,7 +127,18 @@ fn spec(address: u64, rows: usize, cols: usize, box_cols: u32, swizzle: Swizzle)
 /// no L2 promotion.
 fn boxed(address: u64, rows: usize, cols: usize, (box_rows, box_cols): (u32, u32), swizzle: Swizzle) -> TiledSpec {
     let (rows, cols) = (rows as u64, cols as u64);
-    TiledSpec { address, rows, cols, box_rows, box_cols, swizzle, l2_promotion: L2Promotion::None }
+    let element = Element::F32;
+    TiledSpec {
+        address,
+        element,
+        rows,
+        cols,
+        pitch: cols,
+        box_rows,
+        box_cols,
+        swizzle,
+        l2_promotion: L2Promotion::None,
+    }
 }
 
 /// The slot of `spec` with the L2 promotion `l2`.
@@ -908,7 +919,7 @@ mod tests {
         assert!(check_matrix(4100, 4).is_ok());
         assert_eq!(
             check_matrix(8192, 1001).unwrap_err().to_string(),
-            "a tensor map cannot describe 1001 columns of f32: the row pitch of 4004 bytes is not a multiple of 16 bytes (columns must be a multiple of 4)"
+            "a tensor map cannot describe a row pitch of 1001 f32: 4004 bytes is not a multiple of 16 bytes (pad it to 1004)"
         );
         // The transposed output's rows are the input's columns: 1001 rows fail there.
         assert!(

@@ -32,6 +32,8 @@ pub struct Gpu {
     /// two of them (the autotuner all), so loading them with the rest made opening a device on a
     /// cold JIT cache take 3.3 s (measured on the H200).
     tuned: Vec<OnceCell<Module>>,
+    /// The tensor ladder's module ([`ptx::TENSOR`]), loaded on first use on a cc 9.0 device.
+    tensor: OnceCell<Module>,
     /// The JIT register cap every module of this device is loaded under.
     max_registers: Option<u32>,
     // Dropped last: the module and stream belong to it.
@@ -125,7 +127,8 @@ impl Gpu {
             Err(e) => refuse!("cannot create a stream: {}", describe(e)),
         };
         let tuned = memlab_contracts::sgemm::TUNED.iter().map(|_| OnceCell::new()).collect();
-        Ok(Gpu { ordinal, info, ptx, module, stream, tuned, max_registers, _context: context })
+        let tensor = OnceCell::new();
+        Ok(Gpu { ordinal, info, ptx, module, stream, tuned, tensor, max_registers, _context: context })
     }
 
     /// The module that holds kernel `name` when it is one of rung 8's configurations (loaded on
@@ -142,6 +145,32 @@ impl Gpu {
             let _ = cell.set(load_entries(self.ptx, &[name], self.max_registers)?);
         }
         Ok(cell.get())
+    }
+
+    /// The module that holds kernel `name` when it is a rung of the tensor ladder (the sm_90a
+    /// PTX, loaded on first use); `None` for every other kernel.
+    ///
+    /// # Errors
+    /// A refusal on a device that cannot load sm_90a PTX (any but cc 9.0), or when the driver
+    /// rejects it.
+    pub fn tensor_module(&self, name: &str) -> Result<Option<&Module>> {
+        if !memlab_contracts::tensor::LADDER.iter().any(|r| r.name == name) {
+            return Ok(None);
+        }
+        if !ptx::runs_tensor(self.info.cc) {
+            let (major, minor) = self.info.cc;
+            refuse!("kernel `{name}` needs cc 9.0 (sm_90a PTX: wgmma, setmaxnreg); this device is cc {major}.{minor}");
+        }
+        if self.tensor.get().is_none() {
+            // `set` cannot fail: the cell was empty and nothing else fills it meanwhile.
+            let _ = self.tensor.set(load_module(&ptx::TENSOR, self.max_registers)?);
+        }
+        Ok(self.tensor.get())
+    }
+
+    /// The tensor ladder's module when [`Gpu::tensor_module`] has loaded it.
+    pub fn loaded_tensor_module(&self) -> Option<&Module> {
+        self.tensor.get()
     }
 
     /// Makes this device's (primary) context the calling thread's current one: allocations,

@@ -17,6 +17,14 @@ use crate::refuse;
 
 /// `cublasOperation_t::CUBLAS_OP_N`.
 const OP_N: c_int = 0;
+/// `cublasOperation_t::CUBLAS_OP_T`.
+const OP_T: c_int = 1;
+/// `cudaDataType_t::CUDA_R_16BF`.
+const R_16BF: c_int = 14;
+/// `cublasComputeType_t::CUBLAS_COMPUTE_32F`: FP32 accumulation.
+const COMPUTE_32F: c_int = 68;
+/// `cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT`.
+const GEMM_DEFAULT: c_int = -1;
 /// `cublasMath_t::CUBLAS_DEFAULT_MATH`: FP32 math, no TF32 tensor cores (cuBLAS documentation,
 /// `cublasSetMathMode`).
 const DEFAULT_MATH: c_int = 0;
@@ -47,12 +55,36 @@ type Sgemm = unsafe extern "C" fn(
     c_int,
 ) -> c_int;
 
+#[allow(clippy::type_complexity)]
+type GemmEx = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    *const c_void,
+    *const c_void,
+    c_int,
+    c_int,
+    *const c_void,
+    c_int,
+    c_int,
+    *const c_void,
+    *mut c_void,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+) -> c_int;
+
 /// A cuBLAS handle bound to the lab's stream.
 pub struct Cublas {
     /// The library file that was loaded.
     pub path: PathBuf,
     handle: Handle,
     sgemm: Sgemm,
+    gemm_ex: GemmEx,
     set_math: SetMathMode,
     destroy: Destroy,
     // Dropped after the handle (see Drop).
@@ -98,9 +130,10 @@ impl Cublas {
             let set_stream: SetStream = std::mem::transmute(sym("cublasSetStream_v2")?);
             let set_math: SetMathMode = std::mem::transmute(sym("cublasSetMathMode")?);
             let sgemm: Sgemm = std::mem::transmute(sym("cublasSgemm_v2")?);
+            let gemm_ex: GemmEx = std::mem::transmute(sym("cublasGemmEx")?);
             let mut handle: Handle = std::ptr::null_mut();
             status("cublasCreate", create(&mut handle))?;
-            let cublas = Cublas { path: path.clone(), handle, sgemm, set_math, destroy, _lib: lib };
+            let cublas = Cublas { path: path.clone(), handle, sgemm, gemm_ex, set_math, destroy, _lib: lib };
             status("cublasSetStream", set_stream(handle, gpu.stream.as_inner() as *mut c_void))?;
             status("cublasSetMathMode(CUBLAS_DEFAULT_MATH)", set_math(handle, DEFAULT_MATH))?;
             Ok(Some(cublas))
@@ -139,6 +172,68 @@ impl Cublas {
         let code =
             unsafe { (self.sgemm)(self.handle, OP_N, OP_N, n, m, k, &alpha, ptr(b), n, ptr(a), k, &beta, ptr(c), n) };
         status("cublasSgemm", code)
+    }
+}
+
+impl Cublas {
+    /// Enqueues row-major `C = A * B^T` in BF16 with FP32 accumulation (`cublasGemmEx`,
+    /// `CUBLAS_COMPUTE_32F`): `A` is `m x k`, `B` is `n x k` (the layout of the tensor ladder,
+    /// `memlab_contracts::tensor`), `C` is `m x n` BF16, each buffer of BF16 bit patterns.
+    /// Column-major, that is `C^T = B A^T`: `B` read transposed (`OP_T`, leading dimension
+    /// `pitch`), `A^T` as it lies (`OP_N`, `pitch`), `C^T` with leading dimension `n`; `pitch`
+    /// (`>= k`) is the elements from one row of `A` or `B` to the next.
+    ///
+    /// # Errors
+    /// A cuBLAS error status, sizes above `i32::MAX`, or buffers smaller than the sizes.
+    pub fn gemm_bf16(
+        &self,
+        a: &DeviceBuffer<u16>,
+        b: &DeviceBuffer<u16>,
+        c: &DeviceBuffer<u16>,
+        (m, n, k): (usize, usize, usize),
+        pitch: usize,
+    ) -> Result<()> {
+        if pitch < k || a.len() < m * pitch || b.len() < n * pitch || c.len() < m * n {
+            refuse!(
+                "cuBLAS GemmEx: buffers of {}, {}, {} elements for a {m}x{n}x{k} product",
+                a.len(),
+                b.len(),
+                c.len()
+            );
+        }
+        let dim = |v: usize| c_int::try_from(v).map_err(|_| anyhow::anyhow!("cuBLAS: dimension {v} above i32::MAX"));
+        let (m, n, k, ld) = (dim(m)?, dim(n)?, dim(k)?, dim(pitch)?);
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let ptr = |buf: &DeviceBuffer<u16>| buf.as_device_ptr().as_raw() as *mut c_void;
+        let alpha = (&alpha as *const f32).cast();
+        let beta = (&beta as *const f32).cast();
+        // SAFETY: the buffers hold at least the elements read and written (checked above) and
+        // outlive the stream's work (callers synchronise before dropping them); alpha and beta
+        // are FP32, as CUBLAS_COMPUTE_32F reads them, and read before the call returns.
+        let code = unsafe {
+            (self.gemm_ex)(
+                self.handle,
+                OP_T,
+                OP_N,
+                n,
+                m,
+                k,
+                alpha,
+                ptr(b),
+                R_16BF,
+                ld,
+                ptr(a),
+                R_16BF,
+                ld,
+                beta,
+                ptr(c),
+                R_16BF,
+                n,
+                COMPUTE_32F,
+                GEMM_DEFAULT,
+            )
+        };
+        status("cublasGemmEx", code)
     }
 }
 

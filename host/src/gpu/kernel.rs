@@ -38,7 +38,10 @@ pub struct DriverOccupancy {
 /// A refusal naming the PTX's kernels closest to `name` when it is not one of them
 /// ([`crate::ptx::check_kernel`]).
 pub fn function<'a>(gpu: &'a Gpu, name: &str) -> Result<Function<'a>> {
-    let module = gpu.tuned_module(name)?.unwrap_or(&gpu.module);
+    let module = match gpu.tensor_module(name)? {
+        Some(m) => m,
+        None => gpu.tuned_module(name)?.unwrap_or(&gpu.module),
+    };
     match module.get_function(name) {
         Ok(f) => Ok(f),
         // Checked only on failure: `launch` looks the kernel up between timing events.

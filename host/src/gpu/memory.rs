@@ -45,6 +45,16 @@ pub fn fill_words<T: DeviceCopy>(buf: &DeviceBuffer<T>, value: u32) -> Result<()
     driver("cuMemsetD32", unsafe { cust::sys::cuMemsetD32_v2(buf.as_device_ptr().as_raw(), value, words) })
 }
 
+/// Sets every byte of `buf` to `value` (`cuMemsetD8`), for elements of any size.
+///
+/// # Errors
+/// A driver failure.
+pub fn fill_bytes<T: DeviceCopy>(buf: &DeviceBuffer<T>, value: u8) -> Result<()> {
+    let bytes = buf.len() * std::mem::size_of::<T>();
+    // SAFETY: the buffer holds `bytes` bytes.
+    driver("cuMemsetD8", unsafe { cust::sys::cuMemsetD8_v2(buf.as_device_ptr().as_raw(), value, bytes) })
+}
+
 /// Enqueues a device-to-device copy of all of `src` into `dst` on the lab's stream
 /// (`cuMemcpyDtoDAsync`).
 ///

@@ -32,10 +32,47 @@ pub struct TensorMap(pub [u64; 16]);
 // SAFETY: plain bytes, no pointers the host owns.
 unsafe impl DeviceCopy for TensorMap {}
 
-/// `CU_TENSOR_MAP_DATA_TYPE_FLOAT32`.
-const FLOAT32: u32 = 7;
-/// Bytes of one element (f32).
-const ELEMENT_BYTES: u64 = 4;
+/// The element type of a map (`CUtensorMapDataType`; CUDA Driver API, `cuTensorMapEncodeTiled`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Element {
+    /// `CU_TENSOR_MAP_DATA_TYPE_FLOAT32`.
+    F32,
+    /// `CU_TENSOR_MAP_DATA_TYPE_BFLOAT16`.
+    Bf16,
+}
+
+impl Element {
+    /// The driver's number for it.
+    fn code(self) -> u32 {
+        match self {
+            Element::F32 => 7,
+            Element::Bf16 => 9,
+        }
+    }
+
+    /// Bytes of one element.
+    pub fn bytes(self) -> u64 {
+        match self {
+            Element::F32 => 4,
+            Element::Bf16 => 2,
+        }
+    }
+
+    /// Its name in messages: `f32`, `bf16`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Element::F32 => "f32",
+            Element::Bf16 => "bf16",
+        }
+    }
+
+    /// The smallest row pitch, in elements, of at least `cols` elements that a map can
+    /// describe: `cols` rounded up to whole [`STRIDE_GRANULE`]s.
+    pub fn padded_pitch(self, cols: u64) -> u64 {
+        let per_granule = STRIDE_GRANULE / self.bytes();
+        cols.div_ceil(per_granule) * per_granule
+    }
+}
 /// Global strides are multiples of this, bytes, and so is a box's inner dimension.
 pub const STRIDE_GRANULE: u64 = 16;
 /// Alignment of the global address, bytes (without interleave).
@@ -106,15 +143,20 @@ impl L2Promotion {
     }
 }
 
-/// A 2-D row-major f32 matrix as a tensor map describes it.
+/// A 2-D row-major matrix as a tensor map describes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TiledSpec {
     /// Device address of element `(0, 0)`.
     pub address: u64,
+    /// The element type.
+    pub element: Element,
     /// Rows and columns of the matrix.
     pub rows: u64,
-    /// Columns; the row pitch is `cols * 4` bytes.
+    /// Columns.
     pub cols: u64,
+    /// Elements from one row's start to the next (`>= cols`): a matrix whose rows are not a
+    /// multiple of 16 bytes is stored with a padded pitch ([`Element::padded_pitch`]).
+    pub pitch: u64,
     /// Rows and columns of one box (the tile a copy moves).
     pub box_rows: u32,
     /// Columns of one box.
@@ -132,8 +174,9 @@ impl TiledSpec {
     /// # Errors
     /// That line, as a refusal (exit 2).
     pub fn check(&self) -> Result<()> {
-        let pitch = self.cols * ELEMENT_BYTES;
-        let inner = self.box_cols as u64 * ELEMENT_BYTES;
+        let (bytes, name) = (self.element.bytes(), self.element.name());
+        let pitch = self.pitch * bytes;
+        let inner = self.box_cols as u64 * bytes;
         if self.rows == 0 || self.cols == 0 || self.rows > MAX_DIM || self.cols > MAX_DIM {
             refuse!(
                 "a tensor map cannot describe a {}x{} matrix: each dimension must be 1 to 2^32",
@@ -144,10 +187,14 @@ impl TiledSpec {
         if !self.address.is_multiple_of(ADDRESS_ALIGN) {
             refuse!("a tensor map needs its global address {ADDRESS_ALIGN}-byte aligned, got {:#x}", self.address);
         }
+        if self.pitch < self.cols {
+            refuse!("a tensor map's row pitch of {} elements is shorter than its {} columns", self.pitch, self.cols);
+        }
         if self.rows > 1 && !pitch.is_multiple_of(STRIDE_GRANULE) {
             refuse!(
-                "a tensor map cannot describe {} columns of f32: the row pitch of {pitch} bytes is not a multiple of {STRIDE_GRANULE} bytes (columns must be a multiple of 4)",
-                self.cols
+                "a tensor map cannot describe a row pitch of {} {name}: {pitch} bytes is not a multiple of {STRIDE_GRANULE} bytes (pad it to {})",
+                self.pitch,
+                self.element.padded_pitch(self.pitch)
             );
         }
         for (what, n) in [("rows", self.box_rows), ("columns", self.box_cols)] {
@@ -176,7 +223,7 @@ impl TiledSpec {
     pub fn encode(&self) -> Result<TensorMap> {
         self.check()?;
         let dims = [self.cols, self.rows];
-        let strides = [self.cols * ELEMENT_BYTES];
+        let strides = [self.pitch * self.element.bytes()];
         let boxes = [self.box_cols, self.box_rows];
         let element_strides = [1u32, 1];
         let mut map = TensorMap([0; 16]);
@@ -184,7 +231,7 @@ impl TiledSpec {
         let r = unsafe {
             super::driver::raw::cuTensorMapEncodeTiled(
                 &mut map,
-                FLOAT32,
+                self.element.code(),
                 2,
                 self.address as *mut c_void,
                 dims.as_ptr(),
@@ -199,9 +246,10 @@ impl TiledSpec {
         };
         if r != CUDA_SUCCESS {
             refuse!(
-                "cuTensorMapEncodeTiled refused a {}x{} f32 map, box {}x{}, swizzle {}, L2 promotion {}: {r:?}",
+                "cuTensorMapEncodeTiled refused a {}x{} {} map, box {}x{}, swizzle {}, L2 promotion {}: {r:?}",
                 self.rows,
                 self.cols,
+                self.element.name(),
                 self.box_rows,
                 self.box_cols,
                 self.swizzle.name(),
@@ -299,8 +347,10 @@ mod tests {
     fn spec() -> TiledSpec {
         TiledSpec {
             address: 0x7f00_0000_0000,
+            element: Element::F32,
             rows: 8192,
             cols: 8192,
+            pitch: 8192,
             box_rows: 64,
             box_cols: 64,
             swizzle: Swizzle::None,
@@ -320,16 +370,28 @@ mod tests {
             assert!(TiledSpec { box_cols: cols, swizzle: sw, ..spec() }.check().is_ok(), "{sw:?}");
         }
         // Odd rows are fine; a single row has no pitch to check.
-        assert!(TiledSpec { rows: 4099, cols: 1, ..spec() }.check().is_err());
-        assert!(TiledSpec { rows: 1, cols: 3, box_cols: 4, ..spec() }.check().is_ok());
-        assert!(TiledSpec { rows: 4099, cols: 4100, ..spec() }.check().is_ok());
+        assert!(TiledSpec { rows: 4099, cols: 1, pitch: 1, ..spec() }.check().is_err());
+        assert!(TiledSpec { rows: 1, cols: 3, pitch: 3, box_cols: 4, ..spec() }.check().is_ok());
+        assert!(TiledSpec { rows: 4099, cols: 4100, pitch: 4100, ..spec() }.check().is_ok());
+        // A width a pitch cannot have is stored padded: 33 f32 in 36, 263 bf16 in 264.
+        assert!(TiledSpec { rows: 31, cols: 33, pitch: 36, ..spec() }.check().is_ok());
+        assert_eq!((Element::F32.padded_pitch(33), Element::Bf16.padded_pitch(263)), (36, 264));
+        assert_eq!((Element::Bf16.padded_pitch(8), Element::Bf16.padded_pitch(1)), (8, 8));
     }
 
     #[test]
     fn shapes_a_map_cannot_describe_are_refused_with_the_limit() {
         assert_eq!(
-            refusal(TiledSpec { cols: 1001, ..spec() }),
-            "a tensor map cannot describe 1001 columns of f32: the row pitch of 4004 bytes is not a multiple of 16 bytes (columns must be a multiple of 4)"
+            refusal(TiledSpec { cols: 1001, pitch: 1001, ..spec() }),
+            "a tensor map cannot describe a row pitch of 1001 f32: 4004 bytes is not a multiple of 16 bytes (pad it to 1004)"
+        );
+        assert_eq!(
+            refusal(TiledSpec { element: Element::Bf16, cols: 263, pitch: 263, ..spec() }),
+            "a tensor map cannot describe a row pitch of 263 bf16: 526 bytes is not a multiple of 16 bytes (pad it to 264)"
+        );
+        assert_eq!(
+            refusal(TiledSpec { cols: 100, pitch: 96, ..spec() }),
+            "a tensor map's row pitch of 96 elements is shorter than its 100 columns"
         );
         assert_eq!(
             refusal(TiledSpec { address: 0x7f00_0000_0004, ..spec() }),
