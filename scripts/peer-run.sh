@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The multi-GPU run of issue 16 on a machine with two or more GPUs (made for 2 H200s; about
+# The multi-GPU run on a machine with two or more GPUs (made for 2 H200s; about
 # 4 minutes there, every step capped so the whole run ends within 8 minutes):
 #   devices (peer topology), peer (N x N copies, kernels over the link, strided sweep, latency),
 #   host-memory (zero-copy and managed), collectives (NCCL all-reduce / all-gather),

@@ -150,7 +150,7 @@ impl Tuned {
 /// contract table ([`TUNED`]), the kernels (one entry each) and the host's typed launches are
 /// built from.
 ///
-/// Measured on the H200 (`memlab autotune`, 2026-12-01, TFLOP/s at 1024^3 / 2048^3 / 4096^3;
+/// Measured on the H200 (`memlab autotune`, TFLOP/s at 1024^3 / 2048^3 / 4096^3;
 /// cuBLAS FP32 30.1 / 48.8 / 51.1): the `AsyncCopy` ones 15.5-30.0 / 35.0-38.2 / 36.3-39.4,
 /// below rung 6 (43.7 at 4096^3): reading `A` by columns costs 64-bit shared loads where rung
 /// 6 reads it transposed in 128-bit ones. The `Registers` ones are rung 6's algorithm at other

@@ -14,9 +14,9 @@ pub const TILE_BYTES: u32 = TILE * TILE * WORD_BYTES;
 pub const COPY_THREADS: u32 = 32;
 /// Threads of `tma_transpose`, `32 x 16`: each moves 2 float4 of the tile through registers.
 /// Faster than 256 threads on the H200: 0.940-0.944x against 0.933-0.935x memcpy for one tile
-/// per block in the scratch program of `docs/h200-round9/README.md` (the lab's transpose,
+/// per block in the scratch program of `docs/measurements/tma.md` (the lab's transpose,
 /// with one block per few tiles as well: 0.908-0.936x, against 0.897-0.918x for 256 threads
-/// in persistent blocks only, round 8).
+/// in persistent blocks only).
 pub const TRANSPOSE_BLOCK: (u32, u32) = (32, 16);
 /// Float4 reads per thread of `tma_transpose`: `TILE * TILE / 4` float4 over 512 threads.
 pub const TRANSPOSE_READS: u32 = TILE * TILE / 4 / (TRANSPOSE_BLOCK.0 * TRANSPOSE_BLOCK.1);
@@ -140,28 +140,28 @@ pub const TRANSPOSE_BLOCKS_PER_SM: [u32; 3] = [1, 2, 3];
 /// Items per block of the sweeps' non-persistent points ([`Pipeline::per_items`]) for
 /// `tma_copy` and `tma_transpose`. One box per block was the fastest tensor copy measured on
 /// the H200 (0.977-0.978x memcpy at 8192 x 8192, against 0.955-0.963x for the best persistent
-/// ring, in the scratch program of `docs/h200-round9/README.md`):
+/// ring, in the scratch program of `docs/measurements/tma.md`):
 /// the block scheduler refills an SM as each block ends, so its loads never wait on a
 /// ring's store.
 pub const PER_BLOCK_ITEMS: [u32; 2] = [1, 2];
 /// Chunks (bytes) and chunks per block of `tma_bulk_copy`'s non-persistent points: 8 to 16
 /// KiB per block in copies of 1 to 8 KiB. Several smaller copies per block beat one large
 /// one on the H200 (8 KiB per block: 0.951x memcpy as one copy, 0.973x as 4 of 2 KiB, in the
-/// scratch program of `docs/h200-round9/README.md`).
+/// scratch program of `docs/measurements/tma.md`).
 pub const BULK_PER_BLOCK: [(u32, u32); 7] =
     [(1024, 8), (2048, 4), (2048, 8), (4096, 2), (4096, 4), (8192, 1), (8192, 2)];
 
 /// `tma_copy`'s configuration where no sweep has run (a run whose sweep found nothing
 /// faster): one 32x256 box per block, 0.977-0.978x memcpy at 8192 x 8192 on the H200 (the
-/// scratch program of `docs/h200-round9/README.md`).
+/// scratch program of `docs/measurements/tma.md`).
 pub const COPY_DEFAULT: Pipeline = Pipeline::per_items(32, 256, 1);
 /// `tma_bulk_copy`'s configuration where no sweep has run (the hierarchy table's TMA row):
 /// 4 chunks of 2 KiB per block, 0.973x memcpy at 8192 x 8192 on the H200 (the scratch program
-/// of `docs/h200-round9/README.md`).
+/// of `docs/measurements/tma.md`).
 pub const BULK_DEFAULT: Pipeline = Pipeline::per_items(1, 512, 4);
 /// `tma_transpose`'s configuration where no sweep has run: one tile per block, the fastest of
 /// the sweep in 3 of the 6 H200 runs with the maps in constant memory (one block per 2 tiles
-/// in the other 3; `docs/h200-round9/`).
+/// in the other 3; `docs/measurements/tma.md`).
 pub const TRANSPOSE_DEFAULT: Pipeline = Pipeline::per_items(TILE, TILE, 1);
 
 /// The tensor map's swizzle modes, as `CUtensorMapSwizzle` numbers them (CUDA Driver API,
@@ -218,7 +218,7 @@ pub const BULK_BLOCKS_PER_SM: [u32; 4] = [1, 2, 3, 4];
 /// memory needs no `fence.proxy.tensormap` before its first use, one in global memory does
 /// in every block (CUDA C++ Programming Guide, "Using TMA to transfer multi-dimensional
 /// arrays"), which cost the one-tile-per-block transpose 11% on the H200 (3388 against 3796
-/// GB/s; `docs/h200-round9/README.md`).
+/// GB/s; `docs/measurements/tma.md`).
 pub const MAP_SLOTS: u32 = 128;
 /// Bytes of one tensor map (`CUtensorMap`: CUDA Driver API, `cuTensorMapEncodeTiled`).
 pub const MAP_BYTES: u32 = 128;

@@ -192,7 +192,7 @@ mod tests {
     }
 
     #[test]
-    fn the_issue_s_expressions() {
+    fn the_bank_and_coalescing_examples_evaluate() {
         for t in 0..64 {
             assert_eq!(at("t*2", t), t * 2);
             assert_eq!(at("(t%4)*4", t), (t % 4) * 4);

@@ -449,7 +449,7 @@ fn coalescing_counts_a_struct_read_by_fields() {
 
 #[test]
 fn occupancy_answers_by_name_suggests_and_explains_the_driver() {
-    // The example: 4 blocks where the textbook gives 5, both numbers and the rule.
+    // A worked example: 4 blocks where the textbook gives 5, both numbers and the rule.
     let out = ok(&["occupancy", "--gpu", "RTX 4090", "--threads", "256", "--regs", "40", "--smem", "20KiB"]);
     assert!(out.contains("cc 8.9 (Ada Lovelace)"), "{out}");
     assert!(has(&out, "resident per SM: 4 blocks"), "{out}");

@@ -27,7 +27,7 @@ fn assert_refused(args: &[&str], needle: &str) {
 fn products_hold_no_host_copy_of_their_matrices() {
     // C of 10^6 x 10^6 alone takes 3.6 TiB, which no host has: it was refused for host memory
     // before the GPU. Its operands are staged and its check samples 128 rows of A (k = 1) and
-    // 128 columns of B now (issue #17), so the host check passes and the run stops at the
+    // 128 columns of B, so the host check passes and the run stops at the
     // driver (this machine has none).
     let product = (1_000_000, 1_000_000, 1);
     let huge = Sizes { matmul: product, matmul_naive: product, sgemm: vec![product], ..Sizes::default() };

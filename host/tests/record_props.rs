@@ -179,7 +179,7 @@ proptest! {
 }
 
 #[test]
-fn the_issues_records_are_drawn_or_refused() {
+fn extreme_and_negative_figures_are_drawn_or_refused() {
     let mut doc = real();
     let coalescing = doc["sections"].as_array_mut().unwrap().iter_mut().find(|s| s["name"] == "coalescing").unwrap();
     coalescing["series"][0]["points"][2]["y"] = serde_json::json!(1e308);

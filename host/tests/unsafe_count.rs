@@ -1,17 +1,14 @@
 //! `unsafe` stays in the device API: lines that mention `unsafe` in the lesson files
-//! (`kernels-gpu/src/**/*.rs` outside `device.rs` and `device/`), target 0 (issue #19).
+//! (`kernels-gpu/src/**/*.rs` outside `device.rs` and `device/`), target 0.
 //!
-//! At the start of #19 `kernels-gpu/src` had 209 such lines, 189 outside `device.rs`. The
-//! lessons rewritten on the API (`copy` and the transposes, the matmuls, the probes; in phase
-//! 2 the hierarchy and L2 probes, 62 and 11 lines before, the clusters and TMA lessons, and the
-//! whole SGEMM ladder: rungs 8-9 and the ladder's helpers, then rungs 2-7, `scalar.rs` 14,
-//! `vector.rs` 34 and `async_copy.rs` 17 lines before) have 0. Only [`RAW_BY_DESIGN`] may have
-//! some, exactly the count listed.
+//! The lessons written on the API (`copy` and the transposes, the matmuls, the probes, the
+//! hierarchy and L2 probes, the clusters and TMA lessons, and the whole SGEMM ladder) have 0.
+//! Only [`RAW_BY_DESIGN`] may have some, exactly the count listed.
 
 use std::path::{Path, PathBuf};
 
-/// The one lesson kept on raw pointers by design, with its line count and why (issue #19: "the
-/// race lesson keeps its raw kernel, to show what the GPU does when the check is bypassed").
+/// The one lesson kept on raw pointers by design, with its line count and why (the race lesson
+/// keeps its raw kernel, to show what the GPU does when the check is bypassed).
 /// On the API its bug, the tiled matmul without its second barrier, does not compile
 /// (`device-api/tests/ui/missing_barrier.rs`), so the only way to run it is a raw kernel.
 const RAW_BY_DESIGN: [(&str, usize, &str); 1] = [(

@@ -41,7 +41,7 @@ const KERNELS: [&str; 16] = [
 /// from their raw kernels before the rewrite on the distributed-shared-memory API.
 const SM_90_KERNELS: [&str; 4] = ["chase_dsmem", "cluster_shared_read", "cluster_barrier", "matmul_dsmem_32"];
 
-/// Phase 2 of #19: the hierarchy and L2 probes (`hierarchy.rs`, `l2.rs`), recorded from their
+/// The hierarchy and L2 probes (`hierarchy.rs`, `l2.rs`), recorded from their
 /// raw kernels before the rewrite (commit "zero-cost baseline: the hierarchy and L2 probes").
 const PROBE_KERNELS: [&str; 14] = [
     "chase_global",
@@ -62,7 +62,7 @@ const PROBE_KERNELS: [&str; 14] = [
 
 /// The SGEMM ladder's entries (every `sgemm_*` in a compared PTX: rungs 2 to 7 in both, rung 8's
 /// configurations and rung 9 from sm_80 up, so in the sm_90 PTX only), whose raw pieces moved
-/// into `kernels-gpu/src/device/` wrappers (#19 phase 2): same instructions, same registers.
+/// into `kernels-gpu/src/device/` wrappers: same instructions, same registers.
 fn sgemm_kernels(ptx: &str) -> impl Iterator<Item = &str> {
     ptx::kernel_names(ptx).into_iter().filter(|k| k.starts_with("sgemm_"))
 }

@@ -130,7 +130,8 @@ fn rule(width: Width) -> (String, String) {
                 w.lanes_per_phase(),
                 2 * w.lanes_per_phase()
             ),
-            "the Programming Guide's bank layout; phases and merging measured on the H200 (issue 13)".into(),
+            "the Programming Guide's bank layout; phases and merging measured on the H200 (docs/measurements/banks.md)"
+                .into(),
         ),
     }
 }

@@ -391,7 +391,7 @@ mod tests {
     use crate::gpu::timing::Timing;
     use crate::verify::Check;
 
-    /// Rows shaped like the H200 bench (docs/h200-bench.md): the longest names, sizes and checks.
+    /// Rows shaped like the H200 bench (docs/measurements/twins.md): the longest names, sizes and checks.
     fn rows() -> Vec<Row> {
         let check = Check { checked: 67108864, mismatches: 0, first_bad: None, digest: 0x46ab_4307_c888_2a11 };
         let row = |kernel: &str, size: &str, work: Work, ceiling| Row {

@@ -73,7 +73,7 @@ const RULE: &str = "a warp instruction is one request; it touches every aligned 
                     any active lane accesses (L1 sectors add up over instructions); L2 and DRAM move each distinct \
                     sector once; the segment model counts aligned 128-byte segments instead";
 const SOURCE: &str = "CUDA C++ Best Practices Guide, \"Coalesced Access to Global Memory\" (cc 6.0 and later: \
-                      32-byte sectors); a sector moved once for several instructions measured on the H200 (issue 13)";
+                      32-byte sectors); a sector moved once for several instructions: measured on the H200";
 
 /// Runs the model and prints its answer.
 pub fn run(args: Args) -> Result<bool> {

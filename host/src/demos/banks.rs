@@ -44,8 +44,8 @@ pub struct WideCase {
     pub offset: fn(u64) -> u64,
 }
 
-/// The 8- and 16-byte lane patterns whose wavefronts were measured on the H200 (issue 13), each
-/// timed by the wide probes against the bank model.
+/// The 8- and 16-byte lane patterns whose wavefronts were measured on the H200
+/// (`docs/measurements/banks.md`), each timed by the wide probes against the bank model.
 pub const WIDE_CASES: [WideCase; 10] = [
     WideCase { name: "8 B, --index t (contiguous)", width: 8, offset: |t| 8 * t },
     WideCase { name: "8 B, --index t%4", width: 8, offset: |t| 8 * (t % 4) },
@@ -218,7 +218,7 @@ mod tests {
     #[test]
     fn the_wide_cases_carry_the_h200_wavefronts() {
         let model: Vec<u32> = WIDE_CASES.iter().map(WideCase::model_wavefronts).collect();
-        // Measured on the H200 (issue 13): 8-byte t%4 2, one element 1, t>>1 1, 2t 4, the
+        // Measured on the H200 (`docs/measurements/banks.md`): 8-byte t%4 2, one element 1, t>>1 1, 2t 4, the
         // double tile's column 32; 16-byte (t%4)*16 4, ((t>>1)%4)*16 2, contiguous 4, one
         // float4 2; contiguous 8-byte accesses take the two phases of an 8-byte warp.
         assert_eq!(model, [2, 2, 1, 1, 4, 32, 4, 2, 4, 2]);

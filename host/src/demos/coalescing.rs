@@ -247,7 +247,7 @@ pub fn table(points: &[(usize, KernelRow)]) -> (Table, Vec<String>, Vec<Series>)
         closer_counts[0],
         points.len(),
         closer_counts[1]
-    ), "Past stride 8 both fall short: the H200 reads 64 bytes from HBM per L2 miss (a sector pair) and serves isolated fetches slower than fetches that share a 256-byte block; the DRAM model counts both (docs/h200-dram-granularity.md).".to_string()];
+    ), "Past stride 8 both fall short: the H200 reads 64 bytes from HBM per L2 miss (a sector pair) and serves isolated fetches slower than fetches that share a 256-byte block; the DRAM model counts both (docs/measurements/dram.md).".to_string()];
     let (x, y) = ("stride (4-byte elements)", "useful bandwidth / stride-1 bandwidth");
     let series = vec![
         Series::new(names::MEASURED, x, y, points.iter().map(|(s, row)| (*s as f64, row.rate.value() / base_gbs))),

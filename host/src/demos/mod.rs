@@ -494,7 +494,7 @@ pub fn check_staged<T: DeviceCopy + bytemuck::Pod + Default + Sync>(
 
 /// [`check_staged`] of a whole `f32` output that must be bit for bit one already checked in full
 /// against the same `want` (`passed`): every element is compared as it arrives, without the
-/// digest (a serial FNV chain per block, issue #17). When every element matches, the words are
+/// digest (a serial FNV chain per block). When every element matches, the words are
 /// those `passed` hashed, so its check is this one's; any mismatch (or a `passed` that did not
 /// pass) runs the full check for the digest and the first mismatch.
 ///

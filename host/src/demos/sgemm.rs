@@ -241,8 +241,7 @@ pub const ODD_SIZES: [(usize, usize, usize); 2] = [(517, 389, 263), (388, 260, 2
 /// Random operands of one product on the device, and a poisoned result. The host holds no copy
 /// of them: `A` and `B` are generated chunk by chunk into pinned staging and uploaded, and each
 /// check draws the rows and columns it compares from the same generator ([`MatmulStreamed`])
-/// while `C` comes back through the staging (issue #17: at 8192^2 the three host copies were
-/// 768 MiB).
+/// while `C` comes back through the staging (at 8192^2, three host copies would be 768 MiB).
 pub struct Operands {
     /// `A`, `m x k`.
     pub a: DeviceBuffer<f32>,

@@ -215,7 +215,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     }
     let n = rows * cols;
     ensure_free("the TMA demo", f32_bytes(&[n, n]))?;
-    // One host copy of the input (the demo's host memory: it and the staging, issue #17): the
+    // One host copy of the input (the demo's host memory: it and the staging): the
     // copies' checks, most of the sweeps' points, read it in order, 3-5x faster than the
     // generator (0.5-1.1 against 2.7-3.0 ns per element, measured on one x86-64 core). The transposes'
     // checks use the generator at the source index: a gather down the input's columns would
@@ -652,7 +652,7 @@ fn fastest<'a>(points: impl IntoIterator<Item = &'a Point>, default: Pipeline) -
 /// The sweeps' checks and the configurations the SM cannot hold.
 struct Sweeps<'a> {
     /// Pinned chunks each point's output is checked through, on every core: a pageable copy
-    /// of the whole output per point took most of the demo's time (issue #17).
+    /// of the whole output per point would take most of the demo's time.
     staging: &'a RefCell<Staging<f32>>,
     checks: Vec<Check>,
     left_out: Vec<String>,

@@ -7,7 +7,7 @@
 //! word `w` in bank `w mod 32`. A bank delivers one distinct word per wavefront; lanes that
 //! read the same word get it by broadcast and count once.
 //!
-//! Width (measured on the H200 with the 8- and 16-byte probes listed in issue 13; the guide
+//! Width (measured on the H200 with the 8- and 16-byte probes, `docs/measurements/banks.md`; the guide
 //! says nothing about wider accesses): one wavefront moves at most 128 bytes, so a warp's
 //! request is served in *phases* of `128 / width` lanes (32 lanes of 4 bytes, 16 of 8, 8 of
 //! 16), each phase taking as many wavefronts as its busiest bank holds distinct words. Broadcast
@@ -425,7 +425,7 @@ mod tests {
             .collect()
     }
 
-    // The H200 figures of issue 13, each measured with a bank probe.
+    // The H200 figures of `docs/measurements/banks.md`, each measured with a bank probe.
 
     #[test]
     fn h200_double_tile_32x32_column_is_32_wavefronts_row_is_2() {

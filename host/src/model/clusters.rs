@@ -15,7 +15,7 @@
 //! co-resident clusters land (`%smid`) merges the SMs into the same units. With that layout
 //! and the two rules, the model equals all 128 driver figures for clusters of 1-16 blocks at
 //! 1-8 blocks per SM (256 threads, the shared memory setting the blocks per SM; measured on the
-//! H200, `docs/h200-round6/gpc-probe.txt`).
+//! H200, `docs/measurements/clusters.md`).
 //!
 //! Hopper's full GH100 has 8 GPCs of 9 TPCs of 2 SMs (144 SMs); the H100 SXM5 and the H200
 //! enable 132 SMs, 66 TPCs (NVIDIA H100 Tensor Core GPU Architecture whitepaper). Which TPCs
@@ -134,7 +134,7 @@ mod tests {
 
     /// `cuOccupancyMaxActiveClusters` on the H200 (driver 580), 256 threads, clusters of 1-16
     /// blocks (columns) at 1-8 blocks per SM (rows, set by the dynamic shared memory):
-    /// `docs/h200-round6/gpc-probe.txt`.
+    /// `docs/measurements/records/clusters/gpc-probe.txt`.
     const H200_DRIVER: [[u32; 16]; 8] = [
         [132, 66, 39, 30, 22, 17, 15, 15, 9, 7, 7, 7, 7, 7, 7, 7],
         [264, 132, 79, 62, 47, 39, 32, 30, 23, 21, 16, 16, 14, 14, 14, 14],

@@ -131,7 +131,7 @@ fn units(ranges: &[(u64, u64)], unit: u64) -> BTreeSet<u64> {
 /// What several instructions of one warp cost together: L1 counts every instruction's
 /// sectors, L2 and DRAM move each sector once however many instructions touch it (the
 /// sector stays in L1/L2 between them; measured on the H200 for a 16-byte struct read as four
-/// 4-byte fields, issue 13).
+/// 4-byte fields).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct WarpTraffic {
     /// Per instruction: (sectors, segments, useful bytes).

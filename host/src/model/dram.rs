@@ -4,7 +4,7 @@
 //! The sector model ([`super::coalescing`]) stops falling at stride 8 (lanes 32 bytes apart):
 //! one 32-byte sector per 4-byte load, 1/8 of stride 1. The H200 keeps falling, to 0.068,
 //! 0.057 and 0.040 of stride 1 at strides 16, 32 and 64. Two measured mechanisms explain it,
-//! both read with Nsight Compute on the H200 (2026-11-30, `strided_read` over 1 GiB):
+//! both read with Nsight Compute on the H200 (`strided_read` over 1 GiB, `docs/measurements/dram.md`):
 //!
 //! 1. **64-byte DRAM fetches.** Past stride 8, `lts__t_sectors_srcunit_tex_op_read_lookup_miss`
 //!    is exactly twice `lts__t_sectors_srcunit_tex_op_read` and `dram__bytes_read` is 64 bytes
@@ -42,7 +42,7 @@ pub struct DramLocality {
 impl DramLocality {
     /// Measured on the H200 with Nsight Compute, `dram__bytes_read.sum` over
     /// `gpu__time_duration.sum` of `strided_read` at strides 16 (1073.8 MB in 249.8 us) and 64
-    /// (268.5 MB in 106.3 us), 2026-11-30.
+    /// (268.5 MB in 106.3 us): `docs/measurements/dram.md`.
     pub const H200: DramLocality = DramLocality { dense_tbs: 4.298, isolated_tbs: 2.526 };
 
     /// Time per DRAM byte, in ps, when `k` fetches (1..=4) share a block: `c0 + c1 / k`.

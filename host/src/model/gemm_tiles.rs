@@ -218,10 +218,10 @@ mod tests {
 
     #[test]
     fn rung_9_model_gives_the_wavefronts_ncu_measured_on_the_h200() {
-        let doc = include_str!("../../../docs/h200-sgemm-wavefronts.md");
+        let doc = include_str!("../../../docs/measurements/sgemm.md");
         let rows: Vec<Vec<&str>> = doc
             .lines()
-            .filter(|l| l.starts_with("| ") && l.contains("sgemm_9"))
+            .filter(|l| l.starts_with("| ") && l.contains("| sgemm_9"))
             .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
             .collect();
         assert_eq!(rows.len(), 4);

@@ -1,5 +1,5 @@
-//! What the SGEMM ladder (`sgemm/`) needs beneath its lessons, behind safe signatures (#19
-//! phase 2): the operands of one product ([`Gemm`]), a place in the block's dynamic shared
+//! What the SGEMM ladder (`sgemm/`) needs beneath its lessons, behind safe signatures: the
+//! operands of one product ([`Gemm`]), a place in the block's dynamic shared
 //! memory ([`Shared`]: plain, 64- and 128-bit loads and stores, `ldmatrix`), the `cp.async`
 //! source of a tile ([`AsyncSource`]) and the block barrier of the ladder ([`block_barrier`]).
 //! The wrappers compile to the raw-pointer code they replace (`host/tests/zero_cost.rs` pins

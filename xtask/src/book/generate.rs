@@ -123,7 +123,7 @@ pub fn split_report(report: &str) -> Result<Vec<(String, String)>> {
         };
         let text = format!(
             "{}*From the run recorded on the H200 (`{RECORDED_RUN}`), as `memlab report` writes it; the run's full \
-             output is `docs/h200-run-demos.txt` in the repository.*\n\n{}",
+             output is `docs/report/run-demos.txt` in the repository.*\n\n{}",
             header(&format!("memlab report {RECORDED_RUN}")),
             demote(body.trim_end(), 1)
         );

@@ -108,7 +108,7 @@ pub struct Transfer {
 /// `LockedBuffer` (`cuMemHostAlloc`), each timed with events around `cuMemcpy*Async` on the
 /// lab's stream (a pageable copy is staged through a driver buffer, so it returns late).
 ///
-/// Two host buffers, not four (issue #17): each is the source of its host-to-device copies and
+/// Two host buffers, not four: each is the source of its host-to-device copies and
 /// then, zeroed, the destination of its device-to-host ones, and every check compares with the
 /// generator ([`reference::strided_word`]), not with a kept copy of the words. The device is
 /// poisoned before each pass's copies, so a pass whose copies move nothing fails.
@@ -123,7 +123,7 @@ pub fn transfers(lab: &Lab, bytes: usize, repeats: Repeats) -> Result<Vec<Transf
     let mut out = Vec::new();
     // One pass per host buffer; the device's copy is read back at the pinned rate, into
     // `readback` or, without one, into the pinned `host` itself (not through a pageable
-    // download into a fresh 256 MiB vector: page faults and the staged rate, issue #17).
+    // download into a fresh 256 MiB vector: page faults and the staged rate).
     let mut pass = |memory: &'static str, host: &mut [u32], readback: Option<&mut [u32]>| -> Result<()> {
         reference::fill_strided_words(0, host);
         // Poisoned, so the check sees only what this pass's copies wrote.

@@ -144,8 +144,8 @@ pub fn ladder(lab: &Lab, sizes: &[usize], steps: u32, warm_cap: usize) -> Result
                 // The L2-only probe goes on from the slot where the default one stopped, on the
                 // chain that walk just warmed (its warm-up and its timed loads, in the same
                 // order): a warm-up of its own would only walk the same lines again (past twice
-                // the L2, 2 x L2 / 128 links at ~680 cycles: ~0.35 s a size on the H200, issue
-                // #17). A wrong end sends it off the chain and fails both checks.
+                // the L2, 2 x L2 / 128 links at ~680 cycles: ~0.35 s a size on the H200). A
+                // wrong end sends it off the chain and fails both checks.
                 let start = if (default.1 as usize) < slots { default.1 } else { 0 };
                 let l2_only = chase(lab, kernels::chase_global_cg, base, start, 0, steps)?;
                 Ok::<_, anyhow::Error>((default, l2_only))

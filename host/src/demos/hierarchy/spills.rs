@@ -126,7 +126,7 @@ pub fn register_sweep(lab: &Lab, iters: u32) -> Result<Vec<KernelRow>> {
     let ptx = lab.gpu.ptx;
     std::thread::scope(|scope| {
         // ptxas for every cap at once, on threads of its own, while the caps are measured in
-        // turn: before, every cap waited for its own ptxas process (issue #17).
+        // turn, instead of each cap waiting for its own ptxas process.
         let ptxas_runs = CAPS.map(|cap| {
             scope.spawn(move || ptxas_figures(ptx, "register_pressure", &[&format!("-maxrregcount={cap}")]))
         });
