@@ -17,11 +17,11 @@ use std::ffi::{CStr, c_void};
 use anyhow::Result;
 use cust::memory::{CopyDestination, DeviceCopy};
 use cust::module::Module;
-use cust::sys::cudaError_enum::CUDA_SUCCESS;
 use memlab_contracts::tma::MAP_SLOTS;
 
 use super::describe;
 use super::launch::{KernelArg, Param};
+use super::result::check;
 use crate::refuse;
 
 /// `CUtensorMap`: 128 opaque bytes, 64-byte aligned (CUDA Driver API).
@@ -197,17 +197,17 @@ impl TiledSpec {
                 0,
             )
         };
-        if r != CUDA_SUCCESS {
-            refuse!(
-                "cuTensorMapEncodeTiled refused a {}x{} f32 map, box {}x{}, swizzle {}, L2 promotion {}: {r:?}",
+        check("cuTensorMapEncodeTiled", r).map_err(|e| {
+            e.during(format!(
+                "encoding a {}x{} f32 tensor map, box {}x{}, swizzle {}, L2 promotion {}",
                 self.rows,
                 self.cols,
                 self.box_rows,
                 self.box_cols,
                 self.swizzle.name(),
                 self.l2_promotion.name()
-            );
-        }
+            ))
+        })?;
         Ok(map)
     }
 }
