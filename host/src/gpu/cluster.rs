@@ -3,8 +3,8 @@
 //! `cuOccupancyMaxActiveClusters`, `cuOccupancyMaxPotentialClusterSize`, and the function
 //! attribute that allows non-portable cluster sizes (above 8 blocks).
 //!
-//! The `#[repr(C)]` types mirror CUDA 12's `cuda.h` (`CUlaunchConfig`, `CUlaunchAttribute`,
-//! `CUlaunchAttributeValue`); the forwarders are in [`super::driver::raw`].
+//! The types are CUDA 12's (`CUlaunchConfig` and its attributes, [`super::cuda_h`]); the
+//! forwarders are in [`super::driver::raw`].
 
 use std::ffi::{c_int, c_uint, c_void};
 
@@ -12,10 +12,11 @@ use anyhow::Result;
 use cust::function::Function;
 use cust::sys::{CUfunction, CUresult, CUstream};
 
-use super::Gpu;
+use super::context::Gpu;
+use super::cuda_h::{CUlaunchAttribute, CUlaunchAttributeValue, CUlaunchConfig};
 use super::driver::raw;
-use super::launch::LaunchShape;
 use super::result::{DriverError, check};
+use super::shape::LaunchShape;
 use crate::refuse;
 
 /// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` (`CUlaunchAttributeID`, cuda.h).
@@ -30,47 +31,11 @@ pub const CLUSTER_CC: (u32, u32) = (9, 0);
 pub const MAX_CLUSTER_SIZE: u32 = 16;
 pub use memlab_contracts::clusters::PORTABLE_CLUSTER_SIZE;
 
-/// `CUlaunchAttributeValue`: a 64-byte union; the cluster dimension is its first 12 bytes.
-#[repr(C, align(8))]
-#[derive(Clone, Copy)]
-pub struct CUlaunchAttributeValue {
-    /// `clusterDim.{x, y, z}`, then padding to 64 bytes.
-    pub words: [c_uint; 16],
-}
-
-/// `CUlaunchAttribute`: an id (4 bytes, padded to 8) and its value.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct CUlaunchAttribute {
-    /// `CUlaunchAttributeID`.
-    pub id: c_uint,
-    pad: [u8; 4],
-    /// The value.
-    pub value: CUlaunchAttributeValue,
-}
-
-/// `CUlaunchConfig`: grid, block, dynamic shared bytes, stream and attributes.
-#[repr(C)]
-pub struct CUlaunchConfig {
-    /// Blocks along x, y, z.
-    pub grid: [c_uint; 3],
-    /// Threads per block along x, y, z.
-    pub block: [c_uint; 3],
-    /// Dynamic shared memory per block, bytes.
-    pub shared_mem_bytes: c_uint,
-    /// The stream.
-    pub stream: CUstream,
-    /// Launch attributes.
-    pub attrs: *mut CUlaunchAttribute,
-    /// Number of attributes.
-    pub num_attrs: c_uint,
-}
-
 /// The cluster attribute of a `cx x cy` cluster.
 fn cluster_attribute((cx, cy): (u32, u32)) -> CUlaunchAttribute {
     let mut words = [0; 16];
     words[..3].copy_from_slice(&[cx, cy, 1]);
-    CUlaunchAttribute { id: CLUSTER_DIMENSION, pad: [0; 4], value: CUlaunchAttributeValue { words } }
+    CUlaunchAttribute::new(CLUSTER_DIMENSION, CUlaunchAttributeValue { words })
 }
 
 /// Refuses a cluster shape the lab cannot ask for: an empty one, one above
@@ -205,8 +170,9 @@ pub fn launch(
     // timed window holds no driver round trip); the device's limit is asked only on failure.
     let size = cluster.0 * cluster.1;
     if size > PORTABLE_CLUSTER_SIZE {
-        allow_non_portable(f, true)
-            .map_err(|e| e.during(format!("kernel `{name}`: the driver refused non-portable cluster sizes ({size} blocks)")))?;
+        allow_non_portable(f, true).map_err(|e| {
+            e.during(format!("kernel `{name}`: the driver refused non-portable cluster sizes ({size} blocks)"))
+        })?;
     }
     let mut attr = cluster_attribute(cluster);
     let cfg = config(shape, &mut attr, gpu.stream.as_inner());
@@ -217,7 +183,10 @@ pub fn launch(
         // A cluster the device cannot hold: name its limit.
         check_cluster(shape, cluster, max_cluster_size(gpu, f, name, shape)?)?;
         let (grid, block, smem) = (shape.grid, shape.block, shape.smem_bytes);
-        let what = format!("launching `{name}` with grid {grid:?}, block {block:?}, {smem} B shared in {}x{} clusters", cluster.0, cluster.1);
+        let what = format!(
+            "launching `{name}` with grid {grid:?}, block {block:?}, {smem} B shared in {}x{} clusters",
+            cluster.0, cluster.1
+        );
         return Err(e.during(what).into());
     }
     Ok(())

@@ -9,9 +9,8 @@ use cust::device::Device;
 use cust::module::{Module, ModuleJitOption};
 use cust::stream::{Stream, StreamFlags};
 
-use super::describe;
 use super::device::DeviceInfo;
-use super::result::check;
+use super::result::{check, describe};
 use crate::ptx::{self, Ptx};
 use crate::refuse;
 

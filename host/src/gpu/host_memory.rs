@@ -9,7 +9,7 @@ use std::ffi::c_void;
 use anyhow::Result;
 use cust::sys::{self, CUdevice_attribute as A};
 
-use super::Gpu;
+use super::context::Gpu;
 use super::device::{attribute, handle};
 use super::result::check;
 

@@ -4,8 +4,8 @@
 use anyhow::Result;
 use cust::function::{BlockSize, Function, FunctionAttribute};
 
-use super::result::check;
-use super::{Gpu, describe};
+use super::context::Gpu;
+use super::result::{check, describe};
 use crate::refuse;
 use serde::{Deserialize, Serialize};
 

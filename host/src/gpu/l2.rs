@@ -5,9 +5,11 @@
 //! and `cuCtxResetPersistingL2Cache`, which turns every persisting line back to normal.
 
 use anyhow::Result;
-use cust::sys::{CUaccessPolicyWindow, CUaccessProperty, CUdevice_attribute, CUlimit, CUstreamAttrID, CUstreamAttrValue};
+use cust::sys::{
+    CUaccessPolicyWindow, CUaccessProperty, CUdevice_attribute, CUlimit, CUstreamAttrID, CUstreamAttrValue,
+};
 
-use super::Gpu;
+use super::context::Gpu;
 use super::result::check;
 
 /// What the device allows: the largest persisting carve-out and the largest window.

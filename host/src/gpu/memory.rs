@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use anyhow::Result;
 use cust::memory::{DeviceBuffer, DeviceCopy};
 
-use super::Gpu;
+use super::context::Gpu;
 use super::result::check;
 use crate::refuse;
 

@@ -8,6 +8,7 @@
 pub mod cluster;
 pub mod context;
 pub mod cublas;
+pub mod cuda_h;
 pub mod device;
 pub mod driver;
 pub mod host_memory;
@@ -20,6 +21,7 @@ pub mod nccl;
 pub mod nvml;
 pub mod peer;
 pub mod result;
+pub mod shape;
 pub mod staging;
 pub mod tensor_map;
 pub mod timing;

@@ -15,10 +15,10 @@ use cust::event::{Event, EventFlags};
 use cust::stream::StreamWaitEventFlags;
 use cust::sys::{self, CUdevice_P2PAttribute as P2P, cudaError_enum};
 
+use super::context::Gpu;
 use super::device::handle;
-use super::result::check;
+use super::result::{check, describe};
 use super::timing::{Repeats, Timing};
-use super::{Gpu, describe};
 
 /// What the driver says about one ordered pair of devices (CUDA Driver API, "Peer Context
 /// Memory Access": `cuDeviceCanAccessPeer`, `cuDeviceGetP2PAttribute`).
@@ -164,7 +164,9 @@ impl DeviceMemory {
         let mut out = vec![0u32; n];
         // SAFETY: the destination holds n words, the source at least as many.
         self.in_own_context(|| {
-            Ok(check("cuMemcpyDtoH", unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr() as *mut c_void, self.ptr, 4 * n) })?)
+            Ok(check("cuMemcpyDtoH", unsafe {
+                sys::cuMemcpyDtoH_v2(out.as_mut_ptr() as *mut c_void, self.ptr, 4 * n)
+            })?)
         })?;
         Ok(out)
     }

@@ -9,8 +9,8 @@ use anyhow::Result;
 use cust::event::{Event, EventFlags};
 use cust::memory::{DeviceBuffer, DeviceCopy, LockedBuffer};
 
-use super::result::check;
-use super::{Gpu, describe};
+use super::context::Gpu;
+use super::result::{check, describe};
 
 /// Bytes of one staging chunk (64 MiB): large enough that each copy runs at the bus rate and
 /// each chunk's host work spreads over every core, small enough that two of them are nothing

@@ -15,22 +15,14 @@ use std::cell::RefCell;
 use std::ffi::{CStr, c_void};
 
 use anyhow::Result;
-use cust::memory::{CopyDestination, DeviceCopy};
+use cust::memory::CopyDestination;
 use cust::module::Module;
 use memlab_contracts::tma::MAP_SLOTS;
 
-use super::describe;
+pub use super::cuda_h::TensorMap;
 use super::launch::{KernelArg, Param};
-use super::result::check;
+use super::result::{check, describe};
 use crate::refuse;
-
-/// `CUtensorMap`: 128 opaque bytes, 64-byte aligned (CUDA Driver API).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C, align(64))]
-pub struct TensorMap(pub [u64; 16]);
-
-// SAFETY: plain bytes, no pointers the host owns.
-unsafe impl DeviceCopy for TensorMap {}
 
 /// `CU_TENSOR_MAP_DATA_TYPE_FLOAT32`.
 const FLOAT32: u32 = 7;
