@@ -1,10 +1,36 @@
-//! The checks a run record passes when it is read back (`memlab report run.json`): every figure
-//! finite and in its physical range, so that a hand-edited or corrupted record is refused in one
-//! line naming the field, instead of being drawn as if measured.
+//! Reading a run record back (`memlab report run.json`): every figure finite and in its
+//! physical range, so that a hand-edited or corrupted record is refused in one line naming the
+//! field, instead of being drawn as if measured.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
 
 use crate::demos::KernelRow;
 use crate::report_dir::RunRecord;
 use crate::series::Series;
+
+impl RunRecord {
+    /// Reads a record written by `run-demos --json`, checked by [`check`], with the fields
+    /// this version derives filled in.
+    ///
+    /// # Errors
+    /// An unreadable file, JSON that is not a run record (one line with serde's position), or
+    /// a figure out of its physical range (one line naming the field).
+    pub fn load(path: &Path) -> Result<RunRecord> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let mut record: RunRecord = match serde_json::from_str(&text) {
+            Ok(record) => record,
+            Err(e) => crate::refuse!("{} is not a memlab run record: {e}", path.display()),
+        };
+        if let Err(e) = check(&record) {
+            crate::refuse!("{} is refused: {e}", path.display());
+        }
+        record.fill_occupancy_commands();
+        record.rebuild_roofline();
+        Ok(record)
+    }
+}
 
 /// Why a field is refused: `"<field> is <value>: <rule>"`.
 type Refusal = String;

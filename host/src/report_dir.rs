@@ -1,6 +1,6 @@
-//! A run on disk: the JSON record `run-demos --json` writes (and `report` reads back), and the
-//! report folder `--report DIR` writes: `DIR/report.md` with the charts of [`crate::charts`]
-//! as SVG and PNG next to it.
+//! A run on disk: the JSON record `run-demos --json` writes (`report` reads it back through
+//! [`crate::record_check`]), and the report folder `--report DIR` writes: `DIR/report.md` with
+//! the charts of [`crate::charts`] as SVG and PNG next to it.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ use crate::demos::Section;
 use crate::gpu::device::DeviceInfo;
 use crate::series::names;
 use crate::table::Layout;
-use crate::{output, refuse, report};
+use crate::{output, report};
 
 /// Kernels whose occupancy graphs the report draws, when they ran.
 pub const OCCUPANCY_KERNELS: [&str; 2] = ["matmul_tiled_32", "transpose_padded"];
@@ -42,25 +42,6 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
-    /// Reads a record written by `run-demos --json`.
-    ///
-    /// # Errors
-    /// An unreadable file, JSON that is not a run record (one line with serde's position), or
-    /// a figure out of its physical range ([`crate::record_check`], one line naming the field).
-    pub fn load(path: &Path) -> Result<RunRecord> {
-        let text = fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let mut record: RunRecord = match serde_json::from_str(&text) {
-            Ok(record) => record,
-            Err(e) => refuse!("{} is not a memlab run record: {e}", path.display()),
-        };
-        if let Err(e) = crate::record_check::check(&record) {
-            refuse!("{} is refused: {e}", path.display());
-        }
-        record.fill_occupancy_commands();
-        record.rebuild_roofline();
-        Ok(record)
-    }
-
     /// Writes the record as pretty JSON, whole or not at all ([`output::write`]).
     ///
     /// # Errors

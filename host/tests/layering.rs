@@ -1,6 +1,6 @@
 //! The layering rules of ARCHITECTURE.md that text can show: raw driver calls only in `gpu/`,
-//! records that own their strings, demos that never run one another; and that its map names
-//! every contract, demo and command module.
+//! `gpu/` naming no kernel and no demo, records that own their strings, demos that never run
+//! one another; and that its map names every contract, demo and command module.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -39,6 +39,22 @@ fn raw_driver_calls_live_only_in_gpu() {
     assert!(outside.is_empty(), "cust::sys outside gpu/: {outside:?}");
     // The rule is live: gpu/ does call the driver directly.
     assert!(files_containing("cust::sys").iter().any(|f| f == "gpu/memory.rs"));
+}
+
+#[test]
+fn gpu_names_no_kernel_and_no_demo() {
+    // gpu/ is the layer the typed launches and the lessons stand on, so an arrow from it to
+    // them would be a circle. `crate::kernels!` is gpu/'s own macro (launch.rs).
+    let root = src().join("gpu");
+    let files = sources(&root);
+    assert!(files.iter().any(|f| f.ends_with("launch.rs")), "no gpu/launch.rs under {}", root.display());
+    for file in files {
+        let text = fs::read_to_string(&file).unwrap();
+        for needle in ["crate::kernels", "crate::demos", "memlab::kernels", "memlab::demos"] {
+            let named = text.match_indices(needle).any(|(at, _)| !text[at + needle.len()..].starts_with('!'));
+            assert!(!named, "{} names {needle}", file.display());
+        }
+    }
 }
 
 #[test]

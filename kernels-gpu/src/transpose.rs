@@ -73,14 +73,6 @@ fn move_via_registers(
     });
 }
 
-/// Row `r`'s misalignment in floats when rows are `len` floats: `(r * len) mod 8`, so its
-/// column `-e` starts a sector. Rows 8 apart share it (`8 len mod 8 = 0`); the low 3 bits of
-/// the 32-bit product are those of the whole one.
-#[inline(always)]
-pub(crate) fn misalignment(r: u32, len: u32) -> u32 {
-    r.wrapping_mul(len) % contract::SKEW
-}
-
 kernel! {
     /// The bandwidth ceiling of the transposes: same block shape, same 4 elements per thread,
     /// coalesced reads and coalesced writes. Row `r` starts `e = (r * cols) mod 8` floats into a
@@ -93,7 +85,7 @@ kernel! {
     /// - Shared memory: none. Memory level: global, fully coalesced (a warp moves one 128-byte row).
     /// - Buffers: `input` and `output` hold `rows * cols` floats and do not overlap.
     pub fn copy(input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
-        let shift = misalignment(block_idx_y() * TILE as u32 + thread_idx_y(), cols);
+        let shift = crate::transpose_any::misalignment(block_idx_y() * TILE as u32 + thread_idx_y(), cols);
         let (rows, cols) = (rows as usize, cols as usize);
         move_via_registers(input.matrix(rows, cols), output.matrix(rows, cols), shift, |x, y| (y, x))
     }
@@ -331,7 +323,7 @@ fn vectorized_shifted(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>
         // Output row y (input column), its 4 columns from x (input rows), x + q in staged row
         // 4 tx + q + pre - e.
         let y = c0 + ty + 16 * i as u32;
-        let e = misalignment(y, rows);
+        let e = crate::transpose_any::misalignment(y, rows);
         // Below column 0, x wraps past `rows`; x + q wraps back for the columns from 0 on.
         let x = (r0 + 4 * tx).wrapping_sub(e);
         let mut w = [0.0f32; 4];

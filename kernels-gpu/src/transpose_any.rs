@@ -10,8 +10,6 @@
 
 use memlab_contracts::transpose_any as contract;
 
-use crate::transpose::misalignment;
-
 use crate::device::{
     Block, GlobalIn, GlobalOut, SharedTile, block_idx_x, block_idx_y, kernel, thread_idx_x, thread_idx_y,
 };
@@ -80,4 +78,13 @@ pub(crate) fn aligned_stores(block: Block, input: GlobalIn<f32>, output: GlobalO
             output.set(y as usize, x as usize, tile.get(tx + SKEW - e, j));
         }
     }
+}
+
+/// Row `r`'s misalignment in floats when rows are `len` floats: `(r * len) mod 8`, so its
+/// column `-e` starts a sector. Rows 8 apart share it (`8 len mod 8 = 0`); the low 3 bits of
+/// the 32-bit product are those of the whole one. Also `copy`'s and `transpose_vectorized`'s
+/// shift (`transpose.rs`).
+#[inline(always)]
+pub(crate) fn misalignment(r: u32, len: u32) -> u32 {
+    r.wrapping_mul(len) % SKEW
 }

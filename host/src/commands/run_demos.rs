@@ -135,7 +135,7 @@ pub fn run(args: Args) -> Result<bool> {
         println!("{}\n\n{}\n", super::multi::heading(&ordinals), report::table(header, rows));
     }
     if args.sanitizer {
-        println!("{}", crate::gpu::launch::launched_line());
+        println!("{}", crate::demos::sanitizer::launched_line());
     }
     Ok(passed)
 }

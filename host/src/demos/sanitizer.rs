@@ -41,6 +41,17 @@ pub fn on(lab: &Lab) -> bool {
     lab.sizes.sanitizer
 }
 
+/// The line a sanitizer run prints last (`sanitize.sh` reads it): how many entries of the
+/// host's typed launches ([`crate::kernels::entries`]) this process launched, and their names.
+pub fn launched_line() -> String {
+    launched_line_of(&crate::gpu::launch::launched(), crate::kernels::entries().count())
+}
+
+/// [`launched_line`] for the entries `launched` of `total`.
+fn launched_line_of(launched: &[&str], total: usize) -> String {
+    format!("kernels launched ({} of {total}): {}", launched.len(), launched.join(" "))
+}
+
 /// `full` normally, `small` in a sanitizer run.
 fn pick<T>(on: bool, full: T, small: T) -> T {
     if on { small } else { full }
@@ -120,6 +131,17 @@ fn host_memory_for(on: bool, opts: super::host_memory::Options) -> super::host_m
 mod tests {
     use super::*;
     use crate::demos::{coalescing, host_memory, l2, sgemm};
+
+    #[test]
+    fn the_launched_line_has_the_shape_sanitize_sh_reads() {
+        // sanitize.sh: sed -n 's/^kernels launched (\([0-9]*\) of.*/\1/p'
+        assert_eq!(
+            launched_line_of(&["copy", "transpose_naive"], 90),
+            "kernels launched (2 of 90): copy transpose_naive"
+        );
+        let total = crate::kernels::entries().count();
+        assert!(launched_line().contains(&format!(" of {total}): ")), "{}", launched_line());
+    }
 
     #[test]
     fn a_sanitizer_grid_is_three_blocks_and_otherwise_the_full_gpu() {

@@ -3,18 +3,20 @@
 //! `cuOccupancyMaxActiveClusters`, `cuOccupancyMaxPotentialClusterSize`, and the function
 //! attribute that allows non-portable cluster sizes (above 8 blocks).
 //!
-//! The `#[repr(C)]` types mirror CUDA 12's `cuda.h` (`CUlaunchConfig`, `CUlaunchAttribute`,
-//! `CUlaunchAttributeValue`); the forwarders are in [`super::driver::raw`].
+//! The types are CUDA 12's (`CUlaunchConfig` and its attributes, [`super::cuda_h`]); the
+//! forwarders are in [`super::driver::raw`].
 
 use std::ffi::{c_int, c_uint, c_void};
 
 use anyhow::Result;
 use cust::function::Function;
-use cust::sys::{CUresult, CUstream};
+use cust::sys::{CUfunction, CUresult, CUstream};
 
-use super::Gpu;
+use super::context::Gpu;
+use super::cuda_h::{CUlaunchAttribute, CUlaunchAttributeValue, CUlaunchConfig};
 use super::driver::raw;
-use super::launch::LaunchShape;
+use super::result::{DriverError, check};
+use super::shape::LaunchShape;
 use crate::refuse;
 
 /// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` (`CUlaunchAttributeID`, cuda.h).
@@ -29,47 +31,11 @@ pub const CLUSTER_CC: (u32, u32) = (9, 0);
 pub const MAX_CLUSTER_SIZE: u32 = 16;
 pub use memlab_contracts::clusters::PORTABLE_CLUSTER_SIZE;
 
-/// `CUlaunchAttributeValue`: a 64-byte union; the cluster dimension is its first 12 bytes.
-#[repr(C, align(8))]
-#[derive(Clone, Copy)]
-pub struct CUlaunchAttributeValue {
-    /// `clusterDim.{x, y, z}`, then padding to 64 bytes.
-    pub words: [c_uint; 16],
-}
-
-/// `CUlaunchAttribute`: an id (4 bytes, padded to 8) and its value.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct CUlaunchAttribute {
-    /// `CUlaunchAttributeID`.
-    pub id: c_uint,
-    pad: [u8; 4],
-    /// The value.
-    pub value: CUlaunchAttributeValue,
-}
-
-/// `CUlaunchConfig`: grid, block, dynamic shared bytes, stream and attributes.
-#[repr(C)]
-pub struct CUlaunchConfig {
-    /// Blocks along x, y, z.
-    pub grid: [c_uint; 3],
-    /// Threads per block along x, y, z.
-    pub block: [c_uint; 3],
-    /// Dynamic shared memory per block, bytes.
-    pub shared_mem_bytes: c_uint,
-    /// The stream.
-    pub stream: CUstream,
-    /// Launch attributes.
-    pub attrs: *mut CUlaunchAttribute,
-    /// Number of attributes.
-    pub num_attrs: c_uint,
-}
-
 /// The cluster attribute of a `cx x cy` cluster.
 fn cluster_attribute((cx, cy): (u32, u32)) -> CUlaunchAttribute {
     let mut words = [0; 16];
     words[..3].copy_from_slice(&[cx, cy, 1]);
-    CUlaunchAttribute { id: CLUSTER_DIMENSION, pad: [0; 4], value: CUlaunchAttributeValue { words } }
+    CUlaunchAttribute::new(CLUSTER_DIMENSION, CUlaunchAttributeValue { words })
 }
 
 /// Refuses a cluster shape the lab cannot ask for: an empty one, one above
@@ -110,14 +76,19 @@ fn config(shape: &LaunchShape, attr: &mut CUlaunchAttribute, stream: CUstream) -
 }
 
 /// Allows (`true`) or forbids clusters above [`PORTABLE_CLUSTER_SIZE`] blocks for a function.
-fn allow_non_portable(f: &Function<'_>, allow: bool) -> CUresult {
+fn allow_non_portable(f: &Function<'_>, allow: bool) -> Result<(), DriverError> {
     // SAFETY: a valid function handle and a plain integer attribute.
-    unsafe { raw::cuFuncSetAttribute(f.to_raw(), NON_PORTABLE_CLUSTER_SIZE_ALLOWED, allow as c_int) }
+    check("cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)", unsafe {
+        raw::cuFuncSetAttribute(f.to_raw(), NON_PORTABLE_CLUSTER_SIZE_ALLOWED, allow as c_int)
+    })
 }
 
-/// The driver's occupancy query `query` (one int out) for `f` at `shape`, in clusters of
-/// `cluster` (`None`: no cluster attribute, the function as it is), the non-portable attribute
-/// set when `non_portable`; `what` names the query in a refusal.
+/// A driver occupancy query of a launch configuration (one int out): its name and the function.
+type ClusterQuery = (&'static str, unsafe fn(*mut c_int, CUfunction, *const CUlaunchConfig) -> CUresult);
+
+/// The driver's occupancy query `query` for `f` at `shape`, in clusters of `cluster` (`None`:
+/// no cluster attribute, the function as it is), the non-portable attribute set when
+/// `non_portable`; `what` names the query in an error.
 fn occupancy_query(
     gpu: &Gpu,
     f: &Function<'_>,
@@ -125,21 +96,15 @@ fn occupancy_query(
     cluster: Option<(u32, u32)>,
     non_portable: bool,
     what: &str,
-    query: unsafe fn(*mut c_int, cust::sys::CUfunction, *const CUlaunchConfig) -> CUresult,
+    (call, query): ClusterQuery,
 ) -> Result<u32> {
-    let r = allow_non_portable(f, non_portable);
-    if r != CUresult::CUDA_SUCCESS {
-        refuse!("{what}: the driver refused the cluster-size attribute: {r:?}");
-    }
+    allow_non_portable(f, non_portable).map_err(|e| e.during(what))?;
     let mut attr = cluster_attribute(cluster.unwrap_or((1, 1)));
     let cfg =
         CUlaunchConfig { num_attrs: u32::from(cluster.is_some()), ..config(shape, &mut attr, gpu.stream.as_inner()) };
     let mut value: c_int = 0;
     // SAFETY: `cfg` and `attr` live through the call; `value` is one int.
-    let r = unsafe { query(&mut value, f.to_raw(), &cfg) };
-    if r != CUresult::CUDA_SUCCESS {
-        refuse!("{what} failed: {r:?}");
-    }
+    check(call, unsafe { query(&mut value, f.to_raw(), &cfg) }).map_err(|e| e.during(what))?;
     Ok(value.max(0) as u32)
 }
 
@@ -153,7 +118,8 @@ pub fn max_cluster_size(gpu: &Gpu, f: &Function<'_>, name: &str, shape: &LaunchS
         return Ok(1);
     }
     let what = format!("the cluster-size query for `{name}`");
-    occupancy_query(gpu, f, shape, None, true, &what, raw::cuOccupancyMaxPotentialClusterSize)
+    let query: ClusterQuery = ("cuOccupancyMaxPotentialClusterSize", raw::cuOccupancyMaxPotentialClusterSize);
+    occupancy_query(gpu, f, shape, None, true, &what, query)
 }
 
 /// Clusters of `cluster` the device can hold at once for `f` at `shape`:
@@ -170,7 +136,8 @@ pub fn max_active_clusters(
 ) -> Result<u32> {
     let what = format!("the active-cluster query for `{name}` in {}x{} clusters", cluster.0, cluster.1);
     let non_portable = cluster.0 * cluster.1 > PORTABLE_CLUSTER_SIZE;
-    occupancy_query(gpu, f, shape, Some(cluster), non_portable, &what, raw::cuOccupancyMaxActiveClusters)
+    let query: ClusterQuery = ("cuOccupancyMaxActiveClusters", raw::cuOccupancyMaxActiveClusters);
+    occupancy_query(gpu, f, shape, Some(cluster), non_portable, &what, query)
 }
 
 /// Launches `f` with `shape` in clusters of `cluster` on the lab's stream
@@ -203,27 +170,24 @@ pub fn launch(
     // timed window holds no driver round trip); the device's limit is asked only on failure.
     let size = cluster.0 * cluster.1;
     if size > PORTABLE_CLUSTER_SIZE {
-        let r = allow_non_portable(f, true);
-        if r != CUresult::CUDA_SUCCESS {
-            refuse!("kernel `{name}`: the driver refused non-portable cluster sizes ({size} blocks): {r:?}");
-        }
+        allow_non_portable(f, true).map_err(|e| {
+            e.during(format!("kernel `{name}`: the driver refused non-portable cluster sizes ({size} blocks)"))
+        })?;
     }
     let mut attr = cluster_attribute(cluster);
     let cfg = config(shape, &mut attr, gpu.stream.as_inner());
     // SAFETY: `params` matches the entry's parameters (the typed launch's contract); `cfg` and
     // `attr` live through the call.
     let r = unsafe { raw::cuLaunchKernelEx(&cfg, f.to_raw(), params.as_mut_ptr(), std::ptr::null_mut()) };
-    if r != CUresult::CUDA_SUCCESS {
+    if let Err(e) = check("cuLaunchKernelEx", r) {
         // A cluster the device cannot hold: name its limit.
         check_cluster(shape, cluster, max_cluster_size(gpu, f, name, shape)?)?;
-        refuse!(
-            "launching `{name}` with grid {:?}, block {:?}, {} B shared in {}x{} clusters failed: {r:?}",
-            shape.grid,
-            shape.block,
-            shape.smem_bytes,
-            cluster.0,
-            cluster.1
+        let (grid, block, smem) = (shape.grid, shape.block, shape.smem_bytes);
+        let what = format!(
+            "launching `{name}` with grid {grid:?}, block {block:?}, {smem} B shared in {}x{} clusters",
+            cluster.0, cluster.1
         );
+        return Err(e.during(what).into());
     }
     Ok(())
 }

@@ -9,8 +9,8 @@ use cust::device::Device;
 use cust::module::{Module, ModuleJitOption};
 use cust::stream::{Stream, StreamFlags};
 
-use super::describe;
 use super::device::DeviceInfo;
+use super::result::{check, describe};
 use crate::ptx::{self, Ptx};
 use crate::refuse;
 
@@ -62,10 +62,8 @@ pub fn device_count() -> Result<u32> {
 pub fn driver_version() -> Result<(i32, i32)> {
     let mut v = 0;
     // SAFETY: cuDriverGetVersion writes one int and needs no context.
-    let r = unsafe { cust::sys::cuDriverGetVersion(&mut v) };
-    if r != cust::sys::cudaError_enum::CUDA_SUCCESS {
-        refuse!("cannot read the driver version: {r:?}");
-    }
+    check("cuDriverGetVersion", unsafe { cust::sys::cuDriverGetVersion(&mut v) })
+        .map_err(|e| e.during("reading the driver version"))?;
     Ok((v / 1000, v % 1000 / 10))
 }
 

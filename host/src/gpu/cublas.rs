@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 
-use super::Gpu;
+use super::context::Gpu;
 use crate::refuse;
 
 /// `cublasOperation_t::CUBLAS_OP_N`.

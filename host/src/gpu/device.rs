@@ -2,9 +2,9 @@
 
 use anyhow::Result;
 use cust::device::Device;
-use cust::sys::CUdevice_attribute as A;
+use cust::sys::{CUdevice, CUdevice_attribute as A};
 
-use crate::refuse;
+use super::result::check;
 use serde::{Deserialize, Serialize};
 
 /// One device's figures, all as the driver reports them.
@@ -48,20 +48,34 @@ pub struct DeviceInfo {
     pub total_mem_bytes: u64,
 }
 
-fn attr(device: Device, which: A) -> Result<u32> {
+/// The driver's handle of device `ordinal` (`cuDeviceGet`).
+///
+/// # Errors
+/// A [`DriverError`](super::result::DriverError) for an ordinal the driver does not know.
+pub fn handle(ordinal: u32) -> Result<CUdevice> {
+    let mut d = 0;
+    // SAFETY: cuDeviceGet writes one handle.
+    check("cuDeviceGet", unsafe { cust::sys::cuDeviceGet(&mut d, ordinal as i32) })
+        .map_err(|e| e.during(format!("opening device {ordinal}")))?;
+    Ok(d)
+}
+
+/// Attribute `which` of `device` (`cuDeviceGetAttribute`); a negative answer reads as 0.
+///
+/// # Errors
+/// A [`DriverError`](super::result::DriverError) naming the attribute.
+pub fn attribute(device: CUdevice, which: A) -> Result<u32> {
     let mut v = 0;
     // SAFETY: cuDeviceGetAttribute writes one int for a valid device handle.
-    let r = unsafe { cust::sys::cuDeviceGetAttribute(&mut v, which, device.as_raw()) };
-    if r != cust::sys::cudaError_enum::CUDA_SUCCESS {
-        refuse!("cuDeviceGetAttribute({which:?}) failed: {r:?}");
-    }
+    check("cuDeviceGetAttribute", unsafe { cust::sys::cuDeviceGetAttribute(&mut v, which, device) })
+        .map_err(|e| e.during(format!("reading {which:?}")))?;
     Ok(v.max(0) as u32)
 }
 
 impl DeviceInfo {
     /// Reads every figure from the driver.
     pub fn query(device: Device) -> Result<DeviceInfo> {
-        let a = |which| attr(device, which);
+        let a = |which| attribute(device.as_raw(), which);
         Ok(DeviceInfo {
             name: device.name().unwrap_or_else(|_| "unknown".into()),
             cc: (
@@ -102,12 +116,13 @@ impl DeviceInfo {
 /// `cuDeviceGetPCIBusId` of device `ordinal`, e.g. `"0000:19:00.0"` (what NVML looks devices up
 /// by); `None` when the driver has no such device.
 pub fn pci_bus_id(ordinal: u32) -> Option<std::ffi::CString> {
-    let device = cust::device::Device::get_device(ordinal).ok()?;
+    let device = handle(ordinal).ok()?;
     let mut text = [0 as std::ffi::c_char; 32];
     // SAFETY: writes at most `len` bytes, NUL-terminated, for a valid device.
-    let r = unsafe { cust::sys::cuDeviceGetPCIBusId(text.as_mut_ptr(), text.len() as i32, device.as_raw()) };
+    let r = unsafe { cust::sys::cuDeviceGetPCIBusId(text.as_mut_ptr(), text.len() as i32, device) };
+    check("cuDeviceGetPCIBusId", r).ok()?;
     // SAFETY: on success the driver wrote a NUL-terminated string.
-    (r == cust::sys::cudaError_enum::CUDA_SUCCESS).then(|| unsafe { std::ffi::CStr::from_ptr(text.as_ptr()) }.into())
+    Some(unsafe { std::ffi::CStr::from_ptr(text.as_ptr()) }.into())
 }
 
 #[cfg(test)]

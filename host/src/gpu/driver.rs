@@ -207,8 +207,8 @@ forward! {
     cuStreamSetAttribute(stream: CUstream, attribute: CUstreamAttrID, value: *const CUstreamAttrValue);
 }
 
-/// Driver functions of CUDA 12 that cust does not declare: thread-block clusters (types in
-/// [`super::cluster`]).
+/// Driver functions of CUDA 12 that cust does not declare: thread-block clusters and tensor
+/// maps (their types in [`super::super::cuda_h`]).
 #[allow(non_snake_case)]
 pub mod raw {
     use std::ffi::{c_int, c_uint, c_void};
@@ -216,8 +216,7 @@ pub mod raw {
 
     use cust::sys::{CUfunction, CUresult};
 
-    use super::super::cluster::CUlaunchConfig;
-    use super::super::tensor_map::TensorMap;
+    use super::super::cuda_h::{CUlaunchConfig, TensorMap};
     use super::{library, symbol};
 
     forward_raw! {

@@ -9,9 +9,9 @@ use std::ffi::c_void;
 use anyhow::Result;
 use cust::sys::{self, CUdevice_attribute as A};
 
-use super::Gpu;
-use super::peer::check;
-use crate::refuse;
+use super::context::Gpu;
+use super::device::{attribute, handle};
+use super::result::check;
 
 /// `CU_DEVICE_CPU`: the host as the target of a prefetch (`cuda.h`).
 const CPU: sys::CUdevice = -1;
@@ -40,12 +40,13 @@ impl PinnedHost {
     /// `bytes` of pinned host memory, portable (every context may use it) and mapped.
     ///
     /// # Errors
-    /// A refusal when the host cannot pin that much.
+    /// A [`DriverError`](super::result::DriverError) when the host cannot pin that much.
     pub fn new(bytes: usize) -> Result<PinnedHost> {
         let mut host = std::ptr::null_mut();
         let flags = sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE;
         // SAFETY: cuMemHostAlloc writes one pointer.
-        check(&format!("cuMemHostAlloc of {bytes} bytes"), unsafe { sys::cuMemHostAlloc(&mut host, bytes, flags) })?;
+        check("cuMemHostAlloc", unsafe { sys::cuMemHostAlloc(&mut host, bytes, flags) })
+            .map_err(|e| e.during(format!("pinning {bytes} bytes of host memory")))?;
         // Owned from here on, so an error below frees it. (Not `PinnedHost { device_ptr,
         // ..pinned }`: that copies the fields and drops `pinned`, freeing the memory it returns.)
         let mut pinned = PinnedHost { host, device_ptr: 0, bytes };
@@ -93,14 +94,15 @@ impl Managed {
     /// `bytes` of managed memory attached globally, in the current context.
     ///
     /// # Errors
-    /// A refusal when the driver cannot allocate it.
+    /// A [`DriverError`](super::result::DriverError) when the driver cannot allocate it.
     pub fn new(gpu: &Gpu, bytes: usize) -> Result<Managed> {
         gpu.make_current()?;
         let mut ptr = 0;
         // SAFETY: cuMemAllocManaged writes one address.
-        check(&format!("cuMemAllocManaged of {bytes} bytes"), unsafe {
+        check("cuMemAllocManaged", unsafe {
             sys::cuMemAllocManaged(&mut ptr, bytes, sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32)
-        })?;
+        })
+        .map_err(|e| e.during(format!("allocating {bytes} bytes of managed memory")))?;
         Ok(Managed { ptr, bytes })
     }
 
@@ -113,11 +115,11 @@ impl Managed {
     /// Enqueues a migration of every page to `gpu` (`Some`) or to the host (`None`) on
     /// `gpu`'s stream.
     pub fn prefetch(&self, gpu: &Gpu, to_device: bool) -> Result<()> {
-        let target = if to_device { super::peer::device_handle(gpu.ordinal)? } else { CPU };
+        let target = if to_device { handle(gpu.ordinal)? } else { CPU };
         // SAFETY: the range is this allocation.
-        check("cuMemPrefetchAsync", unsafe {
+        Ok(check("cuMemPrefetchAsync", unsafe {
             sys::cuMemPrefetchAsync(self.ptr, self.bytes, target, gpu.stream.as_inner())
-        })
+        })?)
     }
 }
 
@@ -132,26 +134,16 @@ impl Drop for Managed {
 /// (`CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS`); without it, a launch moves the whole
 /// allocation up front.
 pub fn on_demand_paging(gpu: &Gpu) -> Result<bool> {
-    let mut v = 0;
-    // SAFETY: one int for a valid device.
-    let d = super::peer::device_handle(gpu.ordinal)?;
-    let r = unsafe { sys::cuDeviceGetAttribute(&mut v, A::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, d) };
-    if r != sys::cudaError_enum::CUDA_SUCCESS {
-        refuse!("cuDeviceGetAttribute(CONCURRENT_MANAGED_ACCESS) failed: {r:?}");
-    }
-    Ok(v == 1)
+    Ok(attribute(handle(gpu.ordinal)?, A::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)? == 1)
 }
 
 /// The device's free memory, bytes (`cuMemGetInfo` in its context).
 ///
 /// # Errors
-/// A refusal with the driver's error.
+/// A [`DriverError`](super::result::DriverError).
 pub fn free_bytes(gpu: &Gpu) -> Result<usize> {
     gpu.make_current()?;
-    let (mut free, mut total) = (0usize, 0usize);
-    // SAFETY: cuMemGetInfo writes two sizes for the current context.
-    check("cuMemGetInfo", unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
-    Ok(free)
+    Ok(super::memory::free_and_total()?.0)
 }
 
 /// Bytes of one host page: the unit the per-page migration figure is counted in (4 KiB on

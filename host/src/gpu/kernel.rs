@@ -4,7 +4,8 @@
 use anyhow::Result;
 use cust::function::{BlockSize, Function, FunctionAttribute};
 
-use super::{Gpu, describe};
+use super::context::Gpu;
+use super::result::{check, describe};
 use crate::refuse;
 use serde::{Deserialize, Serialize};
 
@@ -79,12 +80,11 @@ pub fn allow_dynamic_smem_of(f: &Function<'_>, name: &str, bytes: u32, optin: u3
     let attr = cust::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
     // SAFETY: a valid function handle and a plain integer attribute.
     let r = unsafe { cust::sys::cuFuncSetAttribute(f.to_raw(), attr, bytes as i32) };
-    if r != cust::sys::cudaError_enum::CUDA_SUCCESS {
-        refuse!(
-            "kernel `{name}` cannot take {bytes} bytes of dynamic shared memory (opt-in limit {optin} bytes per block): {r:?}"
-        );
-    }
-    Ok(())
+    Ok(check("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", r).map_err(|e| {
+        e.during(format!(
+            "kernel `{name}` cannot take {bytes} bytes of dynamic shared memory (opt-in limit {optin} bytes per block)"
+        ))
+    })?)
 }
 
 /// The driver's occupancy for kernel `name` launched with `threads` per block and

@@ -6,11 +6,11 @@
 
 use anyhow::Result;
 use cust::sys::{
-    CUaccessPolicyWindow, CUaccessProperty, CUdevice_attribute, CUlimit, CUresult, CUstreamAttrID, CUstreamAttrValue,
+    CUaccessPolicyWindow, CUaccessProperty, CUdevice_attribute, CUlimit, CUstreamAttrID, CUstreamAttrValue,
 };
 
-use super::Gpu;
-use crate::refuse;
+use super::context::Gpu;
+use super::result::check;
 
 /// What the device allows: the largest persisting carve-out and the largest window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,22 +21,10 @@ pub struct PersistingLimits {
     pub max_window: usize,
 }
 
-fn check(what: &str, r: CUresult) -> Result<()> {
-    if r != CUresult::CUDA_SUCCESS {
-        refuse!("{what} failed: {r:?}");
-    }
-    Ok(())
-}
-
 /// The device's persisting-L2 limits (both 0 on a GPU without the feature).
 pub fn limits(gpu: &Gpu) -> Result<PersistingLimits> {
-    let device = cust::device::Device::get_device(gpu.ordinal).map_err(|e| anyhow::anyhow!(super::describe(e)))?;
-    let get = |which: CUdevice_attribute| -> Result<usize> {
-        let mut v = 0;
-        // SAFETY: cuDeviceGetAttribute writes one int for a valid device handle.
-        check("cuDeviceGetAttribute", unsafe { cust::sys::cuDeviceGetAttribute(&mut v, which, device.as_raw()) })?;
-        Ok(v.max(0) as usize)
-    };
+    let device = super::device::handle(gpu.ordinal)?;
+    let get = |which| super::device::attribute(device, which).map(|v| v as usize);
     Ok(PersistingLimits {
         max_carve_out: get(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE)?,
         max_window: get(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE)?,
@@ -57,9 +45,9 @@ pub fn carve_out() -> Result<usize> {
 /// and caps it at the device's maximum; read the result back with [`carve_out`]).
 pub fn set_carve_out(bytes: usize) -> Result<()> {
     // SAFETY: a plain limit on the current context.
-    check("cuCtxSetLimit(PERSISTING_L2_CACHE_SIZE)", unsafe {
+    Ok(check("cuCtxSetLimit(PERSISTING_L2_CACHE_SIZE)", unsafe {
         cust::sys::cuCtxSetLimit(CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE, bytes)
-    })
+    })?)
 }
 
 /// The carve-out the driver grants for a request of `bytes` (it rounds the request and caps
@@ -75,7 +63,7 @@ pub fn granted_carve_out(bytes: usize) -> Result<usize> {
 /// Turns every persisting line of the context back to normal (`cuCtxResetPersistingL2Cache`).
 pub fn reset_persisting_lines() -> Result<()> {
     // SAFETY: no arguments; acts on the current context.
-    check("cuCtxResetPersistingL2Cache", unsafe { cust::sys::cuCtxResetPersistingL2Cache() })
+    Ok(check("cuCtxResetPersistingL2Cache", unsafe { cust::sys::cuCtxResetPersistingL2Cache() })?)
 }
 
 /// Sets the lab stream's access-policy window: accesses to `[base, base + bytes)` are
@@ -91,13 +79,13 @@ pub fn set_window(gpu: &Gpu, base: u64, bytes: usize, hit_ratio: f32) -> Result<
         },
     };
     // SAFETY: a valid stream and a value that lives through the call.
-    check("cuStreamSetAttribute(ACCESS_POLICY_WINDOW)", unsafe {
+    Ok(check("cuStreamSetAttribute(ACCESS_POLICY_WINDOW)", unsafe {
         cust::sys::cuStreamSetAttribute(
             gpu.stream.as_inner(),
             CUstreamAttrID::CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW,
             &value,
         )
-    })
+    })?)
 }
 
 /// A persisting window on the lab's stream, undone on drop: the window cleared, persisting

@@ -5,26 +5,20 @@ use std::ffi::c_void;
 
 use anyhow::Result;
 use cust::memory::{DeviceBuffer, DeviceCopy};
-use cust::sys::{CUresult, cudaError_enum::CUDA_SUCCESS};
 
-use super::Gpu;
+use super::context::Gpu;
+use super::result::check;
 use crate::refuse;
-
-fn driver(what: &str, r: CUresult) -> Result<()> {
-    if r != CUDA_SUCCESS {
-        refuse!("{what} failed: {r:?}");
-    }
-    Ok(())
-}
 
 /// Free and total bytes of device memory in the current context (`cuMemGetInfo`).
 ///
 /// # Errors
-/// A refusal when the driver cannot say.
+/// A [`DriverError`](super::result::DriverError) when the driver cannot say.
 pub fn free_and_total() -> Result<(usize, usize)> {
     let (mut free, mut total) = (0usize, 0usize);
     // SAFETY: cuMemGetInfo writes two sizes for the current context.
-    driver("reading free device memory (cuMemGetInfo)", unsafe { cust::sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
+    check("cuMemGetInfo", unsafe { cust::sys::cuMemGetInfo_v2(&mut free, &mut total) })
+        .map_err(|e| e.during("reading free device memory"))?;
     Ok((free, total))
 }
 
@@ -42,7 +36,7 @@ pub fn fill_words<T: DeviceCopy>(buf: &DeviceBuffer<T>, value: u32) -> Result<()
     assert!(size > 0 && size.is_multiple_of(4), "fill_words() is for elements of whole 32-bit words");
     let words = buf.len() * size / 4;
     // SAFETY: the buffer holds `words` words.
-    driver("cuMemsetD32", unsafe { cust::sys::cuMemsetD32_v2(buf.as_device_ptr().as_raw(), value, words) })
+    Ok(check("cuMemsetD32", unsafe { cust::sys::cuMemsetD32_v2(buf.as_device_ptr().as_raw(), value, words) })?)
 }
 
 /// Sets every byte of `buf` to `value` (`cuMemsetD8`), for elements of any size.
@@ -52,7 +46,7 @@ pub fn fill_words<T: DeviceCopy>(buf: &DeviceBuffer<T>, value: u32) -> Result<()
 pub fn fill_bytes<T: DeviceCopy>(buf: &DeviceBuffer<T>, value: u8) -> Result<()> {
     let bytes = buf.len() * std::mem::size_of::<T>();
     // SAFETY: the buffer holds `bytes` bytes.
-    driver("cuMemsetD8", unsafe { cust::sys::cuMemsetD8_v2(buf.as_device_ptr().as_raw(), value, bytes) })
+    Ok(check("cuMemsetD8", unsafe { cust::sys::cuMemsetD8_v2(buf.as_device_ptr().as_raw(), value, bytes) })?)
 }
 
 /// Enqueues a device-to-device copy of all of `src` into `dst` on the lab's stream
@@ -77,7 +71,7 @@ pub fn copy_on_device<T: DeviceCopy>(gpu: &Gpu, dst: &DeviceBuffer<T>, src: &Dev
             gpu.stream.as_inner(),
         )
     };
-    driver(&format!("cuMemcpyDtoDAsync of {bytes} bytes"), r)
+    Ok(check("cuMemcpyDtoDAsync", r).map_err(|e| e.during(format!("copying {bytes} bytes on the device")))?)
 }
 
 /// Enqueues a host-to-device copy of `src` into `dst` on the lab's stream
@@ -94,9 +88,9 @@ pub unsafe fn copy_to_device_async<T: DeviceCopy>(gpu: &Gpu, dst: &DeviceBuffer<
     }
     let (bytes, stream) = (std::mem::size_of_val(src), gpu.stream.as_inner());
     // SAFETY: `dst` holds `bytes` bytes; the caller keeps `src` alive.
-    driver("cuMemcpyHtoDAsync", unsafe {
+    Ok(check("cuMemcpyHtoDAsync", unsafe {
         cust::sys::cuMemcpyHtoDAsync_v2(dst.as_device_ptr().as_raw(), src.as_ptr() as *const c_void, bytes, stream)
-    })
+    })?)
 }
 
 /// Enqueues a device-to-host copy of `src` into `dst` on the lab's stream
@@ -118,9 +112,9 @@ pub unsafe fn copy_to_host_async<T: DeviceCopy>(
     }
     let (bytes, stream) = (len * std::mem::size_of::<T>(), gpu.stream.as_inner());
     // SAFETY: `src` holds `bytes` bytes; the caller keeps `dst` (`len` elements) alive.
-    driver("cuMemcpyDtoHAsync", unsafe {
+    Ok(check("cuMemcpyDtoHAsync", unsafe {
         cust::sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src.as_device_ptr().as_raw(), bytes, stream)
-    })
+    })?)
 }
 
 /// Memory a kernel can load that is not a [`DeviceBuffer`] (`peer::DeviceMemory`,
@@ -147,7 +141,7 @@ pub unsafe trait Owned {
 
 /// Memory the lab does not own through a [`DeviceBuffer`] (a peer GPU's allocation, mapped
 /// pinned host memory, managed memory), seen as a `DeviceBuffer<T>` of `len` elements for the
-/// typed launches (`memlab::kernels`), which pass only its address. Never freed through the
+/// typed launches ([`super::launch::Launch`]), which pass only its address. Never freed through the
 /// view: the owner frees it, and outlives the view (`'a`).
 pub struct View<'a, T: DeviceCopy> {
     buffer: std::mem::ManuallyDrop<DeviceBuffer<T>>,

@@ -2,11 +2,13 @@
 //! time, context and module, device and kernel attributes, occupancy, launches, device memory,
 //! event timing; several devices (`peer`), host memory the GPU reads (`host_memory`), and the
 //! other libraries loaded at run time (`libs` finds cuBLAS and NCCL; NVML). Raw driver calls
-//! (`cust::sys`) live here and nowhere else (`tests/layering.rs`).
+//! (`cust::sys`) live here and nowhere else (`tests/layering.rs`), and each status they return
+//! goes through `result::check`.
 
 pub mod cluster;
 pub mod context;
 pub mod cublas;
+pub mod cuda_h;
 pub mod device;
 pub mod driver;
 pub mod host_memory;
@@ -18,13 +20,11 @@ pub mod memory;
 pub mod nccl;
 pub mod nvml;
 pub mod peer;
+pub mod result;
+pub mod shape;
 pub mod staging;
 pub mod tensor_map;
 pub mod timing;
 
 pub use context::Gpu;
-
-/// A driver error as one line: its name and the driver's description.
-pub fn describe(err: cust::error::CudaError) -> String {
-    format!("{err:?} ({})", err.to_string().trim_matches('"'))
-}
+pub use result::describe;

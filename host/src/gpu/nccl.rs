@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::Gpu;
+use super::context::Gpu;
 use crate::refuse;
 
 /// The environment variable and value that keep NCCL off NVLink SHARP / multicast, set by

@@ -13,27 +13,12 @@ use std::time::Instant;
 use anyhow::Result;
 use cust::event::{Event, EventFlags};
 use cust::stream::StreamWaitEventFlags;
-use cust::sys::{self, CUdevice_P2PAttribute as P2P, CUresult, cudaError_enum};
+use cust::sys::{self, CUdevice_P2PAttribute as P2P, cudaError_enum};
 
+use super::context::Gpu;
+use super::device::handle;
+use super::result::{check, describe};
 use super::timing::{Repeats, Timing};
-use super::{Gpu, describe};
-use crate::refuse;
-
-/// One-line refusal for a failed driver call.
-pub(crate) fn check(what: &str, r: CUresult) -> Result<()> {
-    if r != cudaError_enum::CUDA_SUCCESS {
-        refuse!("{what} failed: {r:?}");
-    }
-    Ok(())
-}
-
-/// The driver's handle of device `ordinal` (`cuDeviceGet`).
-pub(crate) fn device_handle(ordinal: u32) -> Result<sys::CUdevice> {
-    let mut d = 0;
-    // SAFETY: cuDeviceGet writes one handle.
-    check(&format!("cuDeviceGet({ordinal})"), unsafe { sys::cuDeviceGet(&mut d, ordinal as i32) })?;
-    Ok(d)
-}
 
 /// What the driver says about one ordered pair of devices (CUDA Driver API, "Peer Context
 /// Memory Access": `cuDeviceCanAccessPeer`, `cuDeviceGetP2PAttribute`).
@@ -50,9 +35,9 @@ pub struct PeerCaps {
 /// The driver's answer for `accessor` reading `owner`'s memory.
 ///
 /// # Errors
-/// A refusal for an ordinal the driver does not know.
+/// A [`DriverError`](super::result::DriverError), e.g. for an ordinal the driver does not know.
 pub fn caps(accessor: u32, owner: u32) -> Result<PeerCaps> {
-    let (a, o) = (device_handle(accessor)?, device_handle(owner)?);
+    let (a, o) = (handle(accessor)?, handle(owner)?);
     let mut can = 0;
     // SAFETY: both handles come from cuDeviceGet; each call writes one int.
     check("cuDeviceCanAccessPeer", unsafe { sys::cuDeviceCanAccessPeer(&mut can, a, o) })?;
@@ -72,15 +57,19 @@ pub fn caps(accessor: u32, owner: u32) -> Result<PeerCaps> {
 /// enabling twice is not an error.
 ///
 /// # Errors
-/// A refusal with the driver's error (e.g. no peer access between the two).
+/// A [`DriverError`](super::result::DriverError) naming both devices (e.g. no peer access
+/// between the two).
 pub fn enable(accessor: &Gpu, owner: &Gpu) -> Result<()> {
     accessor.make_current()?;
     // SAFETY: the owner's context lives as long as `owner`.
     let r = unsafe { sys::cuCtxEnablePeerAccess(owner.raw_context(), 0) };
-    if r != cudaError_enum::CUDA_SUCCESS && r != cudaError_enum::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
-        refuse!("device {} cannot map device {}'s memory: {r:?}", accessor.ordinal, owner.ordinal);
+    match check("cuCtxEnablePeerAccess", r) {
+        Err(e) if e.code != cudaError_enum::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {
+            Err(e.during(format!("device {} cannot map device {}'s memory", accessor.ordinal, owner.ordinal)).into())
+        }
+        // Enabled now, or before: the access the caller asked for.
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// Device memory of one GPU (`cuMemAlloc`), freed in its own context. Its address is valid on
@@ -108,7 +97,7 @@ impl DeviceMemory {
     /// `words.len() * 4 == bytes`).
     ///
     /// # Errors
-    /// A refusal when the device has no memory for it.
+    /// A [`DriverError`](super::result::DriverError) when the device has no memory for it.
     pub fn from_words(gpu: &Gpu, words: &[u32]) -> Result<DeviceMemory> {
         let mem = DeviceMemory::poisoned(gpu, words.len() * 4)?;
         mem.write(words)?;
@@ -118,14 +107,13 @@ impl DeviceMemory {
     /// Allocates `bytes` (a multiple of 4) on `gpu`, every byte 0xFF.
     ///
     /// # Errors
-    /// A refusal when the device has no memory for it.
+    /// A [`DriverError`](super::result::DriverError) when the device has no memory for it.
     pub fn poisoned(gpu: &Gpu, bytes: usize) -> Result<DeviceMemory> {
         gpu.make_current()?;
         let mut ptr = 0;
         // SAFETY: cuMemAlloc writes one address.
-        check(&format!("cuMemAlloc of {bytes} bytes on device {}", gpu.ordinal), unsafe {
-            sys::cuMemAlloc_v2(&mut ptr, bytes)
-        })?;
+        check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })
+            .map_err(|e| e.during(format!("allocating {bytes} bytes on device {}", gpu.ordinal)))?;
         let mem = DeviceMemory { ptr, bytes, ctx: gpu.raw_context() };
         mem.poison()?;
         Ok(mem)
@@ -150,7 +138,7 @@ impl DeviceMemory {
         // 13% of a peer-written buffer still held the poison after the kernel).
         self.in_own_context(|| {
             check("cuMemsetD32", unsafe { sys::cuMemsetD32_v2(self.ptr, u32::MAX, self.bytes / 4) })?;
-            check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
+            Ok(check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })?)
         })
     }
 
@@ -159,9 +147,9 @@ impl DeviceMemory {
         assert!(words.len() * 4 <= self.bytes, "write past the allocation");
         // SAFETY: the source holds words.len() words, the destination at least as many.
         self.in_own_context(|| {
-            check("cuMemcpyHtoD", unsafe {
+            Ok(check("cuMemcpyHtoD", unsafe {
                 sys::cuMemcpyHtoD_v2(self.ptr, words.as_ptr() as *const c_void, words.len() * 4)
-            })
+            })?)
         })
     }
 
@@ -176,7 +164,9 @@ impl DeviceMemory {
         let mut out = vec![0u32; n];
         // SAFETY: the destination holds n words, the source at least as many.
         self.in_own_context(|| {
-            check("cuMemcpyDtoH", unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr() as *mut c_void, self.ptr, 4 * n) })
+            Ok(check("cuMemcpyDtoH", unsafe {
+                sys::cuMemcpyDtoH_v2(out.as_mut_ptr() as *mut c_void, self.ptr, 4 * n)
+            })?)
         })?;
         Ok(out)
     }
@@ -186,7 +176,7 @@ impl Drop for DeviceMemory {
     fn drop(&mut self) {
         // SAFETY: the context outlives its allocations (the Gpu is dropped after them); a
         // failure here leaves nothing to recover, so it is ignored.
-        let _ = self.in_own_context(|| check("cuMemFree", unsafe { sys::cuMemFree_v2(self.ptr) }));
+        let _ = self.in_own_context(|| Ok(check("cuMemFree", unsafe { sys::cuMemFree_v2(self.ptr) })?));
     }
 }
 
@@ -201,9 +191,9 @@ pub fn copy_peer(
     stream: &cust::stream::Stream,
 ) -> Result<()> {
     // SAFETY: both allocations hold at least `bytes` and outlive the synchronised copy.
-    check("cuMemcpyPeerAsync", unsafe {
+    Ok(check("cuMemcpyPeerAsync", unsafe {
         sys::cuMemcpyPeerAsync(dst.ptr, to.raw_context(), src.ptr, from.raw_context(), bytes, stream.as_inner())
-    })
+    })?)
 }
 
 /// Copies `bytes` from `src` (on `from`) to `dst` (on `to`) through the pinned host buffer
@@ -221,7 +211,7 @@ pub fn copy_staged(
     // SAFETY: the staging buffer and both allocations hold `bytes`; each copy is synchronous.
     check("cuMemcpyDtoH", unsafe { sys::cuMemcpyDtoH_v2(staging.host, src.ptr, bytes) })?;
     to.make_current()?;
-    check("cuMemcpyHtoD", unsafe { sys::cuMemcpyHtoD_v2(dst.ptr, staging.host, bytes) })
+    Ok(check("cuMemcpyHtoD", unsafe { sys::cuMemcpyHtoD_v2(dst.ptr, staging.host, bytes) })?)
 }
 
 /// Times `runs` calls of `work` by the host clock (for work that synchronises itself, like a

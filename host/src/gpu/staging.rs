@@ -9,8 +9,8 @@ use anyhow::Result;
 use cust::event::{Event, EventFlags};
 use cust::memory::{DeviceBuffer, DeviceCopy, LockedBuffer};
 
-use super::peer::check;
-use super::{Gpu, describe};
+use super::context::Gpu;
+use super::result::{check, describe};
 
 /// Bytes of one staging chunk (64 MiB): large enough that each copy runs at the bus rate and
 /// each chunk's host work spreads over every core, small enough that two of them are nothing
@@ -88,14 +88,15 @@ impl<T: DeviceCopy + Default> Staging<T> {
             let device = dst.as_device_ptr().as_raw() + (offset * size) as u64;
             // SAFETY: `dst` holds `offset + len` elements; the pinned buffer lives in `self` and
             // is not written again before its event says this copy is done.
-            check("cuMemcpyHtoDAsync (staging)", unsafe {
+            check("cuMemcpyHtoDAsync", unsafe {
                 cust::sys::cuMemcpyHtoDAsync_v2(
                     device,
                     host.as_ptr() as *const c_void,
                     len * size,
                     gpu.stream.as_inner(),
                 )
-            })?;
+            })
+            .map_err(|e| e.during("staging"))?;
             self.done[b].record(&gpu.stream).map_err(|e| anyhow::anyhow!("staging: {}", describe(e)))?;
         }
         gpu.stream.synchronize().map_err(|e| anyhow::anyhow!("staging upload: {}", describe(e)))
@@ -134,9 +135,10 @@ impl<T: DeviceCopy + Default> Staging<T> {
             let host = staging.buffers[b].as_mut_ptr();
             // SAFETY: `src` holds `offset + len` elements, the pinned buffer `len`; the host reads
             // it only after this copy's event.
-            check("cuMemcpyDtoHAsync (staging)", unsafe {
+            check("cuMemcpyDtoHAsync", unsafe {
                 cust::sys::cuMemcpyDtoHAsync_v2(host as *mut c_void, device, len * size, gpu.stream.as_inner())
-            })?;
+            })
+            .map_err(|e| e.during("staging"))?;
             staging.done[b].record(&gpu.stream).map_err(|e| anyhow::anyhow!("staging: {}", describe(e)))
         };
         if !chunks.is_empty() {

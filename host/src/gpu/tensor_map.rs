@@ -15,22 +15,14 @@ use std::cell::RefCell;
 use std::ffi::{CStr, c_void};
 
 use anyhow::Result;
-use cust::memory::{CopyDestination, DeviceCopy};
+use cust::memory::CopyDestination;
 use cust::module::Module;
-use cust::sys::cudaError_enum::CUDA_SUCCESS;
 use memlab_contracts::tma::MAP_SLOTS;
 
-use super::describe;
+pub use super::cuda_h::TensorMap;
 use super::launch::{KernelArg, Param};
+use super::result::{check, describe};
 use crate::refuse;
-
-/// `CUtensorMap`: 128 opaque bytes, 64-byte aligned (CUDA Driver API).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C, align(64))]
-pub struct TensorMap(pub [u64; 16]);
-
-// SAFETY: plain bytes, no pointers the host owns.
-unsafe impl DeviceCopy for TensorMap {}
 
 /// The element type of a map (`CUtensorMapDataType`; CUDA Driver API, `cuTensorMapEncodeTiled`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -244,9 +236,9 @@ impl TiledSpec {
                 0,
             )
         };
-        if r != CUDA_SUCCESS {
-            refuse!(
-                "cuTensorMapEncodeTiled refused a {}x{} {} map, box {}x{}, swizzle {}, L2 promotion {}: {r:?}",
+        check("cuTensorMapEncodeTiled", r).map_err(|e| {
+            e.during(format!(
+                "encoding a {}x{} {} tensor map, box {}x{}, swizzle {}, L2 promotion {}",
                 self.rows,
                 self.cols,
                 self.element.name(),
@@ -254,8 +246,8 @@ impl TiledSpec {
                 self.box_cols,
                 self.swizzle.name(),
                 self.l2_promotion.name()
-            );
-        }
+            ))
+        })?;
         Ok(map)
     }
 }

@@ -7,7 +7,8 @@
 use anyhow::Result;
 use cust::event::{Event, EventFlags};
 
-use super::{Gpu, describe};
+use super::context::Gpu;
+use super::result::describe;
 use serde::{Deserialize, Serialize};
 
 /// Times of repeated runs of one piece of device work, milliseconds.
