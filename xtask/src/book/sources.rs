@@ -11,6 +11,7 @@ pub const REPORT_SECTIONS: &[(&str, &str)] = &[
     ("Shared memory and bank conflicts: transpose", "transpose"),
     ("Global memory and tiling", "matmul"),
     ("An SGEMM ladder", "sgemm"),
+    ("Tensor cores and the Hopper pipeline", "tensor"),
     ("Global-memory coalescing", "coalescing"),
     ("Shared-memory bank conflicts", "banks"),
     ("Occupancy:", "occupancy"),
@@ -283,7 +284,7 @@ pub const EXERCISES: &[Exercise] = &[
                    fitted in L2 but not in L1?",
         source: Source::RecordedRun,
         pick: Pick::Cell { column: "measured latency", row: &["L2"] },
-        answer: "282 cycles (142 ns)",
+        answer: "280 cycles (141 ns)",
         why: "The plateau of the L2-only ladder (`ld.global.cg`, which skips L1) up to 24 MiB, the \
               near half of the L2: every load hits L2.",
     },
@@ -292,7 +293,7 @@ pub const EXERCISES: &[Exercise] = &[
         question: "And when the chain was larger than L2?",
         source: Source::RecordedRun,
         pick: Pick::Cell { column: "measured latency", row: &["global memory (HBM)"] },
-        answer: "688 cycles (347 ns)",
+        answer: "687 cycles (347 ns)",
         why: "The plateau from 64 MiB to 2 GiB: every load goes to HBM, more than twice the L2 time.",
     },
 ];
