@@ -53,7 +53,7 @@ fn every_rung_feeds_wgmma_from_tma_through_mbarriers() {
         let releases = count_ops(b, "mbarrier.arrive.shared::cluster.b64");
         assert_eq!(releases, groups * rung.cluster as usize, "{}: a release per block of the cluster", rung.name);
         let inits = count_ops(b, "mbarrier.init.shared::cta.b64");
-        assert!(inits >= 2 && inits % 2 == 0, "{}: full and empty, {inits}", rung.name);
+        assert!(inits >= 2 && inits.is_multiple_of(2), "{}: full and empty, {inits}", rung.name);
         let multicast = format!("{TMA_LOAD}.multicast::cluster");
         let tma = count_ops(b, TMA_LOAD) - count_ops(b, &multicast);
         let expected = if rung.cluster > 1 { (loads, loads) } else { (2 * loads, 0) };
