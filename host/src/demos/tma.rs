@@ -923,7 +923,10 @@ mod tests {
         );
         // The transposed output's rows are the input's columns: 1001 rows fail there.
         assert!(
-            check_matrix(1001, 8192).unwrap_err().to_string().starts_with("a tensor map cannot describe 1001 columns")
+            check_matrix(1001, 8192)
+                .unwrap_err()
+                .to_string()
+                .starts_with("a tensor map cannot describe a row pitch of 1001 f32")
         );
         assert_eq!(
             check_matrix(1, 1).unwrap_err().to_string(),

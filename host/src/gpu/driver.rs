@@ -160,6 +160,7 @@ forward! {
     cuMemcpyDtoHAsync_v2(dst: *mut c_void, src: CUdeviceptr, bytes: usize, stream: CUstream);
     cuMemcpyDtoDAsync_v2(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream);
     cuMemsetD32_v2(dst: CUdeviceptr, value: c_uint, count: usize);
+    cuMemsetD8_v2(dst: CUdeviceptr, value: std::ffi::c_uchar, count: usize);
     cuModuleLoad(module: *mut CUmodule, path: *const c_char);
     cuModuleLoadDataEx(
         module: *mut CUmodule,
