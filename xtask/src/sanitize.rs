@@ -26,7 +26,7 @@ const TOOLS: [&str; 4] = ["memcheck", "racecheck", "synccheck", "initcheck"];
 /// and SGEMM kernels there (measured on the H200, run alone: 201 s and 247 s) and `JOBS` can run the
 /// groups side by side; the hierarchy demo, whose sizes follow the device, runs as its own
 /// command with small options.
-const PRESETS: [(&str, &str); 14] = [
+const PRESETS: [(&str, &str); 15] = [
     (
         "1x1",
         "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 1x1 --matmul 1x1x1 --sgemm 1x1x1 --strided-bytes 2KiB --bank-iters 8",
@@ -71,6 +71,9 @@ const PRESETS: [(&str, &str); 14] = [
     // Its table's SGEMM rungs 6 and 7 run at the first --sgemm size.
     ("tma-4x4", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy tma --transpose 4x4 --sgemm 31x33x47"),
     ("tma-68x132", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy tma --transpose 68x132 --sgemm 67x131x35"),
+    // The tensor ladder (sm_90a): every rung at a size past one 128 x 256 tile in neither
+    // dimension, a K of 19 that the 16-byte TMA pitch pads to 24 and one k-block covers.
+    ("tensor-261x261x19", "run-demos --sanitizer --runs 1 --warmup 0 --only tensor --tensor 261x261x19"),
     // The occupancy lesson: driver queries, and `register_pressure` timed once.
     ("occupancy", "run-demos --sanitizer --runs 1 --warmup 0 --only occupancy"),
 ];
