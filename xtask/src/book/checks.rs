@@ -76,7 +76,7 @@ pub fn unshown<'a>(src: &Path, generated: impl Iterator<Item = &'a String>) -> R
     Ok(generated.filter(|g| g.ends_with(".md") && !shown.contains(&format!("generated/{g}"))).cloned().collect())
 }
 
-fn markdown_files(src: &Path) -> Result<Vec<PathBuf>> {
+pub(super) fn markdown_files(src: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for entry in fs::read_dir(src).with_context(|| format!("reading {}", src.display()))? {
         let path = entry?.path();

@@ -14,7 +14,9 @@
 mod browser;
 mod checks;
 mod generate;
+mod readme;
 mod sources;
+mod truth;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -63,6 +65,7 @@ pub fn run(args: &[String]) -> Result<()> {
     } else {
         generate::write_tree(&generated, &fresh)?;
     }
+    readme_and_truth(&root, &fresh, check)?;
     let mut problems = checks::check_includes(&book_dir().join("src"))?;
     problems.extend(
         checks::unshown(&book_dir().join("src"), fresh.keys())?
@@ -93,6 +96,40 @@ pub fn run(args: &[String]) -> Result<()> {
         );
     }
     eprintln!("xtask: the book is at {}", html.join("index.html").display());
+    Ok(())
+}
+
+/// Rewrites the README's generated tables from the fresh report (with `check`, fails when the
+/// committed README differs), then runs the truth check over the README and every chapter.
+fn readme_and_truth(root: &Path, fresh: &generate::Files, check: bool) -> Result<()> {
+    let sections = fresh
+        .iter()
+        .filter_map(|(key, text)| {
+            let name = key.strip_prefix("report/")?.strip_suffix(".md")?;
+            Some((name.to_string(), String::from_utf8_lossy(text).into_owned()))
+        })
+        .collect();
+    let path = root.join("README.md");
+    let committed = fs::read_to_string(&path)?;
+    let filled = readme::fill(&committed, &sections, root)?;
+    if filled != committed {
+        if check {
+            bail!("README.md's generated tables are stale; run `cargo xtask book` and commit README.md");
+        }
+        fs::write(&path, &filled)?;
+    }
+    let mut findings: Vec<String> = truth::scan(&filled).iter().map(|f| f.describe("README.md")).collect();
+    for chapter in checks::markdown_files(&book_dir().join("src"))? {
+        let name = chapter.strip_prefix(root).unwrap_or(&chapter).display().to_string();
+        findings.extend(truth::scan(&fs::read_to_string(&chapter)?).iter().map(|f| f.describe(&name)));
+    }
+    if !findings.is_empty() {
+        bail!(
+            "{} sentences state what only the generator may (a measured figure comes from an include of the recorded run or a docs/measurements page; history belongs in git):\n  {}",
+            findings.len(),
+            findings.join("\n  ")
+        );
+    }
     Ok(())
 }
 
