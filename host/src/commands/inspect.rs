@@ -29,18 +29,21 @@ pub struct Args {
 pub fn run(args: Args) -> Result<bool> {
     let (major, minor) = args.cc;
     let Some(p) = ptx::for_device(args.cc) else { refuse!("no embedded PTX runs on cc {major}.{minor}") };
+    let tensor = ptx::runs_tensor(args.cc).then_some(&ptx::TENSOR);
     let Some(name) = args.name.as_deref() else {
-        for name in ptx::kernel_names(p.text) {
+        for name in ptx::kernel_names(p.text).into_iter().chain(tensor.map_or(vec![], |t| ptx::kernel_names(t.text))) {
             println!("{name}");
         }
         return Ok(true);
     };
+    // The tensor ladder's kernels are only in the arch-specific sm_90a PTX, assembled as such.
+    let p = tensor.filter(|t| ptx::kernel_names(t.text).contains(&name)).unwrap_or(p);
     ptx::check_kernel(p, name)?;
     let Some(body) = ptx::entry_body(p.text, name) else {
         refuse!("kernel `{name}` has no body in the {} PTX", p.arch)
     };
     let layout = Layout::current();
-    let sass_arch = format!("sm_{major}{minor}");
+    let sass_arch = if p.arch == ptx::TENSOR.arch { p.arch.to_string() } else { format!("sm_{major}{minor}") };
     println!("# {name}: memory instructions (PTX {}, SASS {sass_arch})\n", p.arch);
     println!("{}\n", table::text(layout, "Static counts: each instruction once, however often it runs."));
 
@@ -84,6 +87,9 @@ pub fn run(args: Args) -> Result<bool> {
     {
         println!("\n{}\n", table::text(layout, &note));
     }
+    if let Some(pipeline) = pipeline_note(body) {
+        println!("\n{}\n", table::text(layout, &pipeline));
+    }
 
     match &sass {
         Ok(instrs) => print_sass(layout, instrs, line_info),
@@ -125,6 +131,43 @@ pub fn local_note(ptx: &inspect::PtxCounts, sass: Option<&[usize]>, figures: Opt
     }
 }
 
+/// The Hopper pipeline instructions of a kernel's PTX body, each with its count, and the
+/// registers `setmaxnreg` leaves each warpgroup (PTX ISA, "wgmma.mma_async",
+/// "cp.async.bulk.tensor", "mbarrier.try_wait", "setmaxnreg"); `None` when it has none.
+pub fn pipeline_note(body: &str) -> Option<String> {
+    const OPS: [(&str, &str); 6] = [
+        ("wgmma.mma_async", "warpgroup MMAs from shared-memory descriptors"),
+        ("cp.async.bulk.tensor", "TMA tile copies"),
+        ("multicast::cluster", "of them multicast to the cluster"),
+        ("mbarrier.arrive.expect_tx", "barrier arrivals that expect TMA bytes"),
+        ("mbarrier.try_wait", "barrier waits"),
+        ("fence.proxy.async", "async-proxy fences"),
+    ];
+    let counts: Vec<String> = OPS
+        .iter()
+        // Lines, not opcodes: `multicast::cluster` is a qualifier inside a TMA copy's opcode.
+        .map(|(op, what)| (body.lines().filter(|l| !l.trim().starts_with("//") && l.contains(op)).count(), what))
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    let setmaxnreg: Vec<String> = body
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("setmaxnreg."))
+        .map(|rest| {
+            let dir = if rest.starts_with("dec") { "down to" } else { "up to" };
+            format!("{dir} {}", rest.split_whitespace().last().unwrap_or("").trim_end_matches(';'))
+        })
+        .collect();
+    if counts.is_empty() && setmaxnreg.is_empty() {
+        return None;
+    }
+    let mut note = format!("Hopper pipeline (PTX): {}.", counts.join(", "));
+    if !setmaxnreg.is_empty() {
+        note.push_str(&format!(" setmaxnreg sets a warpgroup's registers per thread {}.", setmaxnreg.join(", ")));
+    }
+    Some(note)
+}
+
 fn print_sass(layout: Layout, instrs: &[SassInstr], line_info: bool) {
     let memory: Vec<&SassInstr> = instrs.iter().filter(|i| inspect::is_memory(i)).collect();
     let wide = |w| memory.iter().filter(|i| i.width() == Some(w)).count();
@@ -137,7 +180,7 @@ fn print_sass(layout: Layout, instrs: &[SassInstr], line_info: bool) {
     );
     println!("{}\n", table::text(layout, &summary));
     if !line_info {
-        println!("Rust source lines: only for the sm_90 PTX (use --cc 9.0 or newer).");
+        println!("Rust source lines: only the sm_90 PTX carries line tables (the kernels --cc 9.0 loads from it).");
         return;
     }
     println!("## Rust source -> SASS memory instructions\n");
@@ -160,5 +203,24 @@ fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((i, _)) => format!("{}...", &text[..i]),
         None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pipeline_note_counts_the_tensor_instructions_and_the_register_split() {
+        let body = ptx::entry_body(ptx::TENSOR.text, "tensor_3_specialized").unwrap();
+        let note = pipeline_note(body).unwrap();
+        assert!(note.contains(" warpgroup MMAs ") && note.contains(" TMA tile copies"), "{note}");
+        let (up, down) = (memlab_contracts::tensor::CONSUMER_REGS, memlab_contracts::tensor::PRODUCER_REGS);
+        assert!(note.ends_with(&format!("per thread up to {up}, down to {down}.")), "{note}");
+        // Rung 5 multicasts its shared operand; an SGEMM rung has none of these instructions.
+        let multicast = pipeline_note(ptx::entry_body(ptx::TENSOR.text, "tensor_5_multicast").unwrap()).unwrap();
+        assert!(multicast.contains("of them multicast to the cluster"), "{multicast}");
+        let sgemm = ptx::for_device((9, 0)).unwrap();
+        assert_eq!(pipeline_note(ptx::entry_body(sgemm.text, "sgemm_6_double_buffered").unwrap()), None);
     }
 }
