@@ -1248,14 +1248,17 @@ DEV float4 chunk_or_zero(const float* p, unsigned rows, unsigned cols, unsigned 
     return make_float4(v[0], v[1], v[2], v[3]);
 }
 
+// The tile at block column tx, block row ty of C over depth steps first .. end, stored to c
+// (C itself, or one split's m x n slice of the split-K workspace).
 template <unsigned BM, unsigned BN, unsigned BK, unsigned WM, unsigned WN, unsigned TM, unsigned TN>
-DEV void staged(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k) {
+DEV void staged(const float* a, const float* b, float* c, unsigned m, unsigned n, unsigned k, unsigned tx,
+                unsigned ty, unsigned first, unsigned end) {
     extern __shared__ __align__(16) float smem[];
     constexpr unsigned THREADS = 32 * (BM / WM) * (BN / WN), LR = WM / TM, LC = WN / TN, PITCH = BM + 4;
     constexpr unsigned FLOATS = BK * PITCH + BK * BN, AC = BM * BK / 4 / THREADS, BC = BK * BN / 4 / THREADS;
     unsigned t = threadIdx.x, w = t / 32, l = t % 32, lr = l / LC, lc = l % LC;
     unsigned wrow = (w / (BN / WN)) * WM, wcol = (w % (BN / WN)) * WN;
-    unsigned row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    unsigned row0 = ty * BM, col0 = tx * BN;
     bool vector = k % 4 == 0 && n % 4 == 0 && row0 + BM <= m && col0 + BN <= n;
     float4 sa[AC], sb[BC];
     auto fetch = [&](unsigned k0) {
@@ -1298,12 +1301,11 @@ DEV void staged(const float* a, const float* b, float* c, unsigned m, unsigned n
         }
     };
     float acc[TM][TN] = {};
-    unsigned steps = (k + BK - 1) / BK;
-    fetch(0);
-    put(0);
+    fetch(first * BK);
+    put(first % 2);
     __syncthreads();
-    for (unsigned s = 0; s < steps; s++) {
-        if (s + 1 < steps) fetch((s + 1) * BK);
+    for (unsigned s = first; s < end; s++) {
+        if (s + 1 < end) fetch((s + 1) * BK);
         const float* as = smem + (s % 2) * FLOATS + wrow + 4 * lr;
         const float* bs = smem + (s % 2) * FLOATS + BK * PITCH + wcol + 4 * lc;
 #pragma unroll
@@ -1324,7 +1326,7 @@ DEV void staged(const float* a, const float* b, float* c, unsigned m, unsigned n
 #pragma unroll
                 for (unsigned j = 0; j < TN; j++) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
         }
-        if (s + 1 < steps) put((s + 1) % 2);
+        if (s + 1 < end) put((s + 1) % 2);
         __syncthreads();
     }
     store_results(c, m, n, acc, [&](unsigned i) { return row0 + wrow + 4 * lr + 4 * LR * (i / 4) + i % 4; },
@@ -1338,7 +1340,7 @@ DEV void staged(const float* a, const float* b, float* c, unsigned m, unsigned n
                                   TM * TN > 64 ? 1 : 65536 / (32 * (BM / WM) * (BN / WN) * 128))                     \
         sgemm_8_##BM##x##BN##x##BK##_w##WM##x##WN##_t##TM##x##TN##_regs(const float* a, const float* b, float* c,   \
                                                                           unsigned m, unsigned n, unsigned k) {      \
-        staged<BM, BN, BK, WM, WN, TM, TN>(a, b, c, m, n, k);                                                        \
+        staged<BM, BN, BK, WM, WN, TM, TN>(a, b, c, m, n, k, blockIdx.x, blockIdx.y, 0, (k + BK - 1) / BK);          \
     }
 STAGED_TWIN(128, 128, 8, 32, 64, 8, 8)
 STAGED_TWIN(128, 128, 8, 64, 32, 8, 8)
@@ -1347,6 +1349,35 @@ STAGED_TWIN(128, 256, 8, 64, 64, 8, 16)
 STAGED_TWIN(256, 128, 8, 64, 64, 16, 8)
 STAGED_TWIN(128, 64, 8, 64, 32, 8, 8)
 STAGED_TWIN(64, 64, 8, 32, 32, 4, 8)
+
+// ---------------------------------------------------------------- sgemm/split_k.rs
+// The split-K rung: rung 6's tile (the 128x128x8 w32x64 t8x8 Registers configuration, its launch
+// bounds) over split s = blockIdx.x / ceil(n / 128) of the depth steps, its partial tile to slice
+// s of the workspace w; the reduce sums the slices in split order.
+KERNEL void __launch_bounds__(256, 2) sgemm_split_k_128x128(const float* a, const float* b, float* w, unsigned m,
+                                                             unsigned n, unsigned k, unsigned split_steps) {
+    unsigned tiles_x = (n + 127) / 128, split = blockIdx.x / tiles_x, tx = blockIdx.x % tiles_x;
+    unsigned steps = (k + 7) / 8, end = min(steps, (split + 1) * split_steps), first = min(split * split_steps, end);
+    staged<128, 128, 8, 32, 64, 8, 8>(a, b, w + (size_t)split * m * n, m, n, k, tx, blockIdx.y, first, end);
+}
+
+KERNEL void sgemm_split_k_reduce(const float* w, float* c, unsigned mn, unsigned splits) {
+    size_t len = mn, i = 4 * (size_t)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (len % 4 == 0 && i < len) {
+        float4 sum = *reinterpret_cast<const float4*>(w + i);
+        for (unsigned s = 1; s < splits; s++) {
+            float4 v = *reinterpret_cast<const float4*>(w + s * len + i);
+            sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+        }
+        *reinterpret_cast<float4*>(c + i) = sum;
+    } else if (len % 4 != 0) {
+        for (size_t e = i; e < len && e < i + 4; e++) {
+            float sum = w[e];
+            for (unsigned s = 1; s < splits; s++) sum += w[s * len + e];
+            c[e] = sum;
+        }
+    }
+}
 
 // ---------------------------------------------------------------- tensor.rs
 // The tensor ladder: BF16 wgmma fed by TMA (cc 9.0 with the arch-specific features: built with

@@ -254,7 +254,7 @@ pub const fn tuned_regs(sm: u32, results: u32) -> u32 {
 /// Programming Guide, "Technical Specifications per Compute Capability").
 const SM_REGISTERS: u32 = 65536;
 
-/// The launch bounds of rungs 8 and 9 in the PTX for `sm` (80 or 90) as `(entry, threads per
+/// The launch bounds of rungs 8 (the split-K rung with its configuration's) and 9 in the PTX for `sm` (80 or 90) as `(entry, threads per
 /// block, blocks per SM)`: the host's build step writes them into the PTX as `.maxntid` and
 /// `.minnctapersm` (PTX ISA, "Performance-Tuning Directives"), CUDA C++'s
 /// `__launch_bounds__(threads, blocks)`, for which rustc has no attribute. ptxas then caps
@@ -262,5 +262,89 @@ const SM_REGISTERS: u32 = 65536;
 pub fn launch_bounds(sm: u32) -> impl Iterator<Item = (&'static str, u32, u32)> {
     let tf32 = |name| (name, TF32_THREADS, SM_REGISTERS / (TF32_THREADS * TUNED_REGS));
     let tuned = TUNED.iter().map(move |c| (c.name, c.threads(), c.blocks_per_sm(sm)));
-    tuned.chain([tf32("sgemm_9_tensor_tf32"), tf32("sgemm_9_tensor_tf32_unswizzled")])
+    let split = split_k_config();
+    let split_k = (SPLIT_K, split.threads(), split.blocks_per_sm(sm));
+    tuned.chain([split_k, tf32("sgemm_9_tensor_tf32"), tf32("sgemm_9_tensor_tf32_unswizzled")])
+}
+
+/// The split-K rung (`kernels-gpu/src/sgemm/split_k.rs`): rung 6's block tile (the
+/// [`TUNED`] configuration `sgemm_8_128x128x8_w32x64_t8x8_regs`, the `Registers` algorithm) over
+/// a range of `k` chosen by the block's split, its partial tile written to a workspace of
+/// `splits` `m x n` slices; [`SPLIT_K_REDUCE`] then sums the slices into `C`.
+pub const SPLIT_K: &str = "sgemm_split_k_128x128";
+/// The configuration of [`TUNED`] whose tile, threads and shared bytes [`SPLIT_K`] has.
+pub const SPLIT_K_CONFIG: &str = "sgemm_8_128x128x8_w32x64_t8x8_regs";
+/// The reduce kernel of the split-K rung: `C[i] = sum over s of W[s m n + i]`, `s` in order.
+pub const SPLIT_K_REDUCE: &str = "sgemm_split_k_reduce";
+/// Threads per block of [`SPLIT_K_REDUCE`]; each thread sums 4 consecutive elements.
+pub const REDUCE_THREADS: u32 = 256;
+/// The most splits the split-K rung takes: beyond 16 the partial sums (16 `m x n` slices written
+/// and read back) cost more than any wave they could fill saves at the shapes of the lesson.
+pub const MAX_SPLITS: u32 = 16;
+
+/// The configuration [`SPLIT_K`] shares its tile with.
+pub const fn split_k_config() -> &'static Tuned {
+    let mut i = 0;
+    while i < TUNED.len() {
+        if const_eq(TUNED[i].name, SPLIT_K_CONFIG) {
+            return &TUNED[i];
+        }
+        i += 1;
+    }
+    panic!("SPLIT_K_CONFIG names a configuration of TUNED")
+}
+
+const fn const_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Depth steps (of `bk`) each split of a `k`-deep product covers when asked for `splits`:
+/// `per = ceil(ceil(k / bk) / splits)`, at least 1. Split `s` covers steps `s per ..
+/// (s + 1) per`, the last one up to `ceil(k / bk)`: every split starts and ends on a whole step,
+/// so only the product's own last step is partial.
+pub const fn split_steps(k: u32, bk: u32, splits: u32) -> u32 {
+    let steps = k.div_ceil(bk);
+    let per = steps.div_ceil(if splits == 0 { 1 } else { splits });
+    if per == 0 { 1 } else { per }
+}
+
+/// The splits that have work when `splits` are asked for: `ceil(steps / split_steps)` (asking
+/// for 5 splits of 8 steps gives 4 of 2). The grid has this many.
+pub const fn splits_used(k: u32, bk: u32, splits: u32) -> u32 {
+    let steps = k.div_ceil(bk);
+    let used = steps.div_ceil(split_steps(k, bk, splits));
+    if used == 0 { 1 } else { used }
+}
+
+#[cfg(test)]
+mod split_k_tests {
+    use super::*;
+
+    #[test]
+    fn splits_cover_every_step_once() {
+        for k in [1, 7, 8, 9, 64, 263, 1000, 4096] {
+            for splits in 1..=MAX_SPLITS {
+                let (per, used) = (split_steps(k, BK, splits), splits_used(k, BK, splits));
+                let steps = k.div_ceil(BK);
+                assert!(used <= splits && used >= 1, "k {k} splits {splits}");
+                // The used splits reach the last step, and the last one has at least one step.
+                assert!(per * used >= steps && per * (used - 1) < steps, "k {k} splits {splits}");
+            }
+        }
+        assert_eq!((split_steps(64, 8, 5), splits_used(64, 8, 5)), (2, 4));
+        assert_eq!((split_steps(4096, 8, 8), splits_used(4096, 8, 8)), (64, 8));
+        assert_eq!(split_k_config().name, SPLIT_K_CONFIG);
+        assert_eq!(split_k_config().algo, Algo::Registers);
+    }
 }

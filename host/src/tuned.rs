@@ -14,7 +14,7 @@
 use std::path::Path;
 
 use anyhow::Result;
-use memlab_contracts::sgemm::{TUNED, Tuned};
+use memlab_contracts::sgemm::{SPLIT_K, TUNED, Tuned};
 use serde::{Deserialize, Serialize};
 
 use crate::refuse;
@@ -28,28 +28,53 @@ pub const DEFAULT_PATH: &str = "host/tuned/sgemm.json";
 /// The environment variable that names a file to read instead of the embedded one.
 pub const ENV: &str = "MEMLAB_TUNED";
 
-/// A class of SGEMM shapes by the size of `C`: the tuned rung may choose another tile for each.
+/// A class of SGEMM shapes: the tuned rung may choose another tile, or the split-K rung, for
+/// each. [`ShapeClass::of`] tests them in this order: short `k`, thin `M`, thin `N`, then by the
+/// size of `C`, a size above 1024^2 whose sides are not multiples of 256 being `Odd`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum ShapeClass {
     /// `m n <= 1024^2`: at a `128 x 128` tile, 64 blocks or fewer, under half of an H200's 132
     /// SMs.
     Small,
     /// `m n <= 2048^2`: up to 256 blocks of `128 x 128`, under 2 waves of 2 blocks per SM.
     Medium,
-    /// Larger.
+    /// Larger, both sides multiples of 256.
     Large,
+    /// `m <= 256 < n`, `n >= 8 m`: a few block rows, each with a long `k` loop.
+    ThinM,
+    /// `n <= 256 < m`, `m >= 8 n`: a few block columns.
+    ThinN,
+    /// `k <= 128` under a large `C`: a short loop per block, the result's stores dominate.
+    ShortK,
+    /// Above 1024^2 with a side that is not a multiple of 256, the largest tile side of rung 8:
+    /// edge tiles run the guarded path and the last wave is partly empty (3000^3 is 2.2 waves
+    /// of rung 6's tiles).
+    Odd,
 }
 
 impl ShapeClass {
-    /// Every class, smallest first.
-    pub const ALL: [ShapeClass; 3] = [ShapeClass::Small, ShapeClass::Medium, ShapeClass::Large];
+    /// Every class, by size first, then the shaped ones.
+    pub const ALL: [ShapeClass; 7] = [
+        ShapeClass::Small,
+        ShapeClass::Medium,
+        ShapeClass::Large,
+        ShapeClass::ThinM,
+        ShapeClass::ThinN,
+        ShapeClass::ShortK,
+        ShapeClass::Odd,
+    ];
 
-    /// The class of an `m x n` result.
-    pub fn of(m: usize, n: usize) -> ShapeClass {
-        match m.saturating_mul(n) {
-            x if x <= 1024 * 1024 => ShapeClass::Small,
-            x if x <= 2048 * 2048 => ShapeClass::Medium,
+    /// The class of an `m x n x k` product.
+    pub fn of(m: usize, n: usize, k: usize) -> ShapeClass {
+        let c = m.saturating_mul(n);
+        match () {
+            _ if k <= 128 && c > 1024 * 1024 => ShapeClass::ShortK,
+            _ if m <= 256 && n > 256 && n >= 8 * m => ShapeClass::ThinM,
+            _ if n <= 256 && m > 256 && m >= 8 * n => ShapeClass::ThinN,
+            _ if c <= 1024 * 1024 => ShapeClass::Small,
+            _ if !m.is_multiple_of(256) || !n.is_multiple_of(256) => ShapeClass::Odd,
+            _ if c <= 2048 * 2048 => ShapeClass::Medium,
             _ => ShapeClass::Large,
         }
     }
@@ -60,6 +85,10 @@ impl ShapeClass {
             ShapeClass::Small => (1024, 1024, 1024),
             ShapeClass::Medium => (2048, 2048, 2048),
             ShapeClass::Large => (4096, 4096, 4096),
+            ShapeClass::ThinM => (128, 4096, 4096),
+            ShapeClass::ThinN => (4096, 128, 4096),
+            ShapeClass::ShortK => (4096, 4096, 64),
+            ShapeClass::Odd => (3000, 3000, 3000),
         }
     }
 
@@ -69,19 +98,58 @@ impl ShapeClass {
             ShapeClass::Small => "small",
             ShapeClass::Medium => "medium",
             ShapeClass::Large => "large",
+            ShapeClass::ThinM => "thin_m",
+            ShapeClass::ThinN => "thin_n",
+            ShapeClass::ShortK => "short_k",
+            ShapeClass::Odd => "odd",
         }
     }
 
-    /// The configuration run where the file has no choice for the device: rung 6's own
-    /// configuration for medium and large products (rung 6 measured 42.7 and 43.7 TFLOP/s at
-    /// 2048^3 and 4096^3 on the H200, above every `AsyncCopy` configuration), the `64 x 64` one
-    /// that was fastest at 1024^3 there (30.0 TFLOP/s), where 128-tiles would leave SMs idle.
-    pub fn fallback(self) -> &'static Tuned {
-        let name = match self {
-            ShapeClass::Small => "sgemm_8_64x64x32_w32x32_t4x8_s2",
-            ShapeClass::Medium | ShapeClass::Large => "sgemm_8_128x128x8_w32x64_t8x8_regs",
-        };
-        config(name).expect("the fallbacks are compiled configurations")
+    /// What runs where the file has no choice for the device: rung 6's own configuration for
+    /// medium and large products and short `k` (rung 6 measured 42.7 and 43.7 TFLOP/s at
+    /// 2048^3 and 4096^3 on the H200, above every `AsyncCopy` configuration, and 32.2 at
+    /// 4096x4096x64, above cuBLAS's 26.2), the split-K rung for the classes where one split
+    /// leaves SMs idle (thin, odd, small: the model of `model::split_k` picks the split).
+    pub fn fallback(self) -> Pick {
+        match self {
+            ShapeClass::Medium | ShapeClass::Large | ShapeClass::ShortK => {
+                Pick::Plain(config("sgemm_8_128x128x8_w32x64_t8x8_regs").expect("a compiled configuration"))
+            }
+            ShapeClass::Small | ShapeClass::ThinM | ShapeClass::ThinN | ShapeClass::Odd => Pick::SplitK,
+        }
+    }
+}
+
+/// What the tuned rung runs for a class: one configuration of rung 8, or the split-K rung
+/// (`memlab_contracts::sgemm::SPLIT_K`, rung 6's tile) at the split the model chooses per shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// A configuration of `TUNED`.
+    Plain(&'static Tuned),
+    /// The split-K rung.
+    SplitK,
+}
+
+impl Pick {
+    /// The entry name the file records: the configuration's, or `SPLIT_K`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pick::Plain(c) => c.name,
+            Pick::SplitK => SPLIT_K,
+        }
+    }
+
+    /// The pick named `name`, if this build has it.
+    pub fn named(name: &str) -> Option<Pick> {
+        if name == SPLIT_K { Some(Pick::SplitK) } else { config(name).map(Pick::Plain) }
+    }
+
+    /// The configuration whose tile runs: the split-K rung's is `SPLIT_K_CONFIG`.
+    pub fn tile(self) -> &'static Tuned {
+        match self {
+            Pick::Plain(c) => c,
+            Pick::SplitK => memlab_contracts::sgemm::split_k_config(),
+        }
     }
 }
 
@@ -93,7 +161,8 @@ pub struct Choice {
     pub cc: String,
     /// Shape class.
     pub class: ShapeClass,
-    /// The configuration's entry name (`memlab_contracts::sgemm::TUNED`).
+    /// The configuration's entry name (`memlab_contracts::sgemm::TUNED`), or the split-K
+    /// rung's (`memlab_contracts::sgemm::SPLIT_K`).
     pub config: String,
     /// Where the choice comes from (the autotune run, or a default).
     pub source: String,
@@ -141,8 +210,8 @@ impl TunedFile {
             Err(e) => refuse!("{origin}: not an autotune file: {e}"),
         };
         for (i, c) in file.choices.iter().enumerate() {
-            if config(&c.config).is_none() {
-                let known: Vec<&str> = TUNED.iter().map(|t| t.name).collect();
+            if Pick::named(&c.config).is_none() {
+                let known: Vec<&str> = TUNED.iter().map(|t| t.name).chain([SPLIT_K]).collect();
                 refuse!("{origin}: unknown configuration `{}` (this build has: {})", c.config, known.join(", "));
             }
             if parse_cc(&c.cc).is_none() {
@@ -177,13 +246,13 @@ impl TunedFile {
         }
     }
 
-    /// The configuration for a device of capability `cc` and a shape of `class`, and the choice
-    /// that named it (`None`: the class's fallback, the file having no choice for `cc`).
-    pub fn choose(&self, cc: (u32, u32), class: ShapeClass) -> (&'static Tuned, Option<&Choice>) {
+    /// What runs for a device of capability `cc` and a shape of `class`, and the choice that
+    /// named it (`None`: the class's fallback, the file having no choice for `cc` and `class`).
+    pub fn choose(&self, cc: (u32, u32), class: ShapeClass) -> (Pick, Option<&Choice>) {
         let found = self.choices.iter().find(|c| parse_cc(&c.cc) == Some(cc) && c.class == class);
         match found {
             // Checked by `parse`.
-            Some(c) => (config(&c.config).unwrap_or(class.fallback()), Some(c)),
+            Some(c) => (Pick::named(&c.config).unwrap_or(class.fallback()), Some(c)),
             None => (class.fallback(), None),
         }
     }
@@ -211,25 +280,45 @@ mod tests {
         let file = TunedFile::parse(EMBEDDED, DEFAULT_PATH).unwrap();
         assert!(!file.choices.is_empty());
         for class in ShapeClass::ALL {
-            let (cfg, choice) = file.choose((9, 0), class);
-            assert!(cfg.valid(), "{}", cfg.name);
-            assert_eq!(choice.map(|c| c.config.as_str()), Some(cfg.name), "{class:?}");
+            let (pick, choice) = file.choose((9, 0), class);
+            assert!(pick.tile().valid(), "{}", pick.name());
+            assert_eq!(choice.map(|c| c.config.as_str()), Some(pick.name()), "{class:?}");
         }
+        // The thin and odd classes run the split-K rung; 3000^3 is odd, not large, so it no
+        // longer runs the large class's 256 x 128 tile, which lost to rung 6 there.
+        for class in [ShapeClass::ThinM, ShapeClass::ThinN, ShapeClass::Odd] {
+            assert_eq!(file.choose((9, 0), class).0, Pick::SplitK, "{class:?}");
+        }
+        assert_eq!(ShapeClass::of(3000, 3000, 3000), ShapeClass::Odd);
         // A capability the file does not name gets the class's fallback.
         assert_eq!(file.choose((7, 5), ShapeClass::Small), (ShapeClass::Small.fallback(), None));
+        assert_eq!(Pick::named(SPLIT_K), Some(Pick::SplitK));
+        assert_eq!(Pick::SplitK.tile().name, memlab_contracts::sgemm::SPLIT_K_CONFIG);
+        assert_eq!(Pick::named("sgemm_8_1x1x1"), None);
     }
 
     #[test]
     fn classes_follow_the_size_of_c() {
-        assert_eq!(ShapeClass::of(1024, 1024), ShapeClass::Small);
-        assert_eq!(ShapeClass::of(517, 389), ShapeClass::Small);
-        assert_eq!(ShapeClass::of(1025, 1024), ShapeClass::Medium);
-        assert_eq!(ShapeClass::of(2048, 2048), ShapeClass::Medium);
-        assert_eq!(ShapeClass::of(4096, 4096), ShapeClass::Large);
-        assert_eq!(ShapeClass::of(64, 1 << 20), ShapeClass::Large);
+        let of = |m, n, k| ShapeClass::of(m, n, k);
+        assert_eq!(of(1024, 1024, 1024), ShapeClass::Small);
+        assert_eq!(of(517, 389, 263), ShapeClass::Small);
+        assert_eq!(of(1000, 1000, 1000), ShapeClass::Small);
+        assert_eq!(of(1280, 1024, 1024), ShapeClass::Medium);
+        assert_eq!(of(1025, 1024, 1024), ShapeClass::Odd);
+        assert_eq!(of(2048, 2048, 2048), ShapeClass::Medium);
+        assert_eq!(of(4096, 4096, 4096), ShapeClass::Large);
+        assert_eq!(of(4096, 4096, 64), ShapeClass::ShortK);
+        assert_eq!(of(4096, 4096, 129), ShapeClass::Large);
+        assert_eq!(of(4096, 128, 4096), ShapeClass::ThinN);
+        assert_eq!(of(128, 4096, 4096), ShapeClass::ThinM);
+        assert_eq!(of(64, 1 << 20, 64), ShapeClass::ShortK);
+        assert_eq!(of(64, 1 << 20, 1024), ShapeClass::ThinM);
+        // Not thin: the short side above 256, or the long one under 8 times it.
+        assert_eq!(of(512, 4096, 4096), ShapeClass::Medium);
+        assert_eq!(of(200, 1000, 1000), ShapeClass::Small);
         for class in ShapeClass::ALL {
-            let (m, n, _) = class.representative();
-            assert_eq!(ShapeClass::of(m, n), class);
+            let (m, n, k) = class.representative();
+            assert_eq!(of(m, n, k), class);
         }
     }
 
@@ -286,7 +375,7 @@ mod tests {
         file.set(choice("9.0", ShapeClass::Large, TUNED[3].name));
         let order: Vec<(&str, ShapeClass)> = file.choices.iter().map(|c| (c.cc.as_str(), c.class)).collect();
         assert_eq!(order, [("8.0", ShapeClass::Small), ("9.0", ShapeClass::Small), ("9.0", ShapeClass::Large)]);
-        assert_eq!(file.choose((9, 0), ShapeClass::Large).0.name, TUNED[3].name);
+        assert_eq!(file.choose((9, 0), ShapeClass::Large).0.name(), TUNED[3].name);
         assert_eq!(TunedFile::parse(&file.to_text(), "t").unwrap(), file);
     }
 }

@@ -271,6 +271,22 @@ pub fn matmul_bf16_tolerance(k: usize, abs_sum: f64, want: f64) -> f64 {
     sums + (-8f64).exp2() * (want.abs() + sums) + f64::from(f32::MIN_POSITIVE)
 }
 
+/// The tolerance of an FP32 product split `splits` ways along `k` (the split-K SGEMM): each
+/// split accumulates at most `per_split` of the `k` products by FMA, one rounding each, and the
+/// `splits` partial sums are then added in split order, `splits - 1` roundings more. With `u =
+/// 2^-24` the unit roundoff, the forward bound for recursive summation (Higham, "Accuracy and
+/// Stability of Numerical Algorithms", section 3.1) gives for each output `|err| <= (p + s - 1)
+/// u sum |a_i b_i| + O(u^2)`, `p = min(k, per_split)`, `s = splits`: every product passes
+/// through at most `p` roundings in its split and `s - 1` in the reduce. As
+/// [`matmul_tolerance`], the lab allows twice that (`eps = 2^-23` per rounding), plus the floor.
+/// Never looser than [`matmul_tolerance`]: every split has at least one of the products, so
+/// `s <= k` and `p + s - 1 <= 2k - 1`; at `4096 x 128 x 4096` in 8 splits of 512 it is
+/// `519 / 4096` of it.
+pub fn split_k_tolerance(k: usize, (per_split, splits): (usize, usize), abs_sum: f64) -> f64 {
+    let roundings = k.min(per_split) + splits.saturating_sub(1);
+    roundings as f64 * f64::from(f32::EPSILON) * abs_sum + f64::from(f32::MIN_POSITIVE)
+}
+
 /// The precision a product was computed in, which sets the tolerance of its check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precision {
@@ -278,6 +294,14 @@ pub enum Precision {
     F32,
     /// TF32 tensor-core products, FP32 accumulation: [`matmul_tf32_tolerance`].
     Tf32,
+    /// FP32 FMAs over `k` split into `splits` ranges of at most `per_split` products, the
+    /// partial sums added in split order: [`split_k_tolerance`].
+    SplitK {
+        /// Products each split accumulates, at most.
+        per_split: u32,
+        /// Splits.
+        splits: u32,
+    },
     /// BF16 tensor-core products, FP32 accumulation, a BF16 result: [`matmul_bf16_tolerance`].
     Bf16,
 }
@@ -289,6 +313,9 @@ impl Precision {
         match self {
             Precision::F32 => matmul_tolerance(k, abs_sum),
             Precision::Tf32 => matmul_tf32_tolerance(k, abs_sum),
+            Precision::SplitK { per_split, splits } => {
+                split_k_tolerance(k, (per_split as usize, splits as usize), abs_sum)
+            }
             Precision::Bf16 => matmul_bf16_tolerance(k, abs_sum, want),
         }
     }
@@ -481,6 +508,39 @@ impl MatmulStreamed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One output of a split-K product as the kernels compute it: FMAs in `k` order within each
+    /// split of `per` products, then the partial sums added in split order.
+    fn split_k_dot(a: &[f32], b: &[f32], per: usize) -> f32 {
+        let partials =
+            a.chunks(per).zip(b.chunks(per)).map(|(a, b)| a.iter().zip(b).fold(0.0f32, |s, (x, y)| x.mul_add(*y, s)));
+        partials.reduce(|s, p| s + p).unwrap_or(0.0)
+    }
+
+    #[test]
+    fn the_split_k_bound_holds_for_the_kernels_order_and_is_tighter_than_the_fp32_one() {
+        let k = 4096;
+        let a: Vec<f32> = (0..k).map(|i| crate::reference::input_f32(21, i)).collect();
+        let b: Vec<f32> = (0..k).map(|i| crate::reference::input_f32(22, i)).collect();
+        let exact: f64 = a.iter().zip(&b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
+        let abs_sum: f64 = a.iter().zip(&b).map(|(x, y)| (f64::from(*x) * f64::from(*y)).abs()).sum();
+        for (per, splits) in [(4096, 1), (512, 8), (64, 64), (1, 4096)] {
+            let got = f64::from(split_k_dot(&a, &b, per));
+            let tol = split_k_tolerance(k, (per, splits), abs_sum);
+            assert!((got - exact).abs() <= tol, "{per} x {splits}: {got} vs {exact}, tolerance {tol}");
+            assert!(tol <= matmul_tolerance(k, abs_sum), "{per} x {splits}");
+            let tolerance =
+                Precision::SplitK { per_split: per as u32, splits: splits as u32 }.tolerance(k, abs_sum, exact);
+            assert_eq!(tolerance, tol);
+        }
+        // 8 splits of 512: 519 roundings where the FP32 rule allows 4096.
+        let ratio = (split_k_tolerance(k, (512, 8), 1.0) - f64::from(f32::MIN_POSITIVE))
+            / (matmul_tolerance(k, 1.0) - f64::from(f32::MIN_POSITIVE));
+        assert!((ratio - 519.0 / 4096.0).abs() < 1e-12, "{ratio}");
+        // A split lost (its partial sum never added) is far outside the bound.
+        let lost: f64 = f64::from(split_k_dot(&a[512..], &b[512..], 512));
+        assert!((lost - exact).abs() > split_k_tolerance(k, (512, 8), abs_sum));
+    }
 
     #[test]
     fn exact_checks_count_and_locate_mismatches() {

@@ -307,9 +307,37 @@ fn rungs_8_and_9_carry_their_launch_bounds_and_ptxas_keeps_them_without_spills()
             assert!(k.regs * threads * blocks <= 65536 && k.regs <= 255, "{arch} {kernel}: {} registers", k.regs);
         }
     }
-    // The sm_80 PTX runs 64-result thread tiles at fewer blocks than the sm_90 one, the rest alike.
+    // The sm_80 PTX runs 64-result thread tiles at fewer blocks than the sm_90 one, the rest
+    // alike; the split-K rung has one of those tiles.
     let bounds = |sm| memlab_contracts::sgemm::launch_bounds(sm).collect::<Vec<_>>();
     let fewer = bounds(80).iter().zip(bounds(90)).filter(|(a, b)| a.2 < b.2).count();
     let tile64 = memlab_contracts::sgemm::TUNED.iter().filter(|c| c.tm * c.tn == 64).count();
-    assert_eq!(fewer, tile64);
+    assert_eq!(fewer, tile64 + 1);
+}
+
+#[test]
+fn the_split_k_rung_shares_rung_6s_tile_and_its_reduce_sums_with_128_bit_accesses() {
+    use memlab_contracts::sgemm::{SPLIT_K, SPLIT_K_REDUCE, split_k_config};
+    let rung6 = split_k_config();
+    for p in &ptx::ALL {
+        let (Some(split), Some(reduce)) = (entry_body(p.text, SPLIT_K), entry_body(p.text, SPLIT_K_REDUCE)) else {
+            assert!(p.cc < (8, 0), "{} PTX lacks the split-K rung", p.arch);
+            continue;
+        };
+        let tile = body(p, rung6.name);
+        // The same body as its configuration: 8 x 8 results, 8 depths, two stages.
+        for op in ["fma.rn.f32", "ld.shared.v4", "st.global.v4", "bar.sync"] {
+            assert_eq!(count_ops(split, op), count_ops(tile, op), "{}/{SPLIT_K}: {op}", p.arch);
+        }
+        assert!(!split.contains(".local"), "{}: accumulators in local memory", p.arch);
+        // The reduce: a 128-bit load per split and a 128-bit store on the vector path.
+        assert!(count_ops(reduce, "ld.global.v4") >= 2 && count_ops(reduce, "st.global.v4") == 1, "{}", p.arch);
+        assert_eq!(count_ops(reduce, "bar.sync"), 0, "{}", p.arch);
+    }
+    // The launch bounds of its configuration: ptxas keeps 2 blocks of 256 per SM, no spills.
+    let sm90 = ptx::ALL.iter().find(|p| p.arch == "sm_90").unwrap();
+    let report = ptxas::run(sm90.text, "sm_90").expect("ptxas (run `cargo xtask setup`)");
+    let k = report.iter().find(|k| k.kernel == SPLIT_K).expect("ptxas reports the split-K rung");
+    assert_eq!((k.stack_bytes, k.spill_stores, k.spill_loads), (0, 0, 0), "{k:?}");
+    assert!(k.regs * rung6.threads() * rung6.blocks_per_sm(90) <= 65536, "{} registers", k.regs);
 }

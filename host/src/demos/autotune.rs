@@ -1,25 +1,28 @@
 //! The sweep of `memlab autotune`: every configuration of rung 8 the PTX has
-//! (`memlab_contracts::sgemm::TUNED`), checked element by element on the ladder's odd sizes,
-//! then checked and timed at each shape class's representative size next to cuBLAS; the fastest
-//! correct one per class is the choice for the device's compute capability. Not a demo of
+//! (`memlab_contracts::sgemm::TUNED`) and the split-K rung at the model's split, checked element
+//! by element on the ladder's odd sizes, then checked and timed at each shape class's
+//! representative size next to cuBLAS; the fastest correct one per class is the choice for the
+//! device's compute capability. Not a demo of
 //! `run-demos`: it runs only when asked, and its result is a file (`crate::tuned`).
 
 use anyhow::Result;
-use memlab_contracts::sgemm::Tuned;
+use memlab_contracts::sgemm::SPLIT_K;
 
-use super::sgemm::{ODD_SIZES, Operands, Rung, check_odd_sizes, time_cublas, tuned_available};
+use super::sgemm::{
+    ODD_SIZES, Operands, Rung, check_odd_sizes, check_split_k_odd_sizes, measure_split_k, time_cublas, tuned_available,
+};
 use super::{Lab, Section, poison};
 use crate::gpu::cublas::Cublas;
 use crate::gpu::timing::time;
 use crate::refuse;
-use crate::tuned::{Choice, ShapeClass};
+use crate::tuned::{Choice, Pick, ShapeClass};
 use crate::verify::Precision;
 
 /// One configuration at one class's size.
 #[derive(Debug, Clone)]
 pub struct Point {
-    /// The configuration.
-    pub config: &'static Tuned,
+    /// The configuration, or the split-K rung.
+    pub config: Pick,
     /// The class.
     pub class: ShapeClass,
     /// Median TFLOP/s; `None` when a check failed.
@@ -49,7 +52,7 @@ impl Sweep {
         Some(Choice {
             cc: format!("{}.{}", cc.0, cc.1),
             class,
-            config: best.0.config.name.to_string(),
+            config: best.0.config.name().to_string(),
             source: source.to_string(),
             size: Some(format!("{m}x{n}x{k}")),
             tflops: Some(round2(best.1)),
@@ -79,11 +82,19 @@ pub fn sweep(lab: &Lab, classes: &[ShapeClass]) -> Result<Sweep> {
     // One check per configuration and odd size, in check_odd_sizes's order (size-major).
     let odd = check_odd_sizes(lab, &rungs)?;
     let correct = |i: usize| odd.iter().skip(i).step_by(rungs.len()).all(|c| c.passed());
+    let split_k = crate::ptx::kernel_names(lab.gpu.ptx.text).contains(&SPLIT_K);
+    let split_odd = if split_k { check_split_k_odd_sizes(lab)? } else { Vec::new() };
+    let split_correct = split_odd.iter().all(|c| c.passed());
     let mut header = vec!["configuration".to_string(), "threads".into(), "shared B".into()];
     let mut table: Vec<Vec<String>> =
         configs.iter().map(|c| vec![c.name.to_string(), c.threads().to_string(), c.smem_bytes().to_string()]).collect();
+    if split_k {
+        let c = Pick::SplitK.tile();
+        table.push(vec![format!("{SPLIT_K} (model's split)"), c.threads().to_string(), c.smem_bytes().to_string()]);
+    }
     let mut cublas_row = vec!["cuBLAS SGEMM (FP32)".to_string(), "-".into(), "-".into()];
     let (mut points, mut cublas_rates, mut checks) = (Vec::new(), Vec::new(), odd.clone());
+    checks.extend(split_odd);
     for &class in classes {
         let (m, n, k) = class.representative();
         header.push(format!("TFLOP/s {m}x{n}x{k} ({})", class.name()));
@@ -104,7 +115,17 @@ pub fn sweep(lab: &Lab, classes: &[ShapeClass]) -> Result<Sweep> {
                 None
             };
             row.push(tflops.map_or("wrong result".into(), |t| format!("{t:.2}")));
-            points.push(Point { config: configs[i], class, tflops });
+            points.push(Point { config: Pick::Plain(configs[i]), class, tflops });
+        }
+        if split_k {
+            let split = measure_split_k(lab, &mut ops)?;
+            let ok = split.row.check.passed() && split_correct;
+            checks.push(split.row.check.clone());
+            let tflops = ok.then(|| split.row.rate.value());
+            let cell =
+                tflops.map_or("wrong result".into(), |t| format!("{t:.2} ({} splits)", split.plan.chosen.splits));
+            table[rungs.len()].push(cell);
+            points.push(Point { config: Pick::SplitK, class, tflops });
         }
     }
     table.push(cublas_row);

@@ -615,6 +615,22 @@ impl Work {
 /// # Errors
 /// A refusal for a launch the device rejects or a kernel that faults.
 pub fn measure(lab: &Lab, run: KernelRun<'_>, check: impl Fn() -> Result<(Check, &'static str)>) -> Result<KernelRow> {
+    measure_then(lab, run, None, check)
+}
+
+/// [`measure`] for a kernel that needs a second launch after it to finish its result (the
+/// split-K SGEMM's reduce): `then` is enqueued after `run.launch` in every checked and timed
+/// run, the time is that of both, and the row describes `run.launch`'s kernel. Against the
+/// twins, both twins run; a missing twin of either counts as missing.
+///
+/// # Errors
+/// As for [`measure`].
+pub fn measure_then(
+    lab: &Lab,
+    run: KernelRun<'_>,
+    then: Option<&Launch>,
+    check: impl Fn() -> Result<(Check, &'static str)>,
+) -> Result<KernelRow> {
     let gpu = &lab.gpu;
     let launch = &run.launch;
     let (name, shape) = (launch.kernel, launch.shape);
@@ -627,25 +643,38 @@ pub fn measure(lab: &Lab, run: KernelRun<'_>, check: impl Fn() -> Result<(Check,
             Err(e) => refuse!("kernel `{name}` failed: {}", crate::gpu::describe(e)),
         }
     };
+    let rust = || -> Result<()> {
+        launch.enqueue(gpu)?;
+        then.map_or(Ok(()), |t| t.enqueue(gpu))
+    };
     (run.reset)()?;
-    launch.enqueue(gpu)?;
+    rust()?;
     sync()?;
     let check = || lab.phases.time(Kind::Checks, &check);
     let (checked, check_kind) = check()?;
     let attrs = kernel::attributes(gpu, name)?;
-    let twin = lab.twins.as_ref().map(|t| (t, t.module.get_function(name)));
+    let twin = lab.twins.as_ref().map(|t| {
+        let second = then.map(|l| t.module.get_function(l.kernel)).transpose();
+        (t, t.module.get_function(name).and_then(|f| Ok((f, second?))))
+    });
     let timing = match twin {
-        Some((twins, Ok(f))) => {
+        Some((twins, Ok((f, f_then)))) => {
+            let twin_run = || -> Result<()> {
+                launch.enqueue_function(gpu, &f)?;
+                match (then, &f_then) {
+                    (Some(t), Some(g)) => t.enqueue_function(gpu, g),
+                    _ => Ok(()),
+                }
+            };
             if shape.smem_bytes > gpu.info.smem_per_block {
                 kernel::allow_dynamic_smem_of(&f, name, shape.smem_bytes, gpu.info.smem_per_block_optin)?;
             }
             (run.reset)()?;
-            launch.enqueue_function(gpu, &f)?;
+            twin_run()?;
             sync()?;
             let (twin_check, _) = check()?;
-            let (rust, twin_t) = lab.phases.time(Kind::Timed, || {
-                timing::alternate(gpu, twins.rounds, || launch.enqueue(gpu), || launch.enqueue_function(gpu, &f))
-            })?;
+            let (rust, twin_t) =
+                lab.phases.time(Kind::Timed, || timing::alternate(gpu, twins.rounds, rust, twin_run))?;
             twins.rows.borrow_mut().push(TwinRow {
                 kernel: name.to_string(),
                 size: run.size.clone(),
@@ -664,7 +693,7 @@ pub fn measure(lab: &Lab, run: KernelRun<'_>, check: impl Fn() -> Result<(Check,
                     missing.push(name.to_string());
                 }
             }
-            lab.phases.time(Kind::Timed, || timing::time(gpu, lab.sizes.repeats, || launch.enqueue(gpu)))?
+            lab.phases.time(Kind::Timed, || timing::time(gpu, lab.sizes.repeats, rust))?
         }
     };
     Ok(KernelRow {

@@ -10,24 +10,26 @@ use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::matmul::TILE_32;
 use memlab_contracts::sgemm::{
-    A_PITCH, A_PITCH_PADDED, Algo, RUNG2_THREADS, RUNG2_TILE, STAGES, TF32_THREADS, TF32_TILE, THREADS, TILE, TUNED,
-    Tuned, smem_bytes, tf32_smem_bytes,
+    A_PITCH, A_PITCH_PADDED, Algo, MAX_SPLITS, REDUCE_THREADS, RUNG2_THREADS, RUNG2_TILE, SPLIT_K, STAGES,
+    TF32_THREADS, TF32_TILE, THREADS, TILE, TUNED, Tuned, smem_bytes, split_k_config, split_steps, tf32_smem_bytes,
 };
 
 use super::matmul::{self, MatmulLaunch};
 use super::{
     Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, ensure_free, f32_bytes, measure,
-    poison, poisoned,
+    measure_then, poison, poisoned,
 };
 use crate::gpu::Gpu;
 use crate::gpu::cublas::Cublas;
+use crate::gpu::device::DeviceInfo;
 use crate::gpu::launch::{Entry, Launch, LaunchShape};
 use crate::gpu::staging::Staging;
 use crate::gpu::timing::{Timing, time};
+use crate::model::split_k::{self, Machine, Plan};
 use crate::model::tiling::{MatmulShape, block_tiled_global_loads};
 use crate::ptx::Ptx;
 use crate::series::{Series, names};
-use crate::tuned::{ShapeClass, TunedFile};
+use crate::tuned::{Pick, ShapeClass, TunedFile};
 use crate::verify::{self, Check, MatmulStreamed, Precision};
 use crate::{reference, refuse};
 
@@ -65,6 +67,148 @@ crate::kernels! {
     /// Rung 9 with unswizzled tiles (the bank lesson's contrast), as `sgemm_9_tensor_tf32`.
     fn sgemm_9_tensor_tf32_unswizzled(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
         => rung_shape(m, n, TF32_TILE, TF32_THREADS, tf32_smem_bytes());
+    /// The split-K rung's product, `sgemm_split_k_128x128`: `splits` splits of `split_steps`
+    /// depth steps each (`memlab_contracts::sgemm::split_steps`), split `s`'s partial tile to
+    /// slice `s` of `w` (`splits x m x n` f32; `c` itself for one split); 256 threads per
+    /// `128 x 128` tile and split, 16640 B shared. In the sm_80 and sm_90 PTX only.
+    fn sgemm_split_k_128x128(splits: u32; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, w: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32, split_steps: u32)
+        => split_k_shape(m, n, splits);
+    /// The split-K rung's reduce, `sgemm_split_k_reduce`: `c[i]` = the `splits` slices of `w`
+    /// at `i` summed in order (`c` `mn` f32, `w` `splits x mn`); 4 elements per thread.
+    fn sgemm_split_k_reduce(; w: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, mn: u32, splits: u32)
+        => LaunchShape::linear(mn.div_ceil(4), REDUCE_THREADS, 0);
+}
+
+/// The launch shape of the split-K rung's product: its configuration's block and shared bytes,
+/// one block per tile and split, the splits along x.
+fn split_k_shape(m: u32, n: u32, splits: u32) -> LaunchShape {
+    let c = split_k_config();
+    let grid = (n.div_ceil(c.bn).saturating_mul(splits), m.div_ceil(c.bm));
+    LaunchShape { grid, block: (c.threads(), 1), smem_bytes: c.smem_bytes() }
+}
+
+/// Rung 6's share of the FP32 peak, the rate the split-K model prices a wave at: 43.7 TFLOP/s
+/// at 4096^3 against the H200's 66.9 (132 SMs x 128 lanes x 2 x 1.98 GHz), measured on the H200.
+pub const SPLIT_K_SHARE_OF_PEAK: f64 = 0.65;
+/// Seconds the model charges the reduce's launch: the model's figure for one more dependent
+/// launch on the stream, not a measurement (the lesson's measured time includes the real one).
+pub const SPLIT_K_LAUNCH_S: f64 = 3e-6;
+
+/// The GPU as the split-K model sees it: its SM count from the driver, rung 6's share of the
+/// FP32 peak at the driver's clock, and the DRAM bandwidth of its memory clock and bus width.
+pub fn split_k_machine(info: &DeviceInfo) -> Machine {
+    let peak = super::roofline::peak_fp32(info, None).unwrap_or(0.0);
+    Machine {
+        sms: info.sms,
+        flops: (SPLIT_K_SHARE_OF_PEAK * peak).max(1.0),
+        bytes_per_s: (info.theoretical_bandwidth_gbs() * 1e9).max(1.0),
+        launch_s: SPLIT_K_LAUNCH_S,
+    }
+}
+
+/// The model's split for an `m x n x k` product on `info`'s GPU: rung 6's tile at the blocks per
+/// SM its launch bounds give in the PTX the device runs (sm_80 below cc 9.0).
+pub fn split_k_plan(info: &DeviceInfo, (m, n, k): (usize, usize, usize)) -> Plan {
+    let c = split_k_config();
+    let sm = if info.cc >= (9, 0) { 90 } else { 80 };
+    let tile = split_k::Tile { bm: c.bm, bn: c.bn, bk: c.bk, blocks_per_sm: c.blocks_per_sm(sm) };
+    split_k::plan(&split_k_machine(info), &tile, (m as u32, n as u32, k as u32), MAX_SPLITS)
+}
+
+/// The split-K rung at one product: the model's plan and its row, as measured.
+pub struct SplitKRow {
+    /// The model's plan (splits, blocks, waves, idle slots, partial-sum bytes).
+    pub plan: Plan,
+    /// The measurement of the product and reduce together.
+    pub row: KernelRow,
+}
+
+/// The precision a split-K result is checked with: `splits` splits of `per_split` products.
+fn split_k_precision(k: usize, splits: u32) -> Precision {
+    let c = split_k_config();
+    Precision::SplitK { per_split: split_steps(k as u32, c.bk, splits) * c.bk, splits }
+}
+
+/// What the split-K rung adds.
+const SPLIT_K_LESSON: &str =
+    "8 split-K: rung 6's tile over one range of k per block (the model's split), partial tiles summed in split order";
+
+/// The launches of the split-K rung at `splits` on `ops`: the product into `w` (`None`: one
+/// split, straight into `C`) and the reduce.
+fn split_k_launches(ops: &mut Operands, w: Option<&mut DeviceBuffer<f32>>, splits: u32) -> (Launch, Option<Launch>) {
+    let (m, n, k) = ops.size;
+    let (m, n, k) = (m as u32, n as u32, k as u32);
+    let steps = split_steps(k, split_k_config().bk, splits);
+    match w {
+        None => (kernels::sgemm_split_k_128x128(1, &ops.a, &ops.b, &mut ops.c, m, n, k, steps), None),
+        Some(w) => {
+            let product = kernels::sgemm_split_k_128x128(splits, &ops.a, &ops.b, w, m, n, k, steps);
+            (product, Some(kernels::sgemm_split_k_reduce(w, &mut ops.c, m * n, splits)))
+        }
+    }
+}
+
+/// A poisoned workspace for `splits` partial products of `ops` (`None` for one split).
+fn split_k_workspace(ops: &Operands, splits: u32) -> Result<Option<DeviceBuffer<f32>>> {
+    if splits < 2 {
+        return Ok(None);
+    }
+    let (m, n, _) = ops.size;
+    let elements = (splits as usize).saturating_mul(m * n);
+    ensure_free("the split-K workspace", f32_bytes(&[elements]))?;
+    Ok(Some(poisoned(elements)?))
+}
+
+/// Runs the split-K rung at `splits` on `ops` once and checks it with the split-K tolerance.
+///
+/// # Errors
+/// A failed allocation, launch or download.
+pub fn check_split_k(lab: &Lab, ops: &mut Operands, splits: u32) -> Result<Check> {
+    let mut w = split_k_workspace(ops, splits)?;
+    poison(&ops.c)?;
+    let (product, reduce) = split_k_launches(ops, w.as_mut(), splits);
+    product.enqueue(&lab.gpu)?;
+    if let Some(r) = reduce {
+        r.enqueue(&lab.gpu)?;
+    }
+    Ok(ops.check_in(&lab.gpu, split_k_precision(ops.size.2, splits))?.0)
+}
+
+/// Checks and times the split-K rung on `ops` at the model's split ([`split_k_plan`]), the
+/// product and the reduce together, through [`measure_then`] (and so against their twins in
+/// `bench`). Its work counts the partial sums: `splits m n 4` bytes written and read back.
+///
+/// # Errors
+/// As for [`measure`].
+pub fn measure_split_k(lab: &Lab, ops: &mut Operands) -> Result<SplitKRow> {
+    let plan = split_k_plan(&lab.gpu.info, ops.size);
+    let splits = plan.chosen.splits;
+    let mut w = split_k_workspace(ops, splits)?;
+    let mut work = block_work(ops, (split_k_config().bm, split_k_config().bn));
+    work.bytes += 2.0 * plan.chosen.partial_bytes;
+    let precision = split_k_precision(ops.size.2, splits);
+    let (launch, reduce) = split_k_launches(ops, w.as_mut(), splits);
+    let prediction = split_k_prediction(&plan);
+    let run =
+        KernelRun { launch, lesson: SPLIT_K_LESSON, prediction, work, size: ops.label(), reset: &|| poison(&ops.c) };
+    let row = measure_then(lab, run, reduce.as_ref(), || ops.check_in(&lab.gpu, precision))?;
+    Ok(SplitKRow { plan, row })
+}
+
+/// The model's figures for the split-K rung's row, as the report prints them.
+pub fn split_k_prediction(plan: &Plan) -> String {
+    let (one, chosen) = (&plan.unsplit, &plan.chosen);
+    format!(
+        "{} splits: {} blocks in {} waves, {:.0}% of SM slots idle (1 split: {} blocks, {:.0}%), {:.0}% of the slot time filled, partial sums {:.1} MiB written and read back",
+        chosen.splits,
+        chosen.blocks,
+        chosen.waves,
+        100.0 * chosen.idle,
+        one.blocks,
+        100.0 * one.idle,
+        100.0 * plan.idle_removed(),
+        chosen.partial_bytes / f64::from(1u32 << 20),
+    )
 }
 
 /// The launch shape of rung 8 in configuration `name` (of `TUNED`).
@@ -424,7 +568,8 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     } else {
         let mut chosen: Vec<&Tuned> = Vec::new();
         for class in ShapeClass::ALL {
-            let cfg = file.choose(lab.gpu.info.cc, class).0;
+            // The split-K rung is checked on its own (`check_split_k_odd_sizes`).
+            let Pick::Plain(cfg) = file.choose(lab.gpu.info.cc, class).0 else { continue };
             if tuned_all.iter().any(|c| c.name == cfg.name) && !chosen.iter().any(|c| c.name == cfg.name) {
                 chosen.push(cfg);
             }
@@ -432,9 +577,13 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
         chosen
     };
     let tuned_checked: Vec<Rung> = tuned_checked.into_iter().map(Rung::tuned).collect();
+    let split_k = crate::ptx::kernel_names(lab.gpu.ptx.text).contains(&SPLIT_K);
     let checks = lab.phases.step("odd sizes", || {
         let mut checks = check_odd_sizes(lab, &rungs)?;
         checks.extend(check_odd_sizes(lab, &tuned_checked)?);
+        if split_k {
+            checks.extend(check_split_k_odd_sizes(lab)?);
+        }
         Ok::<_, anyhow::Error>(checks)
     })?;
     // Rung 8 sits between rung 7 and rung 9 in the table; its entry differs per shape class.
@@ -444,6 +593,9 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
         table.push(vec!["sgemm_8 (tuned, autotune's choice)".to_string()]);
         table.len() - 1
     });
+    if split_k {
+        table.push(vec![format!("{SPLIT_K} (the model's split)")]);
+    }
     table.extend(tf32.iter().map(|r| vec![r.entry.name.to_string()]));
     table.push(vec!["cuBLAS SGEMM (FP32)".into()]);
     table.push(vec!["cuBLAS SGEMM (TF32 allowed)".into()]);
@@ -469,16 +621,29 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
             .phases
             .step("cuBLAS", || time_cublas(lab, cublas.as_ref(), &ops, Precision::Tf32))?
             .map(|t| t.tflops(ops.flop()));
-        let class = ShapeClass::of(m, n);
-        let mut timed: Vec<Rung> = fp32.clone();
+        let class = ShapeClass::of(m, n, k);
+        let mut timed: Vec<Timed> = fp32.iter().copied().map(Timed::Rung).collect();
         if tuned_row.is_some() {
-            let (cfg, choice) = file.choose(lab.gpu.info.cc, class);
-            timed.push(Rung::tuned(cfg));
-            notes.push(tuned_note(cfg, class, size, choice.map(|c| c.source.as_str())));
+            let (pick, choice) = file.choose(lab.gpu.info.cc, class);
+            timed.push(match pick {
+                Pick::Plain(cfg) => Timed::Rung(Rung::tuned(cfg)),
+                Pick::SplitK => Timed::SplitK,
+            });
+            notes.push(tuned_note(pick, class, size, choice.map(|c| c.source.as_str())));
         }
-        timed.extend(tf32.iter().copied());
+        if split_k {
+            timed.push(Timed::SplitK);
+        }
+        timed.extend(tf32.iter().copied().map(Timed::Rung));
         for (rung, row) in timed.iter().zip(&mut table) {
-            let kernel_row = measure_rung(lab, rung, &mut ops)?;
+            let kernel_row = match rung {
+                Timed::Rung(rung) => measure_rung(lab, rung, &mut ops)?,
+                Timed::SplitK => {
+                    let split = measure_split_k(lab, &mut ops)?;
+                    notes.push(split_k_note(&ops.label(), &split));
+                    split.row
+                }
+            };
             let tflops = kernel_row.rate.value();
             row.extend([
                 format!("{tflops:.2}"),
@@ -549,11 +714,13 @@ pub const TUNED_NOTE: &str = "rung 8 at ";
 
 /// The note naming rung 8's configuration at one size, with its parameters and where the
 /// choice comes from.
-fn tuned_note(cfg: &Tuned, class: ShapeClass, (m, n, k): (usize, usize, usize), source: Option<&str>) -> String {
+fn tuned_note(pick: Pick, class: ShapeClass, (m, n, k): (usize, usize, usize), source: Option<&str>) -> String {
+    let cfg = pick.tile();
+    let split = if pick == Pick::SplitK { "the split-K rung on " } else { "" };
     format!(
-        "{TUNED_NOTE}{m}x{n}x{k} (class {}): {} = {:?}, tile {}x{}, depth {}, warp {}x{}, thread {}x{}, {} stages, {} threads, {} B shared ({})",
+        "{TUNED_NOTE}{m}x{n}x{k} (class {}): {} = {split}{:?}, tile {}x{}, depth {}, warp {}x{}, thread {}x{}, {} stages, {} threads, {} B shared ({})",
         class.name(),
-        cfg.name,
+        pick.name(),
         cfg.algo,
         cfg.bm,
         cfg.bn,
@@ -567,4 +734,48 @@ fn tuned_note(cfg: &Tuned, class: ShapeClass, (m, n, k): (usize, usize, usize), 
         cfg.smem_bytes(),
         source.unwrap_or("no autotune choice for this GPU: the class's default"),
     )
+}
+
+/// How the note of the split-K rung's choice at one size begins (`bench` prints these too).
+pub const SPLIT_K_NOTE: &str = "split-K at ";
+
+/// The note of the split-K rung at one size: the model's split, the idle slots it removes and
+/// the partial-sum bytes, beside the measured time.
+pub fn split_k_note(size: &str, split: &SplitKRow) -> String {
+    format!(
+        "{SPLIT_K_NOTE}{size}: {}; measured {:.1} us, {:.2} TFLOP/s",
+        split_k_prediction(&split.plan),
+        split.row.timing.median_ms * 1e3,
+        split.row.rate.value()
+    )
+}
+
+/// What one row of the ladder's table times.
+#[derive(Clone, Copy)]
+enum Timed {
+    /// A rung of one launch.
+    Rung(Rung),
+    /// The split-K rung at the model's split.
+    SplitK,
+}
+
+/// Checks the split-K rung on each odd size, element by element: at the model's split, at 3
+/// splits and at [`MAX_SPLITS`] (fewer where `k` has fewer depth steps), so that one split,
+/// a few and the most all run where the tiles, the depth steps and the vector paths have edges.
+///
+/// # Errors
+/// A failed allocation, launch or download.
+pub fn check_split_k_odd_sizes(lab: &Lab) -> Result<Vec<Check>> {
+    let mut checks = Vec::new();
+    for size in super::sanitizer::odd_sizes(lab) {
+        let mut ops = Operands::new(&lab.gpu, size)?;
+        let model = split_k_plan(&lab.gpu.info, size).chosen.splits;
+        let mut splits = vec![model, 3, MAX_SPLITS];
+        splits.sort_unstable();
+        splits.dedup();
+        for s in splits {
+            checks.push(check_split_k(lab, &mut ops, s)?);
+        }
+    }
+    Ok(checks)
 }

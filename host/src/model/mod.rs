@@ -18,6 +18,8 @@
 //! - [`tiling`]: global element loads of naive vs shared-memory tiled
 //!   matrix multiplication.
 //! - [`clusters`]: how many thread-block clusters fit at once, GPC by GPC.
+//! - [`split_k`]: the split of `k` the split-K SGEMM takes: blocks against SM slots, waves,
+//!   and the partial sums' bytes against the idle slots they fill.
 //! - [`roofline`]: arithmetic intensity, peak FP32 throughput and the
 //!   roofline bound.
 
@@ -30,4 +32,5 @@ pub mod gpus;
 pub mod l2;
 pub mod occupancy;
 pub mod roofline;
+pub mod split_k;
 pub mod tiling;

@@ -9,7 +9,8 @@
 //! the ladder's own discipline, which the types do not check:
 //! 1. **Buffers.** The kernel's pointers hold `A` (`m x k`), `B` (`k x n`) and `C` (`m x n`),
 //!    row-major, densely packed, each 16-byte aligned and fewer than `2^32` elements (the
-//!    module doc of `sgemm`). The `*_or_zero`/`store_c` accessors check their index; the vector
+//!    module doc of `sgemm`); for a split-K launch ([`Gemm::partial`]) `C` is one `m x n` slice of
+//!    the workspace. The `*_or_zero`/`store_c` accessors check their index; the vector
 //!    ones ([`Gemm::load4_a`], [`Gemm::load4_b`], [`Gemm::store4_c`]) take the caller's word
 //!    that the 4 elements lie inside one row (checked only in the `checked` build, which traps);
 //!    so does [`AsyncSource::copy_chunk_inside`] for its 16 bytes. By Rust's rules these, and
@@ -60,6 +61,25 @@ impl Gemm {
     #[inline(always)]
     pub fn new(a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) -> Self {
         Self { a: a.as_ptr(), b: b.as_ptr(), c: c.as_ptr(), m, n, k }
+    }
+
+    /// The product of split `split` of a split-K launch: `A` and `B` as in [`Gemm::new`], its
+    /// `C` the `split`-th `m x n` slice of the workspace `w` (elements `split m n ..`), which the
+    /// launch contract makes `splits x m x n` floats, 16-byte aligned, `split < splits`
+    /// (invariant 1; every slice then starts 16-byte aligned when `m n` is a multiple of 4, the
+    /// only case the vector stores are used in: `n` a multiple of 4).
+    #[inline(always)]
+    pub fn partial(
+        a: GlobalIn<f32>,
+        b: GlobalIn<f32>,
+        w: GlobalOut<f32>,
+        (m, n, k): (u32, u32, u32),
+        split: u32,
+    ) -> Self {
+        // SAFETY: the slice starts inside the workspace (invariant 1: `split < splits`); the
+        // offset is computed in `usize`, since the workspace may hold `2^32` elements or more.
+        let c = unsafe { w.as_ptr().add(split as usize * (m as usize * n as usize)) };
+        Self { a: a.as_ptr(), b: b.as_ptr(), c, m, n, k }
     }
 
     /// `A[row][col]`, or 0.0 outside the `m x k` matrix.

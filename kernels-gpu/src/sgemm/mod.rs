@@ -11,6 +11,7 @@
 //! | 6 | [`sgemm_6_double_buffered`] | two shared stages: the next tile's global loads overlap this tile's FMAs; warp tiling |
 //! | 7 | `sgemm_7_async_copy` | `B` copied global-to-shared by `cp.async`, not through registers (cc 8.0 and later only) |
 //! | 8 | `tuned::sgemm_8_*` | both operands by `cp.async`, `A` untransposed and padded, tile parameters chosen by `memlab autotune` (cc 8.0+) |
+//! | 8 split-K | `sgemm_split_k_128x128` + `sgemm_split_k_reduce` | rung 6's tile over one range of `k` per block, partial tiles summed in split order: a block for every SM at thin and odd shapes (cc 8.0+) |
 //! | 9 | `sgemm_9_tensor_tf32` | tensor cores: TF32 `mma.sync`, swizzled tiles, `ldmatrix` (cc 8.0+) |
 //!
 //! Shapes: `A` is `m x k`, `B` is `k x n`, `C` is `m x n`, row-major, densely packed, and each
@@ -85,6 +86,8 @@ mod async_copy;
 mod copy;
 mod scalar;
 #[cfg(target_feature = "sm_80")]
+mod split_k;
+#[cfg(target_feature = "sm_80")]
 mod staged;
 #[cfg(target_feature = "sm_80")]
 mod tensor;
@@ -94,6 +97,8 @@ mod vector;
 
 #[cfg(target_feature = "sm_80")]
 pub use async_copy::sgemm_7_async_copy;
+#[cfg(target_feature = "sm_80")]
+pub use split_k::{sgemm_split_k_128x128, sgemm_split_k_reduce};
 #[cfg(target_feature = "sm_80")]
 pub use tensor::{sgemm_9_tensor_tf32, sgemm_9_tensor_tf32_unswizzled};
 

@@ -133,21 +133,30 @@ tiles_impl! {
     /// ceil(m / BM))`, `Tuned::smem_bytes` dynamic shared bytes.
     #[inline(always)]
     pub(super) fn registers(g: Gemm) {
+        Self::registers_tile(g, (block_idx_x(), block_idx_y()), (0, g.k.div_ceil(BK)));
+    }
+
+    /// [`Tiles::registers`] for the tile at block column `tx`, block row `ty` of `C`, over the
+    /// depth steps `first .. end` (of `BK`; `end <= ceil(k / BK)`), its sums stored to `g`'s `C`:
+    /// the whole product for rung 8, one split's partial tile for the split-K rung
+    /// (`split_k.rs`, `g` from `Gemm::partial`). Called by every thread of the block.
+    #[inline(always)]
+    pub(super) fn registers_tile(g: Gemm, (tx, ty): (u32, u32), (first, end): (u32, u32)) {
         let (lane_rows, lane_cols) = (WM / TM as u32, WN / TN as u32);
         let t = thread_idx_x();
         let (w, l) = (t / 32, t % 32);
         let (lr, lc) = (l / lane_cols, l % lane_cols);
         let (wrow, wcol) = ((w / (BN / WN)) * WM, (w % (BN / WN)) * WN);
-        let (row0, col0) = (block_idx_y() * BM, block_idx_x() * BN);
+        let (row0, col0) = (ty * BM, tx * BN);
         let vector = g.k % 4 == 0 && g.n % 4 == 0 && row0 + BM <= g.m && col0 + BN <= g.n;
         let block = Staged { g, t, row0, col0, vector };
         let offsets = (wrow + 4 * lr, wcol + 4 * lc);
         let mut acc = [[0.0f32; TN]; TM];
-        let steps = g.k.div_ceil(BK);
-        Self::put(&block, 0, Self::fetch(&block, 0));
+        // Step s lives in stage s % 2 (the first in stage first % 2).
+        Self::put(&block, first % 2, Self::fetch(&block, first * BK));
         block_barrier();
-        for s in 0..steps {
-            let next = if s + 1 < steps { Some(Self::fetch(&block, (s + 1) * BK)) } else { None };
+        for s in first..end {
+            let next = if s + 1 < end { Some(Self::fetch(&block, (s + 1) * BK)) } else { None };
             Self::multiply(s % 2, offsets, &mut acc);
             if let Some(next) = next {
                 // Stage (s + 1) % 2 was last read in step s - 1, before the previous barrier.
