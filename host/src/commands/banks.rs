@@ -51,9 +51,26 @@ pub struct Args {
     /// Shared array (B, KiB) the accesses lie in (default 227KiB or the tile)
     #[arg(long, value_parser = cli::bytes)]
     pub array: Option<usize>,
+    /// A TMA tensor map's shared-memory swizzle over the addresses: none, 32B, 64B or 128B
+    /// (16-byte chunk c of 128-byte line l moves to chunk c XOR (l mod 2, 4 or 8); PTX ISA,
+    /// "Tensors: tensor swizzling modes"), from a 1024-byte-aligned tile.
+    #[arg(long, value_parser = swizzle, default_value = "none")]
+    pub swizzle: u32,
     /// Print the answer as JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The swizzle modes of a tensor map, by name, as `memlab_contracts::tma::swizzle` numbers them.
+const SWIZZLES: [&str; 4] = ["none", "32B", "64B", "128B"];
+
+/// Parses a swizzle name (case-insensitive) into its mode number.
+fn swizzle(text: &str) -> Result<u32, String> {
+    SWIZZLES
+        .iter()
+        .position(|s| s.eq_ignore_ascii_case(text))
+        .map(|mode| mode as u32)
+        .ok_or_else(|| format!("unknown swizzle `{text}`: the tensor map modes are {}", SWIZZLES.join(", ")))
 }
 
 /// Parses `row` or `column`.
@@ -201,12 +218,15 @@ pub fn run(args: Args) -> Result<bool> {
         _ => (args.warps, args.array.unwrap_or(DEFAULT_ARRAY) as u64),
     };
     let reports: Vec<BankReport> = (0..warps)
-        .map(|warp| warp_request(&args, width, &pattern, array, warp).map(|r| r.analyze()))
+        .map(|warp| warp_request(&args, width, &pattern, array, warp).map(|r| r.swizzled(args.swizzle).analyze()))
         .collect::<Result<_>>()?;
     let (rule, source) = rule(width);
     let answer = Answer {
         width_bytes: w,
-        pattern: pattern.describe(w),
+        pattern: match args.swizzle {
+            0 => pattern.describe(w),
+            mode => format!("{}, through the {} TMA swizzle", pattern.describe(w), SWIZZLES[mode as usize]),
+        },
         offset_bytes: args.offset,
         active_lanes: args.lanes,
         total_wavefronts: reports.iter().map(|r| r.wavefronts).sum(),
@@ -302,4 +322,23 @@ pub fn picture(r: &BankReport) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod swizzle_tests {
+    use super::*;
+
+    /// Eight lanes read 16 bytes each at the start of eight 128-byte rows: a wgmma or ldmatrix
+    /// read of one 16-byte column of a BF16 tile 64 wide. Unswizzled the rows share banks
+    /// 0-3 (8 wavefronts); the swizzle spreads them over 2, 4 or 8 chunks of the line.
+    #[test]
+    fn each_tma_swizzle_spreads_a_column_of_rows_over_its_span() {
+        let lanes: [Option<u64>; WARP_SIZE] = std::array::from_fn(|t| (t < 8).then_some(t as u64 * 128));
+        let column = WarpRequest::new(Width::B16, lanes).unwrap();
+        let wavefronts: Vec<u32> =
+            SWIZZLES.iter().map(|name| column.swizzled(swizzle(name).unwrap()).analyze().wavefronts).collect();
+        assert_eq!(wavefronts, [8, 4, 2, 1]);
+        assert_eq!(swizzle("128b"), Ok(3));
+        assert!(swizzle("16B").unwrap_err().contains("none, 32B, 64B, 128B"));
+    }
 }
