@@ -14,8 +14,8 @@ use crate::gpu::describe;
 use crate::gpu::device::DeviceInfo;
 use crate::gpu::launch::LaunchShape;
 use crate::model::roofline::{
-    AboveRoof, Bound, above_roof, arithmetic_intensity, attainable, balance_point, bound, fp32_lanes_per_sm,
-    peak_fp32_flops, tf32_flop_per_clock,
+    AboveRoof, Bound, above_roof, arithmetic_intensity, attainable, balance_point, bf16_flop_per_clock, bound,
+    fp32_lanes_per_sm, peak_fp32_flops, tf32_flop_per_clock,
 };
 use crate::refuse;
 use crate::series::{Series, names};
@@ -117,9 +117,22 @@ pub fn peak_fp32(info: &DeviceInfo, clock_ghz: Option<f64>) -> Option<f64> {
 /// The device's dense TF32 tensor-core peak, FLOP/s, at `clock_ghz` when measured, else at the
 /// driver's SM clock; `None` below cc 8.0 or for an architecture the model lacks.
 pub fn peak_tf32(info: &DeviceInfo, clock_ghz: Option<f64>) -> Option<f64> {
-    let per_clock = tf32_flop_per_clock(info.cc.0, info.cc.1)?;
+    tensor_peak(info, clock_ghz, tf32_flop_per_clock(info.cc.0, info.cc.1)?)
+}
+
+/// The device's dense BF16 tensor-core peak, FLOP/s, as [`peak_tf32`].
+pub fn peak_bf16(info: &DeviceInfo, clock_ghz: Option<f64>) -> Option<f64> {
+    tensor_peak(info, clock_ghz, bf16_flop_per_clock(info.cc.0, info.cc.1)?)
+}
+
+fn tensor_peak(info: &DeviceInfo, clock_ghz: Option<f64>, per_clock: u32) -> Option<f64> {
     let hz = clock_ghz.map_or(info.sm_clock_khz as f64 * 1e3, |g| g * 1e9);
     Some(f64::from(info.sms) * f64::from(per_clock) * hz)
+}
+
+/// The tensor ladder's kernels (BF16 in, FP32 accumulation), placed against the BF16 roof.
+fn is_bf16(kernel: &str) -> bool {
+    memlab_contracts::tensor::LADDER.iter().any(|r| r.name == kernel)
 }
 
 /// The roofline section for the kernels of `sections` on `info`'s device with the run's memcpy
@@ -164,6 +177,8 @@ pub fn build(
     let peaks = Peaks { driver: peak_fp32(info, None)?, measured: peak_fp32(info, clock_ghz)? };
     let tensor =
         peak_tf32(info, None).zip(peak_tf32(info, clock_ghz)).map(|(driver, measured)| Peaks { driver, measured });
+    let bf16 =
+        peak_bf16(info, None).zip(peak_bf16(info, clock_ghz)).map(|(driver, measured)| Peaks { driver, measured });
     let (bw, bw_source) = match memcpy_gbs {
         Some(g) => (g * 1e9, "memcpy measured in this run"),
         None => (info.theoretical_bandwidth_gbs() * 1e9, "theoretical (memcpy not run)"),
@@ -191,10 +206,10 @@ pub fn build(
             }
             let mut cells = match k.work.level {
                 Level::Global => {
-                    // Tensor-core kernels against the TF32 roof, the rest against FP32's.
+                    // Tensor-core kernels against their input type's roof, the rest against FP32's.
                     let tf32 = super::sgemm::TENSOR_KERNELS.contains(&k.kernel.as_str());
-                    let peaks = match (tf32, tensor) {
-                        (true, Some(t)) => t,
+                    let peaks = match (tf32, tensor, is_bf16(&k.kernel), bf16) {
+                        (true, Some(t), _, _) | (_, _, true, Some(t)) => t,
                         _ => peaks,
                     };
                     let (cells, why) = row(k, peaks, bw);
@@ -244,6 +259,14 @@ pub fn build(
             info.sms,
             tf32_flop_per_clock(info.cc.0, info.cc.1).unwrap_or(0),
             super::sgemm::TENSOR_KERNELS.join(", ")
+        ));
+    }
+    if let Some(t) = bf16.filter(|_| kernels.iter().any(|k| is_bf16(&k.kernel))) {
+        notes.push(format!(
+            "BF16 tensor-core roof {:.0} TFLOP/s = {} SMs x {} FLOP per clock x the same clock, dense (NVIDIA's whitepaper rate, through wgmma): the tensor ladder's tensor_* kernels are placed against it.",
+            t.measured / 1e12,
+            info.sms,
+            bf16_flop_per_clock(info.cc.0, info.cc.1).unwrap_or(0),
         ));
     }
     notes.extend(above_notes(&above, driver_ghz, clock_ghz));
@@ -346,6 +369,21 @@ fn row(k: &KernelRow, peaks: Peaks, bw: f64) -> (Vec<String>, Option<AboveRoof>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tensor_ladder_is_placed_against_the_bf16_roof_not_called_unexplained() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json");
+        let r = crate::report_dir::RunRecord::load(&path).unwrap();
+        let s = build(&r.device, r.memcpy_gbs, r.sm_clock_ghz, &r.sections).unwrap();
+        let bf16 = peak_bf16(&r.device, r.sm_clock_ghz).unwrap();
+        let roof = s.notes.iter().find(|n| n.starts_with("BF16 tensor-core roof")).expect("a BF16 roof note");
+        assert!(
+            roof.starts_with(&format!("BF16 tensor-core roof {:.0} TFLOP/s = 132 SMs x 4096", bf16 / 1e12)),
+            "{roof}"
+        );
+        let unexplained = s.notes.iter().find(|n| n.starts_with("Above the FP32 peak"));
+        assert!(unexplained.is_none_or(|n| !n.contains("tensor_")), "{unexplained:?}");
+    }
 
     #[test]
     fn the_clock_reference_runs_each_lanes_chains_from_its_own_start() {

@@ -53,6 +53,19 @@ pub fn tf32_flop_per_clock(major: u32, minor: u32) -> Option<u32> {
     TF32_TENSOR_FLOP_PER_CLOCK.iter().find(|t| (t.0, t.1) == (major, minor)).map(|t| t.2)
 }
 
+/// Dense BF16 tensor-core FLOP per clock per SM (FP32 accumulation; an FMA counts 2) by compute
+/// capability, from NVIDIA's whitepapers: A100 (cc 8.0) 312 TFLOP/s = 108 SMs x 2048 x 1.41 GHz;
+/// GA102 (cc 8.6) and AD102 (cc 8.9) 512 per SM, twice their TF32 rate; H100 SXM5 (cc 9.0)
+/// 989.4 TFLOP/s = 132 SMs x 4096 x 1.83 GHz, through `wgmma` ("NVIDIA H100 Tensor Core GPU
+/// Architecture"). Below cc 8.0 there is no BF16 tensor core.
+pub const BF16_TENSOR_FLOP_PER_CLOCK: [(u32, u32, u32); 4] = [(8, 0, 2048), (8, 6, 512), (8, 9, 512), (9, 0, 4096)];
+
+/// Dense BF16 tensor-core FLOP per clock per SM for cc `major.minor`, or `None` (not in
+/// [`BF16_TENSOR_FLOP_PER_CLOCK`]).
+pub fn bf16_flop_per_clock(major: u32, minor: u32) -> Option<u32> {
+    BF16_TENSOR_FLOP_PER_CLOCK.iter().find(|t| (t.0, t.1) == (major, minor)).map(|t| t.2)
+}
+
 /// Peak FP32 throughput, FLOP/s: `sms x lanes x 2 x clock_hz` (an FMA
 /// counts as two FLOP).
 pub fn peak_fp32_flops(sms: u32, fp32_lanes_per_sm: u32, clock_hz: f64) -> f64 {
@@ -180,6 +193,11 @@ mod tests {
         assert!(close(tf32((9, 0), 132.0, 1.83), 494.7, 1e-3));
         assert!(close(tf32((8, 0), 108.0, 1.41), 155.9, 1e-3));
         assert_eq!(tf32_flop_per_clock(7, 5), None);
+        let bf16 =
+            |cc: (u32, u32), sms: f64, ghz: f64| f64::from(bf16_flop_per_clock(cc.0, cc.1).unwrap()) * sms * ghz / 1e3;
+        assert!(close(bf16((9, 0), 132.0, 1.83), 989.4, 1e-3));
+        assert!(close(bf16((8, 0), 108.0, 1.41), 311.9, 1e-3));
+        assert_eq!(bf16_flop_per_clock(7, 0), None);
         assert_eq!(fp32_lanes_per_sm(7, 5), Some(64));
         assert_eq!(fp32_lanes_per_sm(8, 0), Some(64));
         assert_eq!(fp32_lanes_per_sm(8, 6), Some(128));
