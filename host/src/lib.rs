@@ -9,6 +9,7 @@
 pub mod charts;
 pub mod cli;
 pub mod commands;
+pub mod counters;
 pub mod demos;
 pub mod error;
 pub mod expr;

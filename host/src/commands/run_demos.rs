@@ -58,6 +58,11 @@ pub struct Args {
     /// or --report.
     #[arg(long, conflicts_with_all = ["json", "report"])]
     pub sanitizer: bool,
+    /// Then profile the lesson kernels (transpose, matmul, sgemm, tensor, coalescing, banks,
+    /// occupancy) once each under Nsight Compute (`ncu` from $NCU, PATH or /usr/local/cuda/bin)
+    /// and print their counters beside the models' figures (a `counters` section).
+    #[arg(long, conflicts_with = "sanitizer")]
+    pub counters: bool,
     /// Timed and warm-up runs.
     #[command(flatten)]
     pub runs: super::Runs,
@@ -125,7 +130,7 @@ pub fn run(args: Args) -> Result<bool> {
     let outputs = ordinals.iter().map(|&o| args.outputs.for_device(o, several)).collect::<Result<Vec<_>>>()?;
     let (mut passed, mut figures) = (true, Vec::new());
     for (&ordinal, outputs) in ordinals.iter().zip(&outputs) {
-        let (ok, record) = run_on(&selected, sizes.clone(), ordinal, outputs)?;
+        let (ok, record) = run_on(&selected, sizes.clone(), ordinal, outputs, args.counters)?;
         passed &= ok;
         figures.push(run_figures(&record));
     }
@@ -165,6 +170,7 @@ fn run_on(
     sizes: Sizes,
     ordinal: u32,
     outputs: &super::Outputs,
+    counters: bool,
 ) -> Result<(bool, RunRecord)> {
     let opened = std::time::Instant::now();
     let lab = Lab::new(Gpu::open(ordinal, None)?, sizes);
@@ -177,10 +183,15 @@ fn run_on(
     );
     let bar = progress::bar(selected.len());
     let sanitizer = lab.sizes.sanitizer;
+    // Where each demo's checked launches start in `lab.measured`, for --counters.
+    let mut starts = Vec::new();
     let (inputs, mut sections) = demos::run_all(&lab, selected, |demo, done| match done {
         // A sanitizer run stopped by a time limit says in its log which demo it was in.
         false if sanitizer => eprintln!("sanitizer run: {} ...", demo.name),
-        false => bar.set_message(demo.name),
+        false => {
+            starts.push((demo.name, lab.measured.borrow().len()));
+            bar.set_message(demo.name)
+        }
         true => bar.inc(1),
     })?;
     bar.finish_and_clear();
@@ -197,6 +208,10 @@ fn run_on(
     if let Some(roofline) = demos::roofline::section(&lab.gpu.info, &sections, memcpy_gbs, clock.as_ref()) {
         out += &format!("{}\n", report::section(&roofline, memcpy_gbs));
         sections.push(roofline);
+    }
+    if let Some(counted) = counters.then(|| crate::counters::run(&lab, &starts, ordinal)).transpose()?.flatten() {
+        out += &format!("{}\n", report::section(&counted, memcpy_gbs));
+        sections.push(counted);
     }
     let all_passed = sections.iter().all(|s| s.passed());
     let phases = lab.phases.take();

@@ -134,6 +134,8 @@ forward! {
     cuCtxSetCurrent(context: CUcontext);
     cuCtxGetCurrent(context: *mut CUcontext);
     cuCtxSynchronize();
+    cuProfilerStart();
+    cuProfilerStop();
     cuCtxEnablePeerAccess(peer: CUcontext, flags: c_uint);
     cuDeviceCanAccessPeer(can_access: *mut c_int, device: CUdevice, peer: CUdevice);
     cuDeviceGetP2PAttribute(value: *mut c_int, attribute: CUdevice_P2PAttribute, src: CUdevice, dst: CUdevice);

@@ -20,6 +20,7 @@ pub mod memory;
 pub mod nccl;
 pub mod nvml;
 pub mod peer;
+pub mod profiler;
 pub mod result;
 pub mod shape;
 pub mod staging;

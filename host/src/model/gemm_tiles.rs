@@ -131,6 +131,21 @@ pub fn tf32_copy(a: bool, layout: Layout) -> BankReport {
     })
 }
 
+/// Wavefronts and conflicts of the shared loads of one warp step of rung 9 (8 `ldmatrix.x4`
+/// of `A`, 16 32-bit loads of `B`) in `layout`.
+pub fn tf32_step(layout: Layout) -> (u64, u64) {
+    let (ldsm, b) = (tf32_ldmatrix(layout), tf32_b_load(layout));
+    let per_step = |f: fn(&BankReport) -> u32| 8 * f(&ldsm) as u64 + 16 * f(&b) as u64;
+    (per_step(|r| r.wavefronts), per_step(|r| r.conflicts))
+}
+
+/// Warp steps of rung 9 over `m x n x k`: blocks (`ceil(n / 128) ceil(m / 128)`) x 8 warps x
+/// `ceil(k / 16)` steps.
+pub fn tf32_warp_steps(m: u64, n: u64, k: u64) -> u64 {
+    let tile = u64::from(TF32_TILE);
+    n.div_ceil(tile) * m.div_ceil(tile) * 8 * k.div_ceil(u64::from(TF32_BK))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,14 +223,6 @@ mod tests {
         assert_eq!(wc(staged_fragment_load(rung6, false)), (4, 0));
     }
 
-    /// Wavefronts and conflicts of the shared loads of one warp step of rung 9 (8 `ldmatrix.x4`
-    /// of `A`, 16 32-bit loads of `B`) in `layout`.
-    fn tf32_step(layout: Layout) -> (u64, u64) {
-        let (ldsm, b) = (tf32_ldmatrix(layout), tf32_b_load(layout));
-        let per_step = |f: fn(&BankReport) -> u32| 8 * f(&ldsm) as u64 + 16 * f(&b) as u64;
-        (per_step(|r| r.wavefronts), per_step(|r| r.conflicts))
-    }
-
     #[test]
     fn rung_9_model_gives_the_wavefronts_ncu_measured_on_the_h200() {
         let doc = include_str!("../../../docs/measurements/sgemm.md");
@@ -229,8 +236,7 @@ mod tests {
             let n = |i: usize| row[i].parse::<u64>().unwrap();
             let dims: Vec<u64> = row[0].split('x').map(|d| d.parse().unwrap()).collect();
             let (m, nn, k) = (dims[0], dims[1], dims[2]);
-            let tile = TF32_TILE as u64;
-            let warp_steps = nn.div_ceil(tile) * m.div_ceil(tile) * 8 * k.div_ceil(TF32_BK as u64);
+            let warp_steps = tf32_warp_steps(m, nn, k);
             let layout = if row[1].ends_with("unswizzled") { Layout::Plain } else { Layout::AsBuilt };
             let (wavefronts, conflicts) = tf32_step(layout);
             assert_eq!(n(2), warp_steps, "{row:?}");
