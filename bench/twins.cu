@@ -12,12 +12,24 @@
 
 // ---------------------------------------------------------------- transpose.rs
 // Block 32 x 8, one 32 x 32 tile per block, 4 elements per thread (rows ty, ty+8, ty+16, ty+24).
+// One-dimensional grids of tiles, tile rows after tile rows: grid y would stop at 65535 tile rows.
+
+// This block's tile (bx, by) with `across` tiles per row of tiles (transpose_any.rs's tile_block).
+DEV uint2 tile_block(unsigned across) { return make_uint2(blockIdx.x % across, blockIdx.x / across); }
+
+// ceil((len + extra) / tile) without wrapping (contracts' transpose::tiles).
+DEV unsigned tiles(unsigned len, unsigned extra, unsigned tile) {
+    return (unsigned)(((unsigned long long)len + extra + tile - 1) / tile);
+}
+
+// The largest shift of a row of len floats: 8 - gcd(len, 8) (contracts' transpose::max_shift).
+DEV unsigned max_shift(unsigned len) { return 8 - (1u << min((unsigned)(__ffs(len) - 1), 3u)); }
 
 // The body of copy and transpose_naive: 4 coalesced loads, then 4 stores to out[dest(x, y)]. The
 // tile's columns start `shift` before the block's (below 0 x wraps past cols and is skipped).
 template <bool TRANSPOSE>
-DEV void move_via_registers(const float* in, float* out, unsigned rows, unsigned cols, unsigned shift) {
-    unsigned x = blockIdx.x * 32 + threadIdx.x - shift, y = blockIdx.y * 32 + threadIdx.y;
+DEV void move_via_registers(const float* in, float* out, unsigned rows, unsigned cols, uint2 b, unsigned shift) {
+    unsigned x = b.x * 32 + threadIdx.x - shift, y = b.y * 32 + threadIdx.y;
     float v[4];
 #pragma unroll
     for (unsigned j = 0; j < 4; j++)
@@ -29,26 +41,35 @@ DEV void move_via_registers(const float* in, float* out, unsigned rows, unsigned
 }
 
 // Row y's tiles shifted back by its misalignment (y * cols) mod 8 floats: whole-sector warps.
-// Grid (ceil((cols + max shift) / 32), ceil(rows / 32)).
+DEV void copy_run(const float* in, float* out, unsigned n);  // transpose_thin.rs
+
+// ceil((cols + max shift) / 32) x ceil(rows / 32) blocks; a thin matrix (a side of 1-16) as
+// one run, ceil(rows * cols / 4096) blocks.
 KERNEL void copy(const float* in, float* out, unsigned rows, unsigned cols) {
-    move_via_registers<false>(in, out, rows, cols, (blockIdx.y * 32 + threadIdx.y) * cols % 8);
+    if (min(rows, cols) >= 1 && min(rows, cols) <= 16) {
+        copy_run(in, out, rows * cols);
+        return;
+    }
+    uint2 b = tile_block(tiles(cols, max_shift(cols), 32));
+    move_via_registers<false>(in, out, rows, cols, b, (b.y * 32 + threadIdx.y) * cols % 8);
 }
 
 KERNEL void transpose_naive(const float* in, float* out, unsigned rows, unsigned cols) {
-    move_via_registers<true>(in, out, rows, cols, 0);
+    move_via_registers<true>(in, out, rows, cols, tile_block(tiles(cols, 0, 32)), 0);
 }
 
 template <unsigned PITCH>
 DEV void transpose_via_tile(const float* in, float* out, unsigned rows, unsigned cols) {
     extern __shared__ float tile[];
     unsigned tx = threadIdx.x, ty = threadIdx.y;
-    unsigned x = blockIdx.x * 32 + tx, y = blockIdx.y * 32 + ty;
+    uint2 b = tile_block(tiles(cols, 0, 32));
+    unsigned x = b.x * 32 + tx, y = b.y * 32 + ty;
 #pragma unroll
     for (unsigned j = 0; j < 32; j += 8)
         if (x < cols && y + j < rows) tile[(ty + j) * PITCH + tx] = in[(size_t)(y + j) * cols + x];
     __syncthreads();
-    x = blockIdx.y * 32 + tx;
-    y = blockIdx.x * 32 + ty;
+    x = b.y * 32 + tx;
+    y = b.x * 32 + ty;
 #pragma unroll
     for (unsigned j = 0; j < 32; j += 8)
         if (x < rows && y + j < cols) out[(size_t)(y + j) * rows + x] = tile[tx * PITCH + ty + j];
@@ -84,7 +105,8 @@ DEV void store4(float* out, unsigned i, float4 w, bool vec, Inside inside) {
 // Rows that are whole vectors and sectors.
 DEV void vectorized_aligned(const float* in, float* out, unsigned rows, unsigned cols) {
     extern __shared__ float tile[];  // 64 x 65; block 16 x 16, 4 float4 per thread
-    unsigned tx = threadIdx.x, ty = threadIdx.y, r0 = blockIdx.y * 64, c0 = blockIdx.x * 64;
+    uint2 b = tile_block(tiles(cols, 0, 64));
+    unsigned tx = threadIdx.x, ty = threadIdx.y, r0 = b.y * 64, c0 = b.x * 64;
     bool vec = r0 + 64 <= rows && c0 + 64 <= cols;
     float4 v[4];
 #pragma unroll
@@ -124,7 +146,8 @@ DEV void vectorized_aligned(const float* in, float* out, unsigned rows, unsigned
 // stores are aligned and cover whole sectors.
 DEV void vectorized_shifted(const float* in, float* out, unsigned rows, unsigned cols) {
     extern __shared__ float tile[];
-    unsigned tx = threadIdx.x, ty = threadIdx.y, r0 = blockIdx.y * 64, c0 = blockIdx.x * 64;
+    uint2 b = tile_block(tiles(cols, 0, 64));
+    unsigned tx = threadIdx.x, ty = threadIdx.y, r0 = b.y * 64, c0 = b.x * 64;
     unsigned pre = rows % 8 == 0 ? 0 : 8, t = ty * 16 + tx;
     unsigned first = r0 + t / 64 - pre, c = c0 + t % 64;
     unsigned end = c < cols ? min(rows, r0 + 64) : 0;
@@ -1207,13 +1230,14 @@ KERNEL void hot_stream_read_evict_first(const unsigned* stream, unsigned stream_
 // ---------------------------------------------------------------- transpose_any.rs
 // Dense matrices whose rows are not whole 32-byte sectors.
 
-// Block 32 x 8, grid (ceil(cols / 32), ceil((rows + max shift) / 32)), a 40 x 33 tile: input
+// Block 32 x 8, ceil(cols / 32) x ceil((rows + max shift) / 32) blocks, a 40 x 33 tile: input
 // rows 32 by - 8 .. 32 by + 32 staged; output row y's stores shifted back by e(y) = (y * rows)
 // mod 8 floats, so each warp store starts on a sector boundary. A thread's rows are 8 apart:
 // one e for all four.
 DEV void aligned_stores(const float* in, float* out, unsigned rows, unsigned cols) {
     extern __shared__ float tile[];
-    unsigned tx = threadIdx.x, ty = threadIdx.y, bx = blockIdx.x, by = blockIdx.y;
+    uint2 b = tile_block(tiles(cols, 0, 32));
+    unsigned tx = threadIdx.x, ty = threadIdx.y, bx = b.x, by = b.y;
     unsigned col = bx * 32 + tx;
 #pragma unroll
     for (unsigned step = 0; step < 5; step++) {
@@ -1233,6 +1257,90 @@ DEV void aligned_stores(const float* in, float* out, unsigned rows, unsigned col
 
 KERNEL void transpose_aligned_stores(const float* in, float* out, unsigned rows, unsigned cols) {
     aligned_stores(in, out, rows, cols);
+}
+
+// ---------------------------------------------------------------- transpose_thin.rs
+// A thin matrix (short side 1-16): block 256, one band of floor(16 / short) * 256 long-side
+// elements per block through short * band floats of shared memory. The strided side (short rows
+// of the band) moves 16 scalars per thread, the contiguous side (one run of short * band
+// floats) 4 float4s.
+
+// The float4 at in[at ..+4], float j of a run of n: one 128-bit load when it lies inside, else
+// the floats that do and zeros.
+DEV float4 load_run(const float* in, unsigned at, unsigned j, unsigned n) {
+    if (j + 4 <= n) return *reinterpret_cast<const float4*>(in + at);
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float* w = &v.x;
+#pragma unroll
+    for (unsigned q = 0; q < 4; q++)
+        if (j + q < n) w[q] = in[at + q];
+    return v;
+}
+
+KERNEL void transpose_thin(const float* in, float* out, unsigned rows, unsigned cols) {
+    extern __shared__ __align__(16) float band_tile[];
+    unsigned shrt = min(rows, cols), lng = max(rows, cols);
+    unsigned band = shrt >= 1 && shrt <= 16 ? 16 / shrt * 256 : 0;
+    if (band == 0) return;
+    unsigned per_row = band / 256, t = threadIdx.x, first = blockIdx.x * band;
+    unsigned elems = first < lng ? min(band, lng - first) : 0, run = elems * shrt;
+    if (rows <= cols) {
+        float v[16];
+        unsigned s = 0, q = 0;
+#pragma unroll
+        for (unsigned i = 0; i < 16; i++) {
+            if (i > 0 && ++q == per_row) s++, q = 0;
+            unsigned l = q * 256 + t;
+            v[i] = s < shrt && first + l < lng ? in[s * lng + first + l] : 0.0f;
+        }
+        s = 0, q = 0;
+#pragma unroll
+        for (unsigned i = 0; i < 16; i++) {
+            if (i > 0 && ++q == per_row) s++, q = 0;
+            if (s < shrt) band_tile[(q * 256 + t) * shrt + s] = v[i];
+        }
+        __syncthreads();
+#pragma unroll
+        for (unsigned c = 0; c < 4; c++) {
+            unsigned j = 4 * (t + c * 256), at = first * shrt + j;
+            if (j >= run) continue;
+            float4 w = *reinterpret_cast<const float4*>(band_tile + j);
+            store4(out, at, w, j + 4 <= run, [&](unsigned k) { return j + k < run; });
+        }
+    } else {
+        float4 v[4];
+#pragma unroll
+        for (unsigned c = 0; c < 4; c++) {
+            unsigned j = 4 * (t + c * 256);
+            v[c] = load_run(in, first * shrt + j, j, run);
+        }
+#pragma unroll
+        for (unsigned c = 0; c < 4; c++) reinterpret_cast<float4*>(band_tile)[t + c * 256] = v[c];
+        __syncthreads();
+        unsigned s = 0, q = 0;
+#pragma unroll
+        for (unsigned i = 0; i < 16; i++) {
+            if (i > 0 && ++q == per_row) s++, q = 0;
+            unsigned l = q * 256 + t;
+            if (s < shrt && first + l < lng) out[s * lng + first + l] = band_tile[l * shrt + s];
+        }
+    }
+}
+
+// copy on a thin matrix: the n floats as one run, 4096 per block, 4 float4 per thread of 32 x 8.
+DEV void copy_run(const float* in, float* out, unsigned n) {
+    unsigned t = threadIdx.y * 32 + threadIdx.x, first = blockIdx.x * 4096, left = n > first ? n - first : 0;
+    float4 v[4];
+#pragma unroll
+    for (unsigned c = 0; c < 4; c++) {
+        unsigned j = 4 * (t + c * 256);
+        v[c] = load_run(in, first + j, j, left);
+    }
+#pragma unroll
+    for (unsigned c = 0; c < 4; c++) {
+        unsigned j = 4 * (t + c * 256);
+        store4(out, first + j, v[c], j + 4 <= left, [&](unsigned q) { return j + q < left; });
+    }
 }
 
 // ---------------------------------------------------------------- sgemm/staged.rs

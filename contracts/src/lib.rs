@@ -18,6 +18,7 @@ pub mod tensor;
 pub mod tma;
 pub mod transpose;
 pub mod transpose_any;
+pub mod transpose_thin;
 
 /// Bytes of one `f32` (or `u32`) element of a shared-memory tile.
 pub const WORD_BYTES: u32 = 4;

@@ -21,6 +21,23 @@ pub const fn max_shift(len: u32) -> u32 {
     SKEW - (1 << if zeros < most { zeros } else { most })
 }
 
+/// Tiles of edge `tile` across `len` elements and `extra` more (a shift): `ceil((len + extra) /
+/// tile)`, in 64 bits so that `len + extra` does not wrap (a row of `u32::MAX` floats has a
+/// shift of 7).
+pub const fn tiles(len: u32, extra: u32, tile: u32) -> u32 {
+    (len as u64 + extra as u64).div_ceil(tile as u64) as u32
+}
+
+/// Blocks of a one-dimensional grid of tiles covering `rows x cols` elements with tiles of edge
+/// `tile` (`rows` and `cols` already including any shift): `ceil(cols / tile) * ceil(rows /
+/// tile)`, tile rows after tile rows. Every kernel of `transpose.rs` and `transpose_any.rs`
+/// decodes its tile from `blockIdx.x` this way: at most `2^28` blocks for a matrix of fewer than
+/// `2^32` elements (at least one side is short when the other is long), so never past grid x's
+/// `2^31 - 1`, where a grid of tile rows in y stops at 65535 (`65535 * 32` rows).
+pub const fn grid_blocks(rows: u64, cols: u64, tile: u32) -> u64 {
+    rows.div_ceil(tile as u64) * cols.div_ceil(tile as u64)
+}
+
 /// Row pitch of `transpose_tiled`'s shared tile, words: no padding (32-way conflicted column).
 pub const TILED_PITCH: u32 = TILE;
 /// Row pitch of `transpose_padded`'s shared tile, words: one pad word per row.

@@ -91,13 +91,15 @@ fn shared_memory_kernels_use_the_shared_state_space() {
 #[test]
 fn copy_and_naive_transpose_issue_all_loads_before_any_store() {
     for p in &ptx::ALL {
-        for kernel in ["copy", "transpose_naive"] {
-            let b = body(p, kernel);
-            let last_load = b.rfind("ld.global").unwrap();
-            let first_store = b.find("st.global").unwrap();
-            assert!(last_load < first_store, "{}/{kernel}: a load waits behind a store", p.arch);
-            assert_eq!(count_ops(b, "ld.global"), 4, "{}/{kernel}", p.arch);
-        }
+        let b = body(p, "transpose_naive");
+        assert!(b.rfind("ld.global").unwrap() < b.find("st.global").unwrap(), "{}: naive: a load waits", p.arch);
+        assert_eq!(count_ops(b, "ld.global"), 4, "{}/transpose_naive", p.arch);
+        // copy's two paths lie interleaved in the PTX: its tile's 4 scalars, and on a thin
+        // matrix its run's 4 float4s (each with 4 scalars for the run's tail); the run's float4
+        // loads all come before its first float4 store.
+        let b = body(p, "copy");
+        assert!(b.rfind("ld.global.v4").unwrap() < b.find("st.global.v4").unwrap(), "{}: copy: a load waits", p.arch);
+        assert_eq!((count_ops(b, "ld.global"), count_ops(b, "ld.global.v4")), (4 + 4 * 4, 4), "{}/copy", p.arch);
     }
 }
 
@@ -166,7 +168,13 @@ fn ptxas_reports_no_spills_and_no_stack_for_any_kernel() {
             assert_eq!((k.spill_stores, k.spill_loads, stack), (0, 0, 0), "{}: {k:?}", p.arch);
             // register_pressure keeps 128 floats live on purpose, the SGEMM rungs 8 or 64
             // accumulators (tests/sgemm_ptx.rs); the rest are small kernels.
-            let most = if k.kernel == "register_pressure" || k.kernel.starts_with("sgemm_") { 255 } else { 64 };
+            // transpose_thin holds its 16 strided floats and their row and column counters.
+            let most = match k.kernel.as_str() {
+                "register_pressure" => 255,
+                "transpose_thin" => 80,
+                kernel if kernel.starts_with("sgemm_") => 255,
+                _ => 64,
+            };
             assert!(k.regs > 0 && k.regs <= most, "{}: {k:?}", p.arch);
             // Shared memory is dynamic only: the launch, not the kernel, sizes it.
             assert_eq!(k.smem_bytes, 0, "{}: {k:?}", p.arch);
@@ -216,7 +224,9 @@ fn tiled_transposes_pair_each_tile_read_with_its_store_in_sass() {
                     _ => None,
                 })
                 .collect();
-            assert_eq!(order, "LSLSLSLS", "{}/{kernel}", p.arch);
+            // The last store may sit in a block both of transpose_padded's paths share (LLVM
+            // merges their identical tails): no two reads back to back is the property.
+            assert!(order == "LSLSLSLS" || order == "LSLSLSL", "{}/{kernel}: {order}", p.arch);
         }
     }
 }

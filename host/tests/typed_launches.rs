@@ -23,31 +23,32 @@ fn transposes_cover_the_matrix_with_their_documented_tiles() {
     let (input, mut output) = (fake::<f32>(0x1000, 4), fake::<f32>(0x2000, 4));
     let (rows, cols) = (33, 4097);
     let l = kernels::copy(&input, &mut output, rows, cols);
-    assert_eq!((l.kernel, l.shape), ("copy", shape((129, 2), (32, 8), 0)));
+    assert_eq!((l.kernel, l.shape), ("copy", shape((258, 1), (32, 8), 0)));
     // Copy's rows of 4091 floats shift back by up to 7 (of 4090 by up to 6), whole-sector rows not.
-    assert_eq!(kernels::copy(&input, &mut output, rows, 4091).shape.grid, (129, 2));
-    assert_eq!(kernels::copy(&input, &mut output, rows, 4090).shape.grid, (128, 2));
-    assert_eq!(kernels::copy(&input, &mut output, rows, 4096).shape.grid, (128, 2));
-    assert_eq!(kernels::transpose_naive(&input, &mut output, rows, cols).shape, shape((129, 2), (32, 8), 0));
-    assert_eq!(kernels::transpose_tiled(&input, &mut output, rows, cols).shape, shape((129, 2), (32, 8), 4096));
+    assert_eq!(kernels::copy(&input, &mut output, rows, 4091).shape.grid, (258, 1));
+    assert_eq!(kernels::copy(&input, &mut output, rows, 4090).shape.grid, (256, 1));
+    assert_eq!(kernels::copy(&input, &mut output, rows, 4096).shape.grid, (256, 1));
+    assert_eq!(kernels::transpose_naive(&input, &mut output, rows, cols).shape, shape((258, 1), (32, 8), 0));
+    assert_eq!(kernels::transpose_tiled(&input, &mut output, rows, cols).shape, shape((258, 1), (32, 8), 4096));
     // Output rows of 33 floats are not whole sectors: the shifted paths' staged tiles, and a grid
     // covering the largest shift (7 columns) more.
-    assert_eq!(kernels::transpose_padded(&input, &mut output, rows, cols).shape, shape((129, 2), (32, 8), 5280));
+    assert_eq!(kernels::transpose_padded(&input, &mut output, rows, cols).shape, shape((258, 1), (32, 8), 5280));
     assert_eq!(kernels::transpose_vectorized(&input, &mut output, rows, cols).shape, shape((65, 1), (16, 16), 18720));
     assert_eq!(
         kernels::transpose_aligned_stores(&input, &mut output, rows, cols).shape,
-        shape((129, 2), (32, 8), 5280)
+        shape((258, 1), (32, 8), 5280)
     );
     // Whole-sector rows (and, for the vectorized kernel, whole-vector columns): the plain tiles.
-    assert_eq!(kernels::transpose_padded(&input, &mut output, 64, cols).shape, shape((129, 2), (32, 8), 4224));
+    assert_eq!(kernels::transpose_padded(&input, &mut output, 64, cols).shape, shape((258, 1), (32, 8), 4224));
     assert_eq!(kernels::transpose_vectorized(&input, &mut output, 64, 4096).shape, shape((64, 1), (16, 16), 16640));
     assert_eq!(kernels::transpose_vectorized(&input, &mut output, 64, 4095).shape.smem_bytes, 18720);
+    // One-dimensional grids of tiles, tile rows after tile rows (columns x rows of tiles).
     // Rows of 62 floats shift by up to 6, of 123 by up to 7: one more tile row than the rows
     // alone need; whole-sector rows none.
-    assert_eq!(kernels::transpose_padded(&input, &mut output, 62, cols).shape.grid, (129, 3));
-    assert_eq!(kernels::transpose_aligned_stores(&input, &mut output, 64, cols).shape.grid, (129, 2));
-    assert_eq!(kernels::transpose_vectorized(&input, &mut output, 123, 4096).shape.grid, (64, 3));
-    assert_eq!(kernels::transpose_vectorized(&input, &mut output, 128, 4096).shape.grid, (64, 2));
+    assert_eq!(kernels::transpose_padded(&input, &mut output, 62, cols).shape.grid, (387, 1));
+    assert_eq!(kernels::transpose_aligned_stores(&input, &mut output, 64, cols).shape.grid, (258, 1));
+    assert_eq!(kernels::transpose_vectorized(&input, &mut output, 123, 4096).shape.grid, (192, 1));
+    assert_eq!(kernels::transpose_vectorized(&input, &mut output, 128, 4096).shape.grid, (128, 1));
     // Arguments in the entry's order: the two addresses, then rows and cols as 4-byte values.
     let args = kernels::transpose_padded(&input, &mut output, rows, cols).args().to_vec();
     assert_eq!(

@@ -141,7 +141,8 @@ fn the_checked_build_traps_where_the_release_build_has_no_check() {
     assert_eq!(report.len(), ptx::kernel_names(release.text).len());
     // Kernels whose own guards (`row < m`, `x < cols`, ...) imply every bounds check: LLVM
     // proves the checks true and deletes them, so their checked build is their release build.
-    const IMPLIED: [&str; 3] = ["copy", "transpose_naive", "matmul_naive"];
+    // (Not `copy`: its thin path indexes the run at `block * 4096 + j`, which LLVM does not bound.)
+    const IMPLIED: [&str; 2] = ["transpose_naive", "matmul_naive"];
     // Probes whose only views are written at constant indices or under the kernel's own guard.
     const PROBES_IMPLIED: [&str; 3] = ["register_chain", "local_array_constant_index", "local_array_runtime_index"];
     let implied = |k: &str| IMPLIED.contains(&k) || PROBES_IMPLIED.contains(&k);

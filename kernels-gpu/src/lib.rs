@@ -64,3 +64,5 @@ pub mod tma;
 pub mod transpose;
 #[cfg(not(target_feature = "sm_90a"))]
 pub mod transpose_any;
+#[cfg(not(target_feature = "sm_90a"))]
+pub mod transpose_thin;

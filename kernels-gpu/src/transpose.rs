@@ -3,18 +3,18 @@
 //!
 //! `input` is `rows x cols`, `output` is `cols x rows` (for `copy`: `rows x cols`), row-major
 //! `f32`. Every kernel here but [`transpose_vectorized`] is launched with the same shape: block
-//! `32 x 8` threads, one block per `32 x 32` tile, grid `(ceil(cols / 32), ceil(rows / 32))`
+//! `32 x 8` threads, one block per `32 x 32` tile, `ceil(cols / 32) x ceil(rows / 32)` tiles
 //! (`copy`'s may gain a column of tiles for its shift, and [`transpose_padded`]'s, on rows that
 //! are not whole sectors, a row of tiles for its: `ceil((rows + max_shift(rows)) / 32)`, with
-//! 5280 bytes of shared memory);
-//! each thread moves 4 elements, rows `ty, ty + 8, ty + 16, ty + 24` of its tile. Any
-//! `rows, cols >= 1` works (guarded accesses).
+//! 5280 bytes of shared memory) in a one-dimensional grid, tile rows after tile rows
+//! ([`tile_block`](crate::transpose_any::tile_block)); each thread moves 4 elements, rows `ty,
+//! ty + 8, ty + 16, ty + 24` of its tile. Any `rows, cols >= 1` with `rows * cols < 2^32` works
+//! (guarded accesses).
 
 use memlab_contracts::transpose as contract;
 
-use crate::device::{
-    Block, GlobalIn, GlobalOut, SharedTile, block_idx_x, block_idx_y, kernel, thread_idx_x, thread_idx_y,
-};
+use crate::device::{Block, GlobalIn, GlobalOut, SharedTile, kernel, thread_idx_x, thread_idx_y};
+use crate::transpose_any::tile_block;
 use memlab_device_api::global::{Matrix, ReadWrite, Slice};
 
 /// Tile edge, in elements ([`contract::TILE`]).
@@ -22,7 +22,7 @@ const TILE: usize = contract::TILE as usize;
 /// Thread rows per block; each thread handles `TILE / BLOCK_ROWS` elements.
 const BLOCK_ROWS: usize = contract::BLOCK_ROWS as usize;
 
-/// This thread's column and first row inside the tile at block `(bx, by)`.
+/// This thread's column and first row inside tile `(bx, by)`.
 #[inline(always)]
 fn tile_origin(bx: u32, by: u32) -> (usize, usize) {
     (bx as usize * TILE + thread_idx_x() as usize, by as usize * TILE + thread_idx_y() as usize)
@@ -55,15 +55,17 @@ fn load_tile_rows(input: &Matrix<f32>, x: usize, y: usize) -> [f32; PER_THREAD] 
 /// Moves this thread's 4 elements of its tile from `input (y, x)` to `output dest(x, y)`
 /// through registers: the body of [`copy`] and [`transpose_naive`]. `output` is `rows x cols`
 /// for the copy, `cols x rows` for the transpose. The tile's columns start `shift` before the
-/// block's: `shift` must be the same for the thread's 4 rows (they are 8 apart).
+/// block's: `shift` must be the same for the thread's 4 rows (they are 8 apart). `(bx, by)` is
+/// the block's tile.
 #[inline(always)]
 fn move_via_registers(
     input: Matrix<f32>,
     mut output: Matrix<f32, ReadWrite>,
+    (bx, by): (u32, u32),
     shift: u32,
     dest: impl Fn(usize, usize) -> (usize, usize),
 ) {
-    let (x, y) = tile_origin(block_idx_x(), block_idx_y());
+    let (x, y) = tile_origin(bx, by);
     // Below column 0 the index wraps past `cols`, so the guards skip it.
     let x = (x as u32).wrapping_sub(shift) as usize;
     let v = load_tile_rows(&input, x, y);
@@ -80,27 +82,41 @@ kernel! {
     /// stores 128 aligned bytes, 4 whole sectors, whatever the row length (unshifted, a row
     /// that is not whole sectors makes every warp span 5, two of them written in part).
     ///
-    /// - Launch: block `32 x 8`, grid `(ceil((cols + m) / 32), ceil(rows / 32))`, `m` the
-    ///   largest shift ([`contract::max_shift`] of `cols`: 0 when `cols` is a multiple of 8).
+    /// On a thin matrix (a side of at most 16, [`thin`](memlab_contracts::transpose_thin::thin))
+    /// a tile would hold few rows or columns, so the kernel copies the matrix as one run instead,
+    /// 4096 floats per block in `float4`s (`transpose_thin.rs`): at 3x1000000 the tile grid
+    /// reached half of memcpy (measured on the H200).
+    ///
+    /// - Launch: block `32 x 8`, a one-dimensional grid of `ceil((cols + m) / 32) x ceil(rows /
+    ///   32)` blocks ([`contract::grid_blocks`]), `m` the largest shift ([`contract::max_shift`]
+    ///   of `cols`: 0 when `cols` is a multiple of 8); on a thin matrix `ceil(rows * cols /
+    ///   4096)` ([`copy_blocks`](memlab_contracts::transpose_thin::copy_blocks)).
     /// - Shared memory: none. Memory level: global, fully coalesced (a warp moves one 128-byte row).
-    /// - Buffers: `input` and `output` hold `rows * cols` floats and do not overlap.
+    /// - Buffers: `input` and `output` hold `rows * cols < 2^32` floats, 16-byte aligned, and do
+    ///   not overlap.
     pub fn copy(input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
-        let shift = crate::transpose_any::misalignment(block_idx_y() * TILE as u32 + thread_idx_y(), cols);
+        if memlab_contracts::transpose_thin::thin(rows, cols) {
+            return crate::transpose_thin::copy_run(input, output, rows.wrapping_mul(cols));
+        }
+        let tile = tile_block(contract::tiles(cols, contract::max_shift(cols), TILE as u32));
+        let shift = crate::transpose_any::misalignment(tile.1 * TILE as u32 + thread_idx_y(), cols);
         let (rows, cols) = (rows as usize, cols as usize);
-        move_via_registers(input.matrix(rows, cols), output.matrix(rows, cols), shift, |x, y| (y, x))
+        move_via_registers(input.matrix(rows, cols), output.matrix(rows, cols), tile, shift, |x, y| (y, x))
     }
 }
 
 kernel! {
     /// Transpose straight through global memory: coalesced reads, strided writes.
     ///
-    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
+    /// - Launch: block `32 x 8`, a one-dimensional grid of `ceil(cols / 32) x ceil(rows / 32)`
+    ///   blocks.
     /// - Shared memory: none. Memory level: global. A warp reads one 128-byte row segment but writes
     ///   32 floats `rows * 4` bytes apart: 32 sectors for 128 useful bytes.
-    /// - Buffers: `input` and `output` hold `rows * cols` floats and do not overlap.
+    /// - Buffers: `input` and `output` hold `rows * cols < 2^32` floats and do not overlap.
     pub fn transpose_naive(input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
+        let tile = tile_block(contract::tiles(cols, 0, TILE as u32));
         let (rows, cols) = (rows as usize, cols as usize);
-        move_via_registers(input.matrix(rows, cols), output.matrix(cols, rows), 0, |x, y| (x, y))
+        move_via_registers(input.matrix(rows, cols), output.matrix(cols, rows), tile, 0, |x, y| (x, y))
     }
 }
 // ANCHOR_END: copy_and_naive  ANCHOR: transpose_via_tile
@@ -124,9 +140,10 @@ fn transpose_via_tile<const PITCH: usize>(
     let input = input.matrix(rows as usize, cols as usize);
     let mut output = output.matrix(cols as usize, rows as usize);
     let (tx, ty) = (thread_idx_x(), thread_idx_y());
+    let (bx, by) = tile_block(contract::tiles(cols, 0, T));
     // 32-bit tile indices and 64-bit global offsets, as in the CUDA C++ twin: `y + j` stays
     // below `32 * ceil(rows / 32)`.
-    let (x, y) = (block_idx_x() * T + tx, block_idx_y() * T + ty);
+    let (x, y) = (bx * T + tx, by * T + ty);
     for j in (0..T).step_by(BLOCK_ROWS) {
         if x < cols && y + j < rows {
             tile.set(ty + j, tx, input.get((y + j) as usize, x as usize));
@@ -134,7 +151,7 @@ fn transpose_via_tile<const PITCH: usize>(
     }
     let tile = barrier.sync(tile);
     // The output tile sits at the mirrored block; its matrix is cols x rows.
-    let (x, y) = (block_idx_y() * T + tx, block_idx_x() * T + ty);
+    let (x, y) = (by * T + tx, bx * T + ty);
     for j in (0..T).step_by(BLOCK_ROWS) {
         if x < rows && y + j < cols {
             // Each conflicted tile read stays paired with its store (see `get_in_order`).
@@ -147,10 +164,11 @@ kernel! {
     /// Transpose through a `32 x 32` shared tile: coalesced global traffic, but the column read of
     /// the tile puts all 32 lanes of a warp on one bank (word `32 t + c`): a 32-way bank conflict.
     ///
-    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil(rows / 32))`.
+    /// - Launch: block `32 x 8`, a one-dimensional grid of `ceil(cols / 32) x ceil(rows / 32)`
+    ///   blocks.
     /// - Shared memory: `32 * 32 * 4 = 4096` bytes of dynamic shared memory.
     /// - Memory level: global (coalesced) and shared (32-way conflicted reads).
-    /// - Buffers: `input` and `output` hold `rows * cols` floats.
+    /// - Buffers: `input` and `output` hold `rows * cols < 2^32` floats.
     pub fn transpose_tiled(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>, rows: u32, cols: u32) {
         transpose_via_tile::<{ contract::TILED_PITCH as usize }>(block, input, output, rows, cols)
     }
@@ -166,8 +184,9 @@ kernel! {
     /// instead ([`contract::whole_sector_rows`], the same for every thread): each output row's
     /// tiles shifted to a sector boundary.
     ///
-    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil((rows + m) / 32))`, `m` the largest
-    ///   shift ([`contract::max_shift`] of `rows`, 0 on whole-sector rows).
+    /// - Launch: block `32 x 8`, a one-dimensional grid of `ceil(cols / 32) x ceil((rows + m) /
+    ///   32)` blocks, `m` the largest shift ([`contract::max_shift`] of `rows`, 0 on whole-sector
+    ///   rows).
     /// - Shared memory: [`contract::padded_smem_bytes`]: `32 * 33 * 4 = 4224` bytes, on the
     ///   shifted path `40 * 33 * 4 = 5280`.
     /// - Memory level: global (coalesced) and shared (conflict-free).
@@ -215,8 +234,9 @@ kernel! {
     /// Before this path the scalar fallback ran at 0.35-0.41x the aligned rate at 8191x8192,
     /// 8192x8191 and 8191x8191 (measured on the H200).
     ///
-    /// - Launch: block `16 x 16`, grid `(ceil(cols / 64), ceil((rows + m) / 64))`, `m` the
-    ///   largest shift ([`contract::max_shift`] of `rows`, 0 on the aligned path).
+    /// - Launch: block `16 x 16`, a one-dimensional grid of `ceil(cols / 64) x ceil((rows + m) /
+    ///   64)` blocks, `m` the largest shift ([`contract::max_shift`] of `rows`, 0 on the aligned
+    ///   path).
     /// - Shared memory: [`contract::wide_smem_bytes`]: `64 * 65 * 4 = 16640` bytes, on the
     ///   shifted path `72 * 65 * 4 = 18720`.
     /// - Memory level: global (coalesced, 128-bit) and shared (2-way).
@@ -254,7 +274,8 @@ fn vectorized_aligned(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>
     // 32-bit element indices, as in the CUDA C++ twin (`rows * cols < 2^32`).
     let (input, mut output) = (input.slice((rows * cols) as usize), output.slice((rows * cols) as usize));
     let (tx, ty) = (thread_idx_x(), thread_idx_y());
-    let (r0, c0) = (block_idx_y() * T, block_idx_x() * T);
+    let (bx, by) = tile_block(contract::tiles(cols, 0, T));
+    let (r0, c0) = (by * T, bx * T);
     let vector = r0 + T <= rows && c0 + T <= cols;
     // Plain loops here, unrolled by LLVM: the `unroll!` form ran at 0.96-0.98x the CUDA C++
     // twin at 8192x8192 on the H200, these at 0.99x.
@@ -297,7 +318,8 @@ fn vectorized_shifted(block: Block, input: GlobalIn<f32>, output: GlobalOut<f32>
     let (barrier, mut tile) = block.carve::<WideStaged>();
     let (input, mut output) = (input.slice((rows * cols) as usize), output.slice((rows * cols) as usize));
     let (tx, ty) = (thread_idx_x(), thread_idx_y());
-    let (r0, c0) = (block_idx_y() * T, block_idx_x() * T);
+    let (bx, by) = tile_block(contract::tiles(cols, 0, T));
+    let (r0, c0) = (by * T, bx * T);
     // Staged row k is input row r0 + k - pre. Whole-sector output rows are not shifted (e = 0),
     // so they need none of the rows before the tile. Below row 0 the row index wraps past
     // `rows`, so the guards skip it.

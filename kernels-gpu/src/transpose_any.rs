@@ -10,9 +10,7 @@
 
 use memlab_contracts::transpose_any as contract;
 
-use crate::device::{
-    Block, GlobalIn, GlobalOut, SharedTile, block_idx_x, block_idx_y, kernel, thread_idx_x, thread_idx_y,
-};
+use crate::device::{Block, GlobalIn, GlobalOut, SharedTile, block_idx_x, kernel, thread_idx_x, thread_idx_y};
 
 /// Tile edge of [`transpose_aligned_stores`], in elements ([`contract::TILE`]).
 const TILE: u32 = contract::TILE;
@@ -31,9 +29,9 @@ kernel! {
     /// of columns `32 bx ..+32`; a store reads its tile column at row `tx + 8 - e(y)`, bank
     /// `(tx + const) mod 32`: conflict-free.
     ///
-    /// - Launch: block `32 x 8`, grid `(ceil(cols / 32), ceil((rows + m) / 32))`, `m` the largest
-    ///   shift ([`contract::max_shift`] of `rows`): one more tile row when the shift pushes the
-    ///   last columns past a tile.
+    /// - Launch: block `32 x 8`, a one-dimensional grid of `ceil(cols / 32) x ceil((rows + m) /
+    ///   32)` blocks ([`tile_block`]), `m` the largest shift ([`contract::max_shift`] of `rows`):
+    ///   one more tile row when the shift pushes the last columns past a tile.
     /// - Shared memory: `40 * 33 * 4 = 5280` bytes of dynamic shared memory.
     /// - Memory level: global (reads coalesced, stores sector-aligned) and shared (conflict-free).
     /// - Buffers: `input` and `output` hold `rows * cols < 2^32` floats, not overlapping.
@@ -50,7 +48,7 @@ pub(crate) fn aligned_stores(block: Block, input: GlobalIn<f32>, output: GlobalO
     let input = input.matrix(rows as usize, cols as usize);
     let mut output = output.matrix(cols as usize, rows as usize);
     let (tx, ty) = (thread_idx_x(), thread_idx_y());
-    let (bx, by) = (block_idx_x(), block_idx_y());
+    let (bx, by) = tile_block(memlab_contracts::transpose::tiles(cols, 0, TILE));
     // Stage input rows 32 by - 8 + k (k < 40), columns 32 bx + tx. Rows before 0 are skipped:
     // only shifted columns below 0, never stored, would read them.
     // Loops of a constant trip count (5 and 4 steps of the block's 8 rows), unrolled by LLVM:
@@ -87,4 +85,16 @@ pub(crate) fn aligned_stores(block: Block, input: GlobalIn<f32>, output: GlobalO
 #[inline(always)]
 pub(crate) fn misalignment(r: u32, len: u32) -> u32 {
     r.wrapping_mul(len) % SKEW
+}
+
+/// The tile `(column, row)` of this block in a one-dimensional grid of tiles, `across` tiles
+/// per row of tiles, tile rows after tile rows (the order of a two-dimensional grid). One
+/// dimension because grid y holds at most 65535 blocks and x `2^31 - 1` (CUDA C++ Programming
+/// Guide, "Compute Capabilities", Table "Technical Specifications per Compute Capability"): a
+/// matrix of more than `65535 * 32` rows has more tile rows than grid y allows, and every
+/// `rows * cols < 2^32` has fewer than `2^28` tiles of `32 x 32`.
+#[inline(always)]
+pub(crate) fn tile_block(across: u32) -> (u32, u32) {
+    let b = block_idx_x();
+    (b % across, b / across)
 }

@@ -10,10 +10,11 @@ use std::cell::RefCell;
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::transpose::{
-    BLOCK, PADDED_PITCH, TILE, TILED_PITCH, WIDE_BLOCK, WIDE_PITCH, WIDE_TILE, max_shift, padded_smem_bytes,
-    smem_bytes, wide_aligned, wide_smem_bytes,
+    BLOCK, PADDED_PITCH, TILE, TILED_PITCH, WIDE_BLOCK, WIDE_PITCH, WIDE_TILE, grid_blocks, max_shift,
+    padded_smem_bytes, smem_bytes, wide_aligned, wide_smem_bytes,
 };
 use memlab_contracts::transpose_any as any;
+use memlab_contracts::transpose_thin as thin;
 
 use super::check_staged;
 use super::{
@@ -31,16 +32,29 @@ use crate::series::{Point, Series, names};
 /// Seed of the transposed matrix ([`reference::input_f32`]).
 pub const SEED: u64 = 7;
 
-/// The shape of a kernel that moves one `tile x tile` tile per block of a `rows x cols` input.
+/// The shape of a kernel that moves one `tile x tile` tile per block of a `rows x cols` input:
+/// a one-dimensional grid of [`grid_blocks`] blocks, which the kernels decode tile rows after
+/// tile rows, so a tall matrix is not held to grid y's limit (a count past `u32::MAX` stays
+/// past the device's grid x limit, which the launch then names).
 fn tiles(rows: impl Into<u64>, cols: impl Into<u64>, tile: u32, block: (u32, u32), smem: u32) -> LaunchShape {
-    let (rows, cols) = (rows.into() as usize, cols.into() as usize);
-    LaunchShape::covering(rows, cols, (tile as usize, tile as usize), block, smem)
+    let blocks = u32::try_from(grid_blocks(rows.into(), cols.into(), tile)).unwrap_or(u32::MAX);
+    LaunchShape { grid: (blocks, 1), block, smem_bytes: smem }
 }
 
 /// `len` and the largest shift of a row of `len` floats ([`max_shift`]): what a shifting
 /// kernel's grid covers, in 64 bits (a matrix of `u32::MAX - 2` rows and one column is in range).
 fn with_shift(len: u32) -> u64 {
     u64::from(len) + u64::from(max_shift(len))
+}
+
+/// `copy`'s shape: its tiles over the shifted rows, or on a thin matrix ([`thin::thin`]) one
+/// block per [`thin::COPY_CHUNK`] floats of the matrix as one run.
+fn copy_shape(rows: u32, cols: u32) -> LaunchShape {
+    if thin::thin(rows, cols) {
+        LaunchShape { grid: (thin::copy_blocks(rows, cols), 1), block: BLOCK, smem_bytes: 0 }
+    } else {
+        tiles(rows, with_shift(cols), TILE, BLOCK, 0)
+    }
 }
 
 crate::kernels! {
@@ -53,7 +67,17 @@ crate::kernels! {
     /// f32; block `32 x 8`, one block per `32 x 32` tile, no shared memory; each row's tiles
     /// shifted back to a sector boundary, so the grid covers `max_shift(cols)` more columns.
     fn copy(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(rows, with_shift(cols), TILE, BLOCK, 0);
+        => copy_shape(rows, cols);
+    /// `transpose_thin`: a matrix with a side of at most 16 ([`thin::thin`]); block `256 x 1`,
+    /// one band of [`thin::band`] long-side elements per block, `short * band` floats of shared
+    /// memory (at most 16 KiB); buffers 16-byte aligned. On a matrix that is not thin its grid
+    /// has 0 blocks, which the launch refuses.
+    fn transpose_thin(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
+        => LaunchShape {
+            grid: (thin::blocks(rows, cols), 1),
+            block: (thin::BLOCK_THREADS, 1),
+            smem_bytes: thin::smem_bytes(rows, cols),
+        };
     /// `transpose_naive`: `input` `rows x cols`, `output` `cols x rows`; block `32 x 8`, one
     /// block per `32 x 32` tile, no shared memory.
     fn transpose_naive(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
@@ -106,7 +130,13 @@ fn prediction(launch: &Launch, (rows, cols): (usize, usize)) -> String {
         "transpose_naive" => format!("stores {} sectors/req", WarpAccess::new(4, rows).analyze().sectors),
         kernel => {
             // Half a warp per output row of transpose_vectorized, 16 bytes per lane.
+            let thin_run = is_thin((rows as usize, cols as usize));
             let sweep = match kernel {
+                // One run of float4s: a warp stores 128 floats of it (copy on a thin matrix,
+                // the thin transpose of a wide one, whose output is one run).
+                "copy" | "transpose_thin" if thin_run && (kernel == "copy" || rows <= cols) => {
+                    RowSweep::new(1, rows * cols, 4, 128)
+                }
                 "transpose_vectorized" => RowSweep {
                     rows_per_request: 2,
                     shifted: !wide_aligned(rows as u32, cols as u32),
@@ -157,13 +187,18 @@ fn all_kernels() -> Vec<(TransposeLaunch, &'static str)> {
 pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let size = lab.sizes.transpose;
     let (rows, cols) = size;
-    let here = measure_at(lab, Stored::dense(size), &all_kernels())?;
     let aligned = nearest_aligned(size);
+    let kernels = kernels_at(size, aligned);
+    let here = measure_at(lab, Stored::dense(size), &kernels)?;
     let mut notes = Vec::new();
+    notes.extend(is_thin(size).then(|| thin_cause(size)));
     let kernels = if aligned == size {
         here
+    } else if let Some(skip) = over_the_limit(&Stored::dense(aligned), "the aligned comparison") {
+        notes.push(skip);
+        here
     } else {
-        let base = measure_at(lab, Stored::dense(aligned), &all_kernels())?;
+        let base = measure_at(lab, Stored::dense(aligned), &kernels)?;
         notes.push(against_aligned(&Stored::dense(size), &here, &base));
         notes.push(odd_size_goal(&here, &base));
         notes.push(unaligned_cause(size));
@@ -181,6 +216,63 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         sweep(lab, inputs, &mut section)?;
     }
     Ok(section)
+}
+
+/// Whether a `rows x cols` matrix is thin ([`thin::thin`]: a side of at most 16).
+fn is_thin((rows, cols): (usize, usize)) -> bool {
+    matches!((u32::try_from(rows), u32::try_from(cols)), (Ok(r), Ok(c)) if thin::thin(r, c))
+}
+
+/// The transpose of thin matrices, run next to [`KERNELS`] where the matrix is thin.
+pub const THIN_KERNELS: [(TransposeLaunch, &str); 1] = [(
+    kernels::transpose_thin,
+    "a band of the long side per block: coalesced 128-byte scalar rows one side, float4 runs the other",
+)];
+
+/// The kernels run at `size` and at its aligned neighbour `aligned`: [`all_kernels`], and
+/// [`THIN_KERNELS`] where both are thin (the lesson picks the thin path by shape).
+fn kernels_at(size: (usize, usize), aligned: (usize, usize)) -> Vec<(TransposeLaunch, &'static str)> {
+    let mut kernels = all_kernels();
+    if is_thin(size) && is_thin(aligned) {
+        kernels.extend(THIN_KERNELS);
+    }
+    kernels
+}
+
+/// Why the tile does not pay on a thin `rows x cols` matrix: the share of a `32 x 32` tile that
+/// holds data, and what the thin path moves per block instead.
+fn thin_cause((rows, cols): (usize, usize)) -> String {
+    let (r, c) = (rows as u32, cols as u32);
+    let short = thin::short_side(r, c);
+    let band = thin::band(short);
+    let used = f64::from(short.min(TILE)) / f64::from(TILE);
+    format!(
+        "Thin matrix: a side of {short} (at most {}). A {TILE}x{TILE} tile holds {short} of its {TILE} rows or \
+         columns ({:.0}% of its threads move data) and its transposed writes are {short}-float pieces of rows, so \
+         the tile kernels cannot keep enough bytes in flight. copy moves the matrix as one run of float4s ({} \
+         floats per block), and transpose_thin one band of {band} long-side elements of all {short} short rows per \
+         block ({} floats through {} bytes of shared memory): 16 coalesced scalars per thread on the side of {short} \
+         long rows, 4 float4s on the contiguous side.",
+        thin::MAX_SHORT,
+        100.0 * used,
+        thin::COPY_CHUNK,
+        short * band,
+        thin::smem_bytes(r, c),
+    )
+}
+
+/// The one-line note when `layout` is larger than the kernels' 32-bit indices allow (`u32::MAX`
+/// elements): `what` is skipped, naming the size the user gave and the size it would take.
+fn over_the_limit(layout: &Stored, what: &str) -> Option<String> {
+    let (rows, cols) = layout.matrix;
+    (layout.len() > u32::MAX as usize).then(|| {
+        let (sr, sc) = layout.stored;
+        format!(
+            "{rows}x{cols}: {what} skipped: it needs {sr}x{sc} = {} elements, past the kernels' 32-bit limit of {}",
+            layout.len(),
+            u32::MAX
+        )
+    })
 }
 
 /// One line: each kernel's rate at `size` next to its rate at the aligned size `base` was
@@ -315,7 +407,7 @@ impl Stored {
 /// (padding included) and timed.
 fn measure_at(lab: &Lab, layout: Stored, kernels: &[(TransposeLaunch, &'static str)]) -> Result<Vec<KernelRow>> {
     let ((rows, cols), n) = (layout.stored, layout.len());
-    check_u32_elements("the transpose demo", &[n])?;
+    check_u32_elements(&format!("the transpose demo at {}", layout.label()), &[n])?;
     ensure_free("the transpose demo", f32_bytes(&[n, n]))?;
     let staging = RefCell::new(Staging::<f32>::new(n)?);
     let input = poisoned::<f32>(n)?;
@@ -371,7 +463,10 @@ fn sweep(lab: &Lab, inputs: &Inputs, section: &mut Section) -> Result<()> {
     let mut measured: Vec<(Stored, Vec<KernelRow>, Option<Vec<KernelRow>>)> = Vec::new();
     for &size in &lab.sizes.sweep {
         let (dense, pitched) = (Stored::dense(size), Stored::pitched(size));
-        let pitched_rows = if pitched == dense { None } else { Some(measure_at(lab, pitched, &KERNELS)?) };
+        let skip = over_the_limit(&pitched, "the pitched layout");
+        let pitched_rows =
+            if pitched == dense || skip.is_some() { None } else { Some(measure_at(lab, pitched, &KERNELS)?) };
+        section.notes.extend(skip);
         measured.push((dense, measure_at(lab, dense, &all_kernels())?, pitched_rows));
     }
     let kernel_names: Vec<String> = measured[0].1.iter().map(|k| k.kernel.clone()).collect();
@@ -432,6 +527,103 @@ fn sweep(lab: &Lab, inputs: &Inputs, section: &mut Section) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gpu::device::DeviceInfo;
+    use crate::ptx::{self, count_ops, entry_body};
+    use cust::memory::DevicePointer;
+    use std::mem::ManuallyDrop;
+
+    /// A buffer naming device address `addr`, never dereferenced nor freed (no driver involved).
+    fn fake(addr: u64) -> ManuallyDrop<DeviceBuffer<f32>> {
+        // SAFETY: only its address is read; ManuallyDrop keeps Drop from freeing it.
+        ManuallyDrop::new(unsafe { DeviceBuffer::from_raw_parts(DevicePointer::from_raw(addr), 4) })
+    }
+
+    #[test]
+    fn tall_and_thin_matrices_fit_the_device_grid_and_every_tile_is_covered() {
+        let (input, mut output) = (fake(0x1000), fake(0x2000));
+        let h200 = DeviceInfo::h200();
+        let sizes = [(4_000_000, 2), (2_097_152, 32), (2_097_119, 32), (1, u32::MAX), (u32::MAX, 1), (65535, 65536)];
+        for (rows, cols) in sizes {
+            for (launch, _) in kernels_at((rows as usize, cols as usize), (rows as usize, cols as usize)) {
+                let l = launch(&input, &mut output, rows, cols);
+                l.shape.check(&h200).unwrap_or_else(|e| panic!("{} at {rows}x{cols}: {e}", l.kernel));
+                assert_eq!(l.shape.grid.1, 1, "{}", l.kernel);
+            }
+            // The tile kernels' one-dimensional grid holds every tile, tile rows after tile rows.
+            let blocks = kernels::transpose_padded(&input, &mut output, rows, cols).shape.grid.0;
+            let (across, down) = (cols.div_ceil(TILE), (u64::from(rows) + u64::from(max_shift(rows))).div_ceil(32));
+            assert_eq!(u64::from(blocks), u64::from(across) * down, "{rows}x{cols}");
+        }
+        // 4000000 x 2: 125000 rows of tiles, more than grid y's 65535, in one grid x of 125000.
+        let l = kernels::transpose_naive(&input, &mut output, 4_000_000, 2);
+        assert_eq!(l.shape.grid, (125_000, 1));
+        assert!(h200.max_grid.1 < 125_000);
+        // Thin ones take the band: 1000000 / 1280 blocks of 256 threads at 3 rows.
+        let l = kernels::transpose_thin(&input, &mut output, 3, 1_000_000);
+        assert_eq!((l.shape.grid, l.shape.block, l.shape.smem_bytes), ((782, 1), (256, 1), 3 * 1280 * 4));
+        assert_eq!(kernels::copy(&input, &mut output, 1_000_000, 3).shape.grid, (733, 1));
+        assert_eq!(kernels::copy(&input, &mut output, 17, 4096).shape.grid, (128, 1));
+        // Not thin: the thin kernel's grid is empty, which the launch refuses.
+        let refusal = kernels::transpose_thin(&input, &mut output, 17, 17).shape.check(&h200).unwrap_err();
+        assert!(refusal.to_string().starts_with("empty launch"), "{refusal}");
+    }
+
+    #[test]
+    fn the_thin_path_is_picked_by_shape() {
+        let has_thin = |size, aligned| kernels_at(size, aligned).iter().any(|&(_, lesson)| lesson == THIN_KERNELS[0].1);
+        for size in [(3, 1_000_000), (1_000_000, 3), (7, 2_000_000), (2_000_000, 7)] {
+            assert!(has_thin(size, nearest_aligned(size)), "{size:?}");
+        }
+        // 17 is not thin, and at 15 its aligned neighbour 16 is: both must be thin.
+        assert!(!has_thin((17, 100_000), nearest_aligned((17, 100_000))));
+        assert!(has_thin((15, 100_000), nearest_aligned((15, 100_000))));
+        assert!(!has_thin((8192, 8192), (8192, 8192)));
+        let note = thin_cause((3, 1_000_000));
+        assert!(note.starts_with("Thin matrix: a side of 3 (at most 16). A 32x32 tile holds 3 of its 32 rows or columns (9% of its threads"), "{note}");
+        assert!(
+            note.contains(
+                "one band of 1280 long-side elements of all 3 short rows per block (3840 floats through 15360 bytes"
+            ),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn sizes_past_the_limit_once_padded_are_skipped_with_the_users_size() {
+        let aligned = Stored::dense(nearest_aligned((65535, 65536)));
+        let note = over_the_limit(&Stored { matrix: (65535, 65536), ..aligned }, "the aligned comparison").unwrap();
+        assert_eq!(
+            note,
+            "65535x65536: the aligned comparison skipped: it needs 65536x65536 = 4294967296 elements, past the \
+             kernels' 32-bit limit of 4294967295"
+        );
+        let pitched = Stored::pitched((65535, 65535));
+        assert!(
+            over_the_limit(&pitched, "the pitched layout")
+                .unwrap()
+                .starts_with("65535x65535: the pitched layout skipped")
+        );
+        assert_eq!(over_the_limit(&Stored::pitched((65528, 65535)), "the pitched layout"), None);
+        assert_eq!(over_the_limit(&Stored::dense((65535, 65537)), "x"), None);
+    }
+
+    #[test]
+    fn the_thin_kernel_moves_float4s_on_one_side_and_scalars_on_the_other() {
+        for p in ptx::ALL {
+            let body = entry_body(p.text, "transpose_thin").unwrap_or_else(|| panic!("{}: no transpose_thin", p.arch));
+            // Wide: 4 float4 stores, tall: 4 float4 loads (and copy's run the same); the strided
+            // side's 16 scalars each way; one barrier per path; nothing in local memory.
+            assert_eq!(count_ops(body, "st.global.v4"), 4, "{}", p.arch);
+            assert_eq!(count_ops(body, "ld.global.v4"), 4, "{}", p.arch);
+            assert_eq!(count_ops(body, "ld.shared.v4"), 4, "{}", p.arch);
+            assert_eq!(count_ops(body, "st.shared.v4"), 4, "{}", p.arch);
+            assert!(count_ops(body, "ld.global") >= 4 + 16 && count_ops(body, "st.global") >= 4 + 16, "{}", p.arch);
+            assert_eq!(count_ops(body, "bar.sync") + count_ops(body, "barrier.sync"), 2, "{}", p.arch);
+            assert_eq!(count_ops(body, "ld.local") + count_ops(body, "st.local"), 0, "{}", p.arch);
+            let copy = entry_body(p.text, "copy").unwrap();
+            assert_eq!((count_ops(copy, "ld.global.v4"), count_ops(copy, "st.global.v4")), (4, 4), "{}", p.arch);
+        }
+    }
 
     #[test]
     fn each_rate_is_noted_next_to_its_aligned_rate() {
