@@ -66,7 +66,13 @@ pub fn size_list(text: &str) -> Result<SizeList, String> {
     Ok(list)
 }
 
-/// Parses a byte count with an optional unit: `B`, `KiB`, `MiB`, `GiB` (powers of 1024).
+/// The units [`bytes`] takes, for help texts and refusals. Every multiple is a power of 1024:
+/// a learner writing `48KB` of shared memory means the 48 KiB the Programming Guide's tables
+/// give, not 48,000 bytes.
+pub const BYTE_UNITS: &str = "B, K/KB/KiB, M/MB/MiB, G/GB/GiB (any case; K = 1024 B, M = 1024 K, G = 1024 M)";
+
+/// Parses a byte count with an optional unit ([`BYTE_UNITS`]): `B`, then `K`, `KB` or `KiB`
+/// for 1024 bytes, `M`/`MB`/`MiB` for 1024^2 and `G`/`GB`/`GiB` for 1024^3, in any case.
 ///
 /// # Errors
 /// A one-line message for an unknown unit, a non-number or zero.
@@ -74,15 +80,18 @@ pub fn bytes(text: &str) -> Result<usize, String> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let scale: usize = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kib" => 1 << 10,
-        "m" | "mib" => 1 << 20,
-        "g" | "gib" => 1 << 30,
-        other => return Err(format!("unknown unit `{other}` in `{text}`: use B, KiB, MiB or GiB")),
+    let unit = unit.trim().to_ascii_lowercase();
+    let power = match unit.as_str() {
+        "" | "b" => 0,
+        _ => match unit.strip_suffix("ib").or_else(|| unit.strip_suffix('b')).unwrap_or(&unit) {
+            "k" => 1,
+            "m" => 2,
+            "g" => 3,
+            _ => return Err(format!("unknown unit `{unit}` in `{text}`: use {BYTE_UNITS}")),
+        },
     };
     let n: usize = num.parse().map_err(|_| format!("`{text}` is not a byte count like 512MiB"))?;
-    match n.checked_mul(scale) {
+    match n.checked_mul(1 << (10 * power)) {
         Some(0) => Err(format!("`{text}`: the size must be at least 1 byte")),
         Some(b) => Ok(b),
         None => Err(format!("`{text}` is too large")),
@@ -200,8 +209,21 @@ mod tests {
         assert_eq!(bytes("20KiB"), Ok(20 << 10));
         assert_eq!(bytes("512 MiB"), Ok(512 << 20));
         assert_eq!(bytes("100"), Ok(100));
+        // K, KB and KiB are one unit, 1024 bytes, in any case; so are M and G.
+        for text in ["48k", "48K", "48KB", "48kb", "48KiB", "48 kib"] {
+            assert_eq!(bytes(text), Ok(48 << 10), "{text}");
+        }
+        for text in ["3M", "3MB", "3MiB", "3mb"] {
+            assert_eq!(bytes(text), Ok(3 << 20), "{text}");
+        }
+        for text in ["2G", "2GB", "2GiB"] {
+            assert_eq!(bytes(text), Ok(2 << 30), "{text}");
+        }
         assert!(bytes("0MiB").unwrap_err().contains("at least 1 byte"));
-        assert!(bytes("5TB").unwrap_err().contains("unknown unit"));
+        assert_eq!(bytes("5TB").unwrap_err(), format!("unknown unit `tb` in `5TB`: use {BYTE_UNITS}"));
+        for bad in ["5kibb", "5i", "5ib", "5bb"] {
+            assert!(bytes(bad).unwrap_err().contains("unknown unit"), "{bad}");
+        }
         assert!(bytes("lots").is_err());
     }
 

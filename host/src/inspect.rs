@@ -274,27 +274,46 @@ pub struct SourceLine {
     pub ops: Vec<(String, usize)>,
 }
 
-/// Groups the memory instructions of `instrs` by lesson line and helper line, in order of
-/// first appearance. The lesson line is the innermost frame of the inlining chain in a lesson
-/// file ([`is_lesson_file`]); the instruction's own line is the helper line when it differs.
-/// An instruction with no lesson frame (Rust's library, not inlined from a lesson) keeps its
-/// own line.
-pub fn by_source_line(instrs: &[SassInstr]) -> Vec<SourceLine> {
+/// Groups the memory instructions of kernel `entry`'s `instrs` by lesson line and helper line,
+/// in order of first appearance. The lesson line is the innermost frame of the inlining chain
+/// in a lesson file ([`is_lesson_file`]); the instruction's own line is the helper line when it
+/// differs. An instruction of the device API with no lesson frame is code the `kernel!` macro
+/// generated (the parameters' loads): it is credited to the kernel's own line, `fn entry(` in
+/// its lesson file, when that file is on this machine. Any other instruction with no lesson
+/// frame (Rust's library, not inlined from a lesson) keeps its own line.
+pub fn by_source_line(instrs: &[SassInstr], entry: &str) -> Vec<SourceLine> {
     let mut out: Vec<SourceLine> = Vec::new();
     let mut files: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
+    let mut read = |path: &str| -> Option<Vec<String>> {
+        files
+            .entry(path.to_string())
+            .or_insert_with(|| {
+                std::fs::read_to_string(Path::new(path)).ok().map(|t| t.lines().map(String::from).collect())
+            })
+            .clone()
+    };
+    let declaration = format!("fn {entry}(");
+    let kernel_line =
+        instrs.iter().flat_map(SassInstr::frames).filter(|(f, _)| is_lesson_file(f)).find_map(|(f, _)| {
+            let at = read(f)?.iter().position(|l| l.contains(&declaration))?;
+            Some((f.clone(), at as u32 + 1))
+        });
     for instr in instrs.iter().filter(|i| is_memory(i)) {
         let Some(own) = &instr.line else { continue };
-        let (path, line) = instr.frames().find(|(f, _)| is_lesson_file(f)).unwrap_or(own);
+        let lesson = instr.frames().find(|(f, _)| is_lesson_file(f));
+        let (path, line) = match (lesson, &kernel_line) {
+            (Some(frame), _) => frame,
+            (None, Some(kernel)) if own.0.contains(API_SOURCES) => kernel,
+            (None, _) => own,
+        };
         let shown = short_path(path);
         let helper = (own != &(path.clone(), *line)).then(|| (short_path(&own.0), own.1));
         let entry = match out.iter_mut().position(|s| s.file == shown && s.line == *line && s.helper == helper) {
             Some(i) => &mut out[i],
             None => {
-                let lines = files.entry(path.clone()).or_insert_with(|| {
-                    std::fs::read_to_string(Path::new(path)).ok().map(|t| t.lines().map(String::from).collect())
-                });
-                let text =
-                    lines.as_ref().and_then(|l| l.get((*line as usize).checked_sub(1)?)).map(|t| t.trim().to_string());
+                let text = read(path)
+                    .and_then(|l| l.get((*line as usize).checked_sub(1)?).cloned())
+                    .map(|t| t.trim().to_string());
                 out.push(SourceLine { file: shown, line: *line, text, helper, ops: Vec::new() });
                 out.last_mut().expect("just pushed")
             }
@@ -381,7 +400,7 @@ mod tests {
         assert!(k[4].inlined_at.is_empty() && k[4].base() == "BAR", "a new block starts a new chain");
         let counts = sass_counts(k);
         assert_eq!(counts.iter().sum::<usize>(), 5, "EXIT is no memory instruction");
-        let lines = by_source_line(k);
+        let lines = by_source_line(k, "k");
         assert_eq!(lines.len(), 3);
         assert_eq!((lines[0].file.as_str(), lines[0].line, &lines[0].helper), ("t.rs", 98, &None));
         assert_eq!(lines[0].ops, vec![("LDG.E.128".to_string(), 1), ("STS".to_string(), 1)]);
@@ -392,5 +411,26 @@ mod tests {
         // Rust's library, not inlined from a lesson line: its own line.
         assert_eq!((lines[2].file.as_str(), lines[2].line, &lines[2].helper), ("core/src/x.rs", 57, &None));
         assert_eq!(lines[0].text, None, "the file is not on this machine");
+    }
+
+    #[test]
+    fn the_kernel_macros_code_is_credited_to_the_kernels_own_line() {
+        let root = std::env::temp_dir().join(format!("memlab-inspect-{}", std::process::id()));
+        let dir = root.join("kernels-gpu/src");
+        std::fs::create_dir_all(&dir).unwrap();
+        let lesson = dir.join("t.rs");
+        std::fs::write(&lesson, "kernel! {\n    /// doc\n    pub fn k(a: u32) {\n        let x = a;\n    }\n}\n")
+            .unwrap();
+        let lesson = lesson.to_str().unwrap();
+        let sass = format!(
+            ".text.k:\n\t//## File \"/x/device-api/src/kernel.rs\", line 98\n        /*0010*/ LDC R1, c[0x0][0x28] ;\n\t//## \
+             File \"{lesson}\", line 4\n        /*0020*/ LDG.E R2, desc[UR4][R2.64] ;\n"
+        );
+        let lines = by_source_line(&parse_sass(&sass)["k"], "k");
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!((lines[0].file.as_str(), lines[0].line), ("t.rs", 3), "{lines:?}");
+        assert_eq!(lines[0].helper, Some(("device-api/src/kernel.rs".to_string(), 98)));
+        assert_eq!(lines[0].text.as_deref(), Some("pub fn k(a: u32) {"));
+        assert_eq!((lines[1].line, &lines[1].helper), (4, &None));
     }
 }

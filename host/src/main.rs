@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use memlab::commands;
 use memlab::error::{EXIT_USAGE, EXIT_WRONG_RESULT};
@@ -70,13 +70,41 @@ fn commands() -> String {
     Cli::command().get_subcommands().map(|c| c.get_name().to_string()).collect::<Vec<_>>().join(", ")
 }
 
-/// Whether clap refused an argument like `-4` or `-4x4x4`: a negative value, which clap takes for
-/// an unknown option.
+/// Whether clap refused an argument like `-4x4x4`: a negative value that is not a number, which
+/// clap takes for an unknown option.
 fn negative_value(e: &clap::Error) -> bool {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     e.kind() == ErrorKind::UnknownArgument
-        && matches!(e.get(ContextKind::InvalidArg), Some(ContextValue::String(arg))
-            if arg.strip_prefix('-').is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit())))
+        && matches!(e.get(ContextKind::InvalidArg), Some(ContextValue::String(arg)) if is_negative(arg))
+}
+
+/// Whether `text` starts like a negative number.
+fn is_negative(text: &str) -> bool {
+    text.strip_prefix('-').is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+}
+
+/// The one line for a negative number given to an option (`--threads -256`), which clap passes
+/// to the option's parser ([`cli_command`]): the number and the option quoted, and the rule.
+fn negative_number(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(value)) = e.get(ContextKind::InvalidValue) else { return None };
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else { return None };
+    // A negative size like `-3x4x4` keeps its parser's own message, which quotes it.
+    (is_negative(value) && value.parse::<f64>().is_ok()).then(|| {
+        format!("error: invalid value '{value}' for '{arg}': {value} is negative; sizes, counts and --device are whole numbers")
+    })
+}
+
+/// The command line's definition, every option taking a value allowed a negative number, so that
+/// `--threads -256` reaches the option's parser and is refused with the number quoted instead of
+/// being taken for an unknown option `-2`.
+fn cli_command() -> clap::Command {
+    Cli::command().mut_subcommands(|c| {
+        c.mut_args(|a| {
+            let takes = a.get_action().takes_values();
+            a.allow_negative_numbers(takes)
+        })
+    })
 }
 
 /// Ends the program quietly with exit 0 when printing fails on a closed pipe (`memlab occupancy
@@ -106,7 +134,7 @@ fn main() -> ExitCode {
     // SAFETY: no other thread runs yet, so nothing reads the environment concurrently.
     unsafe { std::env::set_var(key, value) };
     quiet_on_broken_pipe();
-    let cli = match Cli::try_parse() {
+    let cli = match cli_command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             // `memlab` alone: clap would print the whole help as an error.
@@ -117,6 +145,10 @@ fn main() -> ExitCode {
             // --help and --version.
             let _ = e.print();
             return ExitCode::SUCCESS;
+        }
+        Err(e) if let Some(line) = negative_number(&e) => {
+            eprintln!("{line}");
+            return ExitCode::from(EXIT_USAGE as u8);
         }
         Err(e) => {
             // clap's first paragraph names the argument and the problem (a missing argument on
@@ -182,6 +214,26 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         Cli::command().debug_assert();
+        super::cli_command().debug_assert();
+    }
+
+    /// The one line a command line gets, or `None` when it parses.
+    fn refusal(args: &[&str]) -> Option<String> {
+        let e = super::cli_command().try_get_matches_from(args).err()?;
+        Some(super::negative_number(&e).unwrap_or_else(|| e.to_string()))
+    }
+
+    #[test]
+    fn a_negative_number_is_refused_with_the_number_quoted() {
+        assert_eq!(
+            refusal(&["memlab", "occupancy", "--threads", "-256", "--regs", "32"]).unwrap(),
+            "error: invalid value '-256' for '--threads <THREADS>': -256 is negative; sizes, counts and --device are \
+             whole numbers"
+        );
+        assert!(refusal(&["memlab", "run-demos", "--device", "-1"]).unwrap().contains("'-1' for '--device <DEVICE>'"));
+        assert!(refusal(&["memlab", "banks", "--offset", "-4"]).unwrap().contains("-4 is negative"));
+        // A flag is still a flag, and a positive number still parses.
+        assert_eq!(refusal(&["memlab", "occupancy", "--threads", "256", "--regs", "32", "--opt-in"]), None);
     }
 
     /// A value for an option with neither a default nor a list of allowed values.

@@ -6,9 +6,11 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::demos::KernelRow;
+use crate::demos::{KernelRow, Rate};
+use crate::model::roofline::{SM_BYTES_PER_CLOCK, max_flop_per_clock};
 use crate::report_dir::RunRecord;
 use crate::series::Series;
+use crate::verify::Check;
 
 impl RunRecord {
     /// Reads a record written by `run-demos --json`, checked by [`check`], with the fields
@@ -21,6 +23,10 @@ impl RunRecord {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
         let mut record: RunRecord = match serde_json::from_str(&text) {
             Ok(record) => record,
+            Err(_) if is_bench_record(&text) => crate::refuse!(
+                "{} is a `memlab bench` record; report reads run-demos records (`memlab run-demos --json FILE`)",
+                path.display()
+            ),
             Err(e) => crate::refuse!("{} is not a memlab run record: {e}", path.display()),
         };
         if let Err(e) = check(&record) {
@@ -30,6 +36,13 @@ impl RunRecord {
         record.rebuild_roofline();
         Ok(record)
     }
+}
+
+/// Whether `text` is the JSON `memlab bench` writes: an object with its `against` and `rounds`
+/// and no `sections`.
+fn is_bench_record(text: &str) -> bool {
+    let Ok(serde_json::Value::Object(doc)) = serde_json::from_str(text) else { return false };
+    doc.contains_key("against") && doc.contains_key("rounds") && !doc.contains_key("sections")
 }
 
 /// Why a field is refused: `"<field> is <value>: <rule>"`.
@@ -54,6 +67,58 @@ fn at_least_one(field: &str, v: u64) -> Result<(), Refusal> {
     if v >= 1 { Ok(()) } else { refuse(field, v, "must be 1 or more") }
 }
 
+/// What no measured rate of this device can pass: its SMs at the fastest clock in the record,
+/// times [`SM_BYTES_PER_CLOCK`] for GB/s (of any level: caches serve global reads above DRAM's
+/// peak, so DRAM's is no bound) and [`max_flop_per_clock`] for TFLOP/s.
+struct Ceilings {
+    gbs: f64,
+    tflops: f64,
+}
+
+impl Ceilings {
+    fn of(record: &RunRecord) -> Ceilings {
+        let d = &record.device;
+        let ghz = (f64::from(d.sm_clock_khz) / 1e6).max(record.sm_clock_ghz.unwrap_or(0.0));
+        let per_clock = f64::from(d.sms) * ghz;
+        Ceilings {
+            gbs: per_clock * f64::from(SM_BYTES_PER_CLOCK),
+            tflops: per_clock * f64::from(max_flop_per_clock(d.cc.0, d.cc.1)) / 1e3,
+        }
+    }
+
+    /// Refuses a rate above its ceiling.
+    fn check(&self, field: &str, rate: Rate, device: &str) -> Result<(), Refusal> {
+        let (ceiling, unit, what) = match rate {
+            Rate::Gbs(_) | Rate::SharedGbs(_) => (self.gbs, "GB/s", "SMs x clock x 128 B, the SMs' load/store path"),
+            Rate::Tflops(_) => (self.tflops, "TFLOP/s", "SMs x clock x its fastest unit's FLOP per clock"),
+        };
+        let v = rate.value();
+        if v > ceiling {
+            let rule = format!("above {device}'s physical limit of {ceiling:.0} {unit} ({what})");
+            // Scientific notation for a figure beyond any device: 1e300, not 301 digits.
+            let shown = if v >= 1e9 { format!("{v:e}") } else { v.to_string() };
+            refuse(field, shown, &rule)?;
+        }
+        Ok(())
+    }
+}
+
+/// A result check whose figures agree: mismatches within the elements checked, and a first
+/// mismatch recorded exactly when there are mismatches (a check read back prints "ok" from its
+/// first mismatch).
+fn result_check(at: &str, c: &Check) -> Result<(), Refusal> {
+    if c.mismatches > c.checked {
+        refuse(&format!("{at}.mismatches"), c.mismatches, &format!("more than the {} elements checked", c.checked))?;
+    }
+    match (&c.first_bad, c.mismatches) {
+        (None, m) if m > 0 => {
+            refuse(&format!("{at}.mismatches"), m, "but first_bad is null: a failed check names its first mismatch")
+        }
+        (Some((i, ..)), 0) => refuse(&format!("{at}.first_bad"), format!("at {i}"), "but mismatches is 0"),
+        _ => Ok(()),
+    }
+}
+
 fn kernel(at: &str, k: &KernelRow) -> Result<(), Refusal> {
     let t = &k.timing;
     positive(&format!("{at}.timing.median_ms"), t.median_ms)?;
@@ -67,6 +132,7 @@ fn kernel(at: &str, k: &KernelRow) -> Result<(), Refusal> {
         refuse(&format!("{at}.occupancy.occupancy"), occupancy, "must be a fraction from 0 to 1")?;
     }
     non_negative(&format!("{at}.rate"), k.rate.value())?;
+    result_check(&format!("{at}.check"), &k.check)?;
     non_negative(&format!("{at}.work.flop"), k.work.flop)?;
     non_negative(&format!("{at}.work.bytes"), k.work.bytes)?;
     let s = &k.shape;
@@ -91,11 +157,16 @@ fn series(at: &str, s: &Series) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// Sections a record holds besides one per demo ([`crate::demos::NAMES`]).
+const SECTION_NAMES: [&str; 2] = ["roofline", "race"];
+
 /// Checks every figure of `record`.
 ///
 /// # Errors
 /// The first field out of its range, named by its path in the JSON (with the section's and
-/// kernel's or series' names), its value and the rule.
+/// kernel's or series' names), its value and the rule: a rate above the device's physical
+/// limit ([`Ceilings`]), a result check whose figures disagree, a section name memlab does
+/// not write.
 pub fn check(record: &RunRecord) -> Result<(), Refusal> {
     let d = &record.device;
     for (name, v) in [
@@ -118,10 +189,20 @@ pub fn check(record: &RunRecord) -> Result<(), Refusal> {
     if let Some(ghz) = record.sm_clock_ghz {
         positive("sm_clock_ghz", ghz)?;
     }
+    let ceilings = Ceilings::of(record);
     for (i, section) in record.sections.iter().enumerate() {
         let at = format!("sections[{i}] ({})", section.name);
+        if !SECTION_NAMES.contains(&section.name.as_str()) && !crate::demos::NAMES.contains(&section.name.as_str()) {
+            let known = [&crate::demos::NAMES[..], &SECTION_NAMES[..]].concat().join(", ");
+            refuse(&format!("sections[{i}].name"), &section.name, &format!("not a section memlab writes ({known})"))?;
+        }
         for (j, k) in section.kernels.iter().enumerate() {
-            kernel(&format!("{at}.kernels[{j}] ({})", k.kernel), k)?;
+            let at = format!("{at}.kernels[{j}] ({})", k.kernel);
+            kernel(&at, k)?;
+            ceilings.check(&format!("{at}.rate"), k.rate, &d.name)?;
+        }
+        for (j, c) in section.checks.iter().enumerate() {
+            result_check(&format!("{at}.checks[{j}]"), c)?;
         }
         for (j, s) in section.series.iter().enumerate() {
             series(&format!("{at}.series[{j}] ({})", s.name), s)?;
@@ -164,6 +245,90 @@ mod tests {
                 r.sections[i].name, k.kernel
             )
         );
+    }
+
+    #[test]
+    fn a_bench_record_is_refused_in_one_line() {
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/measurements/records/twins/bench.json"));
+        let e = RunRecord::load(path).unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                "bench.json is a `memlab bench` record; report reads run-demos records (`memlab run-demos --json FILE`)"
+            ),
+            "{e}"
+        );
+        assert!(!is_bench_record(include_str!("../../docs/report/run.json")));
+    }
+
+    /// The first kernel row of `r` with its section's index and name and its own.
+    fn first_row(r: &mut RunRecord) -> (String, &mut KernelRow) {
+        let (i, s) = r.sections.iter_mut().enumerate().find(|(_, s)| !s.kernels.is_empty()).unwrap();
+        let at = format!("sections[{i}] ({}).kernels[0] ({})", s.name, s.kernels[0].kernel);
+        (at, &mut s.kernels[0])
+    }
+
+    #[test]
+    fn a_check_whose_figures_disagree_is_refused() {
+        let mut r = record();
+        let (at, k) = first_row(&mut r);
+        k.check.mismatches = 5;
+        assert_eq!(
+            check(&r).unwrap_err(),
+            format!("{at}.check.mismatches is 5: but first_bad is null: a failed check names its first mismatch")
+        );
+        let mut r = record();
+        let (at, k) = first_row(&mut r);
+        k.check.first_bad = Some((7, "1".into(), "2".into()));
+        assert_eq!(check(&r).unwrap_err(), format!("{at}.check.first_bad is at 7: but mismatches is 0"));
+        let mut r = record();
+        let (at, k) = first_row(&mut r);
+        let checked = k.check.checked;
+        (k.check.mismatches, k.check.first_bad) = (checked + 1, Some((0, "1".into(), "2".into())));
+        assert_eq!(
+            check(&r).unwrap_err(),
+            format!("{at}.check.mismatches is {}: more than the {checked} elements checked", checked + 1)
+        );
+        // A failed check that says so is a record of a failure, not an inconsistent one.
+        let mut r = record();
+        let (_, k) = first_row(&mut r);
+        (k.check.mismatches, k.check.first_bad) = (1, Some((0, "1".into(), "2".into())));
+        assert_eq!(check(&r), Ok(()));
+    }
+
+    #[test]
+    fn a_rate_above_the_physical_limit_is_refused() {
+        let r = record();
+        let c = Ceilings::of(&r);
+        let d = &r.device;
+        // The H200: 132 SMs at 1.98 GHz, 128 B and 4096 FLOP (BF16 tensor) per SM per clock.
+        assert!((c.gbs - f64::from(d.sms) * 1.98 * 128.0).abs() < 1.0, "{}", c.gbs);
+        assert!((c.tflops - f64::from(d.sms) * 1.98 * 4096.0 / 1e3).abs() < 0.1, "{}", c.tflops);
+        let mut r = record();
+        let (at, k) = first_row(&mut r);
+        k.rate = match k.rate {
+            Rate::Tflops(_) => Rate::Tflops(1e300),
+            Rate::Gbs(_) => Rate::Gbs(1e300),
+            Rate::SharedGbs(_) => Rate::SharedGbs(1e300),
+        };
+        let e = check(&r).unwrap_err();
+        assert!(e.starts_with(&format!("{at}.rate is 1e300: above NVIDIA H200's physical limit of ")), "{e}");
+        // Just above the ceiling is refused; every recorded rate is below it.
+        let mut r = record();
+        let (_, k) = first_row(&mut r);
+        k.rate = Rate::SharedGbs(c.gbs * 1.001);
+        assert!(check(&r).unwrap_err().contains(&format!("physical limit of {:.0} GB/s", c.gbs)));
+    }
+
+    #[test]
+    fn an_unknown_section_is_refused() {
+        let mut r = record();
+        r.sections[1].name = "transposes".into();
+        let e = check(&r).unwrap_err();
+        assert!(
+            e.starts_with("sections[1].name is transposes: not a section memlab writes (memcpy, transpose, "),
+            "{e}"
+        );
+        assert!(e.ends_with(", roofline, race)"), "{e}");
     }
 
     #[test]

@@ -236,6 +236,47 @@ pub fn wrap(layout: Layout, paragraph: &str, first: &str, rest: &str) -> String 
     }
 }
 
+/// `text` in lines of at most `width` characters, broken at spaces and after the separators of
+/// a path (`/`, and Rust's `::`), never inside a word: a word longer than `width` keeps a line
+/// of its own. For table cells whose words are paths (`device-api/src/global.rs:46`), which a
+/// table would otherwise cut where the column ends.
+pub fn break_lines(text: &str, width: usize) -> String {
+    let options = textwrap::Options::new(width.max(1))
+        .break_words(false)
+        .word_separator(textwrap::WordSeparator::Custom(path_words))
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
+    textwrap::fill(text, options)
+}
+
+/// The pieces [`break_lines`] may break between: each ends after a run of spaces, a `/` or a
+/// `::` (with the spaces after it).
+fn path_words(line: &str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> + '_> {
+    let mut words = Vec::new();
+    let (mut start, mut i) = (0, 0);
+    while i < line.len() {
+        let rest = &line[i..];
+        let sep = if rest.starts_with("::") {
+            2
+        } else if rest.starts_with(['/', ' ']) {
+            1
+        } else {
+            0
+        };
+        if sep == 0 {
+            i += rest.chars().next().map_or(1, char::len_utf8);
+            continue;
+        }
+        i += sep;
+        i += line[i..].len() - line[i..].trim_start_matches(' ').len();
+        words.push(textwrap::core::Word::from(&line[start..i]));
+        start = i;
+    }
+    if start < line.len() {
+        words.push(textwrap::core::Word::from(&line[start..]));
+    }
+    Box::new(words.into_iter())
+}
+
 /// Every line of `text` is at most `width` columns (counted in characters).
 pub fn fits(text: &str, width: u16) -> bool {
     text.lines().all(|l| l.chars().count() <= width as usize)
@@ -244,6 +285,18 @@ pub fn fits(text: &str, width: u16) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_break_at_spaces_and_path_separators_only() {
+        assert_eq!(break_lines("device-api/src/global.rs:46", 16), "device-api/src/\nglobal.rs:46");
+        assert_eq!(break_lines("core_arch/src/nvptx/mod.rs:57", 15), "core_arch/src/\nnvptx/mod.rs:57");
+        assert_eq!(
+            break_lines("`if contract::whole_sector_rows(rows) {`", 20),
+            "`if contract::\nwhole_sector_rows(rows)\n{`"
+        );
+        assert_eq!(break_lines("BAR.SYNC.DEFER_BLOCKING x1", 10), "BAR.SYNC.DEFER_BLOCKING\nx1");
+        assert_eq!(break_lines("a b/c", 80), "a b/c");
+    }
 
     fn cells(rows: &[&[&str]]) -> Vec<Vec<String>> {
         rows.iter().map(|r| r.iter().map(|c| c.to_string()).collect()).collect()

@@ -65,7 +65,7 @@ fn bad_sizes_are_refused_before_touching_the_gpu() {
         (&["run-demos", "--matmul", "8x8x"][..], "not a whole number"),
         (
             &["run-demos", "--device", "-1"][..],
-            "unexpected argument '-1' found (negative values are refused: sizes, counts and --device are whole numbers)",
+            "invalid value '-1' for '--device <DEVICE>': -1 is negative; sizes, counts and --device are whole numbers",
         ),
         (&["run-demos", "--matmul", "-4x4x4"][..], "negative values are refused"),
         (&["run-demos", "--matmul", "4x4"][..], "expected 3 sizes"),

@@ -328,7 +328,7 @@ fn bad_input_is_one_line_with_the_allowed_range() {
         (&["occupancy", "--threads", "0", "--regs", "3"][..], "a block needs at least 1 thread"),
         (
             &["occupancy", "--cc", "6.1", "--threads", "128", "--regs", "2"][..],
-            "use a compute capability (7.0, 7.5, 8.0, 8.6, 8.7, 8.9, 9.0, 10.0, 10.3, 11.0, 12.0, 12.1)",
+            "the nearest known are 7.0, 7.5, 8.0 (all known: 7.0, 7.5, 8.0, 8.6, 8.7, 8.9, 9.0, 10.0, 10.3, 11.0, 12.0, 12.1)",
         ),
         (
             &["occupancy", "--gpu", "GTX 1080", "--threads", "128", "--regs", "2"][..],
@@ -431,19 +431,63 @@ fn banks_gives_the_h200_figures_with_rule_and_picture() {
 }
 
 #[test]
+fn shared_memory_beyond_a_block_is_refused_and_blocks_needs_no_registers() {
+    let limit = |cc: (u32, u32)| memlab::model::occupancy::ArchLimits::for_cc(cc.0, cc.1).unwrap().smem_per_block_optin;
+    for (args, bytes) in
+        [(&["banks", "--tile", "100000x100000"][..], 40_000_000_000u64), (&["banks", "--tile", "256x256"], 262_144)]
+    {
+        let e = refused(args);
+        assert!(
+            e.contains(&format!(
+                "takes {bytes} B of shared memory: a block on cc 9.0 (Hopper) has at most {} B",
+                limit((9, 0))
+            )),
+            "{e}"
+        );
+        assert!(e.contains("Technical Specifications per Compute Capability"), "{e}");
+    }
+    let e = refused(&["banks", "--array", "10GiB"]);
+    assert!(e.contains(&format!("--array 10737418240 B is more shared memory than one block has: a block on cc 9.0 (Hopper) has at most {} B", limit((9, 0)))), "{e}");
+    // 64 KiB fits a block of cc 7.5 (64 KiB) and 9.0, not 8.6 (99 KiB opt-in fits; 128 KiB does not).
+    assert!(ok(&["banks", "--tile", "128x128", "--cc", "7.5"]).contains("32 warps"));
+    let e = refused(&["banks", "--tile", "128x256", "--gpu", "RTX 3090"]);
+    assert!(
+        e.contains(&format!(
+            "takes 131072 B of shared memory: a block on cc 8.6 (Ampere (GA10x)) has at most {} B",
+            limit((8, 6))
+        )),
+        "{e}"
+    );
+    // `--blocks N` finds the register count itself, and the table shows that count.
+    let out = ok(&["occupancy", "--gpu", "H100", "--threads", "256", "--smem", "48KiB", "--blocks", "3"]);
+    let arch = memlab::model::occupancy::ArchLimits::for_cc(9, 0).unwrap();
+    let res = memlab::model::occupancy::KernelResources::new(256, 0).with_dynamic_smem(48 << 10);
+    let regs =
+        memlab::model::occupancy::max_regs_for_blocks(arch, &res, 3, memlab::model::occupancy::Mode::Hardware).unwrap();
+    assert!(has(&out, &format!("{regs} registers per thread (the most at which 3 blocks stay resident)")), "{out}");
+    assert!(has(&out, &format!("registers for 3 blocks of 256 threads: at most {regs} per thread")), "{out}");
+    assert!(has(&out, "resident per SM: 3 blocks"), "{out}");
+    // 48KB and 48k are 48 KiB, as 48KiB is.
+    let kib = ok(&["occupancy", "--threads", "256", "--regs", "32", "--smem", "48KiB"]);
+    for unit in ["48KB", "48k", "48K"] {
+        assert_eq!(ok(&["occupancy", "--threads", "256", "--regs", "32", "--smem", unit]), kib, "{unit}");
+    }
+}
+
+#[test]
 fn coalescing_counts_a_struct_read_by_fields() {
     let out = ok(&["coalescing", "--struct", "16", "--fields", "0:4,4:4,8:4,12:4"]);
     assert_eq!(row(&out, &["all (L1)"])[1..3], ["4", "64"]);
-    assert!(has(&out, "L2/DRAM: 16 distinct sectors = 512 B"), "{out}");
+    assert!(has(&out, "L2: 16 distinct sectors = 512 B"), "{out}");
     let out = ok(&["coalescing", "--elem", "16"]);
     assert_eq!(row(&out, &["16 B at +0"])[1..3], ["1", "16"]);
-    assert!(has(&out, "L2/DRAM: 16 distinct sectors = 512 B"), "{out}");
+    assert!(has(&out, "L2: 16 distinct sectors = 512 B"), "{out}");
     // Stride 2 floats: half of every sector wasted; 128-byte segments: 2 of 2 used by half.
     let out = ok(&["coalescing", "--stride", "2"]);
     assert!(has(&out, "sector model 50.0% (128 useful / 256 B moved), 128-byte segment model 50.0%"), "{out}");
     assert!(has(&out, "source: CUDA C++ Best Practices Guide"), "{out}");
     let json: serde_json::Value = serde_json::from_str(&ok(&["coalescing", "--stride", "64", "--json"])).unwrap();
-    assert_eq!(json["traffic"]["dram_sectors"], 32);
+    assert_eq!((json["traffic"]["l2_sectors"].clone(), json["dram_bytes"].clone()), (32.into(), 2048.into()));
     assert_eq!(json["segment_efficiency"], 1.0 / 32.0);
 }
 

@@ -123,8 +123,8 @@ proptest! {
             .collect();
         let t = WarpTraffic::of(&instrs);
         prop_assert_eq!(t.requests, instrs.len() as u64);
-        prop_assert!(t.dram_sectors <= t.l1_sectors);
-        prop_assert!(t.dram_sectors >= t.useful_bytes.div_ceil(SECTOR_BYTES));
+        prop_assert!(t.l2_sectors <= t.l1_sectors);
+        prop_assert!(t.l2_sectors >= t.useful_bytes.div_ceil(SECTOR_BYTES));
         for &(sectors, _, useful) in &t.instructions {
             // Aligned accesses of at most 16 bytes: one sector per lane at most, and at least
             // the sectors the bytes fill.

@@ -5,12 +5,14 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use super::occupancy::parse_cc;
 use crate::expr::Expr;
-use crate::model::banks::{BankReport, NUM_BANKS, Tile, TileAccess, WARP_SIZE, WarpRequest, Width};
+use crate::model::occupancy::ArchLimits;
+use crate::model::{
+    banks::{BankReport, NUM_BANKS, Tile, TileAccess, WARP_SIZE, WarpRequest, Width},
+    gpus,
+};
 use crate::{cli, refuse, report};
-
-/// Shared memory a block may use on cc 9.0 with the opt-in (227 KiB): the default array size.
-const DEFAULT_ARRAY: usize = 227 << 10;
 
 /// Options of `banks`.
 #[derive(clap::Args, Debug)]
@@ -48,7 +50,7 @@ pub struct Args {
     /// Warps (t = 32 * warp + lane); --tile takes the block's
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=32), conflicts_with = "tile")]
     pub warps: u32,
-    /// Shared array (B, KiB) the accesses lie in (default 227KiB or the tile)
+    /// Shared array the accesses lie in: B, K/KB/KiB (1024 B), M... (default: the GPU's limit or the tile)
     #[arg(long, value_parser = cli::bytes)]
     pub array: Option<usize>,
     /// A TMA tensor map's shared-memory swizzle over the addresses: none, 32B, 64B or 128B
@@ -56,6 +58,10 @@ pub struct Args {
     /// "Tensors: tensor swizzling modes"), from a 1024-byte-aligned tile.
     #[arg(long, value_parser = swizzle, default_value = "none")]
     pub swizzle: u32,
+    /// The GPU whose shared memory per block bounds the array and the tile (also --gpu; default
+    /// 9.0, the H200): a compute capability, SM target or name.
+    #[arg(long, alias = "gpu", default_value = "9.0", long_help = gpus::help(), value_parser = parse_cc)]
+    pub cc: (u32, u32),
     /// Print the answer as JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -153,6 +159,20 @@ fn rule(width: Width) -> (String, String) {
     }
 }
 
+/// The most shared memory one block of `arch` may have, in words: the opt-in figure (a kernel
+/// that raises `cudaFuncAttributeMaxDynamicSharedMemorySize`), and its source.
+fn shared_limit(arch: &ArchLimits) -> String {
+    format!(
+        "a block on cc {}.{} ({}) has at most {} B ({} KiB, with the opt-in above 48 KiB; CUDA C++ Programming \
+         Guide, \"Technical Specifications per Compute Capability\"); --cc names another GPU",
+        arch.major,
+        arch.minor,
+        arch.name,
+        arch.smem_per_block_optin,
+        arch.smem_per_block_optin >> 10
+    )
+}
+
 /// The element (or byte) addresses of warp `warp`, checked against the array.
 fn warp_request(args: &Args, width: Width, pattern: &Pattern, array: u64, warp: u32) -> Result<WarpRequest> {
     let w = width.bytes();
@@ -210,13 +230,28 @@ pub fn run(args: Args) -> Result<bool> {
     } else {
         Pattern::Stride(args.stride.unwrap_or(1))
     };
+    let (major, minor) = args.cc;
+    let Some(arch) = ArchLimits::for_cc(major, minor) else { refuse!("no limits for cc {major}.{minor}") };
+    let limit = u64::from(arch.smem_per_block_optin);
     let (warps, array) = match &pattern {
-        Pattern::Tile(tile, _, [rows, _]) => {
-            let tile_bytes = args.offset + *rows as u64 * tile.pitch * w;
+        Pattern::Tile(tile, _, [rows, cols]) => {
+            let tile_bytes = (*rows as u64).saturating_mul(tile.pitch).saturating_mul(w).saturating_add(args.offset);
+            if tile_bytes > limit {
+                refuse!(
+                    "--tile {rows}x{cols} of {w}-byte elements (pitch {}, offset {}) takes {tile_bytes} B of shared \
+                     memory: {}",
+                    tile.pitch,
+                    args.offset,
+                    shared_limit(arch)
+                );
+            }
             (tile.warps(), args.array.map_or(tile_bytes, |a| a as u64))
         }
-        _ => (args.warps, args.array.unwrap_or(DEFAULT_ARRAY) as u64),
+        _ => (args.warps, args.array.map_or(limit, |a| a as u64)),
     };
+    if array > limit {
+        refuse!("--array {array} B is more shared memory than one block has: {}", shared_limit(arch));
+    }
     let reports: Vec<BankReport> = (0..warps)
         .map(|warp| warp_request(&args, width, &pattern, array, warp).map(|r| r.swizzled(args.swizzle).analyze()))
         .collect::<Result<_>>()?;

@@ -1,14 +1,14 @@
 //! `memlab coalescing`: one warp's global-memory access described on the command line (an
 //! element per lane by stride or index expression, or fields of an array of structs), answered
 //! by the coalescing model with no GPU: requests and L1 sectors per instruction, sectors per
-//! request, L2/DRAM bytes, and the efficiency under the sector and 128-byte-segment models.
+//! request, L2 bytes and DRAM bytes, and the efficiency under the sector and 128-byte-segment models.
 
 use anyhow::Result;
 use serde::Serialize;
 
 use crate::expr::Expr;
-use crate::model::coalescing::{Instruction, SECTOR_BYTES, SEGMENT_BYTES, WarpTraffic};
-use crate::{refuse, report};
+use crate::model::coalescing::{Instruction, SEGMENT_BYTES, WarpTraffic};
+use crate::{cli, refuse, report};
 
 /// The largest access one lane makes in one instruction (a 128-bit load; Programming Guide,
 /// "Device Memory Accesses").
@@ -17,7 +17,8 @@ const MAX_ACCESS: u64 = 16;
 /// Options of `coalescing`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Bytes each lane reads, 1..=16 (4 float, 8 double, 16 float4).
+    /// Bytes each lane reads, 1..=16 (4 float, 8 double, 16 float4); a size no single load has
+    /// (3, 12: float3) is read as the loads the compiler emits, one per aligned piece.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=MAX_ACCESS), conflicts_with = "fields")]
     pub elem: u64,
     /// Lane t reads element (or struct) t * STRIDE (default 1).
@@ -54,13 +55,48 @@ fn field(text: &str) -> Result<(u64, u64), String> {
     Ok((off, size))
 }
 
+/// The loads one lane's `elem`-byte element takes, as (offset, bytes): one load when `elem` is
+/// a load's size (1, 2, 4, 8, 16 bytes; PTX ISA, "ld": scalar and .v2/.v4 vector widths), else
+/// one load per piece of its alignment, the largest power of two dividing it: a 12-byte
+/// `float3` is three 4-byte loads, a 6-byte `short3` three 2-byte ones (CUDA C++ Programming
+/// Guide, "Built-in Vector Types": a 3-component type has its component's alignment, and a load
+/// must be naturally aligned).
+pub fn element_loads(elem: u64) -> Vec<(u64, u64)> {
+    let piece = 1 << elem.trailing_zeros();
+    (0..elem / piece).map(|k| (k * piece, piece)).collect()
+}
+
+/// What the output says of the accesses (offset, bytes) no single load makes, or `None`.
+fn split_note(accesses: &[(u64, u64)]) -> Option<String> {
+    let mut sizes: Vec<u64> = accesses.iter().map(|a| a.1).filter(|l| element_loads(*l).len() > 1).collect();
+    sizes.dedup();
+    let each: Vec<String> = sizes
+        .iter()
+        .map(|&l| {
+            let loads = element_loads(l);
+            format!("{l} bytes as {} of {}", cli::count(loads.len(), "load"), cli::count(loads[0].1, "byte"))
+        })
+        .collect();
+    (!each.is_empty()).then(|| {
+        format!(
+            "no single load reads {}: the compiler emits one load per piece of the alignment, {} (as for char3, \
+             short3 or float3; Programming Guide, \"Built-in Vector Types\")",
+            sizes.iter().map(|l| format!("{l} bytes")).collect::<Vec<_>>().join(" or "),
+            each.join(", ")
+        )
+    })
+}
+
 /// The answer, as `--json` writes it.
 #[derive(Serialize)]
 struct Answer {
     pattern: String,
     active_lanes: u32,
     instructions: Vec<String>,
+    /// Why an element takes several loads, when it does.
+    split: Option<String>,
     traffic: WarpTraffic,
+    l2_bytes: u64,
     dram_bytes: u64,
     sectors_per_request: f64,
     sector_efficiency: f64,
@@ -70,8 +106,11 @@ struct Answer {
 }
 
 const RULE: &str = "a warp instruction is one request; it touches every aligned 32-byte sector that holds a byte \
-                    any active lane accesses (L1 sectors add up over instructions); L2 and DRAM move each distinct \
-                    sector once; the segment model counts aligned 128-byte segments instead";
+                    any active lane accesses (L1 sectors add up over instructions); L2 moves each distinct sector \
+                    once, DRAM each distinct 64-byte sector pair; the segment model counts aligned 128-byte \
+                    segments instead";
+/// Where the DRAM line's 64-byte fetch comes from.
+const DRAM_SOURCE: &str = "measured on the H200 with Nsight Compute, docs/measurements/dram.md";
 const SOURCE: &str = "CUDA C++ Best Practices Guide, \"Coalesced Access to Global Memory\" (cc 6.0 and later: \
                       32-byte sectors); a sector moved once for several instructions: measured on the H200";
 
@@ -90,6 +129,11 @@ pub fn run(args: Args) -> Result<bool> {
         }
         None => (args.elem, vec![(0, args.elem)]),
     };
+    let split = split_note(&accesses);
+    let accesses: Vec<(u64, u64)> = accesses
+        .iter()
+        .flat_map(|&(off, len)| element_loads(len).into_iter().map(move |(o, l)| (off + o, l)))
+        .collect();
     let mut instructions = Vec::new();
     for &(field_off, len) in &accesses {
         let mut lanes = [None; 32];
@@ -123,6 +167,8 @@ pub fn run(args: Args) -> Result<bool> {
         pattern: format!("{pattern}, element 0 at byte {}", args.offset),
         active_lanes: args.lanes,
         instructions: accesses.iter().map(|(off, len)| format!("{len} B at +{off}")).collect(),
+        split,
+        l2_bytes: traffic.l2_bytes(),
         dram_bytes: traffic.dram_bytes(),
         sectors_per_request: traffic.sectors_per_request(),
         sector_efficiency: traffic.sector_efficiency(),
@@ -176,17 +222,25 @@ fn print_text(a: &Answer) {
         ]);
     }
     let header = ["instruction", "requests", "L1 sectors", "sectors/request", "128-B segments", "useful B"];
+    if let Some(split) = &a.split {
+        println!("{}\n", report::wrap(split));
+    }
     println!("{}\n", report::table(header.map(String::from), rows));
+    let l2 = format!(
+        "L2: {} distinct sectors = {} B (a sector counted once however many instructions touch it); {} useful B",
+        t.l2_sectors, a.l2_bytes, t.useful_bytes
+    );
+    println!("{}", report::wrap(&l2));
     let dram = format!(
-        "L2/DRAM: {} distinct sectors = {} B (a sector counted once however many instructions touch it); {} useful B",
-        t.dram_sectors, a.dram_bytes, t.useful_bytes
+        "DRAM: {} distinct 64-byte sector pairs = {} B when they miss in L2 (a miss reads the sector's pair: {})",
+        t.dram_fetches, a.dram_bytes, DRAM_SOURCE
     );
     println!("{}", report::wrap(&dram));
     let efficiency = format!(
         "efficiency: sector model {} ({} useful / {} B moved), 128-byte segment model {} ({} / {} B)",
         percent(a.sector_efficiency),
         t.useful_bytes,
-        t.dram_sectors * SECTOR_BYTES,
+        a.l2_bytes,
         percent(a.segment_efficiency),
         t.useful_bytes,
         t.segments * SEGMENT_BYTES
@@ -194,4 +248,24 @@ fn print_text(a: &Answer) {
     println!("{}", report::wrap(&efficiency));
     println!("{}", report::wrap(&format!("rule: {}", a.rule)));
     println!("{}", report::wrap(&format!("source: {}", a.source)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_element_no_load_has_is_split_at_its_alignment() {
+        for size in [1, 2, 4, 8, 16] {
+            assert_eq!(element_loads(size), vec![(0, size)]);
+        }
+        assert_eq!(element_loads(3), vec![(0, 1), (1, 1), (2, 1)]);
+        assert_eq!(element_loads(6), vec![(0, 2), (2, 2), (4, 2)]);
+        assert_eq!(element_loads(12), vec![(0, 4), (4, 4), (8, 4)]);
+        assert_eq!(element_loads(24).len(), 3);
+        assert_eq!(split_note(&[(0, 4), (4, 4)]), None);
+        let note = split_note(&[(0, 12), (12, 3)]).unwrap();
+        assert!(note.starts_with("no single load reads 12 bytes or 3 bytes:"), "{note}");
+        assert!(note.contains("12 bytes as 3 loads of 4 bytes, 3 bytes as 3 loads of 1 byte"), "{note}");
+    }
 }

@@ -21,10 +21,10 @@ pub struct Args {
     /// Timed dependent loads per latency probe.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(64..=1 << 22))]
     pub steps: u32,
-    /// Bytes of each host <-> device copy (B, KiB, MiB, GiB).
+    /// Bytes of each host <-> device copy (B, K/KB/KiB, M/MB/MiB, G/GB/GiB; K = 1024 B).
     #[arg(long, default_value = "256MiB", value_parser = cli::bytes)]
     pub transfer_bytes: usize,
-    /// Bytes of the DRAM read (B, KiB, MiB, GiB; a multiple of 16).
+    /// Bytes of the DRAM read (B, K/KB/KiB, M/MB/MiB, G/GB/GiB; K = 1024 B; a multiple of 16).
     #[arg(long, default_value = "1GiB", value_parser = cli::bytes)]
     pub dram_bytes: usize,
     /// Shared-memory loads per thread in the shared-bandwidth probe (a multiple of 8).

@@ -92,7 +92,7 @@ pub fn run(args: Args) -> Result<bool> {
     }
 
     match &sass {
-        Ok(instrs) => print_sass(layout, instrs, line_info),
+        Ok(instrs) => print_sass(layout, instrs, name, line_info),
         Err(e) => println!("SASS not available: {e:#}"),
     }
     Ok(true)
@@ -168,7 +168,7 @@ pub fn pipeline_note(body: &str) -> Option<String> {
     Some(note)
 }
 
-fn print_sass(layout: Layout, instrs: &[SassInstr], line_info: bool) {
+fn print_sass(layout: Layout, instrs: &[SassInstr], name: &str, line_info: bool) {
     let memory: Vec<&SassInstr> = instrs.iter().filter(|i| inspect::is_memory(i)).collect();
     let wide = |w| memory.iter().filter(|i| i.width() == Some(w)).count();
     let summary = format!(
@@ -189,13 +189,42 @@ fn print_sass(layout: Layout, instrs: &[SassInstr], line_info: bool) {
                  core), the helper's line is in the second column (the inlining chain of the line \
                  tables).";
     println!("{}\n", table::text(layout, intro));
-    let rows = inspect::by_source_line(instrs).into_iter().map(|s| {
-        let ops: Vec<String> = s.ops.iter().map(|(op, n)| format!("{op} x{n}")).collect();
-        let text = s.text.map_or("(source not on this machine)".into(), |t| format!("`{}`", clip(&t, 70)));
-        let helper = s.helper.map_or(String::new(), |(f, l)| format!("{f}:{l}"));
-        vec![format!("{}:{}", s.file, s.line), helper, text, ops.join(", ")]
-    });
+    let rows: Vec<Vec<String>> = inspect::by_source_line(instrs, name)
+        .into_iter()
+        .map(|s| {
+            let ops: Vec<String> = s.ops.iter().map(|(op, n)| format!("{op} x{n}")).collect();
+            let text = s.text.map_or("(source not on this machine)".into(), |t| format!("`{}`", clip(&t, 70)));
+            let helper = s.helper.map_or(String::new(), |(f, l)| format!("{f}:{l}"));
+            vec![format!("{}:{}", s.file, s.line), helper, text, ops.join(", ")]
+        })
+        .collect();
+    let rows = match layout {
+        Layout::Terminal(width) => fit_source_rows(rows, width.into()),
+        Layout::Markdown => rows,
+    };
     println!("{}", report::table(["lesson line", "helper line", "Rust", "SASS"].map(String::from), rows));
+}
+
+/// Characters of a path per line in the source table: the longest piece between separators
+/// of the lab's paths (`core_arch/src/`, `transpose.rs:176`) fits.
+const PATH_LINE: usize = 16;
+
+/// The source table's cells broken into lines for a `width`-column terminal at spaces and path
+/// separators ([`table::break_lines`]), so that the table never cuts a path or an opcode: the
+/// paths at [`PATH_LINE`], the SASS at its longest opcode, the Rust in what is left (each column
+/// takes 3 more for padding and border, the table 1).
+fn fit_source_rows(rows: Vec<Vec<String>>, width: usize) -> Vec<Vec<String>> {
+    let longest = |c: usize, text: fn(&str) -> Vec<&str>| {
+        rows.iter().flat_map(|r| text(&r[c])).map(|l| l.chars().count()).max().unwrap_or(0)
+    };
+    let sass = longest(3, |t| t.split_whitespace().collect());
+    let broken = |c: usize, w: usize| rows.iter().map(|r| table::break_lines(&r[c], w)).collect::<Vec<_>>();
+    let (lesson, helper, ops) = (broken(0, PATH_LINE), broken(1, PATH_LINE), broken(3, sass));
+    let lines = |cells: &[String]| cells.iter().flat_map(|c| c.lines()).map(|l| l.chars().count()).max().unwrap_or(0);
+    let used = 1 + 4 * 3 + lines(&lesson).max(11) + lines(&helper).max(11) + lines(&ops).max(4);
+    let rust = broken(2, width.saturating_sub(used).max(PATH_LINE));
+    let columns = [lesson, helper, rust, ops];
+    (0..rows.len()).map(|i| columns.iter().map(|c| c[i].clone()).collect()).collect()
 }
 
 /// The first `max` characters of `text`, with an ellipsis when cut.

@@ -40,7 +40,7 @@ pub struct Args {
     /// Textbook SM: resident threads per SM, a multiple of 32 (default 2048).
     #[arg(long, value_parser = clap::value_parser!(u32).range(32..=1 << 16))]
     pub threads_per_sm: Option<u32>,
-    /// Textbook SM: shared memory per SM (B, KiB, MiB; default 48KiB).
+    /// Textbook SM: shared memory per SM (B, K/KB/KiB, M/MB/MiB; K = 1024 B; default 48KiB).
     #[arg(long, value_parser = cli::bytes)]
     pub smem_per_sm: Option<usize>,
     /// Rules: simple (textbook) or hardware (driver, default for a real GPU).
@@ -49,13 +49,14 @@ pub struct Args {
     /// Threads per block.
     #[arg(long)]
     pub threads: u32,
-    /// Registers per thread (0..=255); taken from ptxas when --kernel is given.
-    #[arg(long, required_unless_present = "kernel")]
+    /// Registers per thread (0..=255); taken from ptxas with --kernel; with --blocks N alone, the
+    /// most at which N blocks stay resident.
+    #[arg(long, required_unless_present_any = ["kernel", "blocks"])]
     pub regs: Option<u32>,
-    /// Dynamic shared memory per block (B, KiB, MiB), added to the kernel's static shared memory.
+    /// Dynamic shared memory per block (B, K/KB/KiB, M/MB/MiB; K = 1024 B), added to the static.
     #[arg(long, default_value = "0B", value_parser = bytes_or_zero)]
     pub smem: usize,
-    /// Static shared memory per block (B, KiB: `__shared__` arrays), at most 48KiB.
+    /// Static shared memory per block (`__shared__` arrays; B, K/KB/KiB; K = 1024 B), at most 48KiB.
     #[arg(long, default_value = "0B", value_parser = bytes_or_zero, conflicts_with = "kernel")]
     pub static_smem: usize,
     /// A kernel of the lab: registers and static shared bytes from `ptxas -v` on its PTX.
@@ -447,14 +448,28 @@ pub fn run(args: Args) -> Result<bool> {
     }
     let (arch, sm_name, mode) = sm(&args)?;
     let dynamic = to_u32("--smem", args.smem)?;
-    let (regs, static_smem, source) = match &args.kernel {
+    let (regs, static_smem, mut source) = match &args.kernel {
         Some(k) => kernel_figures(k, &arch)?,
         None => (args.regs.unwrap_or(0), to_u32("--static-smem", args.static_smem)?, "given".into()),
     };
-    let res = KernelResources::new(args.threads, regs)
+    let mut res = KernelResources::new(args.threads, regs)
         .with_static_smem(static_smem)
         .with_dynamic_smem(dynamic)
         .with_opt_in(args.opt_in);
+    // `--blocks N` with no register count given: the answer is one, and the table shows it.
+    if let (None, None, Some(n)) = (&args.kernel, args.regs, args.blocks) {
+        let Some(r) = max_regs_for_blocks(&arch, &res, n, mode) else {
+            // No register count reaches N blocks: that is the whole answer.
+            match args.json {
+                true => println!("{}", serde_json::json!({"blocks": n, "max_regs_per_thread": null})),
+                false => println!("{}", report::wrap(&inverse(&arch, &res, n, mode))),
+            }
+            return Ok(true);
+        };
+        res.regs_per_thread = r;
+        source = format!("the most at which {} stay resident", count(n, "block"));
+    }
+    let regs = res.regs_per_thread;
     let o = match occupancy(&arch, &res, mode) {
         Ok(o) => o,
         Err(e) => refuse!("{e} on {sm_name}"),

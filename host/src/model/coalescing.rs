@@ -17,6 +17,8 @@
 
 use std::collections::BTreeSet;
 
+use super::dram::DRAM_FETCH_BYTES;
+
 /// Size of one DRAM/L2 sector, bytes (cc >= 6.0; Best Practices Guide).
 pub const SECTOR_BYTES: u64 = 32;
 
@@ -129,9 +131,10 @@ fn units(ranges: &[(u64, u64)], unit: u64) -> BTreeSet<u64> {
 }
 
 /// What several instructions of one warp cost together: L1 counts every instruction's
-/// sectors, L2 and DRAM move each sector once however many instructions touch it (the
-/// sector stays in L1/L2 between them; measured on the H200 for a 16-byte struct read as four
-/// 4-byte fields).
+/// sectors, L2 moves each sector once however many instructions touch it (the sector stays in
+/// L1/L2 between them; measured on the H200 for a 16-byte struct read as four 4-byte fields),
+/// and DRAM, on L2 misses, each 64-byte sector pair once ([`super::dram::DRAM_FETCH_BYTES`],
+/// measured on the H200).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct WarpTraffic {
     /// Per instruction: (sectors, segments, useful bytes).
@@ -140,8 +143,11 @@ pub struct WarpTraffic {
     pub requests: u64,
     /// L1 sectors: the sum of every instruction's sectors (`l1tex__t_sectors`).
     pub l1_sectors: u64,
-    /// Distinct 32-byte sectors over all instructions: what L2 and DRAM move.
-    pub dram_sectors: u64,
+    /// Distinct 32-byte sectors over all instructions: what L2 moves.
+    pub l2_sectors: u64,
+    /// Distinct aligned 64-byte sector pairs over all instructions: what DRAM moves when they
+    /// miss in L2 (an L2 miss reads the pair; measured on the H200).
+    pub dram_fetches: u64,
     /// Distinct 128-byte segments over all instructions (the segment model).
     pub segments: u64,
     /// Distinct bytes the lanes asked for, over all instructions.
@@ -157,15 +163,21 @@ impl WarpTraffic {
             instructions: reports.iter().map(|r| (r.sectors, r.segments, r.useful_bytes)).collect(),
             requests: reports.iter().filter(|r| r.sectors > 0).count() as u64,
             l1_sectors: reports.iter().map(|r| r.sectors).sum(),
-            dram_sectors: units(&all, SECTOR_BYTES).len() as u64,
+            l2_sectors: units(&all, SECTOR_BYTES).len() as u64,
+            dram_fetches: units(&all, DRAM_FETCH_BYTES).len() as u64,
             segments: units(&all, SEGMENT_BYTES).len() as u64,
             useful_bytes: union_len(all),
         }
     }
 
-    /// L2/DRAM bytes: distinct sectors x 32.
+    /// L2 bytes: distinct sectors x 32.
+    pub fn l2_bytes(&self) -> u64 {
+        self.l2_sectors * SECTOR_BYTES
+    }
+
+    /// DRAM bytes when every sector misses in L2: distinct 64-byte pairs x 64.
     pub fn dram_bytes(&self) -> u64 {
-        self.dram_sectors * SECTOR_BYTES
+        self.dram_fetches * DRAM_FETCH_BYTES
     }
 
     /// Sectors per request (0 with no request).
@@ -173,9 +185,9 @@ impl WarpTraffic {
         if self.requests == 0 { 0.0 } else { self.l1_sectors as f64 / self.requests as f64 }
     }
 
-    /// Useful bytes / DRAM bytes under the sector model (1 when nothing moves).
+    /// Useful bytes / L2 bytes under the sector model (1 when nothing moves).
     pub fn sector_efficiency(&self) -> f64 {
-        ratio(self.useful_bytes, self.dram_bytes())
+        ratio(self.useful_bytes, self.l2_bytes())
     }
 
     /// Useful bytes / bytes moved in 128-byte segments (1 when nothing moves).
@@ -435,6 +447,24 @@ mod tests {
         // Reading two of the four fields: half the useful bytes for the same DRAM sectors.
         let two = WarpTraffic::of(&fields[..2]);
         assert_eq!((two.requests, two.dram_bytes(), two.sector_efficiency()), (2, 512, 0.5));
+    }
+
+    #[test]
+    fn dram_moves_sector_pairs_as_the_dram_model_says() {
+        // Stride 32 floats: 32 sectors through L2, each miss a 64-byte pair from DRAM.
+        let t = WarpTraffic::of(&[WarpAccess::new(4, 32).instruction()]);
+        assert_eq!((t.l2_sectors, t.l2_bytes(), t.dram_fetches, t.dram_bytes()), (32, 1024, 32, 2048));
+        // Dense: the sectors pair up, so DRAM moves what L2 does.
+        let t = WarpTraffic::of(&[WarpAccess::new(4, 1).instruction()]);
+        assert_eq!((t.l2_bytes(), t.dram_bytes()), (128, 128));
+        // A warp's DRAM bytes are 32 lanes times the strided-read model's bytes per element.
+        for elem in [4, 8, 16] {
+            for stride in 1..=64 {
+                let t = WarpTraffic::of(&[WarpAccess::new(elem, stride).instruction()]);
+                assert_eq!(t.dram_bytes(), 32 * super::super::dram::bytes_per_element(elem, stride), "{elem} {stride}");
+                assert!(t.dram_bytes() >= t.l2_bytes() && t.dram_bytes() <= 2 * t.l2_bytes(), "{elem} {stride}");
+            }
+        }
     }
 
     #[test]

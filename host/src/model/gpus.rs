@@ -90,15 +90,33 @@ pub fn resolve(text: &str) -> Result<&'static ArchLimits, String> {
     } else {
         GPUS.iter().find(|(n, _)| *n == name).map(|&(_, cc)| cc)
     };
-    cc.and_then(|(major, minor)| ArchLimits::for_cc(major, minor)).ok_or_else(|| {
-        format!(
-            "`{text}` is not a known GPU: use a compute capability ({}), an SM target like sm_89, or one of \
-             {} GPU names (closest: {}; `memlab occupancy --help` lists them)",
+    match cc {
+        Some((major, minor)) => ArchLimits::for_cc(major, minor).ok_or_else(|| {
+            format!(
+                "`{text}` is compute capability {major}.{minor}, which this lab has no limits for: the nearest known \
+                 are {} (all known: {})",
+                nearest_capabilities((major, minor), 3).join(", "),
+                capabilities()
+            )
+        }),
+        None => Err(format!(
+            "`{text}` is not a known GPU: use a compute capability ({}), an SM target like sm_89, or one of {} GPU \
+             names (closest: {}; `memlab occupancy --help` lists them)",
             capabilities(),
             GPUS.len(),
             closest(name, GPUS.iter().map(|(n, _)| *n), 3).join(", ")
-        )
-    })
+        )),
+    }
+}
+
+/// The `n` known compute capabilities numerically nearest `cc` (as `major.minor`, minor a
+/// tenth), nearest first, the lower first between equals.
+fn nearest_capabilities((major, minor): (u32, u32), n: usize) -> Vec<String> {
+    let tenths = |a: &ArchLimits| (a.major * 10 + a.minor) as i64;
+    let want = (major as i64).saturating_mul(10).saturating_add(minor as i64);
+    let mut known: Vec<&ArchLimits> = ARCHS.iter().collect();
+    known.sort_by_key(|a| ((tenths(a) - want).abs(), tenths(a)));
+    known.iter().take(n).map(|a| format!("{}.{}", a.major, a.minor)).collect()
 }
 
 #[cfg(test)]
@@ -128,6 +146,20 @@ mod tests {
         let e = resolve("RTX 4099").unwrap_err();
         assert!(e.contains("(closest: RTX 4090, "), "{e}");
         assert!(resolve("sm_61").is_err() && resolve("6.1").is_err() && resolve("sm_").is_err());
+    }
+
+    #[test]
+    fn an_unknown_capability_gets_the_nearest_known_ones() {
+        let e = resolve("9.5").unwrap_err();
+        assert!(
+            e.starts_with(
+                "`9.5` is compute capability 9.5, which this lab has no limits for: the nearest known are 9.0, 10.0, 8.9"
+            ),
+            "{e}"
+        );
+        assert!(!e.contains("RTX") && !e.contains("V100"), "{e}");
+        assert!(resolve("sm_61").unwrap_err().contains("the nearest known are 7.0, 7.5, 8.0"));
+        assert!(resolve("12.9").unwrap_err().contains("the nearest known are 12.1, 12.0, 11.0"));
     }
 
     #[test]

@@ -66,6 +66,20 @@ pub fn bf16_flop_per_clock(major: u32, minor: u32) -> Option<u32> {
     BF16_TENSOR_FLOP_PER_CLOCK.iter().find(|t| (t.0, t.1) == (major, minor)).map(|t| t.2)
 }
 
+/// Bytes one SM's load/store path moves per clock at most: 32 banks of 4 bytes for shared memory
+/// (CUDA C++ Programming Guide, "Shared Memory": each bank delivers 32 bits per clock), the
+/// width of the unified L1/shared data path global accesses take too. The H200's shared-memory
+/// probe reaches 98% of it (132 SMs x 128 B x 1.98 GHz = 33.4 TB/s; measured 32.8 TB/s).
+pub const SM_BYTES_PER_CLOCK: u32 = 128;
+
+/// The most FLOP one SM does per clock on any unit, for a bound no measured rate passes: the
+/// dense BF16 tensor-core rate ([`BF16_TENSOR_FLOP_PER_CLOCK`]), or FP32's FMA lanes x 2 where
+/// the table has no tensor rate. An architecture in neither table gets the largest figure known.
+pub fn max_flop_per_clock(major: u32, minor: u32) -> u32 {
+    let largest = BF16_TENSOR_FLOP_PER_CLOCK.iter().map(|t| t.2).max().unwrap_or(0);
+    bf16_flop_per_clock(major, minor).or_else(|| fp32_lanes_per_sm(major, minor).map(|l| 2 * l)).unwrap_or(largest)
+}
+
 /// Peak FP32 throughput, FLOP/s: `sms x lanes x 2 x clock_hz` (an FMA
 /// counts as two FLOP).
 pub fn peak_fp32_flops(sms: u32, fp32_lanes_per_sm: u32, clock_hz: f64) -> f64 {
