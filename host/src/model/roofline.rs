@@ -53,6 +53,18 @@ pub fn tf32_flop_per_clock(major: u32, minor: u32) -> Option<u32> {
     TF32_TENSOR_FLOP_PER_CLOCK.iter().find(|t| (t.0, t.1) == (major, minor)).map(|t| t.2)
 }
 
+/// Dense BF16 tensor-core FLOP per clock per SM (FP32 accumulation; an FMA counts 2) by compute
+/// capability, from NVIDIA's whitepapers: A100 (cc 8.0) 312 TFLOP/s = 108 SMs x 2048 x 1.41
+/// GHz; H100 SXM5 (cc 9.0) 989.4 TFLOP/s = 132 SMs x 4096 x 1.83 GHz, with `wgmma`. Twice the
+/// TF32 rate on both.
+pub const BF16_TENSOR_FLOP_PER_CLOCK: [(u32, u32, u32); 2] = [(8, 0, 2048), (9, 0, 4096)];
+
+/// Dense BF16 tensor-core FLOP per clock per SM for cc `major.minor`, or `None` (not in
+/// [`BF16_TENSOR_FLOP_PER_CLOCK`]).
+pub fn bf16_flop_per_clock(major: u32, minor: u32) -> Option<u32> {
+    BF16_TENSOR_FLOP_PER_CLOCK.iter().find(|t| (t.0, t.1) == (major, minor)).map(|t| t.2)
+}
+
 /// Peak FP32 throughput, FLOP/s: `sms x lanes x 2 x clock_hz` (an FMA
 /// counts as two FLOP).
 pub fn peak_fp32_flops(sms: u32, fp32_lanes_per_sm: u32, clock_hz: f64) -> f64 {
