@@ -100,6 +100,7 @@ pub fn coalescing_chart(record: &PeerRecord) -> Option<SweepChart> {
         x_desc: x.into(),
         series,
         y_axis: YAxis::Log,
+        marks: Vec::new(),
     })
 }
 

@@ -105,6 +105,25 @@ const CLUSTER_CHARTS: [(&str, &str, &str, &str, &str); 3] = [
     ),
 ];
 
+/// The run's roofline: FP32, TF32 and BF16 roofs at the roof's clock, the memcpy bandwidth;
+/// `None` without memcpy, FLOP-reporting kernels or FP32 lanes for the architecture.
+pub fn roofline(record: &RunRecord) -> Option<RooflineChart> {
+    match (record.peak_tflops(), record.memcpy_gbs) {
+        (Some(peak), Some(memcpy)) => {
+            let driver = crate::demos::roofline::peak_fp32(&record.device, None).map_or(peak, |p| p / 1e12);
+            let tensor = crate::demos::roofline::peak_tf32(&record.device, record.sm_clock_ghz).map(|p| p / 1e12);
+            // The BF16 roof at the FP32 roof's clock: FP32's peak times BF16's FLOP per clock over FP32's.
+            let (major, minor) = record.device.cc;
+            let bf16 = crate::model::roofline::bf16_flop_per_clock(major, minor)
+                .zip(crate::model::roofline::fp32_lanes_per_sm(major, minor))
+                .map(|(bf16, lanes)| peak * f64::from(bf16) / f64::from(2 * lanes));
+            RooflineChart::new(&record.sections, peak, memcpy, record.device.theoretical_bandwidth_gbs())
+                .map(|c| c.with_driver_peak(driver).with_tensor_peak(tensor).with_bf16_peak(bf16))
+        }
+        _ => None,
+    }
+}
+
 /// One chart's place in the report: the image (SVG) and what to read in it.
 struct Figure {
     file: PathBuf,
@@ -161,13 +180,13 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
     )?;
     add(
         SweepChart::persisting(sections).map(|c| {
-            figure(&c, dir, "Speed-up of a persisting access-policy window over the hot buffer of `hot_stream_read`, measured and predicted by the hit model (DRAM bytes without / with).".into())
+            figure(&c, dir, "The hit fraction h of the hot re-reads of `hot_stream_read` against the hot buffer's size, by policy: `evict_first` streamed loads measured and predicted by the hit model, no policy, and an access-policy window over the hot buffer, each measured from its time between the all-hit and the all-miss bounds. A measured h outside 0 to 1 is timing noise: crossed out at the axis' edge and named in the key, not drawn.".into())
         }),
         "persisting-L2 sweep (run the `l2` demo on cc 8.0 or later)",
     )?;
     add(
         SweepChart::partitions(sections).map(|c| {
-            figure(&c, dir, "Median cycles per L2 hit from each SM on lines SM 0 brought into L2, and the near or far level (two-means) it falls in.".into())
+            figure(&c, dir, "Median cycles per L2 hit from each SM on lines SM 0 brought into L2, the SMs sorted by it: the SMs of SM 0's partition find the lines near; past the marked step, the SMs across the partition link, of which about half the hops are far. The dashed levels are the median of each run of SMs.".into())
         }),
         "L2 partition probe (run the `l2` demo)",
     )?;
@@ -180,24 +199,16 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
             &format!("occupancy graphs of `{kernel}` (not in this run)"),
         )?;
     }
-    let roofline = match (record.peak_tflops(), record.memcpy_gbs) {
-        (Some(peak), Some(memcpy)) => {
-            let driver = crate::demos::roofline::peak_fp32(&record.device, None).map_or(peak, |p| p / 1e12);
-            let tensor = crate::demos::roofline::peak_tf32(&record.device, record.sm_clock_ghz).map(|p| p / 1e12);
-            RooflineChart::new(sections, peak, memcpy, record.device.theoretical_bandwidth_gbs())
-                .map(|c| c.with_driver_peak(driver).with_tensor_peak(tensor))
-        }
-        _ => None,
-    };
+    let roofline = roofline(record);
     add(
         roofline.map(|c| {
-            figure(&c, dir, "Kernels that compute, each at its first size, at their arithmetic intensity by requested global loads (the tiling model; caches ignored, so a kernel whose loads hit L1/L2, like `matmul_naive`, sits above the DRAM roof). The FP32 roof is at the SM clock measured under load, when the run measured it; a dashed line marks the peak at the driver's clock, and a compute-bound point above that is the clock's, not the caches'.".into())
+            figure(&c, dir, "Kernels that compute, each at its first size, at their arithmetic intensity by requested global loads (the tiling model; caches ignored, so a kernel whose loads hit L1/L2, like `matmul_naive`, sits above the DRAM roof), each against the roof of its arithmetic: FP32 pipes, TF32 tensor cores (SGEMM rung 9), BF16 tensor cores (the tensor ladder). Each point carries its number in the table beside the plot. The roofs are at the SM clock measured under load, when the run measured it; a point above its compute roof with no faster clock measured is listed as n/a and not drawn.".into())
         }),
         "roofline (needs the `memcpy` and `matmul` demos)",
     )?;
     add(
         BarChart::bandwidth(sections, record.memcpy_gbs).map(|c| {
-            figure(&c, dir, "Kernels that only move data (no FLOP, so no place on the roofline): bandwidth against the memcpy ceiling, which a kernel that only reads (`read_cg`) can pass.".into())
+            figure(&c, dir, "Kernels that only move data (no FLOP, so no place on the roofline): bandwidth against the memcpy ceiling, which a kernel that only reads (`read_cg`) can pass. Each bar is named by its kernel and, where the kernel runs more than once, by its size or configuration (the hot buffer and its policy, the swizzle) or its demo; the L2-resident bars re-read a hot buffer amid a stream, and the re-reads of a buffer that fits in L2 hit there.".into())
         }),
         "bandwidth bars (run the `transpose` demo)",
     )?;
@@ -206,7 +217,7 @@ pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
             figure(
                 &c,
                 dir,
-                "The SGEMM ladder: each rung's TFLOP/s at every size the run measured, against cuBLAS at each size."
+                "The SGEMM ladder: each rung's TFLOP/s at every size the run measured, one group per size, against cuBLAS (FP32, and TF32 allowed) at that size."
                     .into(),
             )
         }),

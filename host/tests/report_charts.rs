@@ -3,7 +3,8 @@
 //! and the line-table PTX that `inspect` maps to Rust source compiles to the same SASS as the
 //! PTX the GPU runs.
 
-use memlab::charts::{self, BarChart, OccupancyChart, RooflineChart, SweepChart};
+use memlab::charts::labels::Rect;
+use memlab::charts::{self, BarChart, OccupancyChart, Precision, Reference, RooflineChart, SweepChart, YAxis};
 use memlab::demos::Rate;
 use memlab::inspect::{self, LINES_ARCH, LINES_PTX};
 use memlab::ptx;
@@ -43,17 +44,18 @@ fn roofline_and_bars_take_every_kernel() {
     assert!((peak - 66.9).abs() < 0.1, "132 SMs x 128 lanes x 2 x 1.98 GHz: {peak}");
     let roof =
         RooflineChart::new(&r.sections, peak, r.memcpy_gbs.unwrap(), r.device.theoretical_bandwidth_gbs()).unwrap();
-    let ai: Vec<(&str, f64)> = roof.points.iter().map(|p| (p.0.as_str(), p.1)).collect();
+    let ai: Vec<(&str, f64)> = roof.points.iter().map(|p| (p.label.as_str(), p.ai)).collect();
     // 2 FLOP per 8 requested bytes naive; tiling divides the loads by the tile width.
     assert_eq!(ai, [("matmul_naive", 0.25), ("matmul_tiled_16", 4.0), ("matmul_tiled_32", 8.0)]);
     let matmul = r.sections.iter().find(|s| s.name == "matmul").unwrap();
     for (point, row) in roof.points.iter().zip(&matmul.kernels) {
-        assert_eq!(Rate::Tflops(point.2), row.rate);
+        assert_eq!(Rate::Tflops(point.tflops), row.rate);
     }
     let bars = BarChart::bandwidth(&r.sections, r.memcpy_gbs).unwrap();
-    let kernels: Vec<&str> = bars.bars.iter().map(|b| b.0.as_str()).collect();
+    let kernels: Vec<&str> = bars.bars.iter().map(|b| b.label.as_str()).collect();
     assert_eq!(kernels, ["copy", "transpose_naive", "transpose_tiled", "transpose_padded", "strided_read"]);
-    assert_eq!(bars.references, [("memcpy D2D".to_string(), r.memcpy_gbs.unwrap())]);
+    let memcpy = Reference { key: "memcpy D2D".into(), label: String::new(), value: r.memcpy_gbs.unwrap(), rows: 0..5 };
+    assert_eq!(bars.references, [memcpy]);
     assert!(BarChart::sgemm_ladder(&r.sections).is_none(), "this run has no sgemm section");
 }
 
@@ -87,11 +89,11 @@ fn report_folder_has_markdown_and_nonempty_charts() {
         assert!(std::fs::metadata(f).unwrap().len() > 1000, "{} is empty", f.display());
     }
     // The SVG holds one marker per point: 7 strides (filled circles), and 2 x 7 model points
-    // (open circles, larger, drawn over the measured ones) plus one in each model's legend line.
+    // (open circles, larger, drawn over the measured ones), plus one for each series in the key.
     let svg = std::fs::read_to_string(dir.join("coalescing.svg")).unwrap();
     let circles: Vec<&str> = svg.split("<circle").skip(1).map(|c| c.split('>').next().unwrap_or("")).collect();
     let open = circles.iter().filter(|c| c.contains("fill=\"none\"")).count();
-    assert_eq!(circles.len() - open, 7, "one filled circle per measured stride");
+    assert_eq!(circles.len() - open, 7 + 1, "one filled circle per measured stride, one in the key");
     assert_eq!(open, 2 * 7 + 2, "model markers stay visible over the measured ones");
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -134,16 +136,29 @@ fn charts_of_the_full_recorded_run_keep_every_size_and_explain_what_passes_a_roo
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json");
     let r = RunRecord::load(&path).unwrap();
     let ladder = BarChart::sgemm_ladder(&r.sections).unwrap();
-    // 10 rungs (the tuned rung 8 and rung 9 with its unswizzled contrast among them) at 4096³
-    // and 8192³; cuBLAS FP32 and TF32 at each size.
+    // 10 rungs (the tuned rung 8 and rung 9 with its unswizzled contrast among them) at 4096³,
+    // then at 8192³; cuBLAS FP32 and TF32 over the bars of each size.
     assert_eq!(ladder.bars.len(), 20, "10 rungs at 4096³ and 8192³");
-    assert_eq!(ladder.bars[0].0, "matmul_tiled_32 4096³");
-    assert_eq!(ladder.bars[1].0, "matmul_tiled_32 8192³");
-    assert_eq!(ladder.bars[19].0, "sgemm_9_tensor_tf32_unswizzled 8192³");
-    let refs: Vec<&str> = ladder.references.iter().map(|r| r.0.as_str()).collect();
-    assert_eq!(refs, ["cuBLAS 4096³", "cuBLAS TF32 4096³", "cuBLAS 8192³", "cuBLAS TF32 8192³"]);
+    assert_eq!(ladder.bars[0].label, "matmul_tiled_32 4096³");
+    assert_eq!(ladder.bars[10].label, "matmul_tiled_32 8192³");
+    assert_eq!(ladder.bars[19].label, "sgemm_9_tensor_tf32_unswizzled 8192³");
+    let refs: Vec<(&str, &str, std::ops::Range<usize>)> =
+        ladder.references.iter().map(|r| (r.key.as_str(), r.label.as_str(), r.rows.clone())).collect();
+    assert_eq!(
+        refs,
+        [
+            ("cuBLAS FP32", "4096³", 0..10),
+            ("cuBLAS TF32", "4096³", 0..10),
+            ("cuBLAS FP32", "8192³", 10..20),
+            ("cuBLAS TF32", "8192³", 10..20)
+        ]
+    );
+    // The tensor-core rungs are a class of their own.
+    let tensor: Vec<&str> = ladder.bars.iter().filter(|b| b.class == 1).map(|b| b.label.as_str()).collect();
+    assert_eq!(tensor.len(), 4, "{tensor:?}");
+    assert!(tensor.iter().all(|t| t.starts_with("sgemm_9_tensor_tf32")));
     let bars = BarChart::bandwidth(&r.sections, r.memcpy_gbs).unwrap();
-    assert!(bars.bars.iter().any(|b| b.0 == "read_cg" && b.1 > r.memcpy_gbs.unwrap()));
+    assert!(bars.bars.iter().any(|b| b.label == "read_cg" && b.value > r.memcpy_gbs.unwrap()));
     assert!(bars.note.as_deref().is_some_and(|n| n.contains("only reads")), "{:?}", bars.note);
     assert_eq!(charts::log_ticks(&(27.0..1100.0)), [50.0, 100.0, 200.0, 500.0, 1000.0]);
 }
@@ -188,8 +203,7 @@ fn the_clusters_charts_are_drawn_when_the_run_has_the_lesson() {
 }
 
 #[test]
-fn a_hit_fraction_measured_below_0_is_drawn_where_it_lies_on_a_linear_axis() {
-    use memlab::charts::YAxis;
+fn a_hit_fraction_measured_below_0_is_marked_and_not_drawn() {
     use memlab::demos::Section;
     use memlab::series::Series;
     let mut r = record();
@@ -208,6 +222,9 @@ fn a_hit_fraction_measured_below_0_is_drawn_where_it_lies_on_a_linear_axis() {
     assert_eq!(memlab::record_check::check(&r), Ok(()));
     let chart = SweepChart::persisting(&r.sections).expect("the persisting chart");
     assert_eq!((chart.y_axis, chart.series[0].points[2].y), (YAxis::Fraction, -0.09));
+    // Only that value is left out, and the axis stays 0 to 1 (with a margin) without it.
+    assert_eq!(chart.impossible(), [(0, 2)]);
+    assert_eq!(chart.y_range(), -0.05..1.05);
     let dir = std::env::temp_dir().join(format!("memlab-persisting-chart-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for file in charts::save(&chart, &dir).unwrap() {
@@ -224,4 +241,164 @@ fn a_hit_fraction_measured_below_0_is_drawn_where_it_lies_on_a_linear_axis() {
     if std::env::var_os("MEMLAB_KEEP_CHARTS").is_none() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+fn full_run() -> RunRecord {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json");
+    RunRecord::load(&path).unwrap()
+}
+
+#[test]
+fn the_roofline_tags_of_the_full_recorded_run_never_overlap() {
+    let r = full_run();
+    let roof = report_dir::roofline(&r).expect("the run has a roofline");
+    // Every roof of the H200: BF16 twice TF32, each at the FP32 roof's clock.
+    let (tf32, bf16) = (roof.tensor_tflops.unwrap(), roof.bf16_tflops.unwrap());
+    assert!((bf16 / tf32 - 2.0).abs() < 1e-9 && (tf32 / roof.peak_tflops - 8.0).abs() < 1e-9, "{tf32} {bf16}");
+    let of =
+        |p: Precision| roof.points.iter().filter(|k| k.precision == p).map(|k| k.label.as_str()).collect::<Vec<_>>();
+    assert_eq!(of(Precision::Tf32), ["sgemm_9_tensor_tf32", "sgemm_9_tensor_tf32_unswizzled"]);
+    assert_eq!(of(Precision::Bf16).len(), 6, "the tensor ladder's rungs");
+    assert!(of(Precision::Bf16).iter().all(|k| k.starts_with("tensor_")));
+    // Against their own roofs no point of this run is impossible: every one is drawn.
+    assert!(roof.points.iter().all(|p| roof.drawn(p)));
+    let (x, y) = roof.ranges();
+    assert!(roof.points.iter().all(|p| x.contains(&p.ai) && y.contains(&p.tflops)));
+    assert!(y.end > bf16 && x.end > bf16 * 1e3 / roof.memcpy_gbs, "the BF16 roof's bend is in the plot");
+    for plot in [Rect { x0: 84, y0: 70, x1: 806, y1: 540 }, Rect { x0: 70, y0: 40, x1: 500, y1: 400 }] {
+        let anchors: Vec<(i32, i32)> = roof.points.iter().map(|p| roof.pixel(plot, (p.ai, p.tflops))).collect();
+        let tags: Vec<Rect> =
+            roof.tags(&anchors, plot).into_iter().map(|t| t.expect("a tag for every point")).collect();
+        for (i, t) in tags.iter().enumerate() {
+            assert!(plot.contains(t), "tag {} outside the plot", i + 1);
+            for (j, u) in tags.iter().enumerate().skip(i + 1) {
+                assert!(!t.overlaps(u), "tags {} and {} overlap in {plot:?}", i + 1, j + 1);
+            }
+            for (j, &a) in anchors.iter().enumerate() {
+                assert!(!t.overlaps(&Rect::around(a, 6)), "tag {} covers point {}", i + 1, j + 1);
+            }
+        }
+    }
+    // The table names every point by its number.
+    let table = roof.table();
+    assert_eq!(table.len(), roof.points.len());
+    assert!(table.iter().enumerate().all(|(i, row)| row[0] == (i + 1).to_string() && row[1] == roof.points[i].label));
+}
+
+#[test]
+fn a_point_above_its_own_peak_is_listed_as_n_a_and_not_drawn() {
+    let r = full_run();
+    let mut roof = report_dir::roofline(&r).unwrap();
+    let mut fake = roof.points[4].clone();
+    assert!(fake.ai > roof.balance(), "compute-bound");
+    // Twice the FP32 peak on FP32 pipes, with the clock measured no faster than the driver's.
+    fake.tflops = 2.0 * roof.peak_tflops;
+    fake.label = "too_fast".into();
+    let before = roof.ranges();
+    roof.points.push(fake.clone());
+    assert!(!roof.drawn(&fake));
+    assert!(roof.table().last().unwrap()[5].starts_with("n/a"));
+    assert_eq!(roof.ranges(), before, "the axes are not stretched for it");
+    // The same rate on BF16 tensor cores is below their roof.
+    fake.precision = Precision::Bf16;
+    assert!(roof.drawn(&fake));
+}
+
+#[test]
+fn every_bar_of_the_full_recorded_run_is_named_apart_and_its_value_clears_the_lines() {
+    let r = full_run();
+    let bars = BarChart::bandwidth(&r.sections, r.memcpy_gbs).unwrap();
+    let mut names: Vec<&str> = bars.bars.iter().map(|b| b.label.as_str()).collect();
+    let n = names.len();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), n, "every bar's name is its own");
+    assert!(names.contains(&"tma_transpose 8192x8192 swizzle 128B"), "{names:?}");
+    assert!(names.contains(&"hot_stream_read hot 8 MiB, window"), "{names:?}");
+    assert!(names.contains(&"copy (tma demo)") && names.contains(&"copy (transpose demo)"), "{names:?}");
+    // The hot re-reads, and only they, are the L2-resident class.
+    for b in &bars.bars {
+        assert_eq!(b.class == 1, b.label.starts_with("hot_stream_read"), "{}", b.label);
+    }
+    assert_eq!(bars.classes.len(), 2);
+    assert!(bars.classes[1].starts_with("L2-resident"));
+    let ladder = BarChart::sgemm_ladder(&r.sections).unwrap();
+    for chart in [&bars, &ladder] {
+        let width = chart.x_end() * 0.06;
+        for (i, b) in chart.bars.iter().enumerate() {
+            let x = chart.value_at(i, width);
+            assert!(x > b.value, "{}: the value label starts after its bar", b.label);
+            for line in chart.references.iter().filter(|l| l.rows.contains(&i)) {
+                assert!(
+                    !(x..x + width).contains(&line.value),
+                    "{}: its label crosses {} {}",
+                    b.label,
+                    line.key,
+                    line.label
+                );
+            }
+        }
+        assert!(chart.bars.iter().all(|b| b.value < chart.x_end()));
+    }
+}
+
+#[test]
+fn the_sweep_axes_of_the_full_recorded_run_reach_past_their_data() {
+    let r = full_run();
+    let s = &r.sections;
+    let charts = [
+        SweepChart::coalescing(s),
+        SweepChart::banks(s),
+        SweepChart::ladder(s),
+        SweepChart::l2_bandwidth(s),
+        SweepChart::persisting(s),
+        SweepChart::partitions(s),
+        SweepChart::tma_curve(s),
+        SweepChart::tma_pipeline(s),
+        SweepChart::tma_swizzle(s),
+    ];
+    for chart in charts.into_iter().map(|c| c.expect("the full run draws it")) {
+        let ys: Vec<f64> =
+            chart.series.iter().flat_map(|s| &s.points).map(|p| p.y).filter(|&y| chart.possible(y)).collect();
+        let (lo, hi) = ys.iter().fold((f64::MAX, f64::MIN), |(a, b), &y| (a.min(y), b.max(y)));
+        let range = chart.y_range();
+        assert!(range.start <= lo && hi <= range.end, "{}: {range:?} against {lo}..{hi}", chart.stem);
+        if chart.y_axis == YAxis::Log {
+            let ticks = charts::log_ticks(&range);
+            assert!(ticks.len() >= 3, "{}: {ticks:?}", chart.stem);
+            assert!(
+                ticks[0] <= lo && *ticks.last().unwrap() >= hi,
+                "{}: ticks {ticks:?} against {lo}..{hi}",
+                chart.stem
+            );
+        }
+    }
+    // The window's hit fraction at 64 MiB, measured below 0, is the one value left out.
+    let persisting = SweepChart::persisting(s).unwrap();
+    let out: Vec<(&str, f64)> = persisting
+        .impossible()
+        .iter()
+        .map(|&(k, i)| (persisting.series[k].name.as_str(), persisting.series[k].points[i].y))
+        .collect();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].0 == names::PERSISTING_WINDOW && out[0].1 < 0.0, "{out:?}");
+}
+
+#[test]
+fn the_partition_chart_draws_both_levels_and_marks_the_step() {
+    let r = full_run();
+    let chart = SweepChart::partitions(&r.sections).unwrap();
+    let ys: Vec<f64> = chart.series[0].points.iter().map(|p| p.y).collect();
+    // The largest step between neighbours of the sorted medians splits the SMs in two runs.
+    let step = (1..ys.len()).max_by(|&a, &b| (ys[a] - ys[a - 1]).total_cmp(&(ys[b] - ys[b - 1]))).unwrap();
+    assert_eq!(chart.marks.len(), 1);
+    assert_eq!(chart.marks[0].at, step as f64 - 0.5);
+    let first = chart.series[0].points[step].label.clone().unwrap();
+    assert!(chart.marks[0].label.contains(&first), "{}", chart.marks[0].label);
+    let levels: Vec<f64> = chart.series[1].points.iter().map(|p| p.y).collect();
+    let (near, far) = (levels[0], levels[ys.len() - 1]);
+    assert!(levels[..step].iter().all(|&l| l == near) && levels[step..].iter().all(|&l| l == far));
+    assert_eq!(near, ys[step / 2], "the near level is the near run's median");
+    assert_eq!(far, ys[step + (ys.len() - step) / 2], "the far level is the far run's median");
+    assert!(ys[..step].iter().all(|&y| y < far) && ys[step..].iter().all(|&y| y > near));
 }
