@@ -1508,6 +1508,12 @@ DEV void wgmma_n256(float* d, unsigned long long a, unsigned long long b) {
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
                  : "l"(a), "l"(b));
 }
+// Rung 7's k8 step of FP32 inputs multiplied in TF32 (no transpose operands for TF32).
+DEV void wgmma_n256_tf32(float* d, unsigned long long a, unsigned long long b) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, 1, 1, 1;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "l"(a), "l"(b));
+}
 DEV void wg_wait_bar(unsigned bar, unsigned parity) {
     asm volatile("{\n.reg .pred p;\nW: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra W;\n}\n" ::"r"(bar),
                  "r"(parity));
@@ -1575,9 +1581,10 @@ DEV void wg_load(const WgRing& r, unsigned step, const CUtensorMap* a, const CUt
     }
 }
 
-// Waits for step `step`'s stage, issues its 4 k16 steps into d (the slice's 64 rows of A), waits
-// for them, releases the stage in every block of the cluster.
-template <unsigned N>
+// Waits for step `step`'s stage, issues its 4 k16 steps (k8 in TF32: the same 32 bytes of a row)
+// into d (the slice's 64 rows of A), waits for them, releases the stage in every block of the
+// cluster.
+template <unsigned N, bool TF32 = false>
 DEV void wg_consume(const WgRing& r, unsigned step, unsigned slice, float* d) {
     unsigned s = step % r.stages;
     wg_wait_bar(r.full(s), (step / r.stages) & 1);
@@ -1585,7 +1592,8 @@ DEV void wg_consume(const WgRing& r, unsigned step, unsigned slice, float* d) {
 #pragma unroll
     for (unsigned kk = 0; kk < 4; kk++) {
         unsigned long long da = wg_desc(r.a(s) + slice * 64 * 128 + kk * 32), db = wg_desc(r.b(s) + kk * 32);
-        if (N == 256) wgmma_n256(d, da, db);
+        if (TF32) wgmma_n256_tf32(d, da, db);
+        else if (N == 256) wgmma_n256(d, da, db);
         else wgmma_n128(d, da, db);
     }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
@@ -1597,8 +1605,8 @@ DEV void wg_consume(const WgRing& r, unsigned step, unsigned slice, float* d) {
                          "r"(rank));
 }
 
-template <unsigned N>
-DEV void wg_store(const float* d, unsigned short* c, unsigned m, unsigned n, unsigned row0, unsigned col0) {
+template <unsigned N, class T>
+DEV void wg_store(const float* d, T* c, unsigned m, unsigned n, unsigned row0, unsigned col0) {
     unsigned t = threadIdx.x % 128, row = row0 + 16 * (t / 32) + (t % 32) / 4;
 #pragma unroll
     for (unsigned j = 0; j < N / 8; j++) {
@@ -1607,13 +1615,23 @@ DEV void wg_store(const float* d, unsigned short* c, unsigned m, unsigned n, uns
         for (unsigned h = 0; h < 2; h++) {
             unsigned r = row + 8 * h;
             if (r >= m || col >= n) continue;
-            __nv_bfloat162 v = __floats2bfloat162_rn(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            float lo = d[4 * j + 2 * h], hi = d[4 * j + 2 * h + 1];
             size_t at = (size_t)r * n + col;
-            if (n % 2 == 0) {
-                *(__nv_bfloat162*)&c[at] = v;
+            if constexpr (sizeof(T) == 4) {
+                if (n % 2 == 0) {
+                    *(float2*)&c[at] = make_float2(lo, hi);
+                } else {
+                    c[at] = lo;
+                    if (col + 1 < n) c[at + 1] = hi;
+                }
             } else {
-                c[at] = __bfloat16_as_ushort(v.x);
-                if (col + 1 < n) c[at + 1] = __bfloat16_as_ushort(v.y);
+                __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+                if (n % 2 == 0) {
+                    *(__nv_bfloat162*)&c[at] = v;
+                } else {
+                    c[at] = __bfloat16_as_ushort(v.x);
+                    if (col + 1 < n) c[at + 1] = __bfloat16_as_ushort(v.y);
+                }
             }
         }
     }
@@ -1665,13 +1683,16 @@ TENSOR_TWIN(tensor_2_pipelined, 256, 128, 1, 1, false)
 TENSOR_TWIN(tensor_3_specialized, 384, 128, 2, 1, true)
 TENSOR_TWIN(tensor_4_wide, 384, 256, 2, 1, true)
 TENSOR_TWIN(tensor_5_multicast, 384, 256, 2, 2, true)
-// Rung 6: rung 4 on min(SMs, tiles) persistent blocks, tiles in bands of 8 tile rows
-// (memlab_contracts::tensor::tile_origin); the ring's steps run on across tiles.
-KERNEL void __launch_bounds__(384, 1) tensor_6_persistent(unsigned a_slot, unsigned b_slot, unsigned short* c,
-                                                          unsigned m, unsigned n, unsigned k, unsigned stages) {
+// Rungs 6 and 7: rung 4 on min(SMs, tiles) persistent blocks, tiles in bands of 8 tile rows
+// (memlab_contracts::tensor::tile_origin); the ring's steps run on across tiles. T: the element
+// of A, B and C (BF16 bits, or FP32 multiplied in TF32: 32 per 128-byte row instead of 64).
+template <class T>
+DEV void wg_persistent(unsigned a_slot, unsigned b_slot, T* c, unsigned m, unsigned n, unsigned k, unsigned stages) {
+    constexpr bool TF32 = sizeof(T) == 4;
+    constexpr unsigned BK = TF32 ? 32 : 64;
     const CUtensorMap *a = &memlab_tma_maps[min(a_slot, 127u)], *b = &memlab_tma_maps[min(b_slot, 127u)];
     WgRing r = wg_carve(128, 256, stages > 1 ? stages : 1, 2);
-    unsigned rows = (m + 127) / 128, cols = (n + 255) / 256, count = rows * cols, steps = (k + 63) / 64;
+    unsigned rows = (m + 127) / 128, cols = (n + 255) / 256, count = rows * cols, steps = (k + BK - 1) / BK;
     unsigned wg = threadIdx.x / 128;
     auto origin = [&](unsigned t, unsigned& m0, unsigned& n0) {
         unsigned per_band = 8 * cols, first = t / per_band * 8, height = min(rows - first, 8u), inside = t % per_band;
@@ -1684,7 +1705,7 @@ KERNEL void __launch_bounds__(384, 1) tensor_6_persistent(unsigned a_slot, unsig
             for (unsigned t = blockIdx.x, step = 0; t < count; t += gridDim.x, step += steps) {
                 unsigned m0, n0;
                 origin(t, m0, n0);
-                for (unsigned s = 0; s < steps; s++) wg_load(r, step + s, a, b, s * 64, m0, n0, false);
+                for (unsigned s = 0; s < steps; s++) wg_load(r, step + s, a, b, s * BK, m0, n0, false);
             }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -1694,9 +1715,17 @@ KERNEL void __launch_bounds__(384, 1) tensor_6_persistent(unsigned a_slot, unsig
             float d[128];
 #pragma unroll
             for (unsigned i = 0; i < 128; i++) d[i] = 0.0f;
-            for (unsigned s = 0; s < steps; s++) wg_consume<256>(r, step + s, wg - 1, d);
+            for (unsigned s = 0; s < steps; s++) wg_consume<256, TF32>(r, step + s, wg - 1, d);
             wg_store<256>(d, c, m, n, m0 + (wg - 1) * 64, n0);
         }
     }
+}
+KERNEL void __launch_bounds__(384, 1) tensor_6_persistent(unsigned a_slot, unsigned b_slot, unsigned short* c,
+                                                          unsigned m, unsigned n, unsigned k, unsigned stages) {
+    wg_persistent(a_slot, b_slot, c, m, n, k, stages);
+}
+KERNEL void __launch_bounds__(384, 1) tensor_7_tf32(unsigned a_slot, unsigned b_slot, float* c, unsigned m, unsigned n,
+                                                    unsigned k, unsigned stages) {
+    wg_persistent(a_slot, b_slot, c, m, n, k, stages);
 }
 #endif

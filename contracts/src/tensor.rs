@@ -7,6 +7,11 @@
 //! Memory Layout"), `C` is `m x n` row-major BF16. Each stage holds a `bm x 64` tile of `A`
 //! and a `bn x 64` tile of `B`: 64 BF16 are 128 bytes, one span of the 128-byte swizzle, so a
 //! tile row is one swizzled line and the TMA box's inner dimension is the whole span.
+//!
+//! The TF32 rung ([`TF32`]) keeps every byte of that layout: its `A`, `B` and `C` are FP32,
+//! a stage row is [`BK_TF32`] = 32 of them (the same 128 bytes), and one `wgmma` step is
+//! [`MMA_K_TF32`] = 8 deep (the same 32 bytes of a row), so the ring, the descriptors and the
+//! stage bytes are the BF16 rungs'.
 
 use crate::tma::{MBARRIER_BYTES, SMEM_ALIGN};
 
@@ -16,6 +21,11 @@ pub const BK: u32 = 64;
 pub const ELEMENT_BYTES: u32 = 2;
 /// Depth of one `wgmma` (`k16` for 16-bit inputs; PTX ISA, "wgmma.mma_async": shapes).
 pub const MMA_K: u32 = 16;
+/// Depth of one TF32 stage: 32 FP32, the same 128-byte swizzle span as [`BK`] BF16.
+pub const BK_TF32: u32 = BK * ELEMENT_BYTES / 4;
+/// Depth of one TF32 `wgmma` (`k8` for 32-bit inputs; PTX ISA, "wgmma.mma_async": shapes):
+/// 32 bytes of a row, as [`MMA_K`] BF16.
+pub const MMA_K_TF32: u32 = MMA_K * ELEMENT_BYTES / 4;
 /// Threads of a warpgroup: 4 consecutive warps, the unit that issues `wgmma`.
 pub const WARPGROUP: u32 = 128;
 /// Rows of `C` one warpgroup computes per `wgmma` (`m64`).
@@ -104,6 +114,13 @@ pub const PERSISTENT: Rung = Rung { name: "tensor_6_persistent", bn: 256, consum
 /// The ladder, in order.
 pub const LADDER: [Rung; 6] = [WGMMA, PIPELINED, SPECIALIZED, WIDE, MULTICAST, PERSISTENT];
 
+/// Rung 7: rung 6 with FP32 operands and result, multiplied in TF32 (`m64n256k8.f32.tf32.tf32`):
+/// the same pipeline for the inputs an FP32 SGEMM has.
+pub const TF32: Rung = Rung { name: "tensor_7_tf32", bn: 256, consumers: 2, cluster: 1, setmaxnreg: true };
+
+/// Every entry of the sm_90a PTX: the BF16 ladder, then the TF32 rung.
+pub const RUNGS: [Rung; 7] = [WGMMA, PIPELINED, SPECIALIZED, WIDE, MULTICAST, PERSISTENT, TF32];
+
 /// Tile rows per band of the persistent rung's order: tile `t` walks down a band of 8 tile rows
 /// before it moves one tile column right, so 132 blocks at once cover about 8 x 16 tiles: 8
 /// tiles of `A` and 16 of `B` per step instead of 1 and 132 in row-major order.
@@ -137,7 +154,7 @@ pub const STAGE_SWEEP: [u32; 5] = [1, 2, 3, 4, 6];
 /// and `.minnctapersm` (what `__launch_bounds__(threads, 1)` writes): `setmaxnreg` takes effect
 /// only under a register cap at entry, here `65536 / 384 = 170`, rounded down to 168.
 pub fn launch_bounds() -> impl Iterator<Item = (&'static str, u32, u32)> {
-    LADDER.iter().map(|r| (r.name, r.threads(), 1))
+    RUNGS.iter().map(|r| (r.name, r.threads(), 1))
 }
 
 #[cfg(test)]
@@ -154,6 +171,9 @@ mod tests {
         assert_eq!(MULTICAST.b_box_rows(), 128);
         assert_eq!(SWIZZLE_ATOM_BYTES, 1024);
         assert_eq!(PRODUCER_REGS * 128 + 2 * CONSUMER_REGS * 128, 64512);
+        // The TF32 rung's rows and steps are the BF16 rungs' bytes.
+        assert_eq!((BK_TF32 * 4, MMA_K_TF32 * 4), (BK * ELEMENT_BYTES, MMA_K * ELEMENT_BYTES));
+        assert_eq!((BK_TF32 / MMA_K_TF32, TF32.smem_bytes(4)), (BK / MMA_K, WIDE.smem_bytes(4)));
     }
 
     #[test]

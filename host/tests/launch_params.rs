@@ -17,9 +17,8 @@ fn every_typed_launch_matches_its_entry_in_every_ptx() {
         let names = ptx::kernel_names(p.text);
         for entry in kernels::entries() {
             if !names.contains(&entry.name) {
-                // Rung 7 (`cp.async`) is compiled for sm_80 and up only, the cluster kernels for
-                // sm_90 and up: a newer PTX has them.
-                // Rung 7 (`cp.async`) is compiled for sm_80 and up only, the TMA kernels for sm_90.
+                // Rung 7 (`cp.async`) is compiled for sm_80 and up only, the cluster and TMA
+                // kernels for sm_90 and up: a newer PTX has them.
                 assert!(ptx::needs_newer(p, entry.name).is_some(), "{} PTX lacks `{}`", p.arch, entry.name);
                 continue;
             }
@@ -35,7 +34,7 @@ fn every_typed_launch_matches_its_entry_in_every_ptx() {
     }
     // The sm_90a PTX holds the tensor ladder alone, each entry with its typed launch.
     let names = ptx::kernel_names(ptx::TENSOR.text);
-    assert_eq!(names, memlab_contracts::tensor::LADDER.iter().map(|r| r.name).collect::<Vec<_>>());
+    assert_eq!(names, memlab_contracts::tensor::RUNGS.iter().map(|r| r.name).collect::<Vec<_>>());
     for name in names {
         let entry = kernels::entries().find(|e| e.name == name).expect("a typed launch");
         if let Err(e) = ptx::check_params(ptx::TENSOR.text, name, entry.params) {

@@ -6,7 +6,7 @@
 
 use memlab::ptx::{self, count_ops, entry_body};
 use memlab::ptxas;
-use memlab_contracts::tensor::{CONSUMER_REGS, LADDER, MULTICAST, PRODUCER_REGS, Rung};
+use memlab_contracts::tensor::{CONSUMER_REGS, MULTICAST, PRODUCER_REGS, RUNGS, Rung, TF32};
 
 fn body(rung: &Rung) -> &'static str {
     entry_body(ptx::TENSOR.text, rung.name).unwrap_or_else(|| panic!("the sm_90a PTX lacks {}", rung.name))
@@ -20,7 +20,7 @@ fn only_the_sm_90a_ptx_has_the_ladder_and_it_has_nothing_else() {
         ptx::TENSOR.text.lines().filter(|l| l.starts_with(".version") || l.starts_with(".target")).collect();
     assert_eq!(header, [".version 8.0", ".target sm_90a"]);
     let names = ptx::kernel_names(ptx::TENSOR.text);
-    assert_eq!(names, LADDER.iter().map(|r| r.name).collect::<Vec<_>>());
+    assert_eq!(names, RUNGS.iter().map(|r| r.name).collect::<Vec<_>>());
     for p in ptx::ALL.iter().chain([&ptx::COUNTING, &ptx::COUNTING_SM90, &ptx::CHECKED]) {
         assert!(!p.text.contains("wgmma") && !p.text.contains("setmaxnreg"), "{} PTX", p.arch);
     }
@@ -34,10 +34,15 @@ fn only_the_sm_90a_ptx_has_the_ladder_and_it_has_nothing_else() {
 
 #[test]
 fn every_rung_feeds_wgmma_from_tma_through_mbarriers() {
-    for rung in &LADDER {
+    for rung in &RUNGS {
         let b = body(rung);
-        let shape = format!("wgmma.mma_async.sync.aligned.m64n{}k16.f32.bf16.bf16", rung.bn);
-        // Four k16 steps per 64-deep stage, unrolled, between a fence and a commit, then a wait
+        let tf32 = *rung == TF32;
+        let shape = match tf32 {
+            true => format!("wgmma.mma_async.sync.aligned.m64n{}k8.f32.tf32.tf32", rung.bn),
+            false => format!("wgmma.mma_async.sync.aligned.m64n{}k16.f32.bf16.bf16", rung.bn),
+        };
+        // Four 32-byte steps per 128-byte stage row (k16 of BF16, k8 of TF32), unrolled,
+        // between a fence and a commit, then a wait
         // (LLVM may copy the K loop's body, e.g. apart for the loading thread: each copy whole).
         let groups = count_ops(b, "wgmma.commit_group.sync.aligned");
         assert!(groups >= 1, "{}", rung.name);
@@ -58,15 +63,18 @@ fn every_rung_feeds_wgmma_from_tma_through_mbarriers() {
         let tma = count_ops(b, TMA_LOAD) - count_ops(b, &multicast);
         let expected = if rung.cluster > 1 { (loads, loads) } else { (2 * loads, 0) };
         assert_eq!((tma, count_ops(b, &multicast)), expected, "{}", rung.name);
-        // The epilogue packs pairs of results into BF16.
-        assert!(count_ops(b, "cvt.rn.bf16x2.f32") >= (rung.bn / 8) as usize, "{}", rung.name);
+        // The epilogue packs pairs of results into BF16, or stores FP32 pairs as they are.
+        let (pack, pairs) =
+            (count_ops(b, "cvt.rn.bf16x2.f32"), count_ops(b, "st.global.b64") + count_ops(b, "st.global.u64"));
+        let expected = if tf32 { pairs >= (rung.bn / 8) as usize && pack == 0 } else { pack >= (rung.bn / 8) as usize };
+        assert!(expected, "{}: {pack} BF16 packs, {pairs} FP32 pair stores", rung.name);
         assert_eq!(count_ops(b, "st.local") + count_ops(b, "ld.local"), 0, "{}: accumulators in registers", rung.name);
     }
 }
 
 #[test]
 fn the_specialised_rungs_move_registers_to_the_consumers() {
-    for rung in &LADDER {
+    for rung in &RUNGS {
         let b = body(rung);
         let (dec, inc) = (
             format!("setmaxnreg.dec.sync.aligned.u32 {PRODUCER_REGS};"),
@@ -85,7 +93,7 @@ fn the_specialised_rungs_move_registers_to_the_consumers() {
 fn ptxas_assembles_the_ladder_with_the_planned_registers() {
     let report =
         ptxas::run(ptx::TENSOR.text, "sm_90a").expect("ptxas -arch=sm_90a (install it with `cargo xtask setup`)");
-    for rung in &LADDER {
+    for rung in &RUNGS {
         let k = report.iter().find(|k| k.kernel == rung.name).unwrap_or_else(|| panic!("ptxas lacks {}", rung.name));
         assert_eq!((k.spill_stores, k.spill_loads, k.stack_bytes, k.smem_bytes), (0, 0, 0, 0), "{}", rung.name);
         // Under `.maxntid 384`: 65536 / 384 = 170, which ptxas rounds down to 168; the others

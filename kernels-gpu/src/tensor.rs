@@ -18,6 +18,8 @@
 //!    half and multicasts it to both, so L2 serves `B` once per cluster.
 //! 6. `tensor_6_persistent`: one block per SM walks the tiles in bands of 8 tile rows; its ring
 //!    runs on from tile to tile, so the next tile's loads overlap this tile's stores.
+//! 7. `tensor_7_tf32`: rung 6 for FP32 operands, multiplied in TF32: the pipeline an FP32
+//!    SGEMM gets from Hopper's tensor cores.
 //!
 //! Sizes: any `m, n, k >= 1`: the copy engine fills what lies outside `A` or `B` with zeros
 //! and the stores skip what lies outside `C`; the host pads each row's pitch to 16 bytes (TMA's
@@ -25,7 +27,9 @@
 
 use crate::device::tma::grid_blocks;
 use crate::device::tma::{Map, MapIn};
-use crate::device::wgmma::{Accum, Ring, leave_cluster, release_registers, store_bf16, take_registers};
+use crate::device::wgmma::{
+    Accum, Bf16, Input, Ring, Tf32, leave_cluster, release_registers, store_bf16, take_registers,
+};
 use crate::device::{Block, GlobalOut, block_idx_x, block_idx_y, kernel, thread_idx_x};
 use memlab_contracts::tensor::{
     BK, CONSUMER_REGS, MMA_K, MULTICAST, PERSISTENT, PIPELINED, PRODUCER_REGS, Rung, SPECIALIZED, WARPGROUP,
@@ -124,9 +128,31 @@ kernel! {
 /// - Memory level: as rung 4; the blocks working at once read about 8 tiles of `A` and 16 of
 ///   `B` per step, which stay in L2 between them.
 pub fn tensor_6_persistent(block: Block, a: MapIn, b: MapIn, c: GlobalOut<u16>, m: u32, n: u32, k: u32, stages: u32) {
+    persistent::<Bf16>(block, (a.map(), b.map()), c, (m, n, k), stages)
+}
+}
+
+kernel! {
+/// Rung 7: rung 6 with FP32 `A`, `B` and `C`, multiplied in TF32 (`m64n256k8.f32.tf32.tf32`,
+/// 4 per stage): each stage row is 32 FP32, the same 128 bytes as rung 6's 64 BF16, so the
+/// ring, the swizzle and the descriptors are rung 6's.
+///
+/// - Launch, shared memory, registers: as [`tensor_6_persistent`].
+/// - Memory level: as rung 6, twice the bytes per FLOP (4-byte inputs).
+/// - Parameters: the slots of FP32 maps of `A` (box `32 x 128`) and `B` (box `32 x 256`), both
+///   128-byte swizzled; `c` holds `m n` FP32.
+pub fn tensor_7_tf32(block: Block, a: MapIn, b: MapIn, c: GlobalOut<f32>, m: u32, n: u32, k: u32, stages: u32) {
+    persistent::<Tf32>(block, (a.map(), b.map()), c, (m, n, k), stages)
+}
+}
+
+/// Rungs 6 and 7: `min(SMs, tiles)` blocks walk the tiles of [`tile_origin`]'s order; the
+/// producer's ring runs on from one tile into the next.
+#[inline(always)]
+fn persistent<I: Input>(block: Block, maps: (Map, Map), c: GlobalOut<I::Out>, (m, n, k): (u32, u32, u32), stages: u32) {
     let rung = &PERSISTENT;
     let ring = Ring::carve(block, (rung.bm(), rung.bn), stages.max(1), (rung.consumers, 1));
-    let (maps, grid, steps) = ((a.map(), b.map()), tiles(rung, m, n), k.div_ceil(BK));
+    let (grid, steps) = (tiles(rung, m, n), k.div_ceil(I::BK));
     let count = grid.0 * grid.1;
     let origin = |t: u32| {
         let (row, col) = tile_origin(t, grid);
@@ -140,7 +166,7 @@ pub fn tensor_6_persistent(block: Block, a: MapIn, b: MapIn, c: GlobalOut<u16>, 
             while t < count {
                 let (m0, n0) = origin(t);
                 for s in 0..steps {
-                    ring.load(step + s, maps, (s * BK, m0, n0));
+                    ring.load(step + s, maps, (s * I::BK, m0, n0));
                 }
                 (t, step) = (t + grid_blocks(), step + steps);
             }
@@ -156,15 +182,14 @@ pub fn tensor_6_persistent(block: Block, a: MapIn, b: MapIn, c: GlobalOut<u16>, 
             for s in 0..steps {
                 ring.consume(step + s, |stage| {
                     for kk in 0..BK / MMA_K {
-                        acc.mma(stage.a(slice, kk), stage.b(kk));
+                        I::mma(&mut acc, stage.a(slice, kk), stage.b(kk));
                     }
                 });
             }
-            store_bf16(&acc, &mut c, (m, n), (m0 + slice * WARPGROUP_ROWS, n0));
+            I::store(&acc, &mut c, (m, n), (m0 + slice * WARPGROUP_ROWS, n0));
             (t, step) = (t + grid_blocks(), step + steps);
         }
     }
-}
 }
 
 /// Rungs 2 to 5: warpgroup 0 produces, warpgroups `1 ..= rung.consumers` each consume the

@@ -88,14 +88,12 @@ const PLOT_WIDTH: u32 = 820;
 
 impl RooflineChart {
     /// `None` when no section carries roofline points. A point's precision is its kernel's: the
-    /// TF32 rungs of the SGEMM ladder, the BF16 kernels of the tensor ladder, FP32 otherwise.
+    /// TF32 kernels (SGEMM rung 9, the tensor ladder's rung 7), the tensor ladder's BF16 rungs,
+    /// FP32 otherwise.
     pub fn new(sections: &[Section], peak_tflops: f64, memcpy_gbs: f64, theoretical_gbs: f64) -> Option<Self> {
-        let bf16: Vec<&str> = super::section(sections, "tensor")
-            .map(|s| s.kernels.iter().map(|k| k.kernel.as_str()).collect())
-            .unwrap_or_default();
         let precision = |kernel: &str| match kernel {
-            k if crate::demos::sgemm::TENSOR_KERNELS.contains(&k) => Precision::Tf32,
-            k if bf16.contains(&k) => Precision::Bf16,
+            k if crate::demos::roofline::is_tf32(k) => Precision::Tf32,
+            k if crate::demos::roofline::is_bf16(k) => Precision::Bf16,
             _ => Precision::Fp32,
         };
         let points: Vec<RoofPoint> = sections

@@ -149,9 +149,14 @@ fn ceiling(row: &TwinRow, memcpy: Option<f64>, cublas: &[(String, f64)]) -> Ceil
     match row.work.rate(&row.timing.0) {
         Rate::Gbs(_) if row.work.level == Level::Global => memcpy.map_or(Ceiling::None, Ceiling::Memcpy),
         Rate::Tflops(_) => {
-            // The tensor ladder's yardstick is cuBLAS BF16 ("cuBLAS BF16 MxNxK"), the SGEMM's FP32.
-            let tensor = memlab_contracts::tensor::LADDER.iter().any(|r| r.name == row.kernel);
-            let key = if tensor { format!("BF16 {}", row.size) } else { row.size.clone() };
+            // The tensor ladder's yardstick is cuBLAS GemmEx of its input type ("cuBLAS BF16
+            // MxNxK", "cuBLAS GemmEx TF32 MxNxK"), the SGEMM's FP32.
+            let bf16 = memlab_contracts::tensor::LADDER.iter().any(|r| r.name == row.kernel);
+            let key = match (bf16, row.kernel == memlab_contracts::tensor::TF32.name) {
+                (true, _) => format!("BF16 {}", row.size),
+                (_, true) => format!("GemmEx TF32 {}", row.size),
+                _ => row.size.clone(),
+            };
             cublas.iter().find(|(size, _)| *size == key).map_or(Ceiling::None, |c| Ceiling::Cublas(c.1))
         }
         _ => Ceiling::None,
@@ -254,9 +259,10 @@ fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Res
     }
     println!("memcpy device-to-device: {}", memcpy.map_or("not measured".into(), |g| format!("{g:.0} GB/s")));
     for (size, t) in &cublas {
-        match size.strip_prefix("BF16 ") {
-            Some(size) => println!("cuBLAS GemmEx BF16 {size}: {t:.1} TFLOP/s"),
-            None => println!("cuBLAS SGEMM {size}: {t:.2} TFLOP/s"),
+        match (size.strip_prefix("BF16 "), size.strip_prefix("GemmEx TF32 ")) {
+            (Some(size), _) => println!("cuBLAS GemmEx BF16 {size}: {t:.1} TFLOP/s"),
+            (_, Some(size)) => println!("cuBLAS GemmEx TF32 {size}: {t:.1} TFLOP/s"),
+            _ => println!("cuBLAS SGEMM {size}: {t:.2} TFLOP/s"),
         }
     }
     if cublas.is_empty() {

@@ -130,9 +130,15 @@ fn tensor_peak(info: &DeviceInfo, clock_ghz: Option<f64>, per_clock: u32) -> Opt
     Some(f64::from(info.sms) * f64::from(per_clock) * hz)
 }
 
-/// The tensor ladder's kernels (BF16 in, FP32 accumulation), placed against the BF16 roof.
-fn is_bf16(kernel: &str) -> bool {
+/// The tensor ladder's BF16 kernels, placed against the BF16 roof.
+pub fn is_bf16(kernel: &str) -> bool {
     memlab_contracts::tensor::LADDER.iter().any(|r| r.name == kernel)
+}
+
+/// The kernels that multiply in TF32 (rung 9's `mma.sync`, the tensor ladder's TF32 rung),
+/// placed against the TF32 roof.
+pub fn is_tf32(kernel: &str) -> bool {
+    super::sgemm::TENSOR_KERNELS.contains(&kernel) || kernel == memlab_contracts::tensor::TF32.name
 }
 
 /// The roofline section for the kernels of `sections` on `info`'s device with the run's memcpy
@@ -207,7 +213,7 @@ pub fn build(
             let mut cells = match k.work.level {
                 Level::Global => {
                     // Tensor-core kernels against their input type's roof, the rest against FP32's.
-                    let tf32 = super::sgemm::TENSOR_KERNELS.contains(&k.kernel.as_str());
+                    let tf32 = is_tf32(&k.kernel);
                     let peaks = match (tf32, tensor, is_bf16(&k.kernel), bf16) {
                         (true, Some(t), _, _) | (_, _, true, Some(t)) => t,
                         _ => peaks,
@@ -258,7 +264,12 @@ pub fn build(
             t.measured / 1e12,
             info.sms,
             tf32_flop_per_clock(info.cc.0, info.cc.1).unwrap_or(0),
-            super::sgemm::TENSOR_KERNELS.join(", ")
+            kernels.iter().filter(|k| is_tf32(&k.kernel)).map(|k| k.kernel.as_str()).fold(Vec::new(), |mut v, k| {
+                if !v.contains(&k) {
+                    v.push(k)
+                }
+                v
+            }).join(", ")
         ));
     }
     if let Some(t) = bf16.filter(|_| kernels.iter().any(|k| is_bf16(&k.kernel))) {

@@ -1,6 +1,7 @@
 //! The tensor-core ladder (kernels-gpu `tensor`, the sm_90a PTX): `C = A * B^T` in BF16 with
 //! FP32 accumulation, each rung checked against the f64 reference and timed beside cuBLAS BF16
-//! (`cublasGemmEx`, `CUBLAS_COMPUTE_32F`) in the same run. Operands and tiles:
+//! (`cublasGemmEx`, `CUBLAS_COMPUTE_32F`) in the same run, then the TF32 rung on FP32 operands
+//! beside cuBLAS TF32 (`CUBLAS_COMPUTE_32F_FAST_TF32`). Operands and tiles:
 //! `memlab_contracts::tensor`. On a device that is not cc 9.0 the lesson is skipped with one
 //! line: sm_90a PTX loads nowhere else.
 
@@ -9,12 +10,12 @@ use std::cell::RefCell;
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::tensor::{
-    BK, ELEMENT_BYTES, MULTICAST, PERSISTENT, PIPELINED, Rung, SPECIALIZED, STAGE_SWEEP, WGMMA, WIDE, default_stages,
+    BK, BK_TF32, MULTICAST, PERSISTENT, PIPELINED, Rung, SPECIALIZED, STAGE_SWEEP, TF32, WGMMA, WIDE, default_stages,
     tiles,
 };
 
 use super::{Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, ensure_free, measure};
-use crate::gpu::cublas::Cublas;
+use crate::gpu::cublas::{Cublas, GemmKind};
 use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::staging::Staging;
 use crate::gpu::tensor_map::{Element, L2Promotion, MapSlot, Swizzle, TiledSpec};
@@ -48,6 +49,52 @@ crate::kernels! {
     /// Rung 6, `tensor_6_persistent`: as rung 4 on `min(sms, tiles)` persistent blocks.
     fn tensor_6_persistent(sms: u32; a: MapSlot, b: MapSlot, c: &mut DeviceBuffer<u16>, m: u32, n: u32, k: u32, stages: u32)
         => persistent_shape(sms, m, n, stages);
+    /// Rung 7, `tensor_7_tf32`: rung 6 on FP32 maps of `A` and `B`, `c` `m x n` FP32.
+    fn tensor_7_tf32(sms: u32; a: MapSlot, b: MapSlot, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32, stages: u32)
+        => persistent_shape(sms, m, n, stages);
+}
+
+/// An element type of the ladder's operands on the host: BF16 bit patterns (rungs 1-6) or FP32
+/// multiplied in TF32 (rung 7).
+pub trait Operand: cust::memory::DeviceCopy + bytemuck::Pod + Default {
+    /// The tensor map's element type.
+    const ELEMENT: Element;
+    /// The check's tolerance.
+    const PRECISION: Precision;
+    /// cuBLAS's product of the same inputs.
+    const CUBLAS: GemmKind;
+    /// Elements of one 128-byte stage row (the box's inner dimension).
+    const BK: u32;
+    /// Element `i` of the input stream `seed`.
+    fn input(seed: u64, i: usize) -> Self;
+    /// The value the element holds.
+    fn value(self) -> f32;
+}
+
+impl Operand for u16 {
+    const ELEMENT: Element = Element::Bf16;
+    const PRECISION: Precision = Precision::Bf16;
+    const CUBLAS: GemmKind = GemmKind::Bf16;
+    const BK: u32 = BK;
+    fn input(seed: u64, i: usize) -> u16 {
+        reference::input_bf16(seed, i)
+    }
+    fn value(self) -> f32 {
+        reference::bf16_value(self)
+    }
+}
+
+impl Operand for f32 {
+    const ELEMENT: Element = Element::F32;
+    const PRECISION: Precision = Precision::Tf32;
+    const CUBLAS: GemmKind = GemmKind::Tf32;
+    const BK: u32 = BK_TF32;
+    fn input(seed: u64, i: usize) -> f32 {
+        reference::input_f32(seed, i)
+    }
+    fn value(self) -> f32 {
+        self
+    }
 }
 
 /// Rung 6's shape: one block per SM, or per tile when there are fewer tiles.
@@ -58,18 +105,25 @@ fn persistent_shape(sms: u32, m: u32, n: u32, stages: u32) -> LaunchShape {
 }
 
 /// A rung's typed launch on a device of `sms` SMs with its stages (rung 1 has one stage by
-/// design, and only rung 6 sizes its grid by the SMs).
-type TensorLaunch = fn(u32, MapSlot, MapSlot, &mut DeviceBuffer<u16>, u32, u32, u32, u32) -> Launch;
+/// design, and only the persistent rungs size their grid by the SMs).
+type TensorLaunch<T> = fn(u32, MapSlot, MapSlot, &mut DeviceBuffer<T>, u32, u32, u32, u32) -> Launch;
 
 /// One step of the ladder: its contract, launch and lesson.
-struct Step {
+struct Step<T: Operand> {
     rung: &'static Rung,
-    launch: TensorLaunch,
+    launch: TensorLaunch<T>,
     lesson: &'static str,
 }
 
-/// The ladder's steps, in the order of `memlab_contracts::tensor::LADDER`.
-const STEPS: [Step; 6] = [
+/// The TF32 rung: the pipeline of rung 6 for FP32 inputs.
+const TF32_STEP: Step<f32> = Step {
+    rung: &TF32,
+    launch: kernels::tensor_7_tf32,
+    lesson: "7: rung 6 on FP32 inputs multiplied in TF32 (m64n256k8): the same 128-byte rows, 32 floats each",
+};
+
+/// The BF16 ladder's steps, in the order of `memlab_contracts::tensor::LADDER`.
+const STEPS: [Step<u16>; 6] = [
     Step {
         rung: &WGMMA,
         launch: |_, a, b, c, m, n, k, _| kernels::tensor_1_wgmma(a, b, c, m, n, k),
@@ -105,40 +159,40 @@ const STEPS: [Step; 6] = [
 /// Seeds of the ladder's `A` and `B` ([`reference::input_bf16`]).
 const SEEDS: (u64, u64) = (31, 32);
 
-/// Random BF16 operands of one product on the device, each row padded to the pitch a tensor map
-/// can describe (zeros past `k`), and a poisoned result. The host holds no copy of them: the
-/// checks draw their rows and columns from the same generator.
-pub struct Operands {
+/// Random operands of one product on the device, each row padded to the pitch a tensor map can
+/// describe (zeros past `k`), and a poisoned result. The host holds no copy of them: the checks
+/// draw their rows and columns from the same generator.
+pub struct Operands<T: Operand> {
     /// `A`, `m x pitch`.
-    a: DeviceBuffer<u16>,
+    a: DeviceBuffer<T>,
     /// `B`, `n x pitch`.
-    b: DeviceBuffer<u16>,
+    b: DeviceBuffer<T>,
     /// `C`, `m x n`, poisoned (NaN).
-    c: DeviceBuffer<u16>,
+    c: DeviceBuffer<T>,
     /// `(m, n, k)`.
     size: (usize, usize, usize),
     /// Elements per row of `A` and `B`: `k` rounded up to 16 bytes.
     pitch: usize,
-    staging: RefCell<Staging<u16>>,
+    staging: RefCell<Staging<T>>,
 }
 
-impl Operands {
+impl<T: Operand> Operands<T> {
     /// Allocates, fills and uploads the operands of an `m x n x k` product.
     ///
     /// # Errors
     /// Not enough device memory, more than `u32::MAX` elements, or an upload failure.
-    pub fn new(lab: &Lab, (m, n, k): (usize, usize, usize)) -> Result<Operands> {
-        let pitch = Element::Bf16.padded_pitch(k as u64) as usize;
+    pub fn new(lab: &Lab, (m, n, k): (usize, usize, usize)) -> Result<Operands<T>> {
+        let pitch = T::ELEMENT.padded_pitch(k as u64) as usize;
         check_u32_elements("the tensor ladder's operands", &[m * pitch, n * pitch, m * n])?;
-        ensure_free("the tensor ladder's operands", ELEMENT_BYTES as usize * (m * pitch + n * pitch + m * n))?;
+        ensure_free("the tensor ladder's operands", size_of::<T>() * (m * pitch + n * pitch + m * n))?;
         let mut staging = Staging::new((m * pitch).max(n * pitch).max(m * n))?;
         let mut buffers = Vec::new();
         for (rows, seed) in [(m, SEEDS.0), (n, SEEDS.1)] {
-            let buf = super::poisoned::<u16>(rows * pitch)?;
+            let buf = super::poisoned::<T>(rows * pitch)?;
             staging.upload(&lab.gpu, &buf, |offset, chunk| {
                 for (j, v) in chunk.iter_mut().enumerate() {
                     let (r, p) = ((offset + j) / pitch, (offset + j) % pitch);
-                    *v = if p < k { reference::input_bf16(seed, r * k + p) } else { 0 };
+                    *v = if p < k { T::input(seed, r * k + p) } else { T::default() };
                 }
             })?;
             buffers.push(buf);
@@ -148,40 +202,41 @@ impl Operands {
         Ok(Operands { a, b, c: super::poisoned(m * n)?, size: (m, n, k), pitch, staging: RefCell::new(staging) })
     }
 
-    /// The tensor map of `A` (`rows = m`) or `B` (`rows = n`) with a box of `box_rows x 64`.
-    fn map(&self, lab: &Lab, buf: &DeviceBuffer<u16>, rows: usize, box_rows: u32) -> Result<MapSlot> {
+    /// The tensor map of `A` (`rows = m`) or `B` (`rows = n`) with a box of `box_rows` rows of
+    /// 128 bytes.
+    fn map(&self, lab: &Lab, buf: &DeviceBuffer<T>, rows: usize, box_rows: u32) -> Result<MapSlot> {
         lab.place_map(&TiledSpec {
             address: buf.as_device_ptr().as_raw(),
-            element: Element::Bf16,
+            element: T::ELEMENT,
             rows: rows as u64,
             cols: self.size.2 as u64,
             pitch: self.pitch as u64,
             box_rows,
-            box_cols: BK,
+            box_cols: T::BK,
             swizzle: Swizzle::B128,
             l2_promotion: L2Promotion::B256,
         })
     }
 
     /// The launch of `step` on these operands with `stages` stages.
-    fn launch(&mut self, lab: &Lab, step: &Step, stages: u32) -> Result<Launch> {
+    fn launch(&mut self, lab: &Lab, step: &Step<T>, stages: u32) -> Result<Launch> {
         let (m, n, k) = self.size;
         let a = self.map(lab, &self.a, m, step.rung.bm())?;
         let b = self.map(lab, &self.b, n, step.rung.b_box_rows())?;
         Ok((step.launch)(lab.gpu.info.sms, a, b, &mut self.c, m as u32, n as u32, k as u32, stages))
     }
 
-    /// Checks `C` against the f64 reference with the BF16 tolerance ([`verify::matmul_samples`]'s
+    /// Checks `C` against the f64 reference with `T`'s tolerance ([`verify::matmul_samples`]'s
     /// rule for how much). Returns the check and what it compared.
     fn check(&self, lab: &Lab) -> Result<(Check, &'static str)> {
         let (m, n, k) = self.size;
         let (samples, what) = verify::matmul_samples(self.size);
-        let a = |i: usize| reference::bf16_value(reference::input_bf16(SEEDS.0, i));
+        let a = |i: usize| T::input(SEEDS.0, i).value();
         // The reference reads `B` as `k x n`: element `p n + j` is row `j`, column `p` of `B`.
-        let b = |i: usize| reference::bf16_value(reference::input_bf16(SEEDS.1, (i % n) * k + i / n));
-        let mut check = MatmulStreamed::new(Precision::Bf16, (m, n, k), (samples, verify::SAMPLE_SEED), a, b);
+        let b = |i: usize| T::input(SEEDS.1, (i % n) * k + i / n).value();
+        let mut check = MatmulStreamed::new(T::PRECISION, (m, n, k), (samples, verify::SAMPLE_SEED), a, b);
         self.staging.borrow_mut().download(&lab.gpu, &self.c, |_, chunk| {
-            let values: Vec<f32> = chunk.iter().map(|&v| reference::bf16_value(v)).collect();
+            let values: Vec<f32> = chunk.iter().map(|&v| v.value()).collect();
             check.chunk(&values);
         })?;
         Ok((check.finish(), what))
@@ -200,29 +255,30 @@ impl Operands {
     }
 }
 
-/// Host bytes [`Operands`] of an `m x n x k` product hold at once: the pinned staging and the
-/// rows and columns a check compares, as f32.
+/// Host bytes the [`Operands`] of an `m x n x k` product hold at once, of the larger (FP32)
+/// element: the pinned staging and the rows and columns a check compares, as f32.
 pub fn host_bytes((m, n, k): (usize, usize, usize)) -> usize {
-    let pitch = Element::Bf16.padded_pitch(k as u64) as usize;
-    let staging = 2 * (m * pitch).max(n * pitch).max(m * n).min(Staging::<u16>::chunk_len());
+    let pitch = Element::F32.padded_pitch(k as u64) as usize;
+    let staging = 4 * (m * pitch).max(n * pitch).max(m * n).min(Staging::<f32>::chunk_len());
     let (rows, cols) = verify::sample_grid((m, n), verify::matmul_samples((m, n, k)).0);
-    staging + 4 * (rows + cols) * k + 4 * Staging::<u16>::chunk_len()
+    staging + 4 * (rows + cols) * k + 4 * Staging::<f32>::chunk_len()
 }
 
-/// Bytes the SMs read from L2 for `rung` over an `m x n x k` product, as the tiling model
+/// Bytes the SMs read from L2 for `rung` over an `m x n x k` product of `T`, as the tiling model
 /// counts them: every block reads its `bm x k` slice of `A` and, per cluster, the `bn x k` slice
-/// of `B` once (multicast), plus the writes of `C`.
-pub fn l2_bytes(rung: &Rung, (m, n, k): (usize, usize, usize)) -> f64 {
+/// of `B` once (multicast), in whole 128-byte stage rows, plus the writes of `C`.
+pub fn l2_bytes<T: Operand>(rung: &Rung, (m, n, k): (usize, usize, usize)) -> f64 {
     let (gx, gy) = rung.grid(m as u32, n as u32);
-    let steps = k.div_ceil(BK as usize) as f64;
-    let per_block = (rung.bm() + rung.bn / rung.cluster) as f64 * BK as f64 * ELEMENT_BYTES as f64;
-    f64::from(gx) * f64::from(gy) * steps * per_block + (m * n) as f64 * ELEMENT_BYTES as f64
+    let steps = k.div_ceil(T::BK as usize) as f64;
+    let row_bytes = (T::BK as usize * size_of::<T>()) as f64;
+    let per_block = (rung.bm() + rung.bn / rung.cluster) as f64 * row_bytes;
+    f64::from(gx) * f64::from(gy) * steps * per_block + (m * n * size_of::<T>()) as f64
 }
 
 /// Checks and times `step` on `ops` with `stages` stages through [`measure`] (and so against its
 /// twin in `bench`).
-fn measure_step(lab: &Lab, step: &Step, ops: &mut Operands, stages: u32) -> Result<KernelRow> {
-    let bytes = l2_bytes(step.rung, ops.size);
+fn measure_step<T: Operand>(lab: &Lab, step: &Step<T>, ops: &mut Operands<T>, stages: u32) -> Result<KernelRow> {
+    let bytes = l2_bytes::<T>(step.rung, ops.size);
     let prediction = format!("{:.3} B/FLOP from L2 ({stages} stages)", bytes / ops.flop());
     let work = Work { flop: ops.flop(), bytes, level: Level::Global };
     let launch = ops.launch(lab, step, stages)?;
@@ -232,17 +288,18 @@ fn measure_step(lab: &Lab, step: &Step, ops: &mut Operands, stages: u32) -> Resu
     measure(lab, run, || ops.check(lab))
 }
 
-/// Times cuBLAS BF16 on `ops` after checking its result; `None` without cuBLAS.
-fn time_cublas(lab: &Lab, cublas: Option<&Cublas>, ops: &Operands) -> Result<Option<Timing>> {
+/// Times cuBLAS of `T`'s inputs on `ops` after checking its result; `None` without cuBLAS.
+fn time_cublas<T: Operand>(lab: &Lab, cublas: Option<&Cublas>, ops: &Operands<T>) -> Result<Option<Timing>> {
     let Some(cublas) = cublas else { return Ok(None) };
+    let gemm = || cublas.gemm_nt(T::CUBLAS, (&ops.a, &ops.b, &ops.c), ops.size, ops.pitch);
     super::poison(&ops.c)?;
-    cublas.gemm_bf16(&ops.a, &ops.b, &ops.c, ops.size, ops.pitch)?;
+    gemm()?;
     lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!(crate::gpu::describe(e)))?;
     let (check, kind) = ops.check(lab)?;
     if !check.passed() {
-        refuse!("cuBLAS GemmEx (BF16) returned a wrong result: {}", check.summary(kind));
+        refuse!("cuBLAS GemmEx ({:?}) returned a wrong result: {}", T::CUBLAS, check.summary(kind));
     }
-    Ok(Some(time(&lab.gpu, lab.sizes.repeats, || cublas.gemm_bf16(&ops.a, &ops.b, &ops.c, ops.size, ops.pitch))?))
+    Ok(Some(time(&lab.gpu, lab.sizes.repeats, gemm)?))
 }
 
 /// The lesson's note for a device without sm_90a.
@@ -258,7 +315,7 @@ fn skipped(cc: (u32, u32)) -> String {
 pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let mut section = Section {
         name: "tensor".into(),
-        title: "Tensor cores and the Hopper pipeline: C = A * B^T, BF16 in, FP32 accumulation".into(),
+        title: "Tensor cores and the Hopper pipeline: C = A * B^T, BF16 or TF32 in, FP32 accumulation".into(),
         lesson: "TMA copies tiles into swizzled shared memory, wgmma reads them from there, and mbarriers pace the stages: each rung hides a wait or removes bytes the SMs read from L2.".into(),
         ..Section::default()
     };
@@ -270,43 +327,46 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     lab.gpu.tensor_module(WGMMA.name)?;
     let cublas = lab.phases.step("open cuBLAS", || Cublas::open(&lab.gpu))?;
     for size in super::sanitizer::odd_sizes(lab) {
-        let mut ops = Operands::new(lab, size)?;
+        let mut ops = Operands::<u16>::new(lab, size)?;
         for step in &STEPS {
-            super::poison(&ops.c)?;
-            ops.launch(lab, step, default_stages(step.rung))?.enqueue(&lab.gpu)?;
-            section.checks.push(ops.check(lab)?.0);
+            section.checks.push(check_once(lab, &mut ops, step)?);
         }
+        drop(ops);
+        section.checks.push(check_once(lab, &mut Operands::<f32>::new(lab, size)?, &TF32_STEP)?);
     }
     let mut header = vec!["kernel".to_string()];
     let mut table: Vec<Vec<String>> = STEPS.iter().map(|s| vec![s.rung.name.to_string()]).collect();
     table.push(vec!["cuBLAS GemmEx (BF16)".into()]);
+    table.push(vec![TF32.name.to_string()]);
+    table.push(vec!["cuBLAS GemmEx (TF32)".into()]);
     let mut references = Vec::new();
     for (i, &size) in lab.sizes.tensor.iter().enumerate() {
-        let mut ops = lab.phases.step("operands", || Operands::new(lab, size))?;
+        let mut ops = lab.phases.step("operands", || Operands::<u16>::new(lab, size))?;
         header.extend([format!("TFLOP/s {}", ops.label()), "x cuBLAS".into()]);
-        let reference = lab.phases.step("cuBLAS", || time_cublas(lab, cublas.as_ref(), &ops))?;
-        let reference = reference.map(|t| t.tflops(ops.flop()));
-        let share = |t: f64| reference.map_or("-".into(), |c| format!("{:.2}", t / c));
-        for (step, row) in STEPS.iter().zip(&mut table) {
-            let kernel = measure_step(lab, step, &mut ops, default_stages(step.rung))?;
-            row.extend([format!("{:.1}", kernel.rate.value()), share(kernel.rate.value())]);
-            section.kernels.push(kernel);
-        }
-        let last = table.len() - 1;
-        table[last].extend([reference.map_or("skipped".into(), |c| format!("{c:.1}")), "1.00".into()]);
+        let mut rows = table.iter_mut();
+        let reference = timed(lab, cublas.as_ref(), &mut ops, &STEPS, &mut rows, &mut section.kernels)?;
         if let Some(c) = reference {
             references.push((0.0, c, format!("cuBLAS BF16 {}", ops.label())));
         }
         if i == 0 {
             section.notes.push(stage_sweep(lab, &mut ops, reference)?);
         }
+        drop(ops);
+        let mut ops = lab.phases.step("operands", || Operands::<f32>::new(lab, size))?;
+        let reference = timed(lab, cublas.as_ref(), &mut ops, &[TF32_STEP], &mut rows, &mut section.kernels)?;
+        if let Some(c) = reference {
+            references.push((0.0, c, format!("cuBLAS GemmEx TF32 {}", ops.label())));
+        }
     }
     section.notes.push(format!(
-        "every rung also checked element by element at {}; tolerance per element 2k 2^-23 sum|a b| for the FP32 sums plus 2^-8 of the result for its rounding to BF16 (the BF16 products are exact)",
+        "every rung also checked element by element at {}; tolerance per element 2k 2^-23 sum|a b| for the FP32 sums plus 2^-8 of the result for its rounding to BF16 (the BF16 products are exact); rung 7 (2^-9 + 2^-20 + 2k 2^-23) sum|a b|, TF32's 10-bit mantissas making each product off by less than 2^-9",
         super::sanitizer::odd_sizes(lab).map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
     ));
     section.notes.push(match &cublas {
-        Some(c) => format!("cuBLAS from {}: cublasGemmEx, BF16 in and out, CUBLAS_COMPUTE_32F", c.path.display()),
+        Some(c) => format!(
+            "cuBLAS from {}: cublasGemmEx, BF16 in and out with CUBLAS_COMPUTE_32F; FP32 in and out with CUBLAS_COMPUTE_32F_FAST_TF32 for rung 7",
+            c.path.display()
+        ),
         None => super::sgemm::NO_CUBLAS.into(),
     });
     section.sweep = Some((header, table));
@@ -314,9 +374,40 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     Ok(section)
 }
 
+/// Runs `step` once on `ops` at its default stages and checks every element it wrote.
+fn check_once<T: Operand>(lab: &Lab, ops: &mut Operands<T>, step: &Step<T>) -> Result<Check> {
+    super::poison(&ops.c)?;
+    ops.launch(lab, step, default_stages(step.rung))?.enqueue(&lab.gpu)?;
+    Ok(ops.check(lab)?.0)
+}
+
+/// Times cuBLAS of `T` and each of `steps` on `ops`, filling the next table rows (one per step,
+/// then cuBLAS's) with the rate and the share of cuBLAS; returns cuBLAS's TFLOP/s.
+fn timed<'a, T: Operand>(
+    lab: &Lab,
+    cublas: Option<&Cublas>,
+    ops: &mut Operands<T>,
+    steps: &[Step<T>],
+    rows: &mut impl Iterator<Item = &'a mut Vec<String>>,
+    kernels: &mut Vec<KernelRow>,
+) -> Result<Option<f64>> {
+    let reference = lab.phases.step("cuBLAS", || time_cublas(lab, cublas, ops))?;
+    let reference = reference.map(|t| t.tflops(ops.flop()));
+    let share = |t: f64| reference.map_or("-".into(), |c| format!("{:.2}", t / c));
+    for step in steps {
+        let kernel = measure_step(lab, step, ops, default_stages(step.rung))?;
+        let row = rows.next().expect("a row per step");
+        row.extend([format!("{:.1}", kernel.rate.value()), share(kernel.rate.value())]);
+        kernels.push(kernel);
+    }
+    let row = rows.next().expect("a row for cuBLAS");
+    row.extend([reference.map_or("skipped".into(), |c| format!("{c:.1}")), "1.00".into()]);
+    Ok(reference)
+}
+
 /// Rung 2 at each stage count of [`STAGE_SWEEP`] on `ops` (checked, timed): where the copies
 /// start to hide behind the math.
-fn stage_sweep(lab: &Lab, ops: &mut Operands, reference: Option<f64>) -> Result<String> {
+fn stage_sweep(lab: &Lab, ops: &mut Operands<u16>, reference: Option<f64>) -> Result<String> {
     let step = &STEPS[1];
     let mut points = Vec::new();
     for stages in STAGE_SWEEP {

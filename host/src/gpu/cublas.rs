@@ -23,6 +23,30 @@ const OP_T: c_int = 1;
 const R_16BF: c_int = 14;
 /// `cublasComputeType_t::CUBLAS_COMPUTE_32F`: FP32 accumulation.
 const COMPUTE_32F: c_int = 68;
+/// `cudaDataType_t::CUDA_R_32F`.
+const R_32F: c_int = 0;
+/// `cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32`: FP32 in and out, products in TF32 on
+/// the tensor cores.
+const COMPUTE_32F_FAST_TF32: c_int = 77;
+
+/// The input types of [`Cublas::gemm_nt`]: element, cuBLAS data and compute types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GemmKind {
+    /// BF16 `A`, `B` and `C` (`CUDA_R_16BF`), FP32 accumulation (`CUBLAS_COMPUTE_32F`).
+    Bf16,
+    /// FP32 `A`, `B` and `C` (`CUDA_R_32F`), multiplied in TF32 (`CUBLAS_COMPUTE_32F_FAST_TF32`).
+    Tf32,
+}
+
+impl GemmKind {
+    /// Bytes of one element, cuBLAS's data type and compute type.
+    fn types(self) -> (usize, c_int, c_int) {
+        match self {
+            GemmKind::Bf16 => (2, R_16BF, COMPUTE_32F),
+            GemmKind::Tf32 => (4, R_32F, COMPUTE_32F_FAST_TF32),
+        }
+    }
+}
 /// `cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT`.
 const GEMM_DEFAULT: c_int = -1;
 /// `cublasMath_t::CUBLAS_DEFAULT_MATH`: FP32 math, no TF32 tensor cores (cuBLAS documentation,
@@ -176,23 +200,27 @@ impl Cublas {
 }
 
 impl Cublas {
-    /// Enqueues row-major `C = A * B^T` in BF16 with FP32 accumulation (`cublasGemmEx`,
-    /// `CUBLAS_COMPUTE_32F`): `A` is `m x k`, `B` is `n x k` (the layout of the tensor ladder,
-    /// `memlab_contracts::tensor`), `C` is `m x n` BF16, each buffer of BF16 bit patterns.
+    /// Enqueues row-major `C = A * B^T` of `kind` with FP32 accumulation (`cublasGemmEx`): `A`
+    /// is `m x k`, `B` is `n x k` (the layout of the tensor ladder, `memlab_contracts::tensor`),
+    /// `C` is `m x n`, each buffer of `kind`'s elements (BF16 bit patterns or FP32).
     /// Column-major, that is `C^T = B A^T`: `B` read transposed (`OP_T`, leading dimension
     /// `pitch`), `A^T` as it lies (`OP_N`, `pitch`), `C^T` with leading dimension `n`; `pitch`
     /// (`>= k`) is the elements from one row of `A` or `B` to the next.
     ///
     /// # Errors
-    /// A cuBLAS error status, sizes above `i32::MAX`, or buffers smaller than the sizes.
-    pub fn gemm_bf16(
+    /// A cuBLAS error status, sizes above `i32::MAX`, buffers smaller than the sizes, or an
+    /// element type that is not `kind`'s.
+    pub fn gemm_nt<T: cust::memory::DeviceCopy>(
         &self,
-        a: &DeviceBuffer<u16>,
-        b: &DeviceBuffer<u16>,
-        c: &DeviceBuffer<u16>,
+        kind: GemmKind,
+        (a, b, c): (&DeviceBuffer<T>, &DeviceBuffer<T>, &DeviceBuffer<T>),
         (m, n, k): (usize, usize, usize),
         pitch: usize,
     ) -> Result<()> {
+        let (bytes, data, compute) = kind.types();
+        if std::mem::size_of::<T>() != bytes {
+            refuse!("cuBLAS GemmEx {kind:?}: elements of {} bytes, not {bytes}", std::mem::size_of::<T>());
+        }
         if pitch < k || a.len() < m * pitch || b.len() < n * pitch || c.len() < m * n {
             refuse!(
                 "cuBLAS GemmEx: buffers of {}, {}, {} elements for a {m}x{n}x{k} product",
@@ -204,12 +232,13 @@ impl Cublas {
         let dim = |v: usize| c_int::try_from(v).map_err(|_| anyhow::anyhow!("cuBLAS: dimension {v} above i32::MAX"));
         let (m, n, k, ld) = (dim(m)?, dim(n)?, dim(k)?, dim(pitch)?);
         let (alpha, beta) = (1.0f32, 0.0f32);
-        let ptr = |buf: &DeviceBuffer<u16>| buf.as_device_ptr().as_raw() as *mut c_void;
+        let ptr = |buf: &DeviceBuffer<T>| buf.as_device_ptr().as_raw() as *mut c_void;
         let alpha = (&alpha as *const f32).cast();
         let beta = (&beta as *const f32).cast();
-        // SAFETY: the buffers hold at least the elements read and written (checked above) and
-        // outlive the stream's work (callers synchronise before dropping them); alpha and beta
-        // are FP32, as CUBLAS_COMPUTE_32F reads them, and read before the call returns.
+        // SAFETY: the buffers hold at least the elements read and written, of the data type's
+        // size (checked above), and outlive the stream's work (callers synchronise before
+        // dropping them); alpha and beta are FP32, as both compute types read them, and read
+        // before the call returns.
         let code = unsafe {
             (self.gemm_ex)(
                 self.handle,
@@ -220,16 +249,16 @@ impl Cublas {
                 k,
                 alpha,
                 ptr(b),
-                R_16BF,
+                data,
                 ld,
                 ptr(a),
-                R_16BF,
+                data,
                 ld,
                 beta,
                 ptr(c),
-                R_16BF,
+                data,
                 n,
-                COMPUTE_32F,
+                compute,
                 GEMM_DEFAULT,
             )
         };

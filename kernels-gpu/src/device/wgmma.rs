@@ -13,8 +13,9 @@
 //!
 //! Soundness, beyond the device API's invariants and those of `device/tma.rs`:
 //! 1. The launch contract: the block has the threads of its [`memlab_contracts::tensor::Rung`]
-//!    and the dynamic shared bytes of `Rung::smem_bytes`; the maps are BF16 maps whose boxes
-//!    are the ring's tiles (`64 x bm` for `A`, `64 x bn / cluster` for `B`, 128-byte swizzle).
+//!    and the dynamic shared bytes of `Rung::smem_bytes`; the maps are BF16 maps (FP32 for
+//!    [`Tf32`]) whose boxes are the ring's tiles (rows of 128 bytes: `bm` of them for `A`,
+//!    `bn / cluster` for `B`, 128-byte swizzle).
 //!    A tensor copy then writes only inside its stage, and a descriptor only names bytes of the
 //!    ring: [`Stage`] makes them from the stage's own addresses, with the offsets checked in
 //!    the `checked` build.
@@ -30,7 +31,7 @@
 use core::arch::asm;
 
 use super::tma::{Map, SharedAddr, check, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, tensor_load_2d};
-use memlab_contracts::tensor::{BK, ELEMENT_BYTES, MMA_K, SWIZZLE_ATOM_BYTES, WARPGROUP, WARPGROUP_ROWS};
+use memlab_contracts::tensor::{BK, BK_TF32, ELEMENT_BYTES, MMA_K, SWIZZLE_ATOM_BYTES, WARPGROUP, WARPGROUP_ROWS};
 use memlab_contracts::tma::{MBARRIER_BYTES, SMEM_ALIGN};
 use memlab_device_api::arch::cluster::{cluster_ctarank, cluster_sync, map_shared_rank};
 use memlab_device_api::global::{ReadWrite, Slice};
@@ -96,6 +97,10 @@ pub trait Accum: Sized {
     /// (`wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16`, scale-d 1, no transposes: both
     /// operands K-major). Asynchronous: its results are complete after [`wait`].
     fn mma(&mut self, a: Desc, b: Desc);
+    /// `D += A * B` for one `k8` step of FP32 inputs multiplied in TF32
+    /// (`wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32`; both operands K-major, the only
+    /// layout TF32 has): the same 32 bytes of each row as a BF16 `k16` step.
+    fn mma_tf32(&mut self, a: Desc, b: Desc);
     /// Calls `f(j, [v0, v1, v2, v3])` for each 8 columns `j` (`0 .. N / 8`) with the
     /// thread's 4 values there, in straight-line code (a loop index into the array would send
     /// it to local memory).
@@ -107,14 +112,16 @@ macro_rules! regs {
     ($first:literal $($i:literal)*) => { concat!("{{{", $first, "}", $(",{", $i, "}",)* "}}") };
 }
 
-/// The `wgmma` of shape `$shape` over the accumulator `$d` at indices `$i`.
+/// The `wgmma` of shape `$shape` and input types `$types` over the accumulator `$d` at indices
+/// `$i`, with scale-d 1 and `$imm` (the input scales, and for 16-bit inputs the transposes; a
+/// TF32 `wgmma` has no transpose operands).
 macro_rules! wgmma {
-    ($shape:literal, $d:expr, $a:expr, $b:expr; $($i:literal)*) => {
+    ($shape:literal, $types:literal, $imm:literal, $d:expr, $a:expr, $b:expr; $($i:literal)*) => {
         // SAFETY: registers and descriptors only; the warpgroup executes it together and the
         // descriptors name a stage of the ring (the module's invariants 1 and 2).
         unsafe {
             asm!(
-                concat!("wgmma.mma_async.sync.aligned.", $shape, ".f32.bf16.bf16 ", regs!($($i)*), ", {da}, {db}, 1, 1, 1, 0, 0;"),
+                concat!("wgmma.mma_async.sync.aligned.", $shape, $types, " ", regs!($($i)*), ", {da}, {db}, 1, ", $imm, ";"),
                 $(inout(reg32) $d[$i],)*
                 da = in(reg64) $a.0, db = in(reg64) $b.0,
             )
@@ -130,7 +137,13 @@ impl Accum for [f32; 64] {
     }
     #[inline(always)]
     fn mma(&mut self, a: Desc, b: Desc) {
-        wgmma!("m64n128k16", self, a, b;
+        wgmma!("m64n128k16", ".f32.bf16.bf16", "1, 1, 0, 0", self, a, b;
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+            32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
+    }
+    #[inline(always)]
+    fn mma_tf32(&mut self, a: Desc, b: Desc) {
+        wgmma!("m64n128k8", ".f32.tf32.tf32", "1, 1", self, a, b;
             0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
             32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
     }
@@ -153,7 +166,15 @@ impl Accum for [f32; 128] {
     }
     #[inline(always)]
     fn mma(&mut self, a: Desc, b: Desc) {
-        wgmma!("m64n256k16", self, a, b;
+        wgmma!("m64n256k16", ".f32.bf16.bf16", "1, 1, 0, 0", self, a, b;
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+            32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
+            64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
+            96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127);
+    }
+    #[inline(always)]
+    fn mma_tf32(&mut self, a: Desc, b: Desc) {
+        wgmma!("m64n256k8", ".f32.tf32.tf32", "1, 1", self, a, b;
             0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
             32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
             64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
@@ -402,6 +423,83 @@ pub fn store_bf16<A: Accum>(acc: &A, c: &mut Slice<u16, ReadWrite>, (m, n): (u32
             }
         }
     });
+}
+
+/// Writes a warpgroup's `64 x N` accumulator as FP32 into rows `row0 ..` and columns `col0 ..`
+/// of the `m x n` row-major `c`, skipping what lies outside; the fragment as [`store_bf16`]'s.
+/// An even `n` writes each pair in one 64-bit store.
+#[inline(always)]
+pub fn store_f32<A: Accum>(acc: &A, c: &mut Slice<f32, ReadWrite>, (m, n): (u32, u32), (row0, col0): (u32, u32)) {
+    let t = crate::device::thread_idx_x() % WARPGROUP;
+    let row = row0 + 16 * (t / 32) + (t % 32) / 4;
+    acc.each_8_columns(|j, v| {
+        let col = col0 + 8 * j + 2 * (t % 4);
+        for (r, lo, hi) in [(row, v[0], v[1]), (row + 8, v[2], v[3])] {
+            if r >= m || col >= n {
+                continue;
+            }
+            let at = r as usize * n as usize + col as usize;
+            if n % 2 == 0 {
+                check(at % 2 == 0 && at + 1 < c.len());
+                // SAFETY: inside `c` (checked, or by the launch contract: the caller's bounds),
+                // and 8-byte aligned: `at` is even and the buffer 16-byte aligned.
+                // One 64-bit word (`lo` at the lower address): LLVM splits a `[f32; 2]` store.
+                let pair = u64::from(lo.to_bits()) | (u64::from(hi.to_bits()) << 32);
+                unsafe { *c.as_mut_ptr().add(at).cast::<u64>() = pair };
+            } else {
+                c.set(at, lo);
+                if col + 1 < n {
+                    c.set(at + 1, hi);
+                }
+            }
+        }
+    });
+}
+
+/// An input type of the ladder: the elements of one 128-byte stage row, the `wgmma` that
+/// adds one 32-byte step of them, and how the result is stored. Both lay out a stage the same
+/// way (`memlab_contracts::tensor`), so the ring serves either.
+pub trait Input {
+    /// An element of `C`.
+    type Out;
+    /// Elements per 128-byte stage row (the TMA box's inner dimension).
+    const BK: u32;
+    /// One 32-byte step of the stage's rows: [`Accum::mma`] or [`Accum::mma_tf32`].
+    fn mma<A: Accum>(acc: &mut A, a: Desc, b: Desc);
+    /// [`store_bf16`] or [`store_f32`].
+    fn store<A: Accum>(acc: &A, c: &mut Slice<Self::Out, ReadWrite>, mn: (u32, u32), origin: (u32, u32));
+}
+
+/// BF16 `A` and `B`, FP32 accumulation, BF16 `C`.
+pub enum Bf16 {}
+
+/// FP32 `A`, `B` and `C`, multiplied in TF32, FP32 accumulation.
+pub enum Tf32 {}
+
+impl Input for Bf16 {
+    type Out = u16;
+    const BK: u32 = BK;
+    #[inline(always)]
+    fn mma<A: Accum>(acc: &mut A, a: Desc, b: Desc) {
+        acc.mma(a, b)
+    }
+    #[inline(always)]
+    fn store<A: Accum>(acc: &A, c: &mut Slice<u16, ReadWrite>, mn: (u32, u32), origin: (u32, u32)) {
+        store_bf16(acc, c, mn, origin)
+    }
+}
+
+impl Input for Tf32 {
+    type Out = f32;
+    const BK: u32 = BK_TF32;
+    #[inline(always)]
+    fn mma<A: Accum>(acc: &mut A, a: Desc, b: Desc) {
+        acc.mma_tf32(a, b)
+    }
+    #[inline(always)]
+    fn store<A: Accum>(acc: &A, c: &mut Slice<f32, ReadWrite>, mn: (u32, u32), origin: (u32, u32)) {
+        store_f32(acc, c, mn, origin)
+    }
 }
 
 /// `lo` and `hi` rounded to BF16 and packed, `lo` in the low half (`cvt.rn.bf16x2.f32`).
