@@ -135,12 +135,7 @@ impl Operands {
         let mut buffers = Vec::new();
         for (rows, seed) in [(m, SEEDS.0), (n, SEEDS.1)] {
             let buf = super::poisoned::<u16>(rows * pitch)?;
-            staging.upload(&lab.gpu, &buf, |offset, chunk| {
-                for (j, v) in chunk.iter_mut().enumerate() {
-                    let (r, p) = ((offset + j) / pitch, (offset + j) % pitch);
-                    *v = if p < k { reference::input_bf16(seed, r * k + p) } else { 0 };
-                }
-            })?;
+            staging.upload_pitched(&lab.gpu, &buf, (k, pitch), 0, |i| reference::input_bf16(seed, i))?;
             buffers.push(buf);
         }
         let b = buffers.pop().expect("two buffers");
