@@ -21,12 +21,12 @@ const TOOLS: [&str; 4] = ["memcheck", "racecheck", "synccheck", "initcheck"];
 
 /// Size presets: name and `memlab` arguments. Every matmul and SGEMM dimension is a multiple of
 /// neither 16 nor 32 (except where it is 1), every transpose has partial tiles (or is a single
-/// element, or, for TMA, a single 4 x 4 box). One run (no warm-up) of every demo that launches kernels at the given sizes; the
+/// element). One run (no warm-up) of every demo that launches kernels at the given sizes; the
 /// 1000x1000 sizes in one run per group of demos, because racecheck takes minutes on the matmul
 /// and SGEMM kernels there (measured on the H200, run alone: 201 s and 247 s) and `JOBS` can run the
 /// groups side by side; the hierarchy demo, whose sizes follow the device, runs as its own
 /// command with small options.
-const PRESETS: [(&str, &str); 15] = [
+const PRESETS: [(&str, &str); 20] = [
     (
         "1x1",
         "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 1x1 --matmul 1x1x1 --sgemm 1x1x1 --strided-bytes 2KiB --bank-iters 8",
@@ -40,6 +40,12 @@ const PRESETS: [(&str, &str); 15] = [
         "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 33x4097 --matmul 33x4097x65 --sgemm 33x4097x65 --strided-bytes 1MiB --bank-iters 16",
     ),
     ("1000x1000-transpose", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy transpose --transpose 1000x1000"),
+    // Thin matrices (a side of at most 16: `transpose_thin`, and `copy` as one run), 3 rows and
+    // 7 columns (partial vectors and bands); a tall one, 70000 rows of 2 (more rows than grid
+    // y's 65535 blocks), whose tile kernels run on one-dimensional grids of tiles.
+    ("thin-3x1000", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy transpose --transpose 3x1000"),
+    ("thin-1000x7", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy transpose --transpose 1000x7"),
+    ("tall-70000x2", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy transpose --transpose 70000x2"),
     (
         "1000x1000-probes",
         "run-demos --sanitizer --runs 1 --warmup 0 --only coalescing banks --strided-bytes 4000004 --bank-iters 64",
@@ -66,10 +72,15 @@ const PRESETS: [(&str, &str); 15] = [
         "l2",
         "run-demos --sanitizer --runs 1 --warmup 0 --only l2 --l2-stream-bytes 65552 --l2-read-bytes 2000016 --l2-partition-sms 3",
     ),
-    // TMA (cc 9.0): a tensor map needs both dimensions a multiple of 4 (16-byte row pitches of
-    // the input and the transposed output), so its odd sizes are partial 64 x 64 tiles instead.
-    // Its table's SGEMM rungs 6 and 7 run at the first --sgemm size.
-    ("tma-4x4", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy tma --transpose 4x4 --sgemm 31x33x47"),
+    // TMA (cc 9.0): rows padded to the tensor maps' 16-byte stride, so odd widths run: a single
+    // element (rows of 1 padded to 4, both ways), 31x33 (the input's rows padded from 33 to 36,
+    // the output's from 31 to 32), 28x44 (no padding, partial tiles and boxes), 68x132 (several
+    // tiles each way, so the rings wrap). Under --sanitizer each kernel path runs once, not the
+    // sweeps (`Plan` in host/src/demos/tma.rs). Its table's SGEMM rungs 6 and 7 run at the first
+    // --sgemm size.
+    ("tma-1x1", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy tma --transpose 1x1 --sgemm 31x33x47"),
+    ("tma-31x33", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy tma --transpose 31x33 --sgemm 31x33x47"),
+    ("tma-28x44", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy tma --transpose 28x44 --sgemm 67x131x35"),
     ("tma-68x132", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy tma --transpose 68x132 --sgemm 67x131x35"),
     // The tensor ladder (sm_90a): every rung at a size past one 128 x 256 tile in neither
     // dimension, a K of 19 that the 16-byte TMA pitch pads to 24 and one k-block covers.
@@ -356,6 +367,31 @@ mod tests {
             let demo = module.split("::").next().unwrap();
             let ok = ["race", "roofline"].contains(&demo) || registry.contains(&format!("Demo {{ name: \"{demo}\""));
             assert!(ok, "kernel table {module} belongs to no demo");
+        }
+    }
+
+    /// The `--transpose` size of a run's arguments, and whether it runs `demo`.
+    fn transpose_of(args: &str, demo: &str) -> Option<(u32, u32)> {
+        let only = args.split(" --only ").nth(1)?.split(" --").next()?;
+        let size = args.split(" --transpose ").nth(1)?.split_whitespace().next()?;
+        let (rows, cols) = size.split_once('x')?;
+        only.split_whitespace().any(|d| d == demo).then(|| (rows.parse().unwrap(), cols.parse().unwrap()))
+    }
+
+    #[test]
+    fn the_odd_thin_and_tall_shapes_have_presets() {
+        let sizes = |demo: &str| PRESETS.iter().filter_map(|p| transpose_of(p.1, demo)).collect::<Vec<_>>();
+        let (tma, transpose) = (sizes("tma"), sizes("transpose"));
+        // TMA at widths whose rows are no multiple of 16 bytes, either way, and at those that are.
+        assert!(tma.iter().any(|&(r, c)| c % 4 != 0 && r % 4 != 0), "{tma:?}");
+        assert!(tma.contains(&(31, 33)) && tma.contains(&(28, 44)) && tma.contains(&(1, 1)), "{tma:?}");
+        // `transpose_thin` both ways (a side of at most 16), and a thin matrix of more rows than
+        // grid y's 65535 blocks.
+        assert!(transpose.contains(&(3, 1000)) && transpose.contains(&(1000, 7)), "{transpose:?}");
+        assert!(transpose.iter().any(|&(r, c)| r > 65535 && c <= 16), "{transpose:?}");
+        for (r, c) in [(3, 1000), (1000, 7), (70000, 2)] {
+            let preset = PRESETS.iter().find(|p| transpose_of(p.1, "transpose") == Some((r, c))).unwrap();
+            assert!(!preset.1.contains(" tma"), "{}: the thin shapes are the transpose lesson's", preset.0);
         }
     }
 

@@ -1,8 +1,9 @@
 //! Footprints for compute-sanitizer (`run-demos --sanitizer`, `hierarchy --sanitizer`): every
 //! kernel still launches, at the sizes the user gave, but what the lessons fix for timing
 //! (grids that fill every SM, hundreds of passes over a quarter of the L2, 200 000-block L2
-//! reads, flushes of twice the L2, footprint sweeps, checks of every SGEMM rung at 517x389x263)
-//! shrinks to a few blocks, two passes and one sweep point.
+//! reads, flushes of twice the L2, footprint sweeps, checks of every SGEMM rung at 517x389x263,
+//! persistent grids over every SM) shrinks to a few blocks, two passes and one sweep point (the
+//! TMA lesson's sweeps shrink in its own `Plan`).
 //!
 //! Why: under compute-sanitizer every instrumented load and store is checked, so a launch runs
 //! 10 to 1000 times slower (measured on the H200: racecheck of the small presets, whose fixed
@@ -67,6 +68,16 @@ fn grid_for(on: bool, info: &DeviceInfo, block: u32) -> (u32, usize) {
     let (full, _) = super::full_gpu(info, block);
     let blocks = pick(on, full, full.min(GRID_BLOCKS));
     (blocks, blocks as usize * block as usize)
+}
+
+/// SMs a persistent grid (so many blocks per SM) spans: the device's, or one, so that a few
+/// blocks loop over every item of a small matrix and a ring of buffers wraps (the TMA lesson).
+pub fn sms(lab: &Lab) -> u32 {
+    sms_for(on(lab), &lab.gpu.info)
+}
+
+fn sms_for(on: bool, info: &DeviceInfo) -> u32 {
+    pick(on, info.sms, 1)
 }
 
 /// `passes`, or at most [`PASSES`].
@@ -148,6 +159,7 @@ mod tests {
         let h200 = DeviceInfo::h200();
         assert_eq!(grid_for(false, &h200, 256), (132 * 8, 132 * 8 * 256));
         assert_eq!(grid_for(true, &h200, 256), (3, 768));
+        assert_eq!((sms_for(false, &h200), sms_for(true, &h200)), (132, 1));
         // A GPU whose full grid is smaller keeps it.
         let tiny = DeviceInfo { sms: 1, max_threads_per_sm: 512, ..h200 };
         assert_eq!(grid_for(true, &tiny, 256), (2, 512));

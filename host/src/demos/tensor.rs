@@ -189,12 +189,7 @@ impl<T: Operand> Operands<T> {
         let mut buffers = Vec::new();
         for (rows, seed) in [(m, SEEDS.0), (n, SEEDS.1)] {
             let buf = super::poisoned::<T>(rows * pitch)?;
-            staging.upload(&lab.gpu, &buf, |offset, chunk| {
-                for (j, v) in chunk.iter_mut().enumerate() {
-                    let (r, p) = ((offset + j) / pitch, (offset + j) % pitch);
-                    *v = if p < k { T::input(seed, r * k + p) } else { T::default() };
-                }
-            })?;
+            staging.upload_pitched(&lab.gpu, &buf, (k, pitch), T::default(), |i| T::input(seed, i))?;
             buffers.push(buf);
         }
         let b = buffers.pop().expect("two buffers");

@@ -4,8 +4,11 @@
 //! against bytes per copy and blocks per SM; the tensor map's swizzle modes against the bank
 //! model. Skipped, in one line, below cc 9.0.
 //!
-//! Tensor maps come from `cuTensorMapEncodeTiled` ([`crate::gpu::tensor_map`]); what a map
-//! cannot describe is refused before any work ([`check_matrix`]).
+//! Tensor maps come from `cuTensorMapEncodeTiled` ([`crate::gpu::tensor_map`]), which needs
+//! every row pitch a multiple of 16 bytes: the matrices are stored with their rows padded to
+//! that ([`Stored::padded`]), so any `rows x cols` runs, and every check compares the matrix's
+//! elements, the padding excluded. Under `--sanitizer` the sweeps shrink to each kernel's
+//! distinct paths once ([`Plan`]).
 
 use std::cell::RefCell;
 
@@ -19,8 +22,8 @@ use memlab_contracts::tma::{
 
 use super::transpose::kernels as lsu;
 use super::{
-    Inputs, KernelRow, KernelRun, Lab, Section, Work, check_staged, check_u32_elements, ensure_free, f32_bytes,
-    measure, poison, poisoned, recheck_exact_staged, upload,
+    Inputs, KernelRow, KernelRun, Lab, Section, Work, ensure_free, f32_bytes, measure, poison, poisoned,
+    recheck_exact_staged,
 };
 use crate::gpu::Gpu;
 use crate::gpu::kernel;
@@ -31,7 +34,7 @@ use crate::gpu::timing::time;
 use crate::model::banks::WarpRequest;
 use crate::phases::Kind;
 use crate::series::{Series, names};
-use crate::verify::Check;
+use crate::verify::{Check, Streamed};
 use crate::{reference, refuse};
 
 /// Seed of the copied and transposed matrix ([`reference::input_f32`]).
@@ -49,39 +52,106 @@ enum Want<'a> {
     Transposed { seed: u64, rows: usize, cols: usize },
 }
 
-/// What each output element must be, and the first output that passed its full check against
-/// it: every later output is only compared ([`recheck_exact_staged`]), its check that one's when
-/// every element matches.
+/// A matrix as the lesson stores it: `rows x cols` f32, row-major, rows `pitch` elements apart
+/// (`pitch >= cols`; the `pitch - cols` elements after each row are padding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stored {
+    pub rows: usize,
+    pub cols: usize,
+    pub pitch: usize,
+}
+
+impl Stored {
+    /// A `rows x cols` matrix with its rows padded to the smallest pitch a tensor map can
+    /// describe ([`Element::padded_pitch`]: a multiple of 16 bytes, CUDA Driver API,
+    /// `cuTensorMapEncodeTiled`).
+    pub fn padded(rows: usize, cols: usize) -> Stored {
+        Stored { rows, cols, pitch: Element::F32.padded_pitch(cols as u64) as usize }
+    }
+
+    /// Elements of its buffer, `rows x pitch` (saturating).
+    pub fn elements(&self) -> usize {
+        self.rows.saturating_mul(self.pitch)
+    }
+
+    /// `(rows, cols, pitch)`.
+    fn dims(&self) -> (usize, usize, usize) {
+        (self.rows, self.cols, self.pitch)
+    }
+}
+
+/// The lesson's two layouts for a `rows x cols` input: the input (and every copy's output) and
+/// the transposed `cols x rows` output, each with its rows padded ([`Stored::padded`]).
+pub fn layouts(rows: usize, cols: usize) -> (Stored, Stored) {
+    (Stored::padded(rows, cols), Stored::padded(cols, rows))
+}
+
+/// The note on the padded rows of `input` and of the transposed `output`; none when neither
+/// needs padding.
+pub fn padding_note(input: Stored, output: Stored) -> Option<String> {
+    let rows = |s: Stored| format!("from {} to {} f32 ({} bytes)", s.cols, s.pitch, 4 * s.pitch);
+    let out = |s: Stored| format!("the transposed {}x{} output's rows", s.rows, s.cols);
+    let padded = match (input.pitch != input.cols, output.pitch != output.cols) {
+        (false, false) => return None,
+        (true, false) => format!("rows padded {}", rows(input)),
+        (false, true) => format!("{} padded {}", out(output), rows(output)),
+        (true, true) => format!("rows padded {}, {} {}", rows(input), out(output), rows(output)),
+    };
+    let (r, c, p) = input.dims();
+    let moved = if input.pitch != input.cols {
+        format!(
+            ". The 1-D bulk copy moves whole 16-byte chunks, so it copies the padded {r}x{p} matrix, as the LSU copy does and the LSU transpose transposes it (their GB/s count those bytes); the tensor maps move the {r}x{c} elements"
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{padded} for the tensor map's 16-byte stride{moved}. Every check compares the {r}x{c} elements, the padding excluded"
+    ))
+}
+
+/// What each output element must be, where the output holds it, and the first output that
+/// passed its full check against it: every later dense output is only compared
+/// ([`recheck_exact_staged`]), its check that one's when every element matches.
 struct Expected<'a> {
     want: Want<'a>,
+    stored: Stored,
     passed: RefCell<Option<Check>>,
 }
 
 impl<'a> Expected<'a> {
-    fn new(want: Want<'a>) -> Expected<'a> {
-        Expected { want, passed: RefCell::new(None) }
+    fn new(want: Want<'a>, stored: Stored) -> Expected<'a> {
+        Expected { want, stored, passed: RefCell::new(None) }
     }
 
-    /// `output` checked exactly against this expectation through `staging`. Each kind of
-    /// expectation is its own closure, so the per-element comparison inlines and the copies'
-    /// can be vectorized (a `dyn Fn` call per element cannot).
+    /// `output` checked exactly against this expectation through `staging`: the elements of its
+    /// matrix, the padding after each row excluded, in the order of the unpadded matrix. Each
+    /// kind of expectation is its own closure, so the per-element comparison inlines and the
+    /// copies' can be vectorized (a `dyn Fn` call per element cannot).
     fn check(&self, gpu: &Gpu, staging: &mut Staging<f32>, output: &DeviceBuffer<f32>) -> Result<Check> {
         let passed = self.passed.borrow().clone();
         fn run(
             gpu: &Gpu,
             staging: &mut Staging<f32>,
-            output: &DeviceBuffer<f32>,
+            (output, stored): (&DeviceBuffer<f32>, Stored),
             passed: Option<Check>,
             want: impl Fn(usize) -> f32 + Sync,
         ) -> Result<Check> {
             match passed {
-                Some(passed) => recheck_exact_staged(gpu, staging, output, want, &passed),
-                None => check_staged(gpu, staging, output, output.len(), want),
+                Some(passed) if stored.pitch == stored.cols && stored.elements() == output.len() => {
+                    recheck_exact_staged(gpu, staging, output, want, &passed)
+                }
+                _ => {
+                    let mut check = Streamed::new();
+                    staging.download_pitched(gpu, output, stored.dims(), |_, run| check.chunk_f32(run, &want))?;
+                    Ok(check.finish())
+                }
             }
         }
+        let out = (output, self.stored);
         let check = match self.want {
-            Want::Input(input) => run(gpu, staging, output, passed, |i| input[i])?,
-            Want::Transposed { seed, rows, cols } => run(gpu, staging, output, passed, |i| {
+            Want::Input(input) => run(gpu, staging, out, passed, |i| input[i])?,
+            Want::Transposed { seed, rows, cols } => run(gpu, staging, out, passed, |i| {
                 reference::input_f32(seed, reference::transposed_from(i, rows, cols))
             })?,
         };
@@ -118,22 +188,20 @@ crate::kernels! {
         => pipelined(blocks, TRANSPOSE_BLOCK, TILE_BYTES, transpose_buffers(stages));
 }
 
-/// The tensor map of a `rows x cols` f32 matrix at `address`, box `64 x box_cols`.
-fn spec(address: u64, rows: usize, cols: usize, box_cols: u32, swizzle: Swizzle) -> TiledSpec {
-    boxed(address, rows, cols, (TILE, box_cols), swizzle)
+/// The tensor map of `matrix` at `address`, box `64 x box_cols`.
+fn spec(address: u64, matrix: Stored, box_cols: u32, swizzle: Swizzle) -> TiledSpec {
+    boxed(address, matrix, (TILE, box_cols), swizzle)
 }
 
-/// The tensor map of a `rows x cols` f32 matrix at `address`, box `rows x cols` of `boxed`,
-/// no L2 promotion.
-fn boxed(address: u64, rows: usize, cols: usize, (box_rows, box_cols): (u32, u32), swizzle: Swizzle) -> TiledSpec {
-    let (rows, cols) = (rows as u64, cols as u64);
-    let element = Element::F32;
+/// The tensor map of `matrix` at `address` (its rows `matrix.pitch` apart), box `rows x cols`
+/// of `boxed`, no L2 promotion.
+fn boxed(address: u64, matrix: Stored, (box_rows, box_cols): (u32, u32), swizzle: Swizzle) -> TiledSpec {
     TiledSpec {
         address,
-        element,
-        rows,
-        cols,
-        pitch: cols,
+        element: Element::F32,
+        rows: matrix.rows as u64,
+        cols: matrix.cols as u64,
+        pitch: matrix.pitch as u64,
         box_rows,
         box_cols,
         swizzle,
@@ -146,24 +214,30 @@ fn promoted(lab: &Lab, spec: TiledSpec, l2: L2Promotion) -> Result<MapSlot> {
     lab.place_map(&TiledSpec { l2_promotion: l2, ..spec })
 }
 
-/// Refuses a matrix the lesson's tensor maps cannot describe (input `rows x cols`, transposed
-/// output `cols x rows`, every swizzle's box) or its 1-D bulk copy cannot move (a multiple of
-/// 16 bytes), in one line, before any work.
+/// Refuses, in one line before any work, a `rows x cols` matrix whose padded input or
+/// transposed output ([`layouts`]) holds more than `u32::MAX` elements: the kernels count
+/// elements in 32 bits. Every other shape runs: the padded pitches are ones a tensor map
+/// describes, and a padded buffer is a whole number of the 1-D bulk copy's 16-byte granules.
 ///
 /// # Errors
 /// The refusal.
 pub fn check_matrix(rows: usize, cols: usize) -> Result<()> {
-    check_u32_elements("the TMA demo", &[rows.saturating_mul(cols)])?;
-    spec(0, rows, cols, TILE, Swizzle::None).check()?;
-    spec(0, cols, rows, TILE, Swizzle::None).check()?;
-    for b in COPY_BOXES {
-        boxed(0, rows, cols, b, Swizzle::None).check()?;
-    }
-    for sw in Swizzle::ALL {
-        spec(0, rows, cols, box_cols(sw.mode()), sw).check()?;
-    }
-    if !(rows * cols).is_multiple_of(4) {
-        refuse!("the 1-D bulk copy moves multiples of 16 bytes: {rows}x{cols} f32 is {} bytes", 4 * rows * cols);
+    let (input, output) = layouts(rows, cols);
+    for (what, m) in [("input", input), ("transposed output", output)] {
+        if m.elements() > u32::MAX as usize {
+            let padded = if m.pitch == m.cols {
+                String::new()
+            } else {
+                format!(", its rows padded to {} f32 (16-byte strides),", m.pitch)
+            };
+            refuse!(
+                "the TMA demo: the {what} {}x{}{padded} holds {} elements; the kernels count elements in 32 bits (at most {})",
+                m.rows,
+                m.cols,
+                m.elements(),
+                u32::MAX
+            );
+        }
     }
     Ok(())
 }
@@ -190,8 +264,9 @@ pub fn curve_series_name(k: u32) -> String {
     format!("{k} block{} per SM", if k == 1 { "" } else { "s" })
 }
 
-/// Runs the lesson on `lab.sizes.transpose`; skipped in one line below cc 9.0 and for a matrix
-/// its tensor maps cannot describe (`run-demos --only tma` refuses that matrix before any work).
+/// Runs the lesson on `lab.sizes.transpose`, stored with padded rows ([`layouts`]); skipped in
+/// one line below cc 9.0 and for a matrix [`check_matrix`] refuses (`run-demos --only tma`
+/// refuses it before any work).
 pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let section = |kernels, sweep, checks, notes, series| {
         Section {
@@ -214,40 +289,54 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         return Ok(section(vec![], None, vec![], vec![format!("skipped: {why}")], vec![]));
     }
     let n = rows * cols;
-    ensure_free("the TMA demo", f32_bytes(&[n, n]))?;
+    let (stored_in, stored_out) = layouts(rows, cols);
+    // One output buffer for every kernel: the copies' padded matrix, the TMA transposes' padded
+    // transpose, and the LSU transpose's transpose of the padded input (`pitch x rows`, dense).
+    let (n_in, n_out) = (stored_in.elements(), stored_in.elements().max(stored_out.elements()));
+    ensure_free("the TMA demo", f32_bytes(&[n_in, n_out]))?;
     // One host copy of the input (the demo's host memory: it and the staging): the
     // copies' checks, most of the sweeps' points, read it in order, 3-5x faster than the
     // generator (0.5-1.1 against 2.7-3.0 ns per element, measured on one x86-64 core). The transposes'
     // checks use the generator at the source index: a gather down the input's columns would
     // miss the cache.
     let input_host = lab.phases.time(Kind::Inputs, || reference::random_f32(n, SEED));
-    let input = upload(&input_host)?;
-    let staging = RefCell::new(Staging::<f32>::new(n)?);
-    let copied = Expected::new(Want::Input(&input_host));
-    let transposed = Expected::new(Want::Transposed { seed: SEED, rows, cols });
+    let staging = RefCell::new(Staging::<f32>::new(n_out)?);
+    let input = poisoned::<f32>(n_in)?;
+    let pitched = (cols, stored_in.pitch);
+    staging.borrow_mut().upload_pitched(&lab.gpu, &input, pitched, 0.0, |i| input_host[i])?;
+    let copied = Expected::new(Want::Input(&input_host), stored_in);
+    let want_transposed = Want::Transposed { seed: SEED, rows, cols };
+    let transposed = Expected::new(want_transposed, stored_out);
+    // The LSU transpose of the padded `rows x pitch` input: its first `cols` rows, `rows` apart.
+    let lsu_transposed = Expected::new(want_transposed, Stored { rows: cols, cols: rows, pitch: rows });
     let check = |output: &DeviceBuffer<f32>, want: &Expected| want.check(&lab.gpu, &mut staging.borrow_mut(), output);
-    let mut output = poisoned::<f32>(n)?;
+    let mut output = poisoned::<f32>(n_out)?;
     let (in_addr, out_addr) = (input.as_device_ptr().as_raw(), output.as_device_ptr().as_raw());
-    let (r, c) = (rows as u32, cols as u32);
-    let bytes = 2.0 * 4.0 * n as f64;
+    let (r, c, pitch) = (rows as u32, cols as u32, stored_in.pitch as u32);
+    // Bytes read and written: the tensor maps move the matrix, the 1-D and LSU kernels its padded
+    // rows.
+    let (bytes, padded_bytes) = (2.0 * 4.0 * n as f64, 2.0 * 4.0 * n_in as f64);
     let size = format!("{rows}x{cols}");
-    let sms = info.sms;
+    let sms = super::sanitizer::sms(lab);
+    let plan = Plan::new(super::sanitizer::on(lab));
     // The pipeline sweeps: every configuration checked exactly, then timed; the kernel rows
     // run each kernel's fastest.
     let copy_maps = COPY_BOXES
         .iter()
+        .filter(|&&(box_rows, box_cols)| plan.copy.iter().any(|p| (p.box_rows, p.box_cols) == (box_rows, box_cols)))
         .map(|&b| {
-            let map = |addr| lab.place_map(&boxed(addr, rows, cols, b, Swizzle::None));
+            let map = |addr| lab.place_map(&boxed(addr, stored_in, b, Swizzle::None));
             Ok((b, map(in_addr)?, map(out_addr)?))
         })
         .collect::<Result<Vec<_>>>()?;
     let t_specs = (
-        spec(in_addr, rows, cols, box_cols(Swizzle::B128.mode()), Swizzle::B128),
-        spec(out_addr, cols, rows, TILE, Swizzle::None),
+        spec(in_addr, stored_in, box_cols(Swizzle::B128.mode()), Swizzle::B128),
+        spec(out_addr, stored_out, TILE, Swizzle::None),
     );
     let (map_t_in, map_out_t) = (lab.place_map(&t_specs.0)?, lab.place_map(&t_specs.1)?);
     let bulk_launch = |p: &Pipeline, out: &mut DeviceBuffer<f32>| {
-        kernels::tma_bulk_copy(p.grid(sms, 1, r * c), &input, out, r * c, p.box_bytes(), p.stages, p.hint)
+        let n = n_in as u32;
+        kernels::tma_bulk_copy(p.grid(sms, 1, n), &input, out, n, p.box_bytes(), p.stages, p.hint)
     };
     let copy_with = |p: &Pipeline, map_in: MapSlot, map_out: MapSlot| {
         kernels::tma_copy(p.grid(sms, r, c), map_in, map_out, r, c, p.box_rows, p.box_cols, p.stages, p.hint)
@@ -264,25 +353,24 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let mut sweeps = Sweeps { staging: &staging, checks: Vec::new(), left_out: Vec::new() };
     let (bulk, copy, transpose_sweep) = lab.phases.step("pipeline sweeps", || {
         let mut bulk =
-            Swept::of(sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, bytes, &bulk_configs(), bulk_launch)?);
-        let mut copy =
-            Swept::of(sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &copy_configs(), copy_launch)?);
+            Swept::of(sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, padded_bytes, &plan.bulk, bulk_launch)?);
+        let mut copy = Swept::of(sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &plan.copy, copy_launch)?);
         let mut transpose_sweep = Swept::of(sweeps.run(
             lab,
             "tma_transpose",
             &mut output,
             &transposed,
             bytes,
-            &transpose_configs(),
+            &plan.transpose,
             transpose_sweep_launch,
         )?);
         // The L2 hint at each kernel's fastest points only (the demo's time): the rows run the
         // fastest point of all, hinted or not.
-        let hinted = hinted_configs(&bulk.plain);
-        bulk.hinted = sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, bytes, &hinted, bulk_launch)?;
-        let hinted = hinted_configs(&copy.plain);
+        let hinted = hinted_configs(&bulk.plain, plan.hinted);
+        bulk.hinted = sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, padded_bytes, &hinted, bulk_launch)?;
+        let hinted = hinted_configs(&copy.plain, plan.hinted);
         copy.hinted = sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &hinted, copy_launch)?;
-        let (hinted, launch) = (hinted_configs(&transpose_sweep.plain), transpose_sweep_launch);
+        let (hinted, launch) = (hinted_configs(&transpose_sweep.plain, plan.hinted), transpose_sweep_launch);
         transpose_sweep.hinted = sweeps.run(lab, "tma_transpose", &mut output, &transposed, bytes, &hinted, launch)?;
         Ok::<_, anyhow::Error>((bulk, copy, transpose_sweep))
     })?;
@@ -293,11 +381,11 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     // checked, then timed; the rows use the fastest (maps of both matrices promoted alike).
     let copy_box = (copy_best.box_rows, copy_best.box_cols);
     let copy_specs =
-        (boxed(in_addr, rows, cols, copy_box, Swizzle::None), boxed(out_addr, rows, cols, copy_box, Swizzle::None));
+        (boxed(in_addr, stored_in, copy_box, Swizzle::None), boxed(out_addr, stored_in, copy_box, Swizzle::None));
     let mut copy_l2 = Vec::new();
     let mut transpose_l2 = Vec::new();
     lab.phases.step("L2 promotion", || {
-        for l2 in L2Promotion::ALL {
+        for &l2 in &plan.promotions {
             let (m_in, m_out) = (promoted(lab, copy_specs.0, l2)?, promoted(lab, copy_specs.1, l2)?);
             let launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| copy_with(p, m_in, m_out);
             let points = sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &[copy_best], launch)?;
@@ -316,7 +404,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let map_out_t_best = promoted(lab, t_specs.1, transpose_promotion)?;
     // Launches hold device addresses, not borrows: built before `reset` borrows the output.
     let copies = [
-        (lsu::copy(&input, &mut output, r, c), Path::Lsu(4 * 4), "LSU copy: 4 floats per thread through registers"),
+        (lsu::copy(&input, &mut output, r, pitch), Path::Lsu(4 * 4), "LSU copy: 4 floats per thread through registers"),
         (
             bulk_launch(&bulk_best, &mut output),
             Path::Ring(bulk_best),
@@ -328,14 +416,21 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
             "2-D tensor copies through shared buffers (the sweep's fastest configuration)",
         ),
     ];
-    let lsu_transpose = lsu::transpose_vectorized(&input, &mut output, r, c);
+    let lsu_transpose = lsu::transpose_vectorized(&input, &mut output, r, pitch);
     let reset = || poison(&output);
     let timed = |launch: Launch, path: Path, lesson: &'static str, extra: &str, size: String, want: &Expected| {
+        // The LSU kernels and the 1-D bulk copy (boxes of one row) move the padded rows; the
+        // tensor maps the matrix.
+        let moved = match path {
+            Path::Lsu(_) => padded_bytes,
+            Path::Ring(p) if p.box_rows == 1 => padded_bytes,
+            _ => bytes,
+        };
         let run = KernelRun {
             launch,
             lesson,
             prediction: String::new(),
-            work: Work::global_bytes(bytes),
+            work: Work::global_bytes(moved),
             size,
             reset: &reset,
         };
@@ -356,12 +451,12 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         "LSU transpose: 64x65 tile, 128-bit loads and stores",
         "; shared column read 2-way",
         size.clone(),
-        &transposed,
+        &lsu_transposed,
     )?);
     let mut swizzle_rows = Vec::new();
     for sw in Swizzle::ALL {
         let mode = sw.mode();
-        let map = promoted(lab, spec(in_addr, rows, cols, box_cols(mode), sw), transpose_promotion)?;
+        let map = promoted(lab, spec(in_addr, stored_in, box_cols(mode), sw), transpose_promotion)?;
         let (plain, swizzled, ideal) = column_read_wavefronts(mode);
         let row = timed(
             transpose_launch(&transpose_best, (map, map_out_t_best), mode),
@@ -384,11 +479,9 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     }
     drop(output);
     kernels.extend(lab.phases.step("SGEMM rungs 6 and 7", || async_rungs(lab))?);
-    let mut output = poisoned::<f32>(n)?;
-    let curve_configs: Vec<Pipeline> =
-        BULK_BLOCKS_PER_SM.iter().flat_map(|&k| BULK_CHUNKS.map(|chunk| Pipeline::new(1, chunk / 4, 1, k))).collect();
+    let mut output = poisoned::<f32>(n_out)?;
     let curve_points = lab.phases.step("bulk-copy curve", || {
-        sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, bytes, &curve_configs, bulk_launch)
+        sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, padded_bytes, &plan.curve, bulk_launch)
     })?;
     let curve = BULK_BLOCKS_PER_SM.iter().map(|&k| {
         let points = curve_points
@@ -448,7 +541,8 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     for (kernel, points) in sweeps_plain {
         series.extend(pipeline_series(kernel, points));
     }
-    let mut notes = goal_notes(&kernels, memcpy);
+    let mut notes: Vec<String> = padding_note(stored_in, stored_out).into_iter().collect();
+    notes.extend(goal_notes(&kernels, memcpy));
     for (kernel, points) in sweeps_plain {
         notes.extend(sweep_note(kernel, points, memcpy));
     }
@@ -581,14 +675,72 @@ pub fn transpose_configs() -> Vec<Pipeline> {
     out
 }
 
+/// The bulk-copy curve: one stage (load, wait, store, wait), each chunk of [`BULK_CHUNKS`] at
+/// each of [`BULK_BLOCKS_PER_SM`].
+pub fn curve_configs() -> Vec<Pipeline> {
+    BULK_BLOCKS_PER_SM.iter().flat_map(|&k| BULK_CHUNKS.map(|chunk| Pipeline::new(1, chunk / 4, 1, k))).collect()
+}
+
 /// Points of each sweep at which the L2 hint is tried: its fastest checked ones.
 const HINTED_POINTS: usize = 2;
 
-/// The evict_first configurations of a sweep's [`HINTED_POINTS`] fastest checked points.
-fn hinted_configs(points: &[Point]) -> Vec<Pipeline> {
+/// The persistent rings of a sanitizer run's sweeps (`tma_bulk_copy`, `tma_copy`,
+/// `tma_transpose`): 2 stages (the loads run ahead, the ring wraps once a block has more items
+/// than stages) in 2 blocks per SM (a grid-stride loop whose last block is not the first), the
+/// smallest box or chunk, so that the small sizes give each block several items.
+pub const SANITIZER_RINGS: [Pipeline; 3] =
+    [Pipeline::new(1, 256, 2, 2), Pipeline::new(8, 256, 2, 2), Pipeline::new(TILE, TILE, 2, 2)];
+
+/// What the lesson launches beyond its rows: each pipelined kernel's sweep, the evict_first
+/// re-runs of each sweep's fastest points, the L2 promotions tried at each map kernel's fastest
+/// configuration, and the bulk-copy curve.
+#[derive(Debug, PartialEq)]
+pub struct Plan {
+    pub bulk: Vec<Pipeline>,
+    pub copy: Vec<Pipeline>,
+    pub transpose: Vec<Pipeline>,
+    /// Points of each sweep re-run with the evict_first hint.
+    pub hinted: usize,
+    pub promotions: Vec<L2Promotion>,
+    pub curve: Vec<Pipeline>,
+}
+
+impl Plan {
+    /// The full sweeps; under compute-sanitizer (`sanitizer`) each distinct path once instead:
+    /// every launch there is slow (racecheck of the full sweeps at 28x44 ran past 280 s on the
+    /// H200: some 240 checked and timed points, persistent grids of up to 4 blocks on every SM),
+    /// and the figures mean nothing. Then each sweep is its kernel's default (one block per few
+    /// items) and its ring of [`SANITIZER_RINGS`] (persistent, loads ahead); one point per
+    /// sweep hinted; one L2 promotion (256B, the maps of the sweeps have none); the curve's first
+    /// point (one stage: the ring of one buffer).
+    pub fn new(sanitizer: bool) -> Plan {
+        if !sanitizer {
+            return Plan {
+                bulk: bulk_configs(),
+                copy: copy_configs(),
+                transpose: transpose_configs(),
+                hinted: HINTED_POINTS,
+                promotions: L2Promotion::ALL.to_vec(),
+                curve: curve_configs(),
+            };
+        }
+        let [bulk, copy, transpose] = SANITIZER_RINGS;
+        Plan {
+            bulk: vec![BULK_DEFAULT, bulk],
+            copy: vec![COPY_DEFAULT, copy],
+            transpose: vec![TRANSPOSE_DEFAULT, transpose],
+            hinted: 1,
+            promotions: vec![L2Promotion::B256],
+            curve: curve_configs()[..1].to_vec(),
+        }
+    }
+}
+
+/// The evict_first configurations of a sweep's `count` fastest checked points.
+fn hinted_configs(points: &[Point], count: usize) -> Vec<Pipeline> {
     let mut passed: Vec<&Point> = points.iter().filter(|p| p.passed).collect();
     passed.sort_by(|a, b| b.gbs.total_cmp(&a.gbs));
-    passed.iter().take(HINTED_POINTS).map(|p| Pipeline { hint: hint::EVICT_FIRST, ..p.config }).collect()
+    passed.iter().take(count).map(|p| Pipeline { hint: hint::EVICT_FIRST, ..p.config }).collect()
 }
 
 /// What the L2 hint does and why it may help, and that it is measured: one line.
@@ -914,25 +1066,109 @@ mod tests {
     use super::*;
 
     #[test]
-    fn matrices_a_tensor_map_cannot_describe_are_refused_in_one_line() {
-        assert!(check_matrix(8192, 8192).is_ok());
-        assert!(check_matrix(4100, 4).is_ok());
+    fn odd_widths_are_stored_with_padded_rows_and_said_so() {
+        // 31x33: input rows of 33 f32 in 36 (144 bytes), the transposed 33x31's rows of 31 in 32.
+        let (input, output) = layouts(31, 33);
         assert_eq!(
-            check_matrix(8192, 1001).unwrap_err().to_string(),
-            "a tensor map cannot describe a row pitch of 1001 f32: 4004 bytes is not a multiple of 16 bytes (pad it to 1004)"
+            (input, output),
+            (Stored { rows: 31, cols: 33, pitch: 36 }, Stored { rows: 33, cols: 31, pitch: 32 })
         );
-        // The transposed output's rows are the input's columns: 1001 rows fail there.
+        assert_eq!((input.elements(), output.elements()), (31 * 36, 33 * 32));
+        // Every pitch is one a tensor map describes, for every box and swizzle the lesson uses.
+        for (rows, cols) in [(31, 33), (28, 44), (1, 1), (3, 1000), (1000, 7), (70000, 2), (8192, 1001)] {
+            let (input, output) = layouts(rows, cols);
+            for b in COPY_BOXES {
+                boxed(0, input, b, Swizzle::None).check().unwrap();
+            }
+            for sw in Swizzle::ALL {
+                spec(0, input, box_cols(sw.mode()), sw).check().unwrap();
+            }
+            spec(0, output, TILE, Swizzle::None).check().unwrap();
+            // The 1-D bulk copy moves the padded input: whole 16-byte granules.
+            assert!(input.elements().is_multiple_of(4), "{rows}x{cols}");
+            assert!(check_matrix(rows, cols).is_ok(), "{rows}x{cols}");
+        }
+        assert_eq!(
+            padding_note(input, output).unwrap(),
+            "rows padded from 33 to 36 f32 (144 bytes), the transposed 33x31 output's rows from 31 to 32 f32 (128 bytes) for the tensor map's 16-byte stride. The 1-D bulk copy moves whole 16-byte chunks, so it copies the padded 31x36 matrix, as the LSU copy does and the LSU transpose transposes it (their GB/s count those bytes); the tensor maps move the 31x33 elements. Every check compares the 31x33 elements, the padding excluded"
+        );
+        // 28x44: only the transposed output (rows of 28 f32 = 112 bytes) is already aligned.
+        let (input, output) = layouts(28, 44);
+        assert_eq!((input.pitch, output.pitch), (44, 28));
+        assert_eq!(padding_note(input, output), None);
+        let (input, output) = layouts(31, 36);
+        assert_eq!(
+            padding_note(input, output).unwrap(),
+            "the transposed 36x31 output's rows padded from 31 to 32 f32 (128 bytes) for the tensor map's 16-byte stride. Every check compares the 31x36 elements, the padding excluded"
+        );
         assert!(
-            check_matrix(1001, 8192)
+            padding_note(layouts(1000, 7).0, layouts(1000, 7).1)
+                .unwrap()
+                .starts_with("rows padded from 7 to 8 f32 (32 bytes) for")
+        );
+        assert_eq!(layouts(8192, 8192).0.pitch, 8192);
+        // What stays refused: more elements than the kernels count in 32 bits, padded.
+        assert_eq!(
+            check_matrix(1 << 16, (1 << 16) - 1).unwrap_err().to_string(),
+            "the TMA demo: the input 65536x65535, its rows padded to 65536 f32 (16-byte strides), holds 4294967296 elements; the kernels count elements in 32 bits (at most 4294967295)"
+        );
+        assert_eq!(
+            check_matrix((1 << 16) - 1, 1 << 16).unwrap_err().to_string(),
+            "the TMA demo: the transposed output 65536x65535, its rows padded to 65536 f32 (16-byte strides), holds 4294967296 elements; the kernels count elements in 32 bits (at most 4294967295)"
+        );
+        assert!(
+            check_matrix(1 << 17, 1 << 16)
                 .unwrap_err()
                 .to_string()
-                .starts_with("a tensor map cannot describe a row pitch of 1001 f32")
+                .contains("the input 131072x65536 holds 8589934592 elements")
         );
+        assert!(check_matrix(65535, 65535).is_ok(), "65535 x 65536 elements fit");
+    }
+
+    #[test]
+    fn under_the_sanitizer_each_kernel_path_runs_once() {
+        let full = Plan::new(false);
         assert_eq!(
-            check_matrix(1, 1).unwrap_err().to_string(),
-            "the 1-D bulk copy moves multiples of 16 bytes: 1x1 f32 is 4 bytes"
+            (
+                full.bulk.len(),
+                full.copy.len(),
+                full.transpose.len(),
+                full.hinted,
+                full.promotions.len(),
+                full.curve.len()
+            ),
+            (67, 110, 17, 2, 4, 28)
         );
-        assert!(check_matrix(1 << 17, 1 << 16).unwrap_err().to_string().contains("32 bits"));
+        let small = Plan::new(true);
+        assert_eq!(small.bulk, [BULK_DEFAULT, Pipeline::new(1, 256, 2, 2)]);
+        assert_eq!(small.copy, [COPY_DEFAULT, Pipeline::new(8, 256, 2, 2)]);
+        assert_eq!(small.transpose, [TRANSPOSE_DEFAULT, Pipeline::new(TILE, TILE, 2, 2)]);
+        assert_eq!((small.hinted, small.promotions.as_slice()), (1, &[L2Promotion::B256][..]));
+        assert_eq!(small.curve, [Pipeline::new(1, 256, 1, 1)]);
+        // Each sweep: one grid of each kind, one point with loads ahead of the stores; the ring
+        // of one buffer runs in the copy's and transpose's defaults and the bulk-copy curve.
+        for sweep in [&small.bulk, &small.copy, &small.transpose] {
+            assert_eq!(sweep.iter().filter(|p| matches!(p.blocks, Blocks::PerSm(_))).count(), 1);
+            assert!(sweep.iter().any(|p| p.stages > 1));
+        }
+        assert!(small.copy[0].stages == 1 && small.transpose[0].stages == 1 && small.curve[0].stages == 1);
+        // Points checked per kernel: its sweep, one hinted, one promotion (the map kernels) or
+        // the curve (the bulk copy), against some 240 in the full plan.
+        let points = |p: &Plan| {
+            let (sweeps, curve) = (p.bulk.len() + p.copy.len() + p.transpose.len(), p.curve.len());
+            sweeps + 3 * p.hinted + 2 * p.promotions.len() + curve
+        };
+        assert_eq!((points(&full), points(&small)), (236, 12));
+        // Every configuration fits an H200 SM, so none is left out.
+        let fits = |p: &Pipeline, threads, buffers| {
+            model_blocks(threads, smem_bytes(p.box_bytes(), buffers)) >= p.blocks.min_resident()
+        };
+        for p in small.bulk.iter().chain(&small.copy).chain(&small.curve) {
+            assert!(fits(p, COPY_THREADS, p.stages), "{p:?}");
+        }
+        for p in &small.transpose {
+            assert!(fits(p, TRANSPOSE_BLOCK.0 * TRANSPOSE_BLOCK.1, transpose_buffers(p.stages)), "{p:?}");
+        }
     }
 
     /// Blocks per SM the occupancy model (cc 9.0, the driver's rules) gives a launch of
@@ -1074,7 +1310,7 @@ mod tests {
                 at(4, hint::NONE, 3900.0, true),
             ]
         };
-        let hinted = hinted_configs(&sweep());
+        let hinted = hinted_configs(&sweep(), HINTED_POINTS);
         let evict = |stages| Pipeline { stages, hint: hint::EVICT_FIRST, ..RING };
         assert_eq!(hinted, [evict(4), evict(3)], "the 2 fastest checked points, a failed one never");
         assert_eq!(config_label(&evict(6)), "6 x 16x256 box, 2 blocks/SM, evict_first");

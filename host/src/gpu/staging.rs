@@ -102,6 +102,29 @@ impl<T: DeviceCopy + Default> Staging<T> {
         gpu.stream.synchronize().map_err(|e| anyhow::anyhow!("staging upload: {}", describe(e)))
     }
 
+    /// Fills all of `dst` with a `rows x cols` matrix stored with rows `pitch` elements apart
+    /// (`cols <= pitch`, `dst` of `rows x pitch` elements): element `(r, c)` at `r pitch + c` is
+    /// `value(r cols + c)`, its index in the unpadded row-major matrix, and the `pitch - cols`
+    /// elements after each row are `pad`.
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn upload_pitched(
+        &mut self,
+        gpu: &Gpu,
+        dst: &DeviceBuffer<T>,
+        (cols, pitch): (usize, usize),
+        pad: T,
+        value: impl Fn(usize) -> T,
+    ) -> Result<()> {
+        self.upload(gpu, dst, |offset, chunk| {
+            for (j, v) in chunk.iter_mut().enumerate() {
+                let (r, c) = ((offset + j) / pitch, (offset + j) % pitch);
+                *v = if c < cols { value(r * cols + c) } else { pad };
+            }
+        })
+    }
+
     /// Reads all of `src`: `visit(offset, chunk)` sees elements `offset..offset + chunk.len()`
     /// in order, while the next chunk is being copied.
     ///
@@ -154,5 +177,103 @@ impl<T: DeviceCopy + Default> Staging<T> {
             visit(offset, &self.buffers[b][..len]);
         }
         Ok(())
+    }
+
+    /// Reads the `rows x cols` matrix stored in `src` with rows `pitch` elements apart (`cols <=
+    /// pitch`, `rows x pitch <= src.len()`), the padding after each row left out:
+    /// `visit(first, run)` sees elements `first..first + run.len()` of the unpadded row-major
+    /// matrix, in order, in runs of [`Staging::chunk_len`] elements (the last one shorter), so a
+    /// check fed the runs sees the matrix as a dense buffer would give it.
+    ///
+    /// # Panics
+    /// When `rows x pitch` exceeds `src.len()` or `cols` exceeds `pitch`.
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn download_pitched(
+        &mut self,
+        gpu: &Gpu,
+        src: &DeviceBuffer<T>,
+        (rows, cols, pitch): (usize, usize, usize),
+        mut visit: impl FnMut(usize, &[T]),
+    ) -> Result<()> {
+        assert!(cols <= pitch, "{cols} columns in rows of {pitch}");
+        if cols == pitch {
+            return self.download_first(gpu, src, rows * cols, visit);
+        }
+        let mut gather = Unpad::new(cols, pitch, Self::chunk_len());
+        self.download_first(gpu, src, rows * pitch, |offset, chunk| gather.feed(offset, chunk, &mut visit))?;
+        gather.finish(&mut visit);
+        Ok(())
+    }
+}
+
+/// The elements of a matrix stored with rows `pitch` apart, `cols` of each row kept, gathered
+/// from the stored buffer's chunks (fed in order) into runs of `run_len` elements.
+struct Unpad<T> {
+    cols: usize,
+    pitch: usize,
+    run_len: usize,
+    run: Vec<T>,
+    /// Index in the unpadded matrix of `run[0]`.
+    first: usize,
+}
+
+impl<T: Copy> Unpad<T> {
+    fn new(cols: usize, pitch: usize, run_len: usize) -> Unpad<T> {
+        Unpad { cols, pitch, run_len, run: Vec::with_capacity(run_len), first: 0 }
+    }
+
+    /// Takes stored elements `offset..offset + chunk.len()`, handing `visit` each full run.
+    fn feed(&mut self, offset: usize, chunk: &[T], visit: &mut impl FnMut(usize, &[T])) {
+        let end = offset + chunk.len();
+        let mut i = offset;
+        while i < end {
+            let c = i % self.pitch;
+            if c >= self.cols {
+                i += self.pitch - c;
+                continue;
+            }
+            let take = (self.cols - c).min(end - i).min(self.run_len - self.run.len());
+            self.run.extend_from_slice(&chunk[i - offset..i - offset + take]);
+            i += take;
+            if self.run.len() == self.run_len {
+                visit(self.first, &self.run);
+                self.first += self.run_len;
+                self.run.clear();
+            }
+        }
+    }
+
+    /// Hands `visit` the last, partial run.
+    fn finish(self, visit: &mut impl FnMut(usize, &[T])) {
+        if !self.run.is_empty() {
+            visit(self.first, &self.run);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Unpad;
+
+    #[test]
+    fn unpad_keeps_each_rows_columns_in_runs_across_any_chunking() {
+        // 5 rows of 3 columns stored 4 apart: stored element 4 r + c holds 10 r + c, padding 99.
+        let stored: Vec<u32> = (0..20).map(|i| if i % 4 < 3 { 10 * (i / 4) + i % 4 } else { 99 }).collect();
+        let want: Vec<u32> = (0..5).flat_map(|r| (0..3).map(move |c| 10 * r + c)).collect();
+        for chunk in [1, 3, 4, 7, 20] {
+            let mut runs = Vec::new();
+            let mut gather = Unpad::new(3, 4, 4);
+            let mut visit = |first: usize, run: &[u32]| runs.push((first, run.to_vec()));
+            for (k, part) in stored.chunks(chunk).enumerate() {
+                gather.feed(k * chunk, part, &mut visit);
+            }
+            gather.finish(&mut visit);
+            let firsts: Vec<usize> = runs.iter().map(|r| r.0).collect();
+            assert_eq!(firsts, [0, 4, 8, 12], "chunks of {chunk}");
+            assert!(runs[..3].iter().all(|r| r.1.len() == 4) && runs[3].1.len() == 3, "chunks of {chunk}");
+            assert_eq!(runs.into_iter().flat_map(|r| r.1).collect::<Vec<_>>(), want, "chunks of {chunk}");
+        }
     }
 }
