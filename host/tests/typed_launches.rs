@@ -184,10 +184,10 @@ fn cluster_launches_carry_their_cluster_and_whole_clusters_of_blocks() {
 #[test]
 fn the_tensor_ladder_has_one_typed_launch_per_rung() {
     use memlab::ptx::Param;
-    use memlab_contracts::tensor::LADDER;
+    use memlab_contracts::tensor::RUNGS;
     let entries = memlab::demos::tensor::ENTRIES;
     let names: Vec<&str> = entries.iter().map(|e| e.name).collect();
-    assert_eq!(names, LADDER.iter().map(|r| r.name).collect::<Vec<_>>(), "in the ladder's order");
+    assert_eq!(names, RUNGS.iter().map(|r| r.name).collect::<Vec<_>>(), "in the ladder's order");
     // Two map slots, C, m, n, k, and the stages for every rung but the first.
     let (u, p) = (Param::U32, Param::Ptr);
     assert_eq!(entries[0].params, [u, u, p, u, u, u]);

@@ -152,7 +152,7 @@ impl Gpu {
     /// A refusal on a device that cannot load sm_90a PTX (any but cc 9.0), or when the driver
     /// rejects it.
     pub fn tensor_module(&self, name: &str) -> Result<Option<&Module>> {
-        if !memlab_contracts::tensor::LADDER.iter().any(|r| r.name == name) {
+        if !memlab_contracts::tensor::RUNGS.iter().any(|r| r.name == name) {
             return Ok(None);
         }
         if !ptx::runs_tensor(self.info.cc) {
