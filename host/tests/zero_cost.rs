@@ -7,7 +7,7 @@
 //! before the rewrite (commit "zero-cost baseline").
 //!
 //! Regenerate it (only when a kernel is meant to change) with
-//! `MEMLAB_WRITE_BASELINE=1 cargo test -p memlab --test zero_cost`, and say why in the commit.
+//! `MEMLAB_WRITE_BASELINE=1 cargo test -p memlab --test all zero_cost`, and say why in the commit.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;

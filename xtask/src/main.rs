@@ -95,7 +95,7 @@ fn root() -> PathBuf {
 }
 
 /// Paths `setup` prepared.
-struct Tools {
+pub struct Tools {
     /// Folder holding `lib64/libcuda.so` (cust's `CUDA_LIBRARY_PATH`).
     cuda_link: PathBuf,
     /// Folder holding `ptxas`, `nvdisasm`, `cuobjdump`.
@@ -245,7 +245,8 @@ fn test() -> Result<()> {
         .env("MEMLAB_CUDA_BIN", &tools.cuda_bin)
         .env("MEMLAB_CUDA_INCLUDE", &tools.cuda_include)
         .env("MEMLAB_CUDA12_BIN", &tools.cuda12_bin))?;
-    book::run(&["--check".into()])
+    // The binary the tests ran (`CARGO_BIN_EXE_memlab`), built with the test build's features.
+    book::build(true, &tools, &root().join("target/debug/memlab"))
 }
 
 fn build_release(tools: &Tools) -> Result<PathBuf> {

@@ -6,7 +6,7 @@
 //!    they are compared with the committed ones and any difference fails.
 //! 2. Check every `{{#include}}` of the chapters (file and anchor), and that every generated
 //!    page is included by a chapter.
-//! 3. Build with mdBook (installed from crates.io into `target/tools` when missing) into
+//! 3. Build with mdBook (installed from crates.io beside cargo's registry when missing) into
 //!    `target/book`, then check every relative link and image of the HTML and the search index.
 //! 4. With `--check` (what `cargo xtask test` runs): load every chapter in headless Chromium
 //!    (`browser.rs`) and keep screenshots of two in `target/book-check/`.
@@ -40,14 +40,20 @@ pub fn run(args: &[String]) -> Result<()> {
         _ => bail!("usage: cargo xtask book [--check]"),
     };
     let tools = super::setup()?;
+    super::run(super::cargo().args(["build", "--package", "memlab"]).env("CUDA_LIBRARY_PATH", &tools.cuda_link))?;
+    build(check, &tools, &super::root().join("target/debug/memlab"))
+}
+
+/// Generates, checks and builds the book with the `memlab` binary `bin`, built from this tree:
+/// `cargo xtask test` passes the one its tests ran, which `cargo build` would build again, with
+/// the features of the normal dependencies alone.
+pub fn build(check: bool, tools: &super::Tools, bin: &Path) -> Result<()> {
     let root = super::root();
     let work = root.join("target/book-check");
     fs::create_dir_all(&work)?;
-    super::run(super::cargo().args(["build", "--package", "memlab"]).env("CUDA_LIBRARY_PATH", &tools.cuda_link))?;
-    let bin = root.join("target/debug/memlab");
     let lib64 = tools.cuda_link.join("lib64");
     let memlab = generate::Memlab {
-        bin: &bin,
+        bin,
         cuda_bin: &tools.cuda_bin,
         lib64: super::system_libcuda().is_none().then_some(lib64.as_path()),
         cwd: &root,
@@ -150,9 +156,15 @@ fn chapter_pages(summary: &Path, html: &Path) -> Result<Vec<PathBuf>> {
     Ok(pages)
 }
 
-/// `mdbook`, installed with `cargo install --locked` into `target/tools` when missing.
+/// `mdbook`, installed with `cargo install --locked` when missing, beside cargo's own registry
+/// cache (`$CARGO_HOME/memlab-tools/mdbook-VERSION`) rather than in `target/`: its build is
+/// minutes on 2 cores, which a fresh clone, and every CI run, would otherwise pay again.
 fn mdbook() -> Result<PathBuf> {
-    let root = super::root().join("target/tools");
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))
+        .context("neither CARGO_HOME nor HOME is set")?;
+    let root = cargo_home.join("memlab-tools").join(format!("mdbook-{MDBOOK_VERSION}"));
     let bin = root.join("bin/mdbook");
     let installed = Command::new(&bin)
         .arg("--version")
