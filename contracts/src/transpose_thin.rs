@@ -49,11 +49,13 @@ pub const fn blocks(rows: u32, cols: u32) -> u32 {
     if band == 0 { 0 } else { long_side(rows, cols).div_ceil(band) }
 }
 
-/// Dynamic shared bytes of `transpose_thin` on a `rows x cols` matrix: the band, `short * band`
-/// floats (at most 16 KiB).
+/// Dynamic shared bytes of `transpose_thin` on a `rows x cols` matrix: the kernel's band tile,
+/// `PER_THREAD * BLOCK_THREADS` floats (16 KiB) whatever the short side, of which the band uses
+/// `short * band` floats: every thread stores its 4 `float4` into the tile on the tall path, and
+/// the tile's type is the whole of it. 16 KiB keeps 8 blocks of 256 threads per SM, the
+/// threads' limit. 0 on a matrix that is not thin (no launch).
 pub const fn smem_bytes(rows: u32, cols: u32) -> u32 {
-    let short = short_side(rows, cols);
-    short * band(short) * WORD_BYTES
+    if thin(rows, cols) { PER_THREAD * BLOCK_THREADS * WORD_BYTES } else { 0 }
 }
 
 /// Blocks of `copy` on a thin `rows x cols` matrix: `ceil(rows * cols / COPY_CHUNK)`.
@@ -69,8 +71,9 @@ mod tests {
     fn bands_keep_each_thread_at_16_elements_in_whole_blocks() {
         // Short sides 3 and 7 (the lesson's thin sizes): 5 and 2 blocks of 256 along the band.
         assert_eq!((band(3), band(7), band(1), band(16), band(17), band(0)), (1280, 512, 4096, 256, 0, 0));
-        assert_eq!(smem_bytes(3, 1_000_000), 3 * 1280 * 4);
-        assert_eq!(smem_bytes(2_000_000, 7), 7 * 512 * 4);
+        // The whole tile (the tall path writes all of it), though 3 x 1280 and 7 x 512 floats are
+        // the band's own.
+        assert_eq!((smem_bytes(3, 1_000_000), smem_bytes(2_000_000, 7), smem_bytes(17, 1_000_000)), (16384, 16384, 0));
         assert_eq!(blocks(3, 1_000_000), 1_000_000u32.div_ceil(1280));
         assert_eq!(blocks(2_000_000, 7), 3907);
         assert_eq!(blocks(17, 1_000_000), 0);

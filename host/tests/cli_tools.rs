@@ -316,8 +316,11 @@ fn inspect_for_turing_has_sass_but_no_source_lines() {
     // A Turing GPU loads the sm_70 PTX; ptxas assembles it for its own SASS.
     let out = ok(&["inspect", "copy", "--cc", "7.5"]);
     assert!(has(&out, "(PTX sm_70, SASS sm_75)"), "{out}");
-    assert_eq!(row(&out, &["global", "loads"])[5], "4");
-    assert!(has(&out, "Rust source lines: only for the sm_90 PTX"), "{out}");
+    // Every PTX global load of both of copy's paths (tiles, and one run on a thin matrix) is one
+    // SASS load.
+    let loads = row(&out, &["global", "loads"]);
+    assert!(loads[3].parse::<usize>().unwrap() > 0 && loads[5] == loads[3], "{loads:?}");
+    assert!(has(&out, "Rust source lines: only the sm_90 PTX carries line tables"), "{out}");
 }
 
 #[test]

@@ -34,7 +34,8 @@ kernel! {
     /// tile kernel would run blocks with `short` of their 32 rows used.
     ///
     /// - Launch: block `256 x 1`, grid `ceil(long / band)` ([`contract::blocks`]).
-    /// - Shared memory: [`contract::smem_bytes`]: `short * band * 4` bytes, at most 16384.
+    /// - Shared memory: [`contract::smem_bytes`]: 16384 bytes, the band tile, of which the band
+    ///   uses `short * band * 4`.
     /// - Memory level: global (strided side 128-byte scalar warp requests, contiguous side 512-byte
     ///   `float4` ones) and shared (128-bit side conflict-free, scalar side conflict-free for odd
     ///   `short`).

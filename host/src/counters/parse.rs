@@ -33,8 +33,12 @@ pub fn raw_csv(text: &str) -> Result<Vec<Profiled>> {
         None => bail!("ncu's raw CSV has no `{name}` column"),
     };
     let (kernel, block, grid) = (column("Kernel Name")?, column("Block Size")?, column("Grid Size")?);
-    // Metric columns hold a `__` (Nsight's `unit__counter.rollup` names); the others describe the launch.
-    let metrics: Vec<(usize, &str)> = header.iter().enumerate().filter(|(_, h)| h.contains("__")).collect();
+    // Metric columns hold a `__` (Nsight's `unit__counter.rollup` names); the others describe the
+    // launch, and so do the `device__attribute_*` and `launch__*` columns ncu adds on its own
+    // (some are words: `device__attribute_confidential_computing_mode` is `No-CC` on the H200).
+    let described = |h: &str| h.starts_with("device__attribute") || h.starts_with("launch__");
+    let metrics: Vec<(usize, &str)> =
+        header.iter().enumerate().filter(|(_, h)| h.contains("__") && !described(h)).collect();
     let mut launches = Vec::new();
     for (n, record) in reader.records().enumerate() {
         let record = record?;
@@ -88,10 +92,10 @@ pub(crate) mod tests {
     /// The raw page as ncu writes it: tool notes, the header, the units row, one row a launch
     /// (values with thousands separators, an `n/a`).
     pub const FIXTURE: &str = r#"==PROF== Connected to process 4242 (/opt/memlab/memlab)
-"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","dram__bytes_read.sum","l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum","l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum","lts__t_sector_hit_rate.pct"
-"","","","","","","","","","","","byte","","sector","%"
-"0","4242","memlab","127.0.0.1","copy","1","13","(32, 8, 1)","(256, 256, 1)","0","9.0","268,435,456","2,097,152","8,388,608","49.98"
-"1","4242","memlab","127.0.0.1","shared_bank_probe","1","13","(256, 1, 1)","(1056, 1, 1)","0","9.0","4,224","0","0","n/a"
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","device__attribute_confidential_computing_mode","launch__grid_size","dram__bytes_read.sum","l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum","l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum","lts__t_sector_hit_rate.pct"
+"","","","","","","","","","","","","","byte","","sector","%"
+"0","4242","memlab","127.0.0.1","copy","1","13","(32, 8, 1)","(256, 256, 1)","0","9.0","No-CC","65536","268,435,456","2,097,152","8,388,608","49.98"
+"1","4242","memlab","127.0.0.1","shared_bank_probe","1","13","(256, 1, 1)","(1056, 1, 1)","0","9.0","No-CC","1056","4,224","0","0","n/a"
 "#;
 
     #[test]
@@ -105,6 +109,8 @@ pub(crate) mod tests {
         assert_eq!(copy.metrics["lts__t_sector_hit_rate.pct"], 49.98);
         // Launch-describing columns are not metrics; n/a is left out.
         assert!(!copy.metrics.contains_key("CC"));
+        // So are the device attributes ncu adds, words among them (the H200's `No-CC`).
+        assert!(!copy.metrics.keys().any(|k| k.starts_with("device__") || k.starts_with("launch__")));
         assert!(!launches[1].metrics.contains_key("lts__t_sector_hit_rate.pct"));
         assert_eq!(launches[1].metrics["dram__bytes_read.sum"], 4224.0);
     }

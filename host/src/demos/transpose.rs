@@ -251,7 +251,7 @@ fn thin_cause((rows, cols): (usize, usize)) -> String {
          columns ({:.0}% of its threads move data) and its transposed writes are {short}-float pieces of rows, so \
          the tile kernels cannot keep enough bytes in flight. copy moves the matrix as one run of float4s ({} \
          floats per block), and transpose_thin one band of {band} long-side elements of all {short} short rows per \
-         block ({} floats through {} bytes of shared memory): 16 coalesced scalars per thread on the side of {short} \
+         block ({} floats through a {}-byte shared tile): 16 coalesced scalars per thread on the side of {short} \
          long rows, 4 float4s on the contiguous side.",
         thin::MAX_SHORT,
         100.0 * used,
@@ -560,7 +560,7 @@ mod tests {
         assert!(h200.max_grid.1 < 125_000);
         // Thin ones take the band: 1000000 / 1280 blocks of 256 threads at 3 rows.
         let l = kernels::transpose_thin(&input, &mut output, 3, 1_000_000);
-        assert_eq!((l.shape.grid, l.shape.block, l.shape.smem_bytes), ((782, 1), (256, 1), 3 * 1280 * 4));
+        assert_eq!((l.shape.grid, l.shape.block, l.shape.smem_bytes), ((782, 1), (256, 1), 16384));
         assert_eq!(kernels::copy(&input, &mut output, 1_000_000, 3).shape.grid, (733, 1));
         assert_eq!(kernels::copy(&input, &mut output, 17, 4096).shape.grid, (128, 1));
         // Not thin: the thin kernel's grid is empty, which the launch refuses.
@@ -582,7 +582,7 @@ mod tests {
         assert!(note.starts_with("Thin matrix: a side of 3 (at most 16). A 32x32 tile holds 3 of its 32 rows or columns (9% of its threads"), "{note}");
         assert!(
             note.contains(
-                "one band of 1280 long-side elements of all 3 short rows per block (3840 floats through 15360 bytes"
+                "one band of 1280 long-side elements of all 3 short rows per block (3840 floats through a 16384-byte shared tile"
             ),
             "{note}"
         );
