@@ -274,10 +274,11 @@ pub fn build(
     }
     if let Some(t) = bf16.filter(|_| kernels.iter().any(|k| is_bf16(&k.kernel))) {
         notes.push(format!(
-            "BF16 tensor-core roof {:.0} TFLOP/s = {} SMs x {} FLOP per clock x the same clock, dense (NVIDIA's whitepaper rate, through wgmma): the tensor ladder's tensor_* kernels are placed against it.",
+            "BF16 tensor-core roof {:.0} TFLOP/s = {} SMs x {} FLOP per clock x the same clock, dense (NVIDIA's whitepaper rate, through wgmma): the tensor ladder's BF16 rungs ({}) are placed against it.",
             t.measured / 1e12,
             info.sms,
             bf16_flop_per_clock(info.cc.0, info.cc.1).unwrap_or(0),
+            memlab_contracts::tensor::LADDER.iter().map(|r| r.name).collect::<Vec<_>>().join(", ")
         ));
     }
     notes.extend(above_notes(&above, driver_ghz, clock_ghz));
