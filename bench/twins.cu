@@ -1277,7 +1277,7 @@ DEV float4 load_run(const float* in, unsigned at, unsigned j, unsigned n) {
     return v;
 }
 
-KERNEL void transpose_thin(const float* in, float* out, unsigned rows, unsigned cols) {
+KERNEL void __launch_bounds__(256, 6) transpose_thin(const float* in, float* out, unsigned rows, unsigned cols) {
     extern __shared__ __align__(16) float band_tile[];
     unsigned shrt = min(rows, cols), lng = max(rows, cols);
     unsigned band = shrt >= 1 && shrt <= 16 ? 16 / shrt * 256 : 0;

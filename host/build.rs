@@ -238,15 +238,17 @@ fn build_ptx(kernels: &Path, toolchain: &str, build: &Build) -> String {
     ptx
 }
 
-/// Writes `memlab_contracts::sgemm::launch_bounds` for `arch` (`sm_NN`), and
-/// `memlab_contracts::tensor::launch_bounds` for `sm_90a`, into its PTX: `.maxntid`
+/// Writes `memlab_contracts::sgemm::launch_bounds` for `arch` (`sm_NN`),
+/// `memlab_contracts::transpose_thin::launch_bounds`, and `memlab_contracts::tensor::launch_bounds`
+/// for `sm_90a`, into its PTX: `.maxntid`
 /// and `.minnctapersm` after the parameter list of each of those entries the PTX has (PTX ISA, "Performance-Tuning
 /// Directives"), what `__launch_bounds__` writes for nvcc; rustc has no attribute for them.
 fn with_launch_bounds(mut ptx: String, arch: &str) -> String {
     let number = arch.trim_start_matches("sm_").trim_end_matches('a');
     let sm = number.parse().expect("an arch is `sm_`, a number and an optional `a`");
     let tensor = memlab_contracts::tensor::launch_bounds().filter(|_| arch == "sm_90a");
-    for (entry, threads, blocks) in memlab_contracts::sgemm::launch_bounds(sm).chain(tensor) {
+    let thin = memlab_contracts::transpose_thin::launch_bounds(sm);
+    for (entry, threads, blocks) in memlab_contracts::sgemm::launch_bounds(sm).chain(thin).chain(tensor) {
         let Some(start) = ptx.find(&format!(".entry {entry}(")) else { continue };
         let end = start + ptx[start..].find(')').expect("an entry's parameter list ends with `)`");
         ptx.insert_str(end + 1, &format!("\n.maxntid {threads}, 1, 1\n.minnctapersm {blocks}"));
