@@ -47,7 +47,8 @@ pub const ACCESSES: [Access; 12] = [
     Access { level: "shared", what: "loads", ptx: &["ld.shared"], sass: &["LDS", "LDSM"] },
     Access { level: "shared", what: "stores", ptx: &["st.shared"], sass: &["STS"] },
     Access { level: "shared", what: "atomics", ptx: &["atom.shared", "red.shared"], sass: &["ATOMS"] },
-    Access { level: "global -> shared", what: "async copies", ptx: &["cp.async"], sass: &["LDGSTS"] },
+    // `cp.async` only: TMA's `cp.async.bulk*` is not LDGSTS (inspect's pipeline note counts it).
+    Access { level: "global -> shared", what: "async copies", ptx: &["cp.async.ca", "cp.async.cg"], sass: &["LDGSTS"] },
     Access { level: "local", what: "loads (stack, spills)", ptx: &["ld.local"], sass: &["LDL"] },
     Access { level: "local", what: "stores (stack, spills)", ptx: &["st.local"], sass: &["STL"] },
     Access { level: "constant", what: "loads (parameters too, in SASS)", ptx: &["ld.const"], sass: &["LDC", "ULDC"] },

@@ -136,21 +136,21 @@ fn charts_of_the_full_recorded_run_keep_every_size_and_explain_what_passes_a_roo
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json");
     let r = RunRecord::load(&path).unwrap();
     let ladder = BarChart::sgemm_ladder(&r.sections).unwrap();
-    // 10 rungs (the tuned rung 8 and rung 9 with its unswizzled contrast among them) at 4096³,
-    // then at 8192³; cuBLAS FP32 and TF32 over the bars of each size.
-    assert_eq!(ladder.bars.len(), 20, "10 rungs at 4096³ and 8192³");
+    // 11 rungs (the tuned rung 8, the split-K rung, and rung 9 with its unswizzled contrast among
+    // them) at 4096³, then at 8192³; cuBLAS FP32 and TF32 over the bars of each size.
+    assert_eq!(ladder.bars.len(), 22, "11 rungs at 4096³ and 8192³");
     assert_eq!(ladder.bars[0].label, "matmul_tiled_32 4096³");
-    assert_eq!(ladder.bars[10].label, "matmul_tiled_32 8192³");
-    assert_eq!(ladder.bars[19].label, "sgemm_9_tensor_tf32_unswizzled 8192³");
+    assert_eq!(ladder.bars[11].label, "matmul_tiled_32 8192³");
+    assert_eq!(ladder.bars[21].label, "sgemm_9_tensor_tf32_unswizzled 8192³");
     let refs: Vec<(&str, &str, std::ops::Range<usize>)> =
         ladder.references.iter().map(|r| (r.key.as_str(), r.label.as_str(), r.rows.clone())).collect();
     assert_eq!(
         refs,
         [
-            ("cuBLAS FP32", "4096³", 0..10),
-            ("cuBLAS TF32", "4096³", 0..10),
-            ("cuBLAS FP32", "8192³", 10..20),
-            ("cuBLAS TF32", "8192³", 10..20)
+            ("cuBLAS FP32", "4096³", 0..11),
+            ("cuBLAS TF32", "4096³", 0..11),
+            ("cuBLAS FP32", "8192³", 11..22),
+            ("cuBLAS TF32", "8192³", 11..22)
         ]
     );
     // The tensor-core rungs are a class of their own.
@@ -257,7 +257,7 @@ fn the_roofline_tags_of_the_full_recorded_run_never_overlap() {
     assert!((bf16 / tf32 - 2.0).abs() < 1e-9 && (tf32 / roof.peak_tflops - 8.0).abs() < 1e-9, "{tf32} {bf16}");
     let of =
         |p: Precision| roof.points.iter().filter(|k| k.precision == p).map(|k| k.label.as_str()).collect::<Vec<_>>();
-    assert_eq!(of(Precision::Tf32), ["sgemm_9_tensor_tf32", "sgemm_9_tensor_tf32_unswizzled"]);
+    assert_eq!(of(Precision::Tf32), ["sgemm_9_tensor_tf32", "sgemm_9_tensor_tf32_unswizzled", "tensor_7_tf32"]);
     assert_eq!(of(Precision::Bf16).len(), 6, "the tensor ladder's rungs");
     assert!(of(Precision::Bf16).iter().all(|k| k.starts_with("tensor_")));
     // Against their own roofs no point of this run is impossible: every one is drawn.
