@@ -396,14 +396,19 @@ pub fn leave_cluster() {
     cluster_sync();
 }
 
-/// Writes a warpgroup's `64 x N` accumulator as BF16 into rows `row0 ..` and columns `col0 ..`
-/// of the `m x n` row-major `c` (`cvt.rn.bf16x2.f32`, round to nearest even), skipping what
-/// lies outside. Thread `t` of the warpgroup holds, for each 8 columns `j`, the values of
-/// row `16 (t / 32) + (t % 32) / 4` (and 8 below it) at columns `8 j + 2 (t % 4)` and the next
-/// (PTX ISA, "Register Fragments": the `m64nNk16` `D` fragment). An even `n` writes each pair
-/// in one 32-bit store.
+/// Calls `f(at, lo, hi, has_hi)` for each pair of a warpgroup's `64 x N` accumulator that lies
+/// inside the `m x n` row-major `C` at rows `row0 ..` and columns `col0 ..`: `at` the element
+/// of `lo`, `hi` the next column's value, `has_hi` whether that column is inside `C`. Thread `t`
+/// of the warpgroup holds, for each 8 columns `j`, the values of row `16 (t / 32) + (t % 32) / 4`
+/// (and 8 below it) at columns `8 j + 2 (t % 4)` and the next (PTX ISA, "Register Fragments":
+/// the `m64nNk16` `D` fragment, which `m64nNk8` shares).
 #[inline(always)]
-pub fn store_bf16<A: Accum>(acc: &A, c: &mut Slice<u16, ReadWrite>, (m, n): (u32, u32), (row0, col0): (u32, u32)) {
+fn each_pair<A: Accum>(
+    acc: &A,
+    (m, n): (u32, u32),
+    (row0, col0): (u32, u32),
+    mut f: impl FnMut(usize, f32, f32, bool),
+) {
     let t = crate::device::thread_idx_x() % WARPGROUP;
     let row = row0 + 16 * (t / 32) + (t % 32) / 4;
     acc.each_8_columns(|j, v| {
@@ -412,45 +417,45 @@ pub fn store_bf16<A: Accum>(acc: &A, c: &mut Slice<u16, ReadWrite>, (m, n): (u32
             if r >= m || col >= n {
                 continue;
             }
-            let at = r as usize * n as usize + col as usize;
-            if n % 2 == 0 {
-                store_pair(c, at, bf16x2(lo, hi));
-            } else {
-                c.set(at, bf16x2(lo, 0.0) as u16);
-                if col + 1 < n {
-                    c.set(at + 1, bf16x2(hi, 0.0) as u16);
-                }
+            f(r as usize * n as usize + col as usize, lo, hi, col + 1 < n);
+        }
+    });
+}
+
+/// Writes a warpgroup's `64 x N` accumulator as BF16 into rows `row0 ..` and columns `col0 ..`
+/// of the `m x n` row-major `c` (`cvt.rn.bf16x2.f32`, round to nearest even), skipping what
+/// lies outside ([`each_pair`]). An even `n` writes each pair in one 32-bit store.
+#[inline(always)]
+pub fn store_bf16<A: Accum>(acc: &A, c: &mut Slice<u16, ReadWrite>, (m, n): (u32, u32), origin: (u32, u32)) {
+    each_pair(acc, (m, n), origin, |at, lo, hi, has_hi| {
+        if n % 2 == 0 {
+            store_pair(c, at, bf16x2(lo, hi));
+        } else {
+            c.set(at, bf16x2(lo, 0.0) as u16);
+            if has_hi {
+                c.set(at + 1, bf16x2(hi, 0.0) as u16);
             }
         }
     });
 }
 
 /// Writes a warpgroup's `64 x N` accumulator as FP32 into rows `row0 ..` and columns `col0 ..`
-/// of the `m x n` row-major `c`, skipping what lies outside; the fragment as [`store_bf16`]'s.
-/// An even `n` writes each pair in one 64-bit store.
+/// of the `m x n` row-major `c`, skipping what lies outside ([`each_pair`]). An even `n` writes
+/// each pair in one 64-bit store.
 #[inline(always)]
-pub fn store_f32<A: Accum>(acc: &A, c: &mut Slice<f32, ReadWrite>, (m, n): (u32, u32), (row0, col0): (u32, u32)) {
-    let t = crate::device::thread_idx_x() % WARPGROUP;
-    let row = row0 + 16 * (t / 32) + (t % 32) / 4;
-    acc.each_8_columns(|j, v| {
-        let col = col0 + 8 * j + 2 * (t % 4);
-        for (r, lo, hi) in [(row, v[0], v[1]), (row + 8, v[2], v[3])] {
-            if r >= m || col >= n {
-                continue;
-            }
-            let at = r as usize * n as usize + col as usize;
-            if n % 2 == 0 {
-                check(at % 2 == 0 && at + 1 < c.len());
-                // SAFETY: inside `c` (checked, or by the launch contract: the caller's bounds),
-                // and 8-byte aligned: `at` is even and the buffer 16-byte aligned.
-                // One 64-bit word (`lo` at the lower address): LLVM splits a `[f32; 2]` store.
-                let pair = u64::from(lo.to_bits()) | (u64::from(hi.to_bits()) << 32);
-                unsafe { *c.as_mut_ptr().add(at).cast::<u64>() = pair };
-            } else {
-                c.set(at, lo);
-                if col + 1 < n {
-                    c.set(at + 1, hi);
-                }
+pub fn store_f32<A: Accum>(acc: &A, c: &mut Slice<f32, ReadWrite>, (m, n): (u32, u32), origin: (u32, u32)) {
+    each_pair(acc, (m, n), origin, |at, lo, hi, has_hi| {
+        if n % 2 == 0 {
+            check(at % 2 == 0 && at + 1 < c.len());
+            // One 64-bit word (`lo` at the lower address): LLVM splits a `[f32; 2]` store.
+            let pair = u64::from(lo.to_bits()) | (u64::from(hi.to_bits()) << 32);
+            // SAFETY: inside `c` (checked, or by the launch contract: the caller's bounds), and
+            // 8-byte aligned: `at` is even and the buffer 16-byte aligned.
+            unsafe { *c.as_mut_ptr().add(at).cast::<u64>() = pair };
+        } else {
+            c.set(at, lo);
+            if has_hi {
+                c.set(at + 1, hi);
             }
         }
     });
