@@ -18,6 +18,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 
+#[path = "build/launches.rs"]
+mod launches;
+
 /// One PTX build: output name (`kernels_<name>.ptx`), target, cargo features, and whether it
 /// carries line tables (`.file`/`.loc`) for `memlab inspect`.
 struct Build {
@@ -82,6 +85,7 @@ fn main() {
         }
     }
 
+    launches::write(&kernels, &out_dir);
     let toolchain = pinned_toolchain(&kernels);
     ensure_toolchain(&toolchain);
     // `-Zbuild-std` compiles `core` into each build's target directory, three quarters of a

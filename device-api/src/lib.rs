@@ -17,7 +17,7 @@
 //!
 //! # Soundness: what the types rest on
 //! 1. **The launch contract.** A view is as long as the kernel says (`input.matrix(rows,
-//!    cols)`): the host's typed launch (`host/src/kernels.rs`, the `kernels!` of each demo)
+//!    cols)`): the host's typed launch (generated from the kernel's signature, `host/build/launches.rs`)
 //!    passes buffers at least that long, and the launch's dynamic shared bytes cover every
 //!    tile carved (`memlab-contracts` owns both sizes). Under this contract every index that
 //!    passes the bounds check of the `checked` build is inside its buffer or tile, so the

@@ -1,8 +1,9 @@
 //! Host side of the memory-hierarchy lab.
 //!
 //! Data flows one way: the kernels' PTX (built by `build.rs`, embedded by [`ptx`]) is loaded by
-//! [`gpu`] into a CUDA context; each demo in [`demos`] allocates, launches (typed launches, all
-//! listed in [`kernels`](mod@kernels), with shapes from the `memlab-contracts` crate), times, verifies
+//! [`gpu`] into a CUDA context; each demo in [`demos`] allocates, launches (the typed launches of
+//! [`launches`], generated from the kernels' signatures, with shapes built from the
+//! `memlab-contracts` crate's constants), times, verifies
 //! against [`reference`], asks the driver for its figures and puts them next to the [`model`]'s
 //! prediction; [`report`] prints the tables.
 
@@ -16,7 +17,7 @@ pub mod expr;
 pub mod gpu;
 pub mod host_ram;
 pub mod inspect;
-pub mod kernels;
+pub mod launches;
 pub mod line_tables;
 pub mod model;
 pub mod output;

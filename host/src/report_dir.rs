@@ -76,7 +76,7 @@ impl RunRecord {
     /// clock measured under load (the driver's SM clock for runs recorded without it); `None`
     /// for an architecture the roofline model has no lanes for.
     pub fn peak_tflops(&self) -> Option<f64> {
-        crate::demos::roofline::peak_fp32(&self.device, self.sm_clock_ghz).map(|p| p / 1e12)
+        self.device.peak_fp32(self.sm_clock_ghz).map(|p| p / 1e12)
     }
 }
 
@@ -110,8 +110,8 @@ const CLUSTER_CHARTS: [(&str, &str, &str, &str, &str); 3] = [
 pub fn roofline(record: &RunRecord) -> Option<RooflineChart> {
     match (record.peak_tflops(), record.memcpy_gbs) {
         (Some(peak), Some(memcpy)) => {
-            let driver = crate::demos::roofline::peak_fp32(&record.device, None).map_or(peak, |p| p / 1e12);
-            let tensor = crate::demos::roofline::peak_tf32(&record.device, record.sm_clock_ghz).map(|p| p / 1e12);
+            let driver = record.device.peak_fp32(None).map_or(peak, |p| p / 1e12);
+            let tensor = record.device.peak_tf32(record.sm_clock_ghz).map(|p| p / 1e12);
             // The BF16 roof at the FP32 roof's clock: FP32's peak times BF16's FLOP per clock over FP32's.
             let (major, minor) = record.device.cc;
             let bf16 = crate::model::roofline::bf16_flop_per_clock(major, minor)

@@ -1,9 +1,9 @@
 //! Every typed launch against the PTX it launches: each entry's parameter list on the host
-//! (built by `kernels!` from the launch function's signature) must match the `.param` list of
+//! (generated from the kernel's signature in `kernels-gpu/src`) must match the `.param` list of
 //! the same `.entry` in every embedded PTX: count, sizes, alignment and kind.
 
 use memlab::gpu::launch::Param;
-use memlab::{kernels, ptx};
+use memlab::{launches, ptx};
 
 /// Every embedded PTX, the load-counting builds included.
 fn all_ptx() -> impl Iterator<Item = &'static ptx::Ptx> {
@@ -15,7 +15,7 @@ fn every_typed_launch_matches_its_entry_in_every_ptx() {
     let (mut checked, mut in_ptx) = (0, 0);
     for p in all_ptx() {
         let names = ptx::kernel_names(p.text);
-        for entry in kernels::entries() {
+        for entry in launches::ENTRIES.iter() {
             if !names.contains(&entry.name) {
                 // Rung 7 (`cp.async`) is compiled for sm_80 and up only, the cluster and TMA
                 // kernels for sm_90 and up: a newer PTX has them.
@@ -29,14 +29,14 @@ fn every_typed_launch_matches_its_entry_in_every_ptx() {
         }
         in_ptx += names.len();
         for name in names {
-            assert!(kernels::entries().any(|e| e.name == name), "{}: `{name}` has no typed launch", p.arch);
+            assert!(launches::ENTRIES.iter().any(|e| e.name == name), "{}: `{name}` has no typed launch", p.arch);
         }
     }
     // The sm_90a PTX holds the tensor ladder alone, each entry with its typed launch.
     let names = ptx::kernel_names(ptx::TENSOR.text);
     assert_eq!(names, memlab_contracts::tensor::RUNGS.iter().map(|r| r.name).collect::<Vec<_>>());
     for name in names {
-        let entry = kernels::entries().find(|e| e.name == name).expect("a typed launch");
+        let entry = launches::ENTRIES.iter().find(|e| e.name == name).expect("a typed launch");
         if let Err(e) = ptx::check_params(ptx::TENSOR.text, name, entry.params) {
             panic!("sm_90a PTX: {e}");
         }
@@ -48,7 +48,7 @@ fn every_typed_launch_matches_its_entry_in_every_ptx() {
 
 #[test]
 fn every_entry_has_one_typed_launch() {
-    let mut names: Vec<&str> = kernels::entries().map(|e| e.name).collect();
+    let mut names: Vec<&str> = launches::ENTRIES.iter().map(|e| e.name).collect();
     let count = names.len();
     names.sort_unstable();
     names.dedup();
@@ -57,7 +57,7 @@ fn every_entry_has_one_typed_launch() {
 
 #[test]
 fn floats_are_passed_as_f32_parameters() {
-    let chain = kernels::entries().find(|e| e.name == "register_chain").unwrap();
+    let chain = launches::ENTRIES.iter().find(|e| e.name == "register_chain").unwrap();
     assert_eq!(chain.params, [Param::F32, Param::F32, Param::F32, Param::U32, Param::Ptr]);
     for p in all_ptx() {
         let params = ptx::entry_params(p.text, "register_chain").unwrap();

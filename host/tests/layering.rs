@@ -44,15 +44,18 @@ fn raw_driver_calls_live_only_in_gpu() {
 #[test]
 fn gpu_names_no_kernel_and_no_demo() {
     // gpu/ is the layer the typed launches and the lessons stand on, so an arrow from it to
-    // them would be a circle. `crate::kernels!` is gpu/'s own macro (launch.rs).
+    // them would be a circle.
     let root = src().join("gpu");
     let files = sources(&root);
     assert!(files.iter().any(|f| f.ends_with("launch.rs")), "no gpu/launch.rs under {}", root.display());
     for file in files {
         let text = fs::read_to_string(&file).unwrap();
-        for needle in ["crate::kernels", "crate::demos", "memlab::kernels", "memlab::demos"] {
-            let named = text.match_indices(needle).any(|(at, _)| !text[at + needle.len()..].starts_with('!'));
-            assert!(!named, "{} names {needle}", file.display());
+        for needle in ["crate::launches", "crate::demos", "memlab::launches", "memlab::demos"] {
+            assert!(!text.contains(needle), "{} names {needle}", file.display());
+        }
+        // Nor a kernel entry by name.
+        for entry in memlab::launches::ENTRIES {
+            assert!(!text.contains(&format!("\"{}\"", entry.name)), "{} names kernel `{}`", file.display(), entry.name);
         }
     }
 }
@@ -81,12 +84,12 @@ fn no_demo_runs_another() {
 
 #[test]
 fn commands_launch_no_kernel_of_their_own() {
-    // Launch shapes and argument lists belong to the typed launches in demos/: a command runs
+    // Launch shapes belong to the lessons, argument lists to the typed launches: a command runs
     // demos (or one demo's measurement) and never builds a launch.
     let root = src().join("commands");
     for file in sources(&root) {
         let text = fs::read_to_string(&file).unwrap();
-        for needle in ["LaunchShape", "Launch::new", "kernels::"] {
+        for needle in ["LaunchShape", "Launch::new", "launches::"] {
             assert!(!text.contains(needle), "{} uses {needle}", file.display());
         }
     }

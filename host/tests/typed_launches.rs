@@ -6,7 +6,7 @@ use std::mem::ManuallyDrop;
 
 use cust::memory::{DeviceBuffer, DeviceCopy, DevicePointer};
 use memlab::gpu::launch::LaunchShape;
-use memlab::kernels;
+use memlab::launches;
 
 /// A buffer that names device address `addr` and is never freed (no driver is involved).
 fn fake<T: DeviceCopy>(addr: u64, len: usize) -> ManuallyDrop<DeviceBuffer<T>> {
@@ -22,35 +22,174 @@ fn shape(grid: (u32, u32), block: (u32, u32), smem_bytes: u32) -> LaunchShape {
 fn transposes_cover_the_matrix_with_their_documented_tiles() {
     let (input, mut output) = (fake::<f32>(0x1000, 4), fake::<f32>(0x2000, 4));
     let (rows, cols) = (33, 4097);
-    let l = kernels::copy(&input, &mut output, rows, cols);
+    let l = launches::copy(memlab::demos::transpose::shapes::copy(rows, cols), &input, &mut output, rows, cols);
     assert_eq!((l.kernel, l.shape), ("copy", shape((258, 1), (32, 8), 0)));
     // Copy's rows of 4091 floats shift back by up to 7 (of 4090 by up to 6), whole-sector rows not.
-    assert_eq!(kernels::copy(&input, &mut output, rows, 4091).shape.grid, (258, 1));
-    assert_eq!(kernels::copy(&input, &mut output, rows, 4090).shape.grid, (256, 1));
-    assert_eq!(kernels::copy(&input, &mut output, rows, 4096).shape.grid, (256, 1));
-    assert_eq!(kernels::transpose_naive(&input, &mut output, rows, cols).shape, shape((258, 1), (32, 8), 0));
-    assert_eq!(kernels::transpose_tiled(&input, &mut output, rows, cols).shape, shape((258, 1), (32, 8), 4096));
+    assert_eq!(
+        launches::copy(memlab::demos::transpose::shapes::copy(rows, 4091), &input, &mut output, rows, 4091).shape.grid,
+        (258, 1)
+    );
+    assert_eq!(
+        launches::copy(memlab::demos::transpose::shapes::copy(rows, 4090), &input, &mut output, rows, 4090).shape.grid,
+        (256, 1)
+    );
+    assert_eq!(
+        launches::copy(memlab::demos::transpose::shapes::copy(rows, 4096), &input, &mut output, rows, 4096).shape.grid,
+        (256, 1)
+    );
+    assert_eq!(
+        launches::transpose_naive(
+            memlab::demos::transpose::shapes::transpose_naive(rows, cols),
+            &input,
+            &mut output,
+            rows,
+            cols
+        )
+        .shape,
+        shape((258, 1), (32, 8), 0)
+    );
+    assert_eq!(
+        launches::transpose_tiled(
+            memlab::demos::transpose::shapes::transpose_tiled(rows, cols),
+            &input,
+            &mut output,
+            rows,
+            cols
+        )
+        .shape,
+        shape((258, 1), (32, 8), 4096)
+    );
     // Output rows of 33 floats are not whole sectors: the shifted paths' staged tiles, and a grid
     // covering the largest shift (7 columns) more.
-    assert_eq!(kernels::transpose_padded(&input, &mut output, rows, cols).shape, shape((258, 1), (32, 8), 5280));
-    assert_eq!(kernels::transpose_vectorized(&input, &mut output, rows, cols).shape, shape((65, 1), (16, 16), 18720));
     assert_eq!(
-        kernels::transpose_aligned_stores(&input, &mut output, rows, cols).shape,
+        launches::transpose_padded(
+            memlab::demos::transpose::shapes::transpose_padded(rows, cols),
+            &input,
+            &mut output,
+            rows,
+            cols
+        )
+        .shape,
+        shape((258, 1), (32, 8), 5280)
+    );
+    assert_eq!(
+        launches::transpose_vectorized(
+            memlab::demos::transpose::shapes::transpose_vectorized(rows, cols),
+            &input,
+            &mut output,
+            rows,
+            cols
+        )
+        .shape,
+        shape((65, 1), (16, 16), 18720)
+    );
+    assert_eq!(
+        launches::transpose_aligned_stores(
+            memlab::demos::transpose::shapes::transpose_aligned_stores(rows, cols),
+            &input,
+            &mut output,
+            rows,
+            cols
+        )
+        .shape,
         shape((258, 1), (32, 8), 5280)
     );
     // Whole-sector rows (and, for the vectorized kernel, whole-vector columns): the plain tiles.
-    assert_eq!(kernels::transpose_padded(&input, &mut output, 64, cols).shape, shape((258, 1), (32, 8), 4224));
-    assert_eq!(kernels::transpose_vectorized(&input, &mut output, 64, 4096).shape, shape((64, 1), (16, 16), 16640));
-    assert_eq!(kernels::transpose_vectorized(&input, &mut output, 64, 4095).shape.smem_bytes, 18720);
+    assert_eq!(
+        launches::transpose_padded(
+            memlab::demos::transpose::shapes::transpose_padded(64, cols),
+            &input,
+            &mut output,
+            64,
+            cols
+        )
+        .shape,
+        shape((258, 1), (32, 8), 4224)
+    );
+    assert_eq!(
+        launches::transpose_vectorized(
+            memlab::demos::transpose::shapes::transpose_vectorized(64, 4096),
+            &input,
+            &mut output,
+            64,
+            4096
+        )
+        .shape,
+        shape((64, 1), (16, 16), 16640)
+    );
+    assert_eq!(
+        launches::transpose_vectorized(
+            memlab::demos::transpose::shapes::transpose_vectorized(64, 4095),
+            &input,
+            &mut output,
+            64,
+            4095
+        )
+        .shape
+        .smem_bytes,
+        18720
+    );
     // One-dimensional grids of tiles, tile rows after tile rows (columns x rows of tiles).
     // Rows of 62 floats shift by up to 6, of 123 by up to 7: one more tile row than the rows
     // alone need; whole-sector rows none.
-    assert_eq!(kernels::transpose_padded(&input, &mut output, 62, cols).shape.grid, (387, 1));
-    assert_eq!(kernels::transpose_aligned_stores(&input, &mut output, 64, cols).shape.grid, (258, 1));
-    assert_eq!(kernels::transpose_vectorized(&input, &mut output, 123, 4096).shape.grid, (192, 1));
-    assert_eq!(kernels::transpose_vectorized(&input, &mut output, 128, 4096).shape.grid, (128, 1));
+    assert_eq!(
+        launches::transpose_padded(
+            memlab::demos::transpose::shapes::transpose_padded(62, cols),
+            &input,
+            &mut output,
+            62,
+            cols
+        )
+        .shape
+        .grid,
+        (387, 1)
+    );
+    assert_eq!(
+        launches::transpose_aligned_stores(
+            memlab::demos::transpose::shapes::transpose_aligned_stores(64, cols),
+            &input,
+            &mut output,
+            64,
+            cols
+        )
+        .shape
+        .grid,
+        (258, 1)
+    );
+    assert_eq!(
+        launches::transpose_vectorized(
+            memlab::demos::transpose::shapes::transpose_vectorized(123, 4096),
+            &input,
+            &mut output,
+            123,
+            4096
+        )
+        .shape
+        .grid,
+        (192, 1)
+    );
+    assert_eq!(
+        launches::transpose_vectorized(
+            memlab::demos::transpose::shapes::transpose_vectorized(128, 4096),
+            &input,
+            &mut output,
+            128,
+            4096
+        )
+        .shape
+        .grid,
+        (128, 1)
+    );
     // Arguments in the entry's order: the two addresses, then rows and cols as 4-byte values.
-    let args = kernels::transpose_padded(&input, &mut output, rows, cols).args().to_vec();
+    let args = launches::transpose_padded(
+        memlab::demos::transpose::shapes::transpose_padded(rows, cols),
+        &input,
+        &mut output,
+        rows,
+        cols,
+    )
+    .args()
+    .to_vec();
     assert_eq!(
         args,
         [0x1000u64.to_ne_bytes(), 0x2000u64.to_ne_bytes(), slot(&33u32.to_ne_bytes()), slot(&4097u32.to_ne_bytes())]
@@ -69,16 +208,102 @@ fn matmuls_and_rungs_have_their_documented_blocks_and_shared_bytes() {
     let (a, b, mut c) = (fake::<f32>(0x1000, 1), fake::<f32>(0x2000, 1), fake::<f32>(0x3000, 1));
     let (m, n, k) = (517, 389, 263);
     let launches = [
-        (kernels::matmul_naive(&a, &b, &mut c, m, n, k), shape((25, 33), (16, 16), 0)),
-        (kernels::matmul_tiled_16(&a, &b, &mut c, m, n, k), shape((25, 33), (16, 16), 2048)),
-        (kernels::matmul_tiled_32(&a, &b, &mut c, m, n, k), shape((13, 17), (32, 32), 8192)),
-        (kernels::matmul_tiled_32_missing_barrier(&a, &b, &mut c, m, n, k), shape((13, 17), (32, 32), 8192)),
-        (kernels::sgemm_2_register_1d(&a, &b, &mut c, m, n, k), shape((7, 9), (512, 1), 4096)),
-        (kernels::sgemm_3_register_2d(&a, &b, &mut c, m, n, k), shape((4, 5), (256, 1), 8192)),
-        (kernels::sgemm_4_vectorized(&a, &b, &mut c, m, n, k), shape((4, 5), (256, 1), 8192)),
-        (kernels::sgemm_5_conflict_free(&a, &b, &mut c, m, n, k), shape((4, 5), (256, 1), 8320)),
-        (kernels::sgemm_6_double_buffered(&a, &b, &mut c, m, n, k), shape((4, 5), (256, 1), 16640)),
-        (kernels::sgemm_7_async_copy(&a, &b, &mut c, m, n, k), shape((4, 5), (256, 1), 16640)),
+        (
+            launches::matmul_naive(memlab::demos::matmul::shapes::matmul_naive(m, n), &a, &b, &mut c, m, n, k),
+            shape((25, 33), (16, 16), 0),
+        ),
+        (
+            launches::matmul_tiled_16(memlab::demos::matmul::shapes::matmul_tiled_16(m, n), &a, &b, &mut c, m, n, k),
+            shape((25, 33), (16, 16), 2048),
+        ),
+        (
+            launches::matmul_tiled_32(memlab::demos::matmul::shapes::matmul_tiled_32(m, n), &a, &b, &mut c, m, n, k),
+            shape((13, 17), (32, 32), 8192),
+        ),
+        (
+            launches::matmul_tiled_32_missing_barrier(
+                memlab::demos::race::shapes::matmul_tiled_32_missing_barrier(m, n),
+                &a,
+                &b,
+                &mut c,
+                m,
+                n,
+                k,
+            ),
+            shape((13, 17), (32, 32), 8192),
+        ),
+        (
+            launches::sgemm_2_register_1d(
+                memlab::demos::sgemm::shapes::sgemm_2_register_1d(m, n),
+                &a,
+                &b,
+                &mut c,
+                m,
+                n,
+                k,
+            ),
+            shape((7, 9), (512, 1), 4096),
+        ),
+        (
+            launches::sgemm_3_register_2d(
+                memlab::demos::sgemm::shapes::sgemm_3_register_2d(m, n),
+                &a,
+                &b,
+                &mut c,
+                m,
+                n,
+                k,
+            ),
+            shape((4, 5), (256, 1), 8192),
+        ),
+        (
+            launches::sgemm_4_vectorized(
+                memlab::demos::sgemm::shapes::sgemm_4_vectorized(m, n),
+                &a,
+                &b,
+                &mut c,
+                m,
+                n,
+                k,
+            ),
+            shape((4, 5), (256, 1), 8192),
+        ),
+        (
+            launches::sgemm_5_conflict_free(
+                memlab::demos::sgemm::shapes::sgemm_5_conflict_free(m, n),
+                &a,
+                &b,
+                &mut c,
+                m,
+                n,
+                k,
+            ),
+            shape((4, 5), (256, 1), 8320),
+        ),
+        (
+            launches::sgemm_6_double_buffered(
+                memlab::demos::sgemm::shapes::sgemm_6_double_buffered(m, n),
+                &a,
+                &b,
+                &mut c,
+                m,
+                n,
+                k,
+            ),
+            shape((4, 5), (256, 1), 16640),
+        ),
+        (
+            launches::sgemm_7_async_copy(
+                memlab::demos::sgemm::shapes::sgemm_7_async_copy(m, n),
+                &a,
+                &b,
+                &mut c,
+                m,
+                n,
+                k,
+            ),
+            shape((4, 5), (256, 1), 16640),
+        ),
     ];
     for (launch, want) in launches {
         assert_eq!(launch.shape, want, "{}", launch.kernel);
@@ -89,23 +314,78 @@ fn matmuls_and_rungs_have_their_documented_blocks_and_shared_bytes() {
 #[test]
 fn probes_launch_the_documented_shapes() {
     let (words, mut out) = (fake::<u32>(0x1000, 1), fake::<u32>(0x2000, 1));
-    assert_eq!(kernels::strided_read(&words, &mut out, 1000, 4).shape, shape((4, 1), (256, 1), 0));
-    assert_eq!(kernels::misaligned_read(&words, &mut out, 1024, 1).shape, shape((4, 1), (256, 1), 0));
-    assert_eq!(kernels::shared_bank_probe(1056, &mut out, 32, 8).shape, shape((1056, 1), (256, 1), 16384));
-    assert_eq!(kernels::read_cg(1056, &words, 64, 1, &mut out).shape, shape((1056, 1), (256, 1), 0));
+    assert_eq!(
+        launches::strided_read(memlab::demos::coalescing::shapes::strided_read(1000), &words, &mut out, 1000, 4).shape,
+        shape((4, 1), (256, 1), 0)
+    );
+    assert_eq!(
+        launches::misaligned_read(memlab::demos::coalescing::shapes::misaligned_read(1024), &words, &mut out, 1024, 1)
+            .shape,
+        shape((4, 1), (256, 1), 0)
+    );
+    assert_eq!(
+        launches::shared_bank_probe(memlab::demos::banks::shapes::shared_bank_probe(1056), &mut out, 32, 8).shape,
+        shape((1056, 1), (256, 1), 16384)
+    );
+    assert_eq!(
+        launches::read_cg(memlab::demos::hierarchy::bandwidth::read_shape(1056), &words, 64, 1, &mut out).shape,
+        shape((1056, 1), (256, 1), 0)
+    );
     let (input, mut floats) = (fake::<f32>(0x3000, 1), fake::<f32>(0x4000, 1));
-    assert_eq!(kernels::register_pressure(&input, &mut floats, 1 << 20, 64).shape, shape((4096, 1), (256, 1), 0));
-    let runtime = kernels::local_array_runtime_index(&input, &mut floats, 512, 4, 1);
+    assert_eq!(
+        launches::register_pressure(
+            memlab::demos::occupancy::shapes::register_pressure(1 << 20),
+            &input,
+            &mut floats,
+            1 << 20,
+            64
+        )
+        .shape,
+        shape((4096, 1), (256, 1), 0)
+    );
+    let runtime = launches::local_array_runtime_index(
+        memlab::demos::hierarchy::spills::shapes::local_array_runtime_index(512),
+        &input,
+        &mut floats,
+        512,
+        4,
+        1,
+    );
     assert_eq!((runtime.shape, runtime.args().len()), (shape((2, 1), (256, 1), 0), 5));
 }
 
 #[test]
 fn latency_probes_run_one_block_and_pass_floats_as_floats() {
     let (chain, mut record) = (fake::<u32>(0x1000, 1), fake::<u64>(0x2000, 35));
-    assert_eq!(kernels::chase_global(0x7000, 1, 64, &mut record).shape, shape((1, 1), (1, 1), 0));
-    assert_eq!(kernels::chase_shared(&chain, 4096, 128, 64, &mut record).shape, shape((1, 1), (256, 1), 16384));
-    assert_eq!(kernels::const_chase(1, 256, 64, &mut record).shape, shape((1, 1), (32, 1), 0));
-    let fma = kernels::register_chain(0.25, 0.5, 1.0, 64, &mut record);
+    assert_eq!(
+        launches::chase_global(memlab::demos::hierarchy::latency::shapes::one_thread(), 0x7000, 1, 64, &mut record)
+            .shape,
+        shape((1, 1), (1, 1), 0)
+    );
+    assert_eq!(
+        launches::chase_shared(
+            memlab::demos::hierarchy::latency::shapes::chase_shared(4096),
+            &chain,
+            4096,
+            128,
+            64,
+            &mut record
+        )
+        .shape,
+        shape((1, 1), (256, 1), 16384)
+    );
+    assert_eq!(
+        launches::const_chase(memlab::demos::hierarchy::latency::shapes::const_chase(), 1, 256, 64, &mut record).shape,
+        shape((1, 1), (32, 1), 0)
+    );
+    let fma = launches::register_chain(
+        memlab::demos::hierarchy::latency::shapes::one_thread(),
+        0.25,
+        0.5,
+        1.0,
+        64,
+        &mut record,
+    );
     assert_eq!(fma.shape, shape((1, 1), (1, 1), 0));
     assert_eq!(
         fma.args()[..3],
@@ -164,30 +444,64 @@ fn demos_are_registered_once_in_run_order() {
 fn cluster_launches_carry_their_cluster_and_whole_clusters_of_blocks() {
     let (a, b, mut c) = (fake::<f32>(0x1000, 1), fake::<f32>(0x2000, 1), fake::<f32>(0x3000, 1));
     // 67x45: 3x2 tiles of 32, rounded up to whole 4x4 clusters.
-    let l = kernels::matmul_dsmem_32((4, 4), &a, &b, &mut c, 67, 45, 33);
+    let l = launches::matmul_dsmem_32(
+        memlab::demos::clusters::shapes::matmul_dsmem_32((4, 4), 67, 45),
+        &a,
+        &b,
+        &mut c,
+        67,
+        45,
+        33,
+    )
+    .in_clusters((4, 4));
     assert_eq!((l.kernel, l.shape, l.cluster), ("matmul_dsmem_32", shape((4, 4), (32, 32), 16384), Some((4, 4))));
-    let l = kernels::matmul_dsmem_32((2, 1), &a, &b, &mut c, 67, 45, 33);
+    let l = launches::matmul_dsmem_32(
+        memlab::demos::clusters::shapes::matmul_dsmem_32((2, 1), 67, 45),
+        &a,
+        &b,
+        &mut c,
+        67,
+        45,
+        33,
+    )
+    .in_clusters((2, 1));
     assert_eq!((l.shape.grid, l.cluster), ((2, 3), Some((2, 1))));
     let (chain, mut out) = (fake::<u32>(0x4000, 4096), fake::<u64>(0x5000, 35));
-    let l = kernels::chase_dsmem(16, &chain, 4096, 15, 128, 4096, &mut out);
+    let l = launches::chase_dsmem(
+        memlab::demos::clusters::shapes::chase_dsmem(16, 4096),
+        &chain,
+        4096,
+        15,
+        128,
+        4096,
+        &mut out,
+    )
+    .in_clusters((16, 1));
     assert_eq!((l.shape, l.cluster), (shape((16, 1), (256, 1), 16384), Some((16, 1))));
     assert_eq!(l.args()[2][..4], 15u32.to_ne_bytes(), "the target rank");
     let mut sums = fake::<u32>(0x6000, 8 * 256);
-    let l = kernels::cluster_shared_read(8, 4, 4096, 1, &mut sums);
+    let l = launches::cluster_shared_read(memlab::demos::clusters::shapes::cluster_shared_read(8), 4096, 1, &mut sums)
+        .in_clusters((4, 1));
     assert_eq!((l.shape, l.cluster), (shape((8, 1), (256, 1), 32768), Some((4, 1))));
-    let l = kernels::cluster_barrier(8, 8, 1024, &mut out);
+    let l = launches::cluster_barrier(memlab::demos::clusters::shapes::cluster_barrier(8), 1024, &mut out)
+        .in_clusters((8, 1));
     assert_eq!((l.shape, l.cluster), (shape((8, 1), (128, 1), 0), Some((8, 1))));
     // A plain launch has no cluster.
-    assert_eq!(kernels::matmul_tiled_32(&a, &b, &mut c, 67, 45, 33).cluster, None);
+    assert_eq!(
+        launches::matmul_tiled_32(memlab::demos::matmul::shapes::matmul_tiled_32(67, 45), &a, &b, &mut c, 67, 45, 33)
+            .cluster,
+        None
+    );
 }
 
 #[test]
 fn the_tensor_ladder_has_one_typed_launch_per_rung() {
     use memlab::ptx::Param;
     use memlab_contracts::tensor::RUNGS;
-    let entries = memlab::demos::tensor::ENTRIES;
-    let names: Vec<&str> = entries.iter().map(|e| e.name).collect();
-    assert_eq!(names, RUNGS.iter().map(|r| r.name).collect::<Vec<_>>(), "in the ladder's order");
+    let entries: Vec<_> = RUNGS
+        .iter()
+        .map(|r| *launches::ENTRIES.iter().find(|e| e.name == r.name).expect("a typed launch per rung"))
+        .collect();
     // Two map slots, C, m, n, k, and the stages for every rung but the first.
     let (u, p) = (Param::U32, Param::Ptr);
     assert_eq!(entries[0].params, [u, u, p, u, u, u]);

@@ -359,15 +359,28 @@ mod tests {
             });
             assert!(covered, "demo `{name}` is in no sanitizer run");
         }
-        // Every module with typed launches belongs to a demo above, the race lesson's broken
-        // kernel (own command, never in the matrix) and the roofline's clock (every run-demos
-        // run with kernel rows) aside.
-        let kernels = include_str!("../../host/src/kernels.rs");
-        for module in kernels.lines().filter_map(|l| l.trim().strip_prefix("demos::")) {
-            let demo = module.split("::").next().unwrap();
+        // Every lesson module that launches kernels (it owns their `shapes`) belongs to a demo
+        // above, the race lesson's broken kernel (own command, never in the matrix) and the
+        // roofline's clock (every run-demos run with kernel rows) aside.
+        let demos = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/src/demos");
+        let mut owners = 0;
+        for entry in std::fs::read_dir(&demos).unwrap() {
+            let path = entry.unwrap().path();
+            let file = if path.is_dir() { path.join("mod.rs") } else { path.clone() };
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            let nested = path.is_dir()
+                && std::fs::read_dir(&path)
+                    .unwrap()
+                    .any(|f| std::fs::read_to_string(f.unwrap().path()).is_ok_and(|t| t.contains("pub mod shapes")));
+            if !text.contains("pub mod shapes") && !nested {
+                continue;
+            }
+            owners += 1;
+            let demo = path.file_stem().unwrap().to_str().unwrap();
             let ok = ["race", "roofline"].contains(&demo) || registry.contains(&format!("Demo {{ name: \"{demo}\""));
-            assert!(ok, "kernel table {module} belongs to no demo");
+            assert!(ok, "demos/{demo} launches kernels and belongs to no demo");
         }
+        assert!(owners >= 10, "{owners} lesson modules own launch shapes");
     }
 
     /// The `--transpose` size of a run's arguments, and whether it runs `demo`.

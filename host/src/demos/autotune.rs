@@ -8,9 +8,8 @@
 use anyhow::Result;
 use memlab_contracts::sgemm::SPLIT_K;
 
-use super::sgemm::{
-    ODD_SIZES, Operands, Rung, check_odd_sizes, check_split_k_odd_sizes, measure_split_k, time_cublas, tuned_available,
-};
+use super::matmul::{ODD_SIZES, Operands};
+use super::sgemm::{Rung, check_odd_sizes, check_split_k_odd_sizes, measure_split_k, time_cublas, tuned_available};
 use super::{Lab, Section, poison};
 use crate::gpu::cublas::Cublas;
 use crate::gpu::timing::time;

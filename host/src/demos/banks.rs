@@ -10,26 +10,37 @@ use super::{
     Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, download, ensure_free, measure, poison, poisoned, upload,
 };
 use crate::gpu::launch::LaunchShape;
+use crate::launches;
 use crate::model::banks::{WARP_SIZE, WarpRequest, Width};
 use crate::reference;
 use crate::series::{Series, names};
 use crate::verify;
 
-crate::kernels! {
+/// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
+/// launch, in [`crate::launches`], takes the shape first).
+pub mod shapes {
+    #[allow(unused_imports)]
+    use super::*;
+
     /// `shared_bank_probe`: `blocks` one-dimensional blocks of 256 threads, 16384 B of shared
     /// memory; lane `t` reads shared word `t * stride` (0: the broadcast), `iters` loads per
     /// thread (a multiple of 8); `out` holds one word per thread.
-    fn shared_bank_probe(blocks: u32; out: &mut DeviceBuffer<u32>, stride: u32, iters: u32)
-        => LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: BANK_PROBE_SMEM };
+    pub fn shared_bank_probe(blocks: u32) -> LaunchShape {
+        LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: BANK_PROBE_SMEM }
+    }
+
     /// `shared_bank_probe_8`: `blocks` one-dimensional blocks of 256 threads, 32768 B of shared
     /// memory; lane `t` loads 8 bytes at byte `offsets[t]` (32 offsets, multiples of 8 below
     /// 16384), `iters` loads per thread (a multiple of 8); `out` holds one word per thread.
-    fn shared_bank_probe_8(blocks: u32; offsets: &DeviceBuffer<u32>, out: &mut DeviceBuffer<u32>, iters: u32)
-        => LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: WIDE_PROBE_SMEM };
+    pub fn shared_bank_probe_8(blocks: u32) -> LaunchShape {
+        LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: WIDE_PROBE_SMEM }
+    }
+
     /// `shared_bank_probe_16`: as `shared_bank_probe_8` with 16-byte loads (offsets multiples
     /// of 16).
-    fn shared_bank_probe_16(blocks: u32; offsets: &DeviceBuffer<u32>, out: &mut DeviceBuffer<u32>, iters: u32)
-        => LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: WIDE_PROBE_SMEM };
+    pub fn shared_bank_probe_16(blocks: u32) -> LaunchShape {
+        LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: WIDE_PROBE_SMEM }
+    }
 }
 
 /// One lane pattern of the wide probes: its name (`memlab banks` syntax), the access width in
@@ -96,7 +107,7 @@ fn bank_factor(stride: usize) -> u32 {
 fn measure_on(lab: &Lab, out: &mut DeviceBuffer<u32>, stride: usize) -> Result<KernelRow> {
     let (blocks, threads) = super::sanitizer::grid(lab, BLOCK);
     let iters = lab.sizes.bank_iters;
-    let launch = kernels::shared_bank_probe(blocks, out, stride as u32, iters as u32);
+    let launch = launches::shared_bank_probe(shapes::shared_bank_probe(blocks), out, stride as u32, iters as u32);
     launch.shape.require_whole_warps(launch.kernel, lab.gpu.info.max_threads_per_block)?;
     // Shared-memory load bandwidth: 4 bytes per lane per load.
     let work = Work { flop: 0.0, bytes: 4.0 * (threads * iters) as f64, level: Level::Shared };
@@ -123,8 +134,8 @@ fn measure_wide(lab: &Lab, out: &mut DeviceBuffer<u32>, case: &WideCase) -> Resu
     assert!(offsets.iter().all(|&o| o % case.width == 0 && o < WIDE_PROBE_MAX_OFFSET as u64), "{case:?}");
     let offsets_dev = upload(&offsets.map(|o| o as u32))?;
     let launch = match case.width {
-        8 => kernels::shared_bank_probe_8(blocks, &offsets_dev, out, iters as u32),
-        _ => kernels::shared_bank_probe_16(blocks, &offsets_dev, out, iters as u32),
+        8 => launches::shared_bank_probe_8(shapes::shared_bank_probe_8(blocks), &offsets_dev, out, iters as u32),
+        _ => launches::shared_bank_probe_16(shapes::shared_bank_probe_16(blocks), &offsets_dev, out, iters as u32),
     };
     launch.shape.require_whole_warps(launch.kernel, lab.gpu.info.max_threads_per_block)?;
     let work = Work { flop: 0.0, bytes: (case.width as usize * threads * iters) as f64, level: Level::Shared };

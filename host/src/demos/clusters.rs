@@ -48,7 +48,7 @@
 use std::cell::Cell;
 
 use anyhow::Result;
-use cust::memory::{CopyDestination, DeviceBuffer};
+use cust::memory::CopyDestination;
 use cust::module::Module;
 use memlab_contracts::clusters::{
     BARRIER_RECORD_WORDS, BARRIER_THREADS, CHASE_THREADS, CLUSTER_SIZES, DSMEM_TILE, READ_SMEM, READ_THREADS,
@@ -58,7 +58,7 @@ use memlab_contracts::hierarchy::RECORD_WORDS;
 
 use super::hierarchy::chain::{self, LINE_BYTES};
 use super::hierarchy::latency::{self, Latency};
-use super::matmul::{COUNT_SIZE, kernels::matmul_tiled_32};
+use super::matmul::{self, COUNT_SIZE};
 use super::{
     Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, download, ensure_free, f32_bytes,
     measure, model_blocks, poison, poisoned, upload,
@@ -68,6 +68,7 @@ use crate::gpu::context::load_entries;
 use crate::gpu::describe;
 use crate::gpu::kernel::{attributes, function};
 use crate::gpu::launch::LaunchShape;
+use crate::launches;
 use crate::model::clusters::{
     self as cluster_model, cycles_per_block_step, even_layout, layout_from_single_block_counts,
 };
@@ -88,24 +89,36 @@ fn row_of(blocks: u32, threads: u32, smem: u32) -> LaunchShape {
     LaunchShape { grid: (blocks, 1), block: (threads, 1), smem_bytes: smem }
 }
 
-crate::kernels! {
+/// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
+/// launch, in [`crate::launches`], takes the shape first).
+pub mod shapes {
+    #[allow(unused_imports)]
+    use super::*;
+
     /// `chase_dsmem`: one cluster of `cluster` blocks of 256 threads, `4 * words` shared bytes
     /// each; block rank 0 chases the `words`-word chain in block rank `target`'s shared memory.
-    fn chase_dsmem(cluster: u32; chain: &DeviceBuffer<u32>, words: u32, target: u32, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>)
-        => row_of(cluster, CHASE_THREADS, 4 * words), in clusters (cluster, 1);
+    pub fn chase_dsmem(cluster: u32, words: u32) -> LaunchShape {
+        row_of(cluster, CHASE_THREADS, 4 * words)
+    }
+
     /// `cluster_shared_read`: `blocks` blocks (a multiple of `cluster`) of 256 threads, 32 KiB
     /// of shared memory each; every thread reads `iters` vectors of the block `peer_offset`
     /// ranks further in its cluster (its own with `ld.shared` when 0).
-    fn cluster_shared_read(blocks: u32, cluster: u32; iters: u32, peer_offset: u32, out: &mut DeviceBuffer<u32>)
-        => row_of(blocks, READ_THREADS, READ_SMEM), in clusters (cluster, 1);
+    pub fn cluster_shared_read(blocks: u32) -> LaunchShape {
+        row_of(blocks, READ_THREADS, READ_SMEM)
+    }
+
     /// `cluster_barrier`: `blocks` blocks (a multiple of `cluster`) of 128 threads pass `iters`
     /// cluster barriers; `out` gets `[cycles, place]` per block.
-    fn cluster_barrier(blocks: u32, cluster: u32; iters: u32, out: &mut DeviceBuffer<u64>)
-        => row_of(blocks, BARRIER_THREADS, 0), in clusters (cluster, 1);
+    pub fn cluster_barrier(blocks: u32) -> LaunchShape {
+        row_of(blocks, BARRIER_THREADS, 0)
+    }
+
     /// `matmul_dsmem_32`: `C = A * B` as `matmul_tiled_32`, block `32 x 32`, 16 KiB of shared
     /// memory, in clusters of `cx x cy` blocks that share their tiles through DSMEM.
-    fn matmul_dsmem_32(cluster: (u32, u32); a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
-        => cluster_grid(m, n, cluster), in clusters cluster;
+    pub fn matmul_dsmem_32(cluster: (u32, u32), m: u32, n: u32) -> LaunchShape {
+        cluster_grid(m, n, cluster)
+    }
 }
 
 /// Bytes of the DSMEM and local shared chains (128 links).
@@ -194,9 +207,9 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let (l2, l2_check) = lab.phases.step("latency probes", || l2_latency(lab))?;
     let local_read = read_bandwidth(lab, CLUSTER_SIZES[0], 0)?;
     // Only the cluster matmul of the counting build: the JIT compiles every kernel of a module.
-    let counting = lab
-        .phases
-        .step("load the counting kernel", || load_entries(&ptx::COUNTING_SM90, &[entry::matmul_dsmem_32.name], None))?;
+    let counting = lab.phases.step("load the counting kernel", || {
+        load_entries(&ptx::COUNTING_SM90, &[launches::entry::matmul_dsmem_32.name], None)
+    })?;
     let units = units(lab);
     let mut sizes = Vec::new();
     for &cluster in &lab.sizes.cluster_sizes {
@@ -258,7 +271,9 @@ pub fn dsmem_chase(lab: &Lab, cluster: u32, target: u32, steps: u32) -> Result<(
     let warm = next.len() as u32;
     let mut out = upload(&[u64::MAX; RECORD_WORDS])?;
     let words = (CHAIN_BYTES / 4) as u32;
-    let launch = kernels::chase_dsmem(cluster, &image, words, target, warm, steps, &mut out);
+    let launch =
+        launches::chase_dsmem(shapes::chase_dsmem(cluster, words), &image, words, target, warm, steps, &mut out)
+            .in_clusters((cluster, 1));
     let end = chain::walk(&next, 0, warm as u64 + steps as u64) as u64 * LINE_BYTES as u64;
     let seen = Cell::new(Latency { cycles: f64::NAN, ns: f64::NAN });
     let run = KernelRun {
@@ -304,7 +319,8 @@ pub fn read_bandwidth(lab: &Lab, cluster: u32, peer_offset: u32) -> Result<Kerne
     let threads = (blocks * READ_THREADS) as usize;
     let mut out = poisoned::<u32>(threads)?;
     let reads = lab.sizes.cluster_reads;
-    let launch = kernels::cluster_shared_read(blocks, cluster, reads, peer_offset, &mut out);
+    let launch = launches::cluster_shared_read(shapes::cluster_shared_read(blocks), reads, peer_offset, &mut out)
+        .in_clusters((cluster, 1));
     let (lesson, prediction) = if peer_offset == 0 {
         ("16-byte ld.shared reads of the block's own shared memory", "the local ceiling".to_string())
     } else {
@@ -359,7 +375,7 @@ pub fn barrier(lab: &Lab, cluster: u32) -> Result<(f64, Check)> {
     let blocks = cluster;
     let iters = super::sanitizer::iters(lab, BARRIER_ITERS);
     let mut out = upload(&vec![u64::MAX; BARRIER_RECORD_WORDS * blocks as usize])?;
-    let launch = kernels::cluster_barrier(blocks, cluster, iters, &mut out);
+    let launch = launches::cluster_barrier(shapes::cluster_barrier(blocks), iters, &mut out).in_clusters((cluster, 1));
     let seen = Cell::new(f64::NAN);
     let run = KernelRun {
         launch,
@@ -482,7 +498,17 @@ fn count_loads(lab: &Lab, module: &Module, cluster: (u32, u32)) -> Result<(Count
     let err = |e| anyhow::anyhow!("load counter: {}", describe(e));
     let mut counter = module.get_global::<u64>(c"GLOBAL_LOADS").map_err(err)?;
     counter.copy_from(&0).map_err(err)?;
-    kernels::matmul_dsmem_32(cluster, &a, &b, &mut c, m as u32, n as u32, k as u32).enqueue_in(&lab.gpu, module)?;
+    launches::matmul_dsmem_32(
+        shapes::matmul_dsmem_32(cluster, m as u32, n as u32),
+        &a,
+        &b,
+        &mut c,
+        m as u32,
+        n as u32,
+        k as u32,
+    )
+    .in_clusters(cluster)
+    .enqueue_in(&lab.gpu, module)?;
     lab.gpu.stream.synchronize().map_err(err)?;
     let mut counted = 0u64;
     counter.copy_to(&mut counted).map_err(err)?;
@@ -506,14 +532,15 @@ fn matmul_rows(lab: &Lab) -> Result<Vec<KernelRow>> {
     let size = format!("{m}x{n}x{k}");
     let (mu, nu, ku) = (m as u32, n as u32, k as u32);
     let mut launches = vec![(
-        matmul_tiled_32(&a, &b, &mut c, mu, nu, ku),
+        launches::matmul_tiled_32(matmul::shapes::matmul_tiled_32(mu, nu), &a, &b, &mut c, mu, nu, ku),
         tiled_global_loads(shape, DSMEM_TILE as u64),
         "32x32 tiles, each block loads both of its tiles",
         size.clone(),
     )];
     for cluster in lab.sizes.cluster_sizes.iter().map(|&s| matmul_cluster(s)) {
         let loads = cluster_tiled_global_loads(shape, DSMEM_TILE as u64, (cluster.0 as u64, cluster.1 as u64));
-        let launch = kernels::matmul_dsmem_32(cluster, &a, &b, &mut c, mu, nu, ku);
+        let launch = launches::matmul_dsmem_32(shapes::matmul_dsmem_32(cluster, mu, nu), &a, &b, &mut c, mu, nu, ku)
+            .in_clusters(cluster);
         let lesson = "32x32 tiles shared through DSMEM across the cluster's rows (A) and columns (B)";
         launches.push((launch, loads, lesson, format!("{size}, cluster {}x{}", cluster.0, cluster.1)));
     }

@@ -13,21 +13,30 @@ use super::{
 };
 use crate::gpu::launch::LaunchShape;
 use crate::gpu::staging::Staging;
+use crate::launches;
 use crate::model::coalescing::{TransactionModel, bandwidth_fraction_vs_unit_stride};
 use crate::model::dram;
 use crate::reference::{self, STRIDED_READS_PER_THREAD};
 use crate::series::{Series, names};
 
-crate::kernels! {
+/// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
+/// launch, in [`crate::launches`], takes the shape first).
+pub mod shapes {
+    #[allow(unused_imports)]
+    use super::*;
+
     /// `strided_read`: thread `g < threads` sums the 8 words at `(g + r * threads) * stride` of
     /// `input` into `partial[g]`; one-dimensional blocks of 256.
-    fn strided_read(; input: &DeviceBuffer<u32>, partial: &mut DeviceBuffer<u32>, threads: u32, stride: u32)
-        => LaunchShape::linear(threads, BLOCK, 0);
+    pub fn strided_read(threads: u32) -> LaunchShape {
+        LaunchShape::linear(threads, BLOCK, 0)
+    }
+
     /// `misaligned_read`: thread `g < threads` sums the 8 words at `offset + g + r * threads`
     /// of `input` (`8 * threads + 32` words) into `partial[g]`; `offset <= 32`, `threads` a
     /// multiple of 32; one-dimensional blocks of 256.
-    fn misaligned_read(; input: &DeviceBuffer<u32>, partial: &mut DeviceBuffer<u32>, threads: u32, offset: u32)
-        => LaunchShape::linear(threads, BLOCK, 0);
+    pub fn misaligned_read(threads: u32) -> LaunchShape {
+        LaunchShape::linear(threads, BLOCK, 0)
+    }
 }
 
 /// Word offsets of the alignment sweep: aligned, inside the first sector, and whole sectors.
@@ -54,7 +63,13 @@ fn alignment_sweep(
     for offset in OFFSETS {
         let sectors = misaligned_sectors(offset);
         let run = KernelRun {
-            launch: kernels::misaligned_read(input, partial, threads as u32, offset),
+            launch: launches::misaligned_read(
+                shapes::misaligned_read(threads as u32),
+                input,
+                partial,
+                threads as u32,
+                offset,
+            ),
             lesson: "a warp's 32 consecutive words start `offset` words past a 128-byte line",
             // The neighbouring warp reads the other part of the straddled sector, so L2 and DRAM
             // move each sector once: the extra sector costs L1 requests, not DRAM bandwidth.
@@ -175,7 +190,13 @@ pub fn sweep(
     let mut points = Vec::new();
     for stride in STRIDES {
         let threads = words / (STRIDED_READS_PER_THREAD * stride);
-        let launch = kernels::strided_read(input, &mut partial, threads as u32, stride as u32);
+        let launch = launches::strided_read(
+            shapes::strided_read(threads as u32),
+            input,
+            &mut partial,
+            threads as u32,
+            stride as u32,
+        );
         let prediction = format!(
             "sectors: {:.3}x, segments: {:.3}x, DRAM: {:.3}x of stride 1",
             sector_model(stride),

@@ -20,7 +20,7 @@ use crate::gpu::host_memory::{HOST_PAGE_BYTES, Managed, PinnedHost, free_bytes, 
 use crate::gpu::memory::Owned;
 use crate::gpu::peer::DeviceMemory;
 use crate::gpu::timing::{self, Repeats, Timing};
-use crate::kernels;
+use crate::launches;
 use crate::reference::{self, STRIDED_READS_PER_THREAD};
 use crate::refuse;
 use crate::verify::{self, Check};
@@ -181,7 +181,13 @@ fn managed(lab: &Lab, opts: &Options) -> Result<(ManagedFigures, Check)> {
             to_host()?;
         }
         poison(&partial)?;
-        let read = kernels::strided_read(&m.view(words), &mut partial, threads as u32, 1);
+        let read = launches::strided_read(
+            crate::demos::coalescing::shapes::strided_read(threads as u32),
+            &m.view(words),
+            &mut partial,
+            threads as u32,
+            1,
+        );
         fault.push(timing::time(gpu, once, || read.enqueue(gpu))?.median_ms);
         if check.is_none() {
             // The read that faulted every page in, checked before anything is reported.

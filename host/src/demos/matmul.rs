@@ -4,15 +4,19 @@ use anyhow::Result;
 use cust::memory::{CopyDestination, DeviceBuffer};
 use memlab_contracts::matmul::{NAIVE_BLOCK, TILE_16, TILE_32, tiled_smem_bytes};
 
-use super::sgemm::Operands;
 use super::{
-    Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, measure, poison, poisoned, upload,
+    Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, ensure_free, f32_bytes, measure,
+    poison, poisoned, upload,
 };
+use std::cell::RefCell;
+
+use crate::gpu::Gpu;
 use crate::gpu::context::load_entries;
 use crate::gpu::describe;
 use crate::gpu::launch::{Launch, LaunchShape};
+use crate::gpu::staging::Staging;
 use crate::model::tiling::{MatmulShape, naive_global_loads, tiled_global_loads};
-use crate::verify::Check;
+use crate::verify::{Check, MatmulStreamed, Precision};
 use crate::{ptx, reference, verify};
 
 /// The shape of a matmul with one `tile x tile` block of threads per `tile x tile` tile of the
@@ -21,23 +25,42 @@ pub fn square_tiles(m: u32, n: u32, tile: u32, smem: u32) -> LaunchShape {
     LaunchShape::covering(m as usize, n as usize, (tile as usize, tile as usize), (tile, tile), smem)
 }
 
-crate::kernels! {
+/// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
+/// launch, in [`crate::launches`], takes the shape first).
+pub mod shapes {
+    #[allow(unused_imports)]
+    use super::*;
+
     /// `matmul_naive`: `C = A * B` (`a` `m x k`, `b` `k x n`, `c` `m x n`, row-major f32);
     /// block `16 x 16`, one thread per element of `C`, no shared memory.
-    fn matmul_naive(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
-        => square_tiles(m, n, NAIVE_BLOCK, 0);
+    pub fn matmul_naive(m: u32, n: u32) -> LaunchShape {
+        square_tiles(m, n, NAIVE_BLOCK, 0)
+    }
+
     /// `matmul_tiled_16`: as [`matmul_naive`], `16 x 16` tiles of `A` and `B` in 2048 B of
     /// shared memory.
-    fn matmul_tiled_16(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
-        => square_tiles(m, n, TILE_16, tiled_smem_bytes(TILE_16));
+    pub fn matmul_tiled_16(m: u32, n: u32) -> LaunchShape {
+        square_tiles(m, n, TILE_16, tiled_smem_bytes(TILE_16))
+    }
+
     /// `matmul_tiled_32`: as [`matmul_naive`], `32 x 32` tiles (block of 1024 threads) in
     /// 8192 B of shared memory. Rung 1 of the SGEMM ladder.
-    fn matmul_tiled_32(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
-        => square_tiles(m, n, TILE_32, tiled_smem_bytes(TILE_32));
+    pub fn matmul_tiled_32(m: u32, n: u32) -> LaunchShape {
+        square_tiles(m, n, TILE_32, tiled_smem_bytes(TILE_32))
+    }
 }
 
-/// A typed launch of a matmul kernel: `(a, b, c, m, n, k)`.
+/// A typed launch of a matmul kernel with its shape: `(a, b, c, m, n, k)`.
 pub type MatmulLaunch = fn(&DeviceBuffer<f32>, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>, u32, u32, u32) -> Launch;
+
+/// The [`MatmulLaunch`] of kernel `$name`, whose typed launch takes `(a, b, c, m, n, k)`: its
+/// generated launch with the shape `$shape(m, n)`.
+macro_rules! matmul_launch {
+    ($name:ident, $shape:expr) => {
+        |a, b, c, m, n, k| crate::launches::$name($shape(m, n), a, b, c, m, n, k)
+    };
+}
+pub(crate) use matmul_launch;
 
 /// One matmul kernel: its launch, its tile edge when it stages tiles in shared memory, lesson.
 #[derive(Clone, Copy)]
@@ -48,18 +71,18 @@ struct Kernel {
 }
 
 const NAIVE: Kernel = Kernel {
-    launch: kernels::matmul_naive,
+    launch: matmul_launch!(matmul_naive, shapes::matmul_naive),
     tile: None,
     lesson: "one thread per C element, every operand from global memory: 2 loads per FMA",
 };
 const TILED: [Kernel; 2] = [
     Kernel {
-        launch: kernels::matmul_tiled_16,
+        launch: matmul_launch!(matmul_tiled_16, shapes::matmul_tiled_16),
         tile: Some(TILE_16),
         lesson: "16x16 tiles in shared memory: each global float is used 16 times",
     },
     Kernel {
-        launch: kernels::matmul_tiled_32,
+        launch: matmul_launch!(matmul_tiled_32, shapes::matmul_tiled_32),
         tile: Some(TILE_32),
         lesson: "32x32 tiles in shared memory: each global float is used 32 times",
     },
@@ -163,4 +186,105 @@ fn run_case(lab: &Lab, (m, n, k): (usize, usize, usize), kernels: &[Kernel]) -> 
         rows.push(measure(lab, run, || ops.check(&lab.gpu))?);
     }
     Ok(rows)
+}
+
+/// Sizes every rung is checked on, element by element: not multiples of 4 (scalar paths), and
+/// multiples of 4 that are not multiples of the tiles (128-bit interior, guarded edges), with
+/// `k` not a multiple of the depth step 8 (a last step that is partial inside full tiles).
+pub const ODD_SIZES: [(usize, usize, usize); 2] = [(517, 389, 263), (388, 260, 204)];
+
+/// Random operands of one product on the device, and a poisoned result. The host holds no copy
+/// of them: `A` and `B` are generated chunk by chunk into pinned staging and uploaded, and each
+/// check draws the rows and columns it compares from the same generator ([`MatmulStreamed`])
+/// while `C` comes back through the staging (at 8192^2, three host copies would be 768 MiB).
+pub struct Operands {
+    /// `A`, `m x k`.
+    pub a: DeviceBuffer<f32>,
+    /// `B`, `k x n`.
+    pub b: DeviceBuffer<f32>,
+    /// `C`, `m x n`, poisoned.
+    pub c: DeviceBuffer<f32>,
+    /// `(m, n, k)`.
+    pub size: (usize, usize, usize),
+    /// Seeds of `A` and `B` ([`reference::input_f32`]).
+    seeds: (u64, u64),
+    /// Pinned staging, reused by the uploads and every check of these operands.
+    staging: RefCell<Staging<f32>>,
+}
+
+/// Seeds of the SGEMM ladder's `A` and `B`.
+pub const SGEMM_SEEDS: (u64, u64) = (21, 22);
+
+/// Host bytes [`Operands`] of an `m x n x k` product hold at once: the pinned staging and the
+/// rows of `A` and columns of `B` a check compares (all of both for a full check).
+pub fn host_bytes((m, n, k): (usize, usize, usize)) -> usize {
+    let staging = super::transpose::host_bytes((m.max(k), n.max(k)));
+    let (rows, cols) = verify::sample_grid((m, n), verify::matmul_samples((m, n, k)).0);
+    staging.saturating_add(f32_bytes(&[rows.saturating_mul(k), cols.saturating_mul(k)]))
+}
+
+impl Operands {
+    /// Allocates and fills the operands of an `m x n x k` product ([`SGEMM_SEEDS`]).
+    ///
+    /// # Errors
+    /// Not enough device memory, or an upload failure.
+    pub fn new(gpu: &Gpu, size: (usize, usize, usize)) -> Result<Operands> {
+        Operands::seeded(gpu, size, SGEMM_SEEDS)
+    }
+
+    /// [`Operands::new`] with `A` and `B` of seeds `seeds`.
+    ///
+    /// # Errors
+    /// Not enough device memory, or an upload failure.
+    pub fn seeded(gpu: &Gpu, (m, n, k): (usize, usize, usize), seeds: (u64, u64)) -> Result<Operands> {
+        check_u32_elements("the sgemm operands", &[m * k, k * n, m * n])?;
+        ensure_free("the sgemm operands", f32_bytes(&[m * k, k * n, m * n]))?;
+        let mut staging = Staging::new((m * k).max(k * n).max(m * n))?;
+        let (a, b) = (poisoned(m * k)?, poisoned(k * n)?);
+        for (buf, seed) in [(&a, seeds.0), (&b, seeds.1)] {
+            staging.upload(gpu, buf, |offset, chunk| reference::fill_input(seed, offset, chunk))?;
+        }
+        Ok(Operands { a, b, c: poisoned(m * n)?, size: (m, n, k), seeds, staging: RefCell::new(staging) })
+    }
+
+    /// The launch of `kernel` on these operands.
+    pub fn launch(&mut self, kernel: MatmulLaunch) -> Launch {
+        let (m, n, k) = self.size;
+        kernel(&self.a, &self.b, &mut self.c, m as u32, n as u32, k as u32)
+    }
+
+    /// The problem size as tables name it, `MxNxK`.
+    pub fn label(&self) -> String {
+        let (m, n, k) = self.size;
+        format!("{m}x{n}x{k}")
+    }
+
+    /// Checks `C` against the f64 reference ([`verify::matmul_auto`]'s rule). Returns the check
+    /// and what it compared.
+    ///
+    /// # Errors
+    /// A failed download.
+    pub fn check(&self, gpu: &Gpu) -> Result<(Check, &'static str)> {
+        self.check_in(gpu, Precision::F32)
+    }
+
+    /// [`Operands::check`] with the tolerance of `precision`.
+    ///
+    /// # Errors
+    /// A failed download.
+    pub fn check_in(&self, gpu: &Gpu, precision: Precision) -> Result<(Check, &'static str)> {
+        let (samples, what) = verify::matmul_samples(self.size);
+        let (sa, sb) = self.seeds;
+        let a = |i| reference::input_f32(sa, i);
+        let b = |i| reference::input_f32(sb, i);
+        let mut check = MatmulStreamed::new(precision, self.size, (samples, verify::SAMPLE_SEED), a, b);
+        self.staging.borrow_mut().download(gpu, &self.c, |_, chunk| check.chunk(chunk))?;
+        Ok((check.finish(), what))
+    }
+
+    /// `2 m n k`.
+    pub fn flop(&self) -> f64 {
+        let (m, n, k) = self.size;
+        2.0 * (m * n * k) as f64
+    }
 }

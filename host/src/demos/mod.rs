@@ -1,5 +1,5 @@
-//! The demos: one module per memory lesson. Each owns its kernels' typed launches (declared
-//! with [`kernels!`](crate::kernels!), re-exported by [`crate::kernels`](mod@crate::kernels)), allocates its
+//! The demos: one module per memory lesson. Each owns its kernels' launch shapes (its `shapes`
+//! module; the typed launches themselves are generated into [`crate::launches`]), allocates its
 //! inputs, launches its kernels, checks every result against the CPU reference, asks the
 //! driver for the kernels' figures, times them with events and returns a [`Section`] of the
 //! report. A demo never runs another: what several need (the memcpy ceiling) is measured once
@@ -376,15 +376,15 @@ pub fn host_bytes(name: &str, sizes: &Sizes) -> usize {
     let staged = |s: (usize, usize)| transpose::host_bytes(s);
     match name {
         "memcpy" | "transpose" => sizes.sweep.iter().chain([&sizes.transpose]).map(|&s| staged(s)).max().unwrap_or(0),
-        "matmul" => sgemm::host_bytes(sizes.matmul).max(sgemm::host_bytes(sizes.matmul_naive)),
-        "sgemm" => sizes.sgemm.iter().map(|&s| sgemm::host_bytes(s)).max().unwrap_or(0),
+        "matmul" => matmul::host_bytes(sizes.matmul).max(matmul::host_bytes(sizes.matmul_naive)),
+        "sgemm" => sizes.sgemm.iter().map(|&s| matmul::host_bytes(s)).max().unwrap_or(0),
         "tensor" => sizes.tensor.iter().map(|&s| tensor::host_bytes(s)).max().unwrap_or(0),
         // The input (the copies' expected output), the staging of every checked output, and
         // SGEMM rungs 6 and 7's operands (at the first SGEMM size) beside it.
         "tma" => {
             f32_bytes(&[sizes.transpose.0 * sizes.transpose.1])
                 + staged(sizes.transpose)
-                + sizes.sgemm.first().map_or(0, |&s| sgemm::host_bytes(s))
+                + sizes.sgemm.first().map_or(0, |&s| matmul::host_bytes(s))
         }
         "coalescing" => staged((sizes.strided_bytes / 4, 1)),
         // The host <-> device copies: one pageable and one pinned buffer; the DRAM read and the

@@ -8,7 +8,6 @@
 //! driver.
 
 use anyhow::Result;
-use cust::memory::DeviceBuffer;
 use memlab_contracts::probes::{BLOCK, PRESSURE_ACCUMULATORS};
 
 use super::{Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, download, measure, poison, poisoned};
@@ -17,14 +16,21 @@ use crate::gpu::describe;
 use crate::gpu::kernel::{allow_dynamic_smem_of, attributes_of, occupancy_of};
 use crate::gpu::launch::LaunchShape;
 use crate::gpu::staging::Staging;
+use crate::launches;
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
 use crate::{reference, refuse, verify};
 
-crate::kernels! {
+/// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
+/// launch, in [`crate::launches`], takes the shape first).
+pub mod shapes {
+    #[allow(unused_imports)]
+    use super::*;
+
     /// `register_pressure`: thread `g < threads` runs `iters` rounds of 128 FMAs on the floats
     /// `input[g + i * threads]` and writes one float to `out[g]`; one-dimensional blocks of 256.
-    fn register_pressure(; input: &DeviceBuffer<f32>, out: &mut DeviceBuffer<f32>, threads: u32, iters: u32)
-        => LaunchShape::linear(threads, BLOCK, 0);
+    pub fn register_pressure(threads: u32) -> LaunchShape {
+        LaunchShape::linear(threads, BLOCK, 0)
+    }
 }
 
 /// Threads of the timed uncapped launch.
@@ -44,7 +50,7 @@ pub const BLOCK_SIZES: [u32; 11] = [32, 64, 96, 128, 192, 256, 384, 512, 640, 76
 /// Dynamic shared bytes swept, before the device's opt-in maximum is appended.
 pub const SMEM_BYTES: [u32; 7] = [0, 1024, 8 << 10, 20 << 10, 48 << 10, 64 << 10, 100 << 10];
 
-const KERNEL: &str = entry::register_pressure.name;
+const KERNEL: &str = launches::entry::register_pressure.name;
 
 /// Resident blocks per SM by the model, 0 when the model says the block cannot launch.
 fn model_blocks(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> u32 {
@@ -66,7 +72,13 @@ pub fn timed(lab: &Lab) -> Result<KernelRow> {
         .upload(&lab.gpu, &input, |offset, chunk| reference::fill_input(SEED, offset, chunk))?;
     let mut out = poisoned::<f32>(threads)?;
     let run = KernelRun {
-        launch: kernels::register_pressure(&input, &mut out, threads as u32, iters as u32),
+        launch: launches::register_pressure(
+            shapes::register_pressure(threads as u32),
+            &input,
+            &mut out,
+            threads as u32,
+            iters as u32,
+        ),
         lesson: "128 live accumulators, no register cap",
         prediction: "the JIT's own register count: occupancy as the driver reports it".into(),
         work: Work { flop: (2 * PRESSURE_ACCUMULATORS * iters * threads) as f64, bytes: 0.0, level: Level::Registers },

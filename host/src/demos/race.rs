@@ -6,24 +6,31 @@ use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::matmul::{TILE_32, tiled_smem_bytes};
 
-use super::matmul::{self, square_tiles};
+use super::matmul::{self, MatmulLaunch, matmul_launch, square_tiles};
 use super::{Section, download, ensure_free, f32_bytes, poison, poisoned, upload};
 use crate::gpu::Gpu;
-use crate::gpu::launch::Launch;
+use crate::gpu::launch::{Launch, LaunchShape};
+use crate::launches;
 use crate::verify::{self, Check};
 use crate::{reference, refuse};
 
-crate::kernels! {
+/// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
+/// launch, in [`crate::launches`], takes the shape first).
+pub mod shapes {
+    #[allow(unused_imports)]
+    use super::*;
+
     /// `matmul_tiled_32_missing_barrier`: `matmul_tiled_32`'s launch (block `32 x 32`,
     /// 8192 B shared) and parameters, without its second barrier.
-    fn matmul_tiled_32_missing_barrier(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
-        => square_tiles(m, n, TILE_32, tiled_smem_bytes(TILE_32));
+    pub fn matmul_tiled_32_missing_barrier(m: u32, n: u32) -> LaunchShape {
+        square_tiles(m, n, TILE_32, tiled_smem_bytes(TILE_32))
+    }
 }
 
 /// The correct kernel: both barriers in place.
-pub const CORRECT: &str = matmul::entry::matmul_tiled_32.name;
+pub const CORRECT: &str = launches::entry::matmul_tiled_32.name;
 /// The broken kernel: the barrier after the multiply-adds removed.
-pub const BROKEN: &str = entry::matmul_tiled_32_missing_barrier.name;
+pub const BROKEN: &str = launches::entry::matmul_tiled_32_missing_barrier.name;
 /// Tile edge of both kernels; the block is `TILE x TILE` threads.
 pub const TILE: usize = TILE_32 as usize;
 
@@ -73,8 +80,10 @@ pub fn run(gpu: &Gpu, (m, n, k): (usize, usize, usize), runs: usize) -> Result<O
     let (a, b) = (upload(&a_host)?, upload(&b_host)?);
     let mut c = poisoned::<f32>(m * n)?;
     let (m32, n32, k32) = (m as u32, n as u32, k as u32);
-    let correct = matmul::kernels::matmul_tiled_32(&a, &b, &mut c, m32, n32, k32);
-    let broken = kernels::matmul_tiled_32_missing_barrier(&a, &b, &mut c, m32, n32, k32);
+    let launch = |kernel: MatmulLaunch, c: &mut DeviceBuffer<f32>| kernel(&a, &b, c, m32, n32, k32);
+    let correct = launch(matmul_launch!(matmul_tiled_32, matmul::shapes::matmul_tiled_32), &mut c);
+    let broken =
+        launch(matmul_launch!(matmul_tiled_32_missing_barrier, shapes::matmul_tiled_32_missing_barrier), &mut c);
     launch_and_wait(gpu, &correct)?;
     let want = download(&c)?;
     let (reference, _) = verify::matmul_auto(&a_host, &b_host, &want, (m, n, k));

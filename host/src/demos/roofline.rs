@@ -6,27 +6,33 @@
 //! and passes it to [`section`].
 
 use anyhow::Result;
-use cust::memory::DeviceBuffer;
 use memlab_contracts::hierarchy::{SM_CLOCK_CHAINS, SM_CLOCK_RECORD_WORDS, SM_CLOCK_THREADS};
 
 use super::{KernelRow, Lab, Level, Section, download, poisoned};
 use crate::gpu::describe;
 use crate::gpu::device::DeviceInfo;
 use crate::gpu::launch::LaunchShape;
+use crate::launches;
 use crate::model::roofline::{
     AboveRoof, Bound, above_roof, arithmetic_intensity, attainable, balance_point, bf16_flop_per_clock, bound,
-    fp32_lanes_per_sm, peak_fp32_flops, tf32_flop_per_clock,
+    fp32_lanes_per_sm, tf32_flop_per_clock,
 };
 use crate::refuse;
 use crate::series::{Series, names};
 use crate::verify::{self, Check};
 
-crate::kernels! {
+/// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
+/// launch, in [`crate::launches`], takes the shape first).
+pub mod shapes {
+    #[allow(unused_imports)]
+    use super::*;
+
     /// `sm_clock_under_load`: `blocks` blocks of `SM_CLOCK_THREADS` threads each run
     /// `SM_CLOCK_CHAINS` independent FMA chains of `iters` rounds; one float per thread to
     /// `sums`, `[cycles, ns]` per block to `clocks`.
-    fn sm_clock_under_load(blocks: u32; x0: f32, a: f32, b: f32, iters: u32, sums: &mut DeviceBuffer<f32>, clocks: &mut DeviceBuffer<u64>)
-        => LaunchShape { grid: (blocks, 1), block: (SM_CLOCK_THREADS, 1), smem_bytes: 0 };
+    pub fn sm_clock_under_load(blocks: u32) -> LaunchShape {
+        LaunchShape { grid: (blocks, 1), block: (SM_CLOCK_THREADS, 1), smem_bytes: 0 }
+    }
 }
 
 /// FMA rounds per chain: a full SM on cc 9.0 runs 2048 threads x 8 chains x 40 000 rounds over
@@ -85,7 +91,15 @@ pub fn measure_clock(lab: &Lab) -> Result<SmClock> {
     let mut sums = poisoned::<f32>(threads)?;
     let mut clocks = poisoned::<u64>(SM_CLOCK_RECORD_WORDS * blocks as usize)?;
     let (x0, a, b) = CLOCK_FMA;
-    let launch = kernels::sm_clock_under_load(blocks, x0, a, b, CLOCK_ITERS, &mut sums, &mut clocks);
+    let launch = launches::sm_clock_under_load(
+        shapes::sm_clock_under_load(blocks),
+        x0,
+        a,
+        b,
+        CLOCK_ITERS,
+        &mut sums,
+        &mut clocks,
+    );
     launch.enqueue(gpu)?;
     if let Err(e) = gpu.stream.synchronize() {
         refuse!("`{}` failed: {}", launch.kernel, describe(e));
@@ -103,31 +117,6 @@ pub fn measure_clock(lab: &Lab) -> Result<SmClock> {
     }
     check.checked += block_ghz.len();
     Ok(SmClock { block_ghz, check })
-}
-
-/// The device's FP32 peak, FLOP/s: `SMs x FP32 lanes x 2 x clock`, the clock `clock_ghz` when
-/// measured, else the driver's SM clock; `None` for an architecture the roofline model has no
-/// lanes for.
-pub fn peak_fp32(info: &DeviceInfo, clock_ghz: Option<f64>) -> Option<f64> {
-    let lanes = fp32_lanes_per_sm(info.cc.0, info.cc.1)?;
-    let hz = clock_ghz.map_or(info.sm_clock_khz as f64 * 1e3, |g| g * 1e9);
-    Some(peak_fp32_flops(info.sms, lanes, hz))
-}
-
-/// The device's dense TF32 tensor-core peak, FLOP/s, at `clock_ghz` when measured, else at the
-/// driver's SM clock; `None` below cc 8.0 or for an architecture the model lacks.
-pub fn peak_tf32(info: &DeviceInfo, clock_ghz: Option<f64>) -> Option<f64> {
-    tensor_peak(info, clock_ghz, tf32_flop_per_clock(info.cc.0, info.cc.1)?)
-}
-
-/// The device's dense BF16 tensor-core peak, FLOP/s, as [`peak_tf32`].
-pub fn peak_bf16(info: &DeviceInfo, clock_ghz: Option<f64>) -> Option<f64> {
-    tensor_peak(info, clock_ghz, bf16_flop_per_clock(info.cc.0, info.cc.1)?)
-}
-
-fn tensor_peak(info: &DeviceInfo, clock_ghz: Option<f64>, per_clock: u32) -> Option<f64> {
-    let hz = clock_ghz.map_or(info.sm_clock_khz as f64 * 1e3, |g| g * 1e9);
-    Some(f64::from(info.sms) * f64::from(per_clock) * hz)
 }
 
 /// The tensor ladder's BF16 kernels, placed against the BF16 roof.
@@ -180,11 +169,10 @@ pub fn build(
 ) -> Option<Section> {
     let lanes = fp32_lanes_per_sm(info.cc.0, info.cc.1)?;
     let driver_ghz = info.sm_clock_khz as f64 / 1e6;
-    let peaks = Peaks { driver: peak_fp32(info, None)?, measured: peak_fp32(info, clock_ghz)? };
+    let peaks = Peaks { driver: info.peak_fp32(None)?, measured: info.peak_fp32(clock_ghz)? };
     let tensor =
-        peak_tf32(info, None).zip(peak_tf32(info, clock_ghz)).map(|(driver, measured)| Peaks { driver, measured });
-    let bf16 =
-        peak_bf16(info, None).zip(peak_bf16(info, clock_ghz)).map(|(driver, measured)| Peaks { driver, measured });
+        info.peak_tf32(None).zip(info.peak_tf32(clock_ghz)).map(|(driver, measured)| Peaks { driver, measured });
+    let bf16 = info.peak_bf16(None).zip(info.peak_bf16(clock_ghz)).map(|(driver, measured)| Peaks { driver, measured });
     let (bw, bw_source) = match memcpy_gbs {
         Some(g) => (g * 1e9, "memcpy measured in this run"),
         None => (info.theoretical_bandwidth_gbs() * 1e9, "theoretical (memcpy not run)"),
@@ -387,7 +375,7 @@ mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json");
         let r = crate::report_dir::RunRecord::load(&path).unwrap();
         let s = build(&r.device, r.memcpy_gbs, r.sm_clock_ghz, &r.sections).unwrap();
-        let bf16 = peak_bf16(&r.device, r.sm_clock_ghz).unwrap();
+        let bf16 = r.device.peak_bf16(r.sm_clock_ghz).unwrap();
         let roof = s.notes.iter().find(|n| n.starts_with("BF16 tensor-core roof")).expect("a BF16 roof note");
         assert!(
             roof.starts_with(&format!("BF16 tensor-core roof {:.0} TFLOP/s = 132 SMs x 4096", bf16 / 1e12)),

@@ -30,7 +30,7 @@ pub const BYTES: usize = (1 << 20) + 48;
 pub const CLUSTERS: u32 = 2;
 /// `read_cg_chunks` blocks per region: two, so every region is read by more than one block.
 pub const CHUNK_BLOCKS_PER_REGION: u32 = 2;
-/// The SGEMM ladder's element-by-element sizes ([`super::sgemm::ODD_SIZES`] shrunk): `m` and `n`
+/// The SGEMM ladder's element-by-element sizes ([`super::matmul::ODD_SIZES`] shrunk): `m` and `n`
 /// past the largest tile height and width (256) so a full tile and a partial one run each way
 /// (the interior's 128-bit path and the edge's); the first not a
 /// multiple of 4 (scalar paths), the second a multiple of 4 but of no tile, `k` of neither
@@ -43,9 +43,9 @@ pub fn on(lab: &Lab) -> bool {
 }
 
 /// The line a sanitizer run prints last (`sanitize.sh` reads it): how many entries of the
-/// host's typed launches ([`crate::kernels::entries`]) this process launched, and their names.
+/// host's typed launches ([`crate::launches::ENTRIES`]) this process launched, and their names.
 pub fn launched_line() -> String {
-    launched_line_of(&crate::gpu::launch::launched(), crate::kernels::entries().count())
+    launched_line_of(&crate::gpu::launch::launched(), crate::launches::ENTRIES.len())
 }
 
 /// [`launched_line`] for the entries `launched` of `total`.
@@ -116,7 +116,7 @@ pub fn chunk_blocks(lab: &Lab, regions: u32) -> u32 {
 
 /// The SGEMM ladder's element-by-element sizes.
 pub fn odd_sizes(lab: &Lab) -> [(usize, usize, usize); 2] {
-    pick(on(lab), super::sgemm::ODD_SIZES, ODD_SIZES)
+    pick(on(lab), super::matmul::ODD_SIZES, ODD_SIZES)
 }
 
 /// The hierarchy's host-memory rows ([`super::host_memory::Options::for_hierarchy`]): 1 MiB
@@ -141,7 +141,7 @@ fn host_memory_for(on: bool, opts: super::host_memory::Options) -> super::host_m
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::demos::{coalescing, host_memory, l2, sgemm};
+    use crate::demos::{coalescing, host_memory, l2, matmul};
 
     #[test]
     fn the_launched_line_has_the_shape_sanitize_sh_reads() {
@@ -150,7 +150,7 @@ mod tests {
             launched_line_of(&["copy", "transpose_naive"], 90),
             "kernels launched (2 of 90): copy transpose_naive"
         );
-        let total = crate::kernels::entries().count();
+        let total = crate::launches::ENTRIES.len();
         assert!(launched_line().contains(&format!(" of {total}): ")), "{}", launched_line());
     }
 
@@ -180,12 +180,12 @@ mod tests {
     #[test]
     fn the_sgemm_sizes_keep_the_shapes_the_full_ones_test() {
         let [(m0, n0, k0), (m1, n1, k1)] = ODD_SIZES;
-        // As sgemm::ODD_SIZES: the first of no multiple of 4, the second of multiples of 4 but
+        // As matmul::ODD_SIZES: the first of no multiple of 4, the second of multiples of 4 but
         // of no tile, k never a multiple of the depth step 8; both past one 256 x 256 tile.
         assert!([m0, n0, k0].iter().all(|d| d % 4 != 0));
         assert!([m1, n1, k1].iter().all(|d| d % 4 == 0 && d % 8 != 0));
         assert!(m0 > 256 && m1 > 256 && n0 > 256 && n1 > 256);
-        for (small, full) in ODD_SIZES.iter().zip(sgemm::ODD_SIZES) {
+        for (small, full) in ODD_SIZES.iter().zip(matmul::ODD_SIZES) {
             assert!(small.0 * small.1 * small.2 * 25 < full.0 * full.1 * full.2, "{small:?}");
         }
     }

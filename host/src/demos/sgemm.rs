@@ -4,8 +4,6 @@
 //! and each shape's class ([`crate::tuned`]); rung 9 (TF32 tensor cores) is checked with the TF32
 //! tolerance and timed beside cuBLAS with TF32 allowed.
 
-use std::cell::RefCell;
-
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::matmul::TILE_32;
@@ -14,24 +12,23 @@ use memlab_contracts::sgemm::{
     TF32_THREADS, TF32_TILE, THREADS, TILE, TUNED, Tuned, smem_bytes, split_k_config, split_steps, tf32_smem_bytes,
 };
 
-use super::matmul::{self, MatmulLaunch};
+use super::matmul::{self, MatmulLaunch, Operands, matmul_launch};
 use super::{
-    Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, ensure_free, f32_bytes, measure,
-    measure_then, poison, poisoned,
+    Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, ensure_free, f32_bytes, measure, measure_then, poison,
+    poisoned,
 };
-use crate::gpu::Gpu;
 use crate::gpu::cublas::Cublas;
 use crate::gpu::device::DeviceInfo;
 use crate::gpu::launch::{Entry, Launch, LaunchShape};
-use crate::gpu::staging::Staging;
 use crate::gpu::timing::{Timing, time};
+use crate::launches;
 use crate::model::split_k::{self, Machine, Plan};
 use crate::model::tiling::{MatmulShape, block_tiled_global_loads};
 use crate::ptx::Ptx;
+use crate::refuse;
 use crate::series::{Series, names};
 use crate::tuned::{Pick, ShapeClass, TunedFile};
-use crate::verify::{self, Check, MatmulStreamed, Precision};
-use crate::{reference, refuse};
+use crate::verify::{Check, Precision};
 
 /// The shape of a rung: one-dimensional blocks of `threads`, one per `tile x tile` tile of the
 /// `m x n` result.
@@ -39,44 +36,68 @@ fn rung_shape(m: u32, n: u32, tile: u32, threads: u32, smem: u32) -> LaunchShape
     LaunchShape::covering(m as usize, n as usize, (tile as usize, tile as usize), (threads, 1), smem)
 }
 
-crate::kernels! {
+/// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
+/// launch, in [`crate::launches`], takes the shape first).
+pub mod shapes {
+    #[allow(unused_imports)]
+    use super::*;
+
     /// Rung 2, `sgemm_2_register_1d`: `C = A * B` (`a` `m x k`, `b` `k x n`, `c` `m x n`,
     /// row-major f32); 512 threads per `64 x 64` tile, 4096 B of shared memory.
-    fn sgemm_2_register_1d(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
-        => rung_shape(m, n, RUNG2_TILE, RUNG2_THREADS, smem_bytes(RUNG2_TILE, RUNG2_TILE, 1));
+    pub fn sgemm_2_register_1d(m: u32, n: u32) -> LaunchShape {
+        rung_shape(m, n, RUNG2_TILE, RUNG2_THREADS, smem_bytes(RUNG2_TILE, RUNG2_TILE, 1))
+    }
+
     /// Rung 3, `sgemm_3_register_2d`: 256 threads per `128 x 128` tile, 8192 B shared.
-    fn sgemm_3_register_2d(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
-        => rung_shape(m, n, TILE, THREADS, smem_bytes(TILE, TILE, 1));
+    pub fn sgemm_3_register_2d(m: u32, n: u32) -> LaunchShape {
+        rung_shape(m, n, TILE, THREADS, smem_bytes(TILE, TILE, 1))
+    }
+
     /// Rung 4, `sgemm_4_vectorized`: as rung 3, `A` transposed in shared memory (8192 B).
-    fn sgemm_4_vectorized(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
-        => rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH, TILE, 1));
+    pub fn sgemm_4_vectorized(m: u32, n: u32) -> LaunchShape {
+        rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH, TILE, 1))
+    }
+
     /// Rung 5, `sgemm_5_conflict_free`: as rung 4, `A` tile pitch 132 (8320 B).
-    fn sgemm_5_conflict_free(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
-        => rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH_PADDED, TILE, 1));
+    pub fn sgemm_5_conflict_free(m: u32, n: u32) -> LaunchShape {
+        rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH_PADDED, TILE, 1))
+    }
+
     /// Rung 6, `sgemm_6_double_buffered`: as rung 5, two stages (16640 B).
-    fn sgemm_6_double_buffered(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
-        => rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH_PADDED, TILE, STAGES));
+    pub fn sgemm_6_double_buffered(m: u32, n: u32) -> LaunchShape {
+        rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH_PADDED, TILE, STAGES))
+    }
+
     /// Rung 7, `sgemm_7_async_copy`: as rung 6 (16640 B), `B` by `cp.async`; in the sm_80 and
     /// sm_90 PTX only. Buffers 16-byte aligned (every device allocation is).
-    fn sgemm_7_async_copy(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
-        => rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH_PADDED, TILE, STAGES));
+    pub fn sgemm_7_async_copy(m: u32, n: u32) -> LaunchShape {
+        rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH_PADDED, TILE, STAGES))
+    }
+
     /// Rung 9, `sgemm_9_tensor_tf32`: 256 threads per `128 x 128` tile, 3 stages of swizzled
     /// `A` and `B` tiles (49152 B); TF32 tensor cores; in the sm_80 and sm_90 PTX only.
-    fn sgemm_9_tensor_tf32(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
-        => rung_shape(m, n, TF32_TILE, TF32_THREADS, tf32_smem_bytes());
+    pub fn sgemm_9_tensor_tf32(m: u32, n: u32) -> LaunchShape {
+        rung_shape(m, n, TF32_TILE, TF32_THREADS, tf32_smem_bytes())
+    }
+
     /// Rung 9 with unswizzled tiles (the bank lesson's contrast), as `sgemm_9_tensor_tf32`.
-    fn sgemm_9_tensor_tf32_unswizzled(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
-        => rung_shape(m, n, TF32_TILE, TF32_THREADS, tf32_smem_bytes());
+    pub fn sgemm_9_tensor_tf32_unswizzled(m: u32, n: u32) -> LaunchShape {
+        rung_shape(m, n, TF32_TILE, TF32_THREADS, tf32_smem_bytes())
+    }
+
     /// The split-K rung's product, `sgemm_split_k_128x128`: `splits` splits of `split_steps`
     /// depth steps each (`memlab_contracts::sgemm::split_steps`), split `s`'s partial tile to
     /// slice `s` of `w` (`splits x m x n` f32; `c` itself for one split); 256 threads per
     /// `128 x 128` tile and split, 16640 B shared. In the sm_80 and sm_90 PTX only.
-    fn sgemm_split_k_128x128(splits: u32; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, w: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32, split_steps: u32)
-        => split_k_shape(m, n, splits);
+    pub fn sgemm_split_k_128x128(splits: u32, m: u32, n: u32) -> LaunchShape {
+        split_k_shape(m, n, splits)
+    }
+
     /// The split-K rung's reduce, `sgemm_split_k_reduce`: `c[i]` = the `splits` slices of `w`
     /// at `i` summed in order (`c` `mn` f32, `w` `splits x mn`); 4 elements per thread.
-    fn sgemm_split_k_reduce(; w: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, mn: u32, splits: u32)
-        => LaunchShape::linear(mn.div_ceil(4), REDUCE_THREADS, 0);
+    pub fn sgemm_split_k_reduce(mn: u32) -> LaunchShape {
+        LaunchShape::linear(mn.div_ceil(4), REDUCE_THREADS, 0)
+    }
 }
 
 /// The launch shape of the split-K rung's product: its configuration's block and shared bytes,
@@ -97,7 +118,7 @@ pub const SPLIT_K_LAUNCH_S: f64 = 3e-6;
 /// The GPU as the split-K model sees it: its SM count from the driver, rung 6's share of the
 /// FP32 peak at the driver's clock, and the DRAM bandwidth of its memory clock and bus width.
 pub fn split_k_machine(info: &DeviceInfo) -> Machine {
-    let peak = super::roofline::peak_fp32(info, None).unwrap_or(0.0);
+    let peak = info.peak_fp32(None).unwrap_or(0.0);
     Machine {
         sms: info.sms,
         flops: (SPLIT_K_SHARE_OF_PEAK * peak).max(1.0),
@@ -140,10 +161,34 @@ fn split_k_launches(ops: &mut Operands, w: Option<&mut DeviceBuffer<f32>>, split
     let (m, n, k) = (m as u32, n as u32, k as u32);
     let steps = split_steps(k, split_k_config().bk, splits);
     match w {
-        None => (kernels::sgemm_split_k_128x128(1, &ops.a, &ops.b, &mut ops.c, m, n, k, steps), None),
+        None => (
+            launches::sgemm_split_k_128x128(
+                shapes::sgemm_split_k_128x128(1, m, n),
+                &ops.a,
+                &ops.b,
+                &mut ops.c,
+                m,
+                n,
+                k,
+                steps,
+            ),
+            None,
+        ),
         Some(w) => {
-            let product = kernels::sgemm_split_k_128x128(splits, &ops.a, &ops.b, w, m, n, k, steps);
-            (product, Some(kernels::sgemm_split_k_reduce(w, &mut ops.c, m * n, splits)))
+            let product = launches::sgemm_split_k_128x128(
+                shapes::sgemm_split_k_128x128(splits, m, n),
+                &ops.a,
+                &ops.b,
+                w,
+                m,
+                n,
+                k,
+                steps,
+            );
+            (
+                product,
+                Some(launches::sgemm_split_k_reduce(shapes::sgemm_split_k_reduce(m * n), w, &mut ops.c, m * n, splits)),
+            )
         }
     }
 }
@@ -220,18 +265,14 @@ fn tuned_shape(name: &str, m: u32, n: u32) -> LaunchShape {
 /// The typed launches of rung 8, one per configuration of `memlab_contracts::tuned_configs!`.
 macro_rules! tuned_launches {
     ($($name:ident = $algo:ident ($($param:literal),*)),* $(,)?) => {
-        /// Rung 8's typed launches (`kernels`, `entry`, `ENTRIES`) and [`tuned::LAUNCHES`], in
-        /// the order of `memlab_contracts::sgemm::TUNED`.
+        /// Rung 8's entries and launches, in the order of `memlab_contracts::sgemm::TUNED`.
         pub mod tuned {
             use super::*;
-            crate::kernels! {$(
-                /// Rung 8 in the configuration its name gives (`a` `m x k`, `b` `k x n`, `c`
-                /// `m x n`, row-major f32, 16-byte aligned); in the sm_80 and sm_90 PTX only.
-                fn $name(; a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32)
-                    => tuned_shape(stringify!($name), m, n);
-            )*}
-            /// The launch of each configuration, in `TUNED`'s order.
-            pub const LAUNCHES: &[MatmulLaunch] = &[$(kernels::$name),*];
+            /// The entry of each configuration.
+            pub const ENTRIES: &[Entry] = &[$(launches::entry::$name),*];
+            /// The launch of each configuration, at its shape ([`tuned_shape`]).
+            pub const LAUNCHES: &[MatmulLaunch] =
+                &[$(matmul_launch!($name, |m, n| tuned_shape(stringify!($name), m, n))),*];
         }
     };
 }
@@ -310,64 +351,64 @@ pub fn tuned_available(ptx: &Ptx) -> Vec<&'static Tuned> {
 /// The ladder, bottom first. Rung 1 is the tiled matmul of the `matmul` demo.
 pub const RUNGS: [Rung; 9] = [
     Rung {
-        entry: matmul::entry::matmul_tiled_32,
-        launch: matmul::kernels::matmul_tiled_32,
+        entry: launches::entry::matmul_tiled_32,
+        launch: matmul_launch!(matmul_tiled_32, matmul::shapes::matmul_tiled_32),
         tile: (TILE_32, TILE_32),
         precision: Precision::F32,
         lesson: "1: block tiling in shared memory, one result per thread",
     },
     Rung {
-        entry: entry::sgemm_2_register_1d,
-        launch: kernels::sgemm_2_register_1d,
+        entry: launches::entry::sgemm_2_register_1d,
+        launch: matmul_launch!(sgemm_2_register_1d, shapes::sgemm_2_register_1d),
         tile: (RUNG2_TILE, RUNG2_TILE),
         precision: Precision::F32,
         lesson: "2: 8 results per thread down a column (1D register blocking)",
     },
     Rung {
-        entry: entry::sgemm_3_register_2d,
-        launch: kernels::sgemm_3_register_2d,
+        entry: launches::entry::sgemm_3_register_2d,
+        launch: matmul_launch!(sgemm_3_register_2d, shapes::sgemm_3_register_2d),
         tile: (TILE, TILE),
         precision: Precision::F32,
         lesson: "3: 8x8 results per thread (2D register blocking)",
     },
     Rung {
-        entry: entry::sgemm_4_vectorized,
-        launch: kernels::sgemm_4_vectorized,
+        entry: launches::entry::sgemm_4_vectorized,
+        launch: matmul_launch!(sgemm_4_vectorized, shapes::sgemm_4_vectorized),
         tile: (TILE, TILE),
         precision: Precision::F32,
         lesson: "4: 128-bit global and shared loads, A transposed in shared memory",
     },
     Rung {
-        entry: entry::sgemm_5_conflict_free,
-        launch: kernels::sgemm_5_conflict_free,
+        entry: launches::entry::sgemm_5_conflict_free,
+        launch: matmul_launch!(sgemm_5_conflict_free, shapes::sgemm_5_conflict_free),
         tile: (TILE, TILE),
         precision: Precision::F32,
         lesson: "5: conflict-free shared layout (split 4x4 groups, padded A tile)",
     },
     Rung {
-        entry: entry::sgemm_6_double_buffered,
-        launch: kernels::sgemm_6_double_buffered,
+        entry: launches::entry::sgemm_6_double_buffered,
+        launch: matmul_launch!(sgemm_6_double_buffered, shapes::sgemm_6_double_buffered),
         tile: (TILE, TILE),
         precision: Precision::F32,
         lesson: "6: two shared stages (next loads overlap FMAs), warp tiling",
     },
     Rung {
-        entry: entry::sgemm_7_async_copy,
-        launch: kernels::sgemm_7_async_copy,
+        entry: launches::entry::sgemm_7_async_copy,
+        launch: matmul_launch!(sgemm_7_async_copy, shapes::sgemm_7_async_copy),
         tile: (TILE, TILE),
         precision: Precision::F32,
         lesson: "7: rung 6 with B copied global-to-shared by cp.async (sm_80+ PTX)",
     },
     Rung {
-        entry: entry::sgemm_9_tensor_tf32,
-        launch: kernels::sgemm_9_tensor_tf32,
+        entry: launches::entry::sgemm_9_tensor_tf32,
+        launch: matmul_launch!(sgemm_9_tensor_tf32, shapes::sgemm_9_tensor_tf32),
         tile: (TF32_TILE, TF32_TILE),
         lesson: "9: TF32 tensor cores (mma.sync), swizzled tiles, ldmatrix (sm_80+ PTX)",
         precision: Precision::Tf32,
     },
     Rung {
-        entry: entry::sgemm_9_tensor_tf32_unswizzled,
-        launch: kernels::sgemm_9_tensor_tf32_unswizzled,
+        entry: launches::entry::sgemm_9_tensor_tf32_unswizzled,
+        launch: matmul_launch!(sgemm_9_tensor_tf32_unswizzled, shapes::sgemm_9_tensor_tf32_unswizzled),
         tile: (TF32_TILE, TF32_TILE),
         lesson: "9 unswizzled: rung 9's tiles as they lie in memory, conflicted ldmatrix and B loads",
         precision: Precision::Tf32,
@@ -376,107 +417,6 @@ pub const RUNGS: [Rung; 9] = [
 
 /// The rungs that run on tensor cores (TF32): the roofline places them against the tensor roof.
 pub const TENSOR_KERNELS: [&str; 2] = ["sgemm_9_tensor_tf32", "sgemm_9_tensor_tf32_unswizzled"];
-
-/// Sizes every rung is checked on, element by element: not multiples of 4 (scalar paths), and
-/// multiples of 4 that are not multiples of the tiles (128-bit interior, guarded edges), with
-/// `k` not a multiple of the depth step 8 (a last step that is partial inside full tiles).
-pub const ODD_SIZES: [(usize, usize, usize); 2] = [(517, 389, 263), (388, 260, 204)];
-
-/// Random operands of one product on the device, and a poisoned result. The host holds no copy
-/// of them: `A` and `B` are generated chunk by chunk into pinned staging and uploaded, and each
-/// check draws the rows and columns it compares from the same generator ([`MatmulStreamed`])
-/// while `C` comes back through the staging (at 8192^2, three host copies would be 768 MiB).
-pub struct Operands {
-    /// `A`, `m x k`.
-    pub a: DeviceBuffer<f32>,
-    /// `B`, `k x n`.
-    pub b: DeviceBuffer<f32>,
-    /// `C`, `m x n`, poisoned.
-    pub c: DeviceBuffer<f32>,
-    /// `(m, n, k)`.
-    pub size: (usize, usize, usize),
-    /// Seeds of `A` and `B` ([`reference::input_f32`]).
-    seeds: (u64, u64),
-    /// Pinned staging, reused by the uploads and every check of these operands.
-    staging: RefCell<Staging<f32>>,
-}
-
-/// Seeds of the SGEMM ladder's `A` and `B`.
-pub const SEEDS: (u64, u64) = (21, 22);
-
-/// Host bytes [`Operands`] of an `m x n x k` product hold at once: the pinned staging and the
-/// rows of `A` and columns of `B` a check compares (all of both for a full check).
-pub fn host_bytes((m, n, k): (usize, usize, usize)) -> usize {
-    let staging = super::transpose::host_bytes((m.max(k), n.max(k)));
-    let (rows, cols) = verify::sample_grid((m, n), verify::matmul_samples((m, n, k)).0);
-    staging.saturating_add(f32_bytes(&[rows.saturating_mul(k), cols.saturating_mul(k)]))
-}
-
-impl Operands {
-    /// Allocates and fills the operands of an `m x n x k` product ([`SEEDS`]).
-    ///
-    /// # Errors
-    /// Not enough device memory, or an upload failure.
-    pub fn new(gpu: &Gpu, size: (usize, usize, usize)) -> Result<Operands> {
-        Operands::seeded(gpu, size, SEEDS)
-    }
-
-    /// [`Operands::new`] with `A` and `B` of seeds `seeds`.
-    ///
-    /// # Errors
-    /// Not enough device memory, or an upload failure.
-    pub fn seeded(gpu: &Gpu, (m, n, k): (usize, usize, usize), seeds: (u64, u64)) -> Result<Operands> {
-        check_u32_elements("the sgemm operands", &[m * k, k * n, m * n])?;
-        ensure_free("the sgemm operands", f32_bytes(&[m * k, k * n, m * n]))?;
-        let mut staging = Staging::new((m * k).max(k * n).max(m * n))?;
-        let (a, b) = (poisoned(m * k)?, poisoned(k * n)?);
-        for (buf, seed) in [(&a, seeds.0), (&b, seeds.1)] {
-            staging.upload(gpu, buf, |offset, chunk| reference::fill_input(seed, offset, chunk))?;
-        }
-        Ok(Operands { a, b, c: poisoned(m * n)?, size: (m, n, k), seeds, staging: RefCell::new(staging) })
-    }
-
-    /// The launch of `kernel` on these operands.
-    pub fn launch(&mut self, kernel: MatmulLaunch) -> Launch {
-        let (m, n, k) = self.size;
-        kernel(&self.a, &self.b, &mut self.c, m as u32, n as u32, k as u32)
-    }
-
-    /// The problem size as tables name it, `MxNxK`.
-    pub fn label(&self) -> String {
-        let (m, n, k) = self.size;
-        format!("{m}x{n}x{k}")
-    }
-
-    /// Checks `C` against the f64 reference ([`verify::matmul_auto`]'s rule). Returns the check
-    /// and what it compared.
-    ///
-    /// # Errors
-    /// A failed download.
-    pub fn check(&self, gpu: &Gpu) -> Result<(Check, &'static str)> {
-        self.check_in(gpu, Precision::F32)
-    }
-
-    /// [`Operands::check`] with the tolerance of `precision`.
-    ///
-    /// # Errors
-    /// A failed download.
-    pub fn check_in(&self, gpu: &Gpu, precision: Precision) -> Result<(Check, &'static str)> {
-        let (samples, what) = verify::matmul_samples(self.size);
-        let (sa, sb) = self.seeds;
-        let a = |i| reference::input_f32(sa, i);
-        let b = |i| reference::input_f32(sb, i);
-        let mut check = MatmulStreamed::new(precision, self.size, (samples, verify::SAMPLE_SEED), a, b);
-        self.staging.borrow_mut().download(gpu, &self.c, |_, chunk| check.chunk(chunk))?;
-        Ok((check.finish(), what))
-    }
-
-    /// `2 m n k`.
-    pub fn flop(&self) -> f64 {
-        let (m, n, k) = self.size;
-        2.0 * (m * n * k) as f64
-    }
-}
 
 /// The work of a rung of `bm x bn` blocks on `ops`: its FLOP, and bytes as the tiling model
 /// counts them (every global load plus the writes of C).
@@ -675,7 +615,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
         ),
         None => NO_CUBLAS.into(),
     });
-    let peak = super::roofline::peak_fp32(&lab.gpu.info, None).map(|p| p / 1e12);
+    let peak = lab.gpu.info.peak_fp32(None).map(|p| p / 1e12);
     if let Some(peak) = peak {
         notes.push(format!("FP32 peak at the driver's clock: {peak:.1} TFLOP/s (SMs x FP32 lanes x 2 x clock)"));
     }

@@ -20,6 +20,7 @@ use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::staging::Staging;
 use crate::gpu::tensor_map::{Element, L2Promotion, MapSlot, Swizzle, TiledSpec};
 use crate::gpu::timing::{Timing, time};
+use crate::launches;
 use crate::series::{Series, names};
 use crate::verify::{self, Check, MatmulStreamed, Precision};
 use crate::{ptx, reference, refuse};
@@ -29,29 +30,47 @@ fn rung_shape(rung: &Rung, m: u32, n: u32, stages: u32) -> LaunchShape {
     LaunchShape { grid: rung.grid(m, n), block: (rung.threads(), 1), smem_bytes: rung.smem_bytes(stages) }
 }
 
-crate::kernels! {
+/// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
+/// launch, in [`crate::launches`], takes the shape first).
+pub mod shapes {
+    #[allow(unused_imports)]
+    use super::*;
+
     /// Rung 1, `tensor_1_wgmma`: `C = A * B^T` (`a`, `b` the slots of BF16 maps of `A`, `m x k`,
     /// and `B`, `n x k`; `c` `m x n` BF16); 128 threads per `64 x 128` tile, one stage.
-    fn tensor_1_wgmma(; a: MapSlot, b: MapSlot, c: &mut DeviceBuffer<u16>, m: u32, n: u32, k: u32)
-        => rung_shape(&WGMMA, m, n, 1);
+    pub fn tensor_1_wgmma(m: u32, n: u32) -> LaunchShape {
+        rung_shape(&WGMMA, m, n, 1)
+    }
+
     /// Rung 2, `tensor_2_pipelined`: 256 threads per `64 x 128` tile, `stages` stages.
-    fn tensor_2_pipelined(; a: MapSlot, b: MapSlot, c: &mut DeviceBuffer<u16>, m: u32, n: u32, k: u32, stages: u32)
-        => rung_shape(&PIPELINED, m, n, stages);
+    pub fn tensor_2_pipelined(m: u32, n: u32, stages: u32) -> LaunchShape {
+        rung_shape(&PIPELINED, m, n, stages)
+    }
+
     /// Rung 3, `tensor_3_specialized`: 384 threads per `128 x 128` tile.
-    fn tensor_3_specialized(; a: MapSlot, b: MapSlot, c: &mut DeviceBuffer<u16>, m: u32, n: u32, k: u32, stages: u32)
-        => rung_shape(&SPECIALIZED, m, n, stages);
+    pub fn tensor_3_specialized(m: u32, n: u32, stages: u32) -> LaunchShape {
+        rung_shape(&SPECIALIZED, m, n, stages)
+    }
+
     /// Rung 4, `tensor_4_wide`: 384 threads per `128 x 256` tile.
-    fn tensor_4_wide(; a: MapSlot, b: MapSlot, c: &mut DeviceBuffer<u16>, m: u32, n: u32, k: u32, stages: u32)
-        => rung_shape(&WIDE, m, n, stages);
+    pub fn tensor_4_wide(m: u32, n: u32, stages: u32) -> LaunchShape {
+        rung_shape(&WIDE, m, n, stages)
+    }
+
     /// Rung 5, `tensor_5_multicast`: as rung 4, in clusters of `1 x 2`.
-    fn tensor_5_multicast(; a: MapSlot, b: MapSlot, c: &mut DeviceBuffer<u16>, m: u32, n: u32, k: u32, stages: u32)
-        => rung_shape(&MULTICAST, m, n, stages), in clusters (1, MULTICAST.cluster);
+    pub fn tensor_5_multicast(m: u32, n: u32, stages: u32) -> LaunchShape {
+        rung_shape(&MULTICAST, m, n, stages)
+    }
+
     /// Rung 6, `tensor_6_persistent`: as rung 4 on `min(sms, tiles)` persistent blocks.
-    fn tensor_6_persistent(sms: u32; a: MapSlot, b: MapSlot, c: &mut DeviceBuffer<u16>, m: u32, n: u32, k: u32, stages: u32)
-        => persistent_shape(sms, m, n, stages);
+    pub fn tensor_6_persistent(sms: u32, m: u32, n: u32, stages: u32) -> LaunchShape {
+        persistent_shape(sms, m, n, stages)
+    }
+
     /// Rung 7, `tensor_7_tf32`: rung 6 on FP32 maps of `A` and `B`, `c` `m x n` FP32.
-    fn tensor_7_tf32(sms: u32; a: MapSlot, b: MapSlot, c: &mut DeviceBuffer<f32>, m: u32, n: u32, k: u32, stages: u32)
-        => persistent_shape(sms, m, n, stages);
+    pub fn tensor_7_tf32(sms: u32, m: u32, n: u32, stages: u32) -> LaunchShape {
+        persistent_shape(sms, m, n, stages)
+    }
 }
 
 /// An element type of the ladder's operands on the host: BF16 bit patterns (rungs 1-6) or FP32
@@ -118,7 +137,9 @@ struct Step<T: Operand> {
 /// The TF32 rung: the pipeline of rung 6 for FP32 inputs.
 const TF32_STEP: Step<f32> = Step {
     rung: &TF32,
-    launch: kernels::tensor_7_tf32,
+    launch: |sms, a, b, c, m, n, k, stages| {
+        launches::tensor_7_tf32(shapes::tensor_7_tf32(sms, m, n, stages), a, b, c, m, n, k, stages)
+    },
     lesson: "7: rung 6 on FP32 inputs multiplied in TF32 (m64n256k8): the same 128-byte rows, 32 floats each",
 };
 
@@ -126,32 +147,43 @@ const TF32_STEP: Step<f32> = Step {
 const STEPS: [Step<u16>; 6] = [
     Step {
         rung: &WGMMA,
-        launch: |_, a, b, c, m, n, k, _| kernels::tensor_1_wgmma(a, b, c, m, n, k),
+        launch: |_, a, b, c, m, n, k, _| launches::tensor_1_wgmma(shapes::tensor_1_wgmma(m, n), a, b, c, m, n, k),
         lesson: "1: wgmma from TMA-filled, 128B-swizzled shared memory; one stage: copy and math take turns",
     },
     Step {
         rung: &PIPELINED,
-        launch: |_, a, b, c, m, n, k, stages| kernels::tensor_2_pipelined(a, b, c, m, n, k, stages),
+        launch: |_, a, b, c, m, n, k, stages| {
+            launches::tensor_2_pipelined(shapes::tensor_2_pipelined(m, n, stages), a, b, c, m, n, k, stages)
+        },
         lesson: "2: a producer warpgroup and an mbarrier ring (full: TMA bytes, empty: released): loads in flight behind the math",
     },
     Step {
         rung: &SPECIALIZED,
-        launch: |_, a, b, c, m, n, k, stages| kernels::tensor_3_specialized(a, b, c, m, n, k, stages),
+        launch: |_, a, b, c, m, n, k, stages| {
+            launches::tensor_3_specialized(shapes::tensor_3_specialized(m, n, stages), a, b, c, m, n, k, stages)
+        },
         lesson: "3: two consumer warpgroups share each B tile; setmaxnreg moves the producer's registers to them (40 / 232)",
     },
     Step {
         rung: &WIDE,
-        launch: |_, a, b, c, m, n, k, stages| kernels::tensor_4_wide(a, b, c, m, n, k, stages),
+        launch: |_, a, b, c, m, n, k, stages| {
+            launches::tensor_4_wide(shapes::tensor_4_wide(m, n, stages), a, b, c, m, n, k, stages)
+        },
         lesson: "4: 128x256 tiles (m64n256k16): fewer bytes loaded per FLOP than 128x128",
     },
     Step {
         rung: &MULTICAST,
-        launch: |_, a, b, c, m, n, k, stages| kernels::tensor_5_multicast(a, b, c, m, n, k, stages),
+        launch: |_, a, b, c, m, n, k, stages| {
+            launches::tensor_5_multicast(shapes::tensor_5_multicast(m, n, stages), a, b, c, m, n, k, stages)
+                .in_clusters((1, MULTICAST.cluster))
+        },
         lesson: "5: clusters of 2 along m: each block loads half of the shared B tile and multicasts it to both",
     },
     Step {
         rung: &PERSISTENT,
-        launch: kernels::tensor_6_persistent,
+        launch: |sms, a, b, c, m, n, k, stages| {
+            launches::tensor_6_persistent(shapes::tensor_6_persistent(sms, m, n, stages), a, b, c, m, n, k, stages)
+        },
         lesson: "6: one block per SM walks the tiles in bands of 8 rows: the next tile's loads overlap this one's stores",
     },
 ];

@@ -20,7 +20,7 @@ use memlab_contracts::tma::{
     TRANSPOSE_BLOCK, TRANSPOSE_BLOCKS_PER_SM, TRANSPOSE_DEFAULT, box_cols, hint, smem_bytes, transpose_buffers,
 };
 
-use super::transpose::kernels as lsu;
+use super::transpose;
 use super::{
     Inputs, KernelRow, KernelRun, Lab, Section, Work, ensure_free, f32_bytes, measure, poison, poisoned,
     recheck_exact_staged,
@@ -31,6 +31,7 @@ use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::staging::Staging;
 use crate::gpu::tensor_map::{Element, L2Promotion, MapSlot, Swizzle, TiledSpec};
 use crate::gpu::timing::time;
+use crate::launches;
 use crate::model::banks::WarpRequest;
 use crate::phases::Kind;
 use crate::series::{Series, names};
@@ -168,24 +169,34 @@ fn pipelined(blocks: u32, block: (u32, u32), buffer_bytes: u32, buffers: u32) ->
     LaunchShape { grid: (blocks, 1), block, smem_bytes: smem_bytes(buffer_bytes, buffers) }
 }
 
-crate::kernels! {
+/// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
+/// launch, in [`crate::launches`], takes the shape first).
+pub mod shapes {
+    #[allow(unused_imports)]
+    use super::*;
+
     /// `tma_bulk_copy`: `n` f32 from `src` to `dst` (16-byte aligned, `n` a multiple of 4) in
     /// 1-D bulk copies of `chunk` bytes (a multiple of 16) through `stages` shared buffers;
     /// `blocks` blocks of 32 threads (`memlab_contracts::tma::Blocks`: persistent, or one per so
     /// many chunks), `1024 + stages (chunk + 8)` B shared each; L2 `hint` of
     /// `memlab_contracts::tma::hint` on every copy.
-    fn tma_bulk_copy(blocks: u32; src: &DeviceBuffer<f32>, dst: &mut DeviceBuffer<f32>, n: u32, chunk: u32, stages: u32, hint: u32)
-        => pipelined(blocks, (COPY_THREADS, 1), chunk, stages);
+    pub fn tma_bulk_copy(blocks: u32, chunk: u32, stages: u32) -> LaunchShape {
+        pipelined(blocks, (COPY_THREADS, 1), chunk, stages)
+    }
+
     /// `tma_copy`: a `rows x cols` f32 matrix through `box_rows x box_cols` tensor copies and
     /// `stages` shared buffers; the slots of maps (`Lab::place_map`) of the input and the output with that
     /// box, no swizzle; `blocks` blocks of 32 threads; L2 `hint`.
-    fn tma_copy(blocks: u32; map_in: MapSlot, map_out: MapSlot, rows: u32, cols: u32, box_rows: u32, box_cols: u32, stages: u32, hint: u32)
-        => pipelined(blocks, (COPY_THREADS, 1), box_rows * box_cols * 4, stages);
+    pub fn tma_copy(blocks: u32, box_rows: u32, box_cols: u32, stages: u32) -> LaunchShape {
+        pipelined(blocks, (COPY_THREADS, 1), box_rows * box_cols * 4, stages)
+    }
+
     /// `tma_transpose`: `rows x cols` into `cols x rows`; `map_in` box `64 x box_cols(swizzle)`
     /// with that swizzle, `map_out` box `64 x 64`; `blocks` blocks of `32 x 16`,
     /// `stages` input tiles and 2 output tiles of 16 KiB in shared memory; L2 `hint`.
-    fn tma_transpose(blocks: u32; map_in: MapSlot, map_out: MapSlot, rows: u32, cols: u32, swizzle: u32, stages: u32, hint: u32)
-        => pipelined(blocks, TRANSPOSE_BLOCK, TILE_BYTES, transpose_buffers(stages));
+    pub fn tma_transpose(blocks: u32, stages: u32) -> LaunchShape {
+        pipelined(blocks, TRANSPOSE_BLOCK, TILE_BYTES, transpose_buffers(stages))
+    }
 }
 
 /// The tensor map of `matrix` at `address`, box `64 x box_cols`.
@@ -336,17 +347,44 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let (map_t_in, map_out_t) = (lab.place_map(&t_specs.0)?, lab.place_map(&t_specs.1)?);
     let bulk_launch = |p: &Pipeline, out: &mut DeviceBuffer<f32>| {
         let n = n_in as u32;
-        kernels::tma_bulk_copy(p.grid(sms, 1, n), &input, out, n, p.box_bytes(), p.stages, p.hint)
+        launches::tma_bulk_copy(
+            shapes::tma_bulk_copy(p.grid(sms, 1, n), p.box_bytes(), p.stages),
+            &input,
+            out,
+            n,
+            p.box_bytes(),
+            p.stages,
+            p.hint,
+        )
     };
     let copy_with = |p: &Pipeline, map_in: MapSlot, map_out: MapSlot| {
-        kernels::tma_copy(p.grid(sms, r, c), map_in, map_out, r, c, p.box_rows, p.box_cols, p.stages, p.hint)
+        launches::tma_copy(
+            shapes::tma_copy(p.grid(sms, r, c), p.box_rows, p.box_cols, p.stages),
+            map_in,
+            map_out,
+            r,
+            c,
+            p.box_rows,
+            p.box_cols,
+            p.stages,
+            p.hint,
+        )
     };
     let copy_launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| {
         let (_, map_in, map_out) = copy_maps.iter().find(|m| m.0 == (p.box_rows, p.box_cols)).expect("a swept box");
         copy_with(p, *map_in, *map_out)
     };
     let transpose_launch = |p: &Pipeline, maps: (MapSlot, MapSlot), mode: u32| {
-        kernels::tma_transpose(p.grid(sms, r, c), maps.0, maps.1, r, c, mode, p.stages, p.hint)
+        launches::tma_transpose(
+            shapes::tma_transpose(p.grid(sms, r, c), p.stages),
+            maps.0,
+            maps.1,
+            r,
+            c,
+            mode,
+            p.stages,
+            p.hint,
+        )
     };
     let transpose_sweep_launch =
         |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (map_t_in, map_out_t), Swizzle::B128.mode());
@@ -404,7 +442,11 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let map_out_t_best = promoted(lab, t_specs.1, transpose_promotion)?;
     // Launches hold device addresses, not borrows: built before `reset` borrows the output.
     let copies = [
-        (lsu::copy(&input, &mut output, r, pitch), Path::Lsu(4 * 4), "LSU copy: 4 floats per thread through registers"),
+        (
+            launches::copy(transpose::shapes::copy(r, pitch), &input, &mut output, r, pitch),
+            Path::Lsu(4 * 4),
+            "LSU copy: 4 floats per thread through registers",
+        ),
         (
             bulk_launch(&bulk_best, &mut output),
             Path::Ring(bulk_best),
@@ -416,7 +458,13 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
             "2-D tensor copies through shared buffers (the sweep's fastest configuration)",
         ),
     ];
-    let lsu_transpose = lsu::transpose_vectorized(&input, &mut output, r, pitch);
+    let lsu_transpose = launches::transpose_vectorized(
+        transpose::shapes::transpose_vectorized(r, pitch),
+        &input,
+        &mut output,
+        r,
+        pitch,
+    );
     let reset = || poison(&output);
     let timed = |launch: Launch, path: Path, lesson: &'static str, extra: &str, size: String, want: &Expected| {
         // The LSU kernels and the 1-D bulk copy (boxes of one row) move the padded rows; the
@@ -1000,22 +1048,19 @@ fn curve_note(points: &[Point]) -> String {
 /// size, for the table of paths into shared memory; each step a block moves its `A` and `B`
 /// tiles (`2 x 128 x 8` floats, 8 KiB) while it computes on the other stage.
 fn async_rungs(lab: &Lab) -> Result<Vec<KernelRow>> {
-    use super::sgemm::{self, Operands};
+    use super::matmul::Operands;
+    use super::sgemm;
     use memlab_contracts::sgemm::{BK, TILE as GEMM_TILE};
     let Some(&size) = lab.sizes.sgemm.first() else { return Ok(vec![]) };
     let mut ops = Operands::new(&lab.gpu, size)?;
     let step = 2 * GEMM_TILE * BK * 4;
     let rungs = [
         (
-            sgemm::kernels::sgemm_6_double_buffered as super::matmul::MatmulLaunch,
+            sgemm::RUNGS[5].launch,
             Path::SharedLoads(step),
             "SGEMM rung 6: A and B tiles by plain loads into shared memory",
         ),
-        (
-            sgemm::kernels::sgemm_7_async_copy,
-            Path::CpAsync(step),
-            "SGEMM rung 7: the B tile by cp.async, A by plain loads",
-        ),
+        (sgemm::RUNGS[6].launch, Path::CpAsync(step), "SGEMM rung 7: the B tile by cp.async, A by plain loads"),
     ];
     let mut rows = Vec::new();
     for (kernel, path, lesson) in rungs {

@@ -23,6 +23,7 @@ use super::{
 };
 use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::staging::Staging;
+use crate::launches;
 use crate::model::banks::WarpRequest;
 use crate::model::coalescing::{RowSweep, WarpAccess};
 use crate::phases::Kind;
@@ -57,64 +58,92 @@ fn copy_shape(rows: u32, cols: u32) -> LaunchShape {
     }
 }
 
-crate::kernels! {
+/// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
+/// launch, in [`crate::launches`], takes the shape first).
+pub mod shapes {
+    #[allow(unused_imports)]
+    use super::*;
+
     /// `transpose_aligned_stores`: as [`transpose_padded`], each output row's tiles shifted to
     /// start on a sector boundary; block `32 x 8`, grid `(ceil(cols / 32), ceil((rows +
     /// max_shift(rows)) / 32))`, a `40 x 33` shared tile (5280 B).
-    fn transpose_aligned_stores(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(with_shift(rows), cols, any::TILE, any::BLOCK, any::smem_bytes());
+    pub fn transpose_aligned_stores(rows: u32, cols: u32) -> LaunchShape {
+        tiles(with_shift(rows), cols, any::TILE, any::BLOCK, any::smem_bytes())
+    }
+
     /// `copy`: the bandwidth ceiling of the transposes. `input` and `output` are `rows x cols`
     /// f32; block `32 x 8`, one block per `32 x 32` tile, no shared memory; each row's tiles
     /// shifted back to a sector boundary, so the grid covers `max_shift(cols)` more columns.
-    fn copy(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => copy_shape(rows, cols);
+    pub fn copy(rows: u32, cols: u32) -> LaunchShape {
+        copy_shape(rows, cols)
+    }
+
     /// `transpose_thin`: a matrix with a side of at most 16 ([`thin::thin`]); block `256 x 1`,
     /// one band of [`thin::band`] long-side elements per block, `short * band` floats of shared
     /// memory (at most 16 KiB); buffers 16-byte aligned. On a matrix that is not thin its grid
     /// has 0 blocks, which the launch refuses.
-    fn transpose_thin(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => LaunchShape {
+    pub fn transpose_thin(rows: u32, cols: u32) -> LaunchShape {
+        LaunchShape {
             grid: (thin::blocks(rows, cols), 1),
             block: (thin::BLOCK_THREADS, 1),
             smem_bytes: thin::smem_bytes(rows, cols),
-        };
+        }
+    }
+
     /// `transpose_naive`: `input` `rows x cols`, `output` `cols x rows`; block `32 x 8`, one
     /// block per `32 x 32` tile, no shared memory.
-    fn transpose_naive(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(rows, cols, TILE, BLOCK, 0);
+    pub fn transpose_naive(rows: u32, cols: u32) -> LaunchShape {
+        tiles(rows, cols, TILE, BLOCK, 0)
+    }
+
     /// `transpose_tiled`: as [`transpose_naive`], through a `32 x 32` shared tile (4096 B).
-    fn transpose_tiled(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(rows, cols, TILE, BLOCK, smem_bytes(TILE, TILED_PITCH));
+    pub fn transpose_tiled(rows: u32, cols: u32) -> LaunchShape {
+        tiles(rows, cols, TILE, BLOCK, smem_bytes(TILE, TILED_PITCH))
+    }
+
     /// `transpose_padded`: as [`transpose_naive`], through a `32 x 33` shared tile (4224 B); on
     /// rows that are not whole sectors `transpose_aligned_stores`' shape (its shifted path).
-    fn transpose_padded(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(with_shift(rows), cols, TILE, BLOCK, padded_smem_bytes(rows));
+    pub fn transpose_padded(rows: u32, cols: u32) -> LaunchShape {
+        tiles(with_shift(rows), cols, TILE, BLOCK, padded_smem_bytes(rows))
+    }
+
     /// `transpose_vectorized`: block `16 x 16`, one block per `64 x 64` tile, a `64 x 65`
     /// shared tile (16640 B; `72 x 65`, 18720 B, and `max_shift(rows)` more rows of tiles on its
     /// shifted path); buffers 16-byte aligned (every device allocation is).
-    fn transpose_vectorized(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-        => tiles(with_shift(rows), cols, WIDE_TILE, WIDE_BLOCK, wide_smem_bytes(rows, cols));
+    pub fn transpose_vectorized(rows: u32, cols: u32) -> LaunchShape {
+        tiles(with_shift(rows), cols, WIDE_TILE, WIDE_BLOCK, wide_smem_bytes(rows, cols))
+    }
 }
 
-/// A typed launch of one of this lesson's kernels: `(input, output, rows, cols)`.
+/// A typed launch of one of this lesson's kernels with its shape: `(input, output, rows, cols)`.
 pub type TransposeLaunch = fn(&DeviceBuffer<f32>, &mut DeviceBuffer<f32>, u32, u32) -> Launch;
+
+/// The [`TransposeLaunch`] of kernel `$name`: its generated launch at `shapes::$name(rows, cols)`.
+macro_rules! transpose_launch {
+    ($name:ident) => {
+        |input, output, rows, cols| launches::$name(shapes::$name(rows, cols), input, output, rows, cols)
+    };
+}
 
 /// The kernels with what each teaches, the copy ceiling first.
 pub const KERNELS: [(TransposeLaunch, &str); 5] = [
-    (kernels::copy, "coalesced reads and writes, each row's tiles from a sector boundary: the ceiling"),
-    (kernels::transpose_naive, "reads coalesced, writes strided by a whole row: a sector per lane"),
+    (transpose_launch!(copy), "coalesced reads and writes, each row's tiles from a sector boundary: the ceiling"),
+    (transpose_launch!(transpose_naive), "reads coalesced, writes strided by a whole row: a sector per lane"),
     (
-        kernels::transpose_tiled,
+        transpose_launch!(transpose_tiled),
         "32x32 shared tile: global traffic coalesced, but the tile's column read is a bank conflict",
     ),
-    (kernels::transpose_padded, "32x33 shared tile: one pad word per row spreads a column over all 32 banks"),
-    (kernels::transpose_vectorized, "64x65 shared tile, 128-bit loads and stores: 16 floats per thread in flight"),
+    (transpose_launch!(transpose_padded), "32x33 shared tile: one pad word per row spreads a column over all 32 banks"),
+    (
+        transpose_launch!(transpose_vectorized),
+        "64x65 shared tile, 128-bit loads and stores: 16 floats per thread in flight",
+    ),
 ];
 
 /// The kernels for dense matrices whose rows are not whole sectors, run by the `--sizes`
 /// sweep next to [`KERNELS`].
 pub const ANY_SIZE_KERNELS: [(TransposeLaunch, &str); 1] = [(
-    kernels::transpose_aligned_stores,
+    transpose_launch!(transpose_aligned_stores),
     "32x33 tile, each output row's tiles shifted to a sector boundary: whole-sector stores",
 )];
 
@@ -225,7 +254,7 @@ fn is_thin((rows, cols): (usize, usize)) -> bool {
 
 /// The transpose of thin matrices, run next to [`KERNELS`] where the matrix is thin.
 pub const THIN_KERNELS: [(TransposeLaunch, &str); 1] = [(
-    kernels::transpose_thin,
+    transpose_launch!(transpose_thin),
     "a band of the long side per block: coalesced 128-byte scalar rows one side, float4 runs the other",
 )];
 
@@ -550,21 +579,28 @@ mod tests {
                 assert_eq!(l.shape.grid.1, 1, "{}", l.kernel);
             }
             // The tile kernels' one-dimensional grid holds every tile, tile rows after tile rows.
-            let blocks = kernels::transpose_padded(&input, &mut output, rows, cols).shape.grid.0;
+            let blocks =
+                launches::transpose_padded(shapes::transpose_padded(rows, cols), &input, &mut output, rows, cols)
+                    .shape
+                    .grid
+                    .0;
             let (across, down) = (cols.div_ceil(TILE), (u64::from(rows) + u64::from(max_shift(rows))).div_ceil(32));
             assert_eq!(u64::from(blocks), u64::from(across) * down, "{rows}x{cols}");
         }
         // 4000000 x 2: 125000 rows of tiles, more than grid y's 65535, in one grid x of 125000.
-        let l = kernels::transpose_naive(&input, &mut output, 4_000_000, 2);
+        let l = launches::transpose_naive(shapes::transpose_naive(4_000_000, 2), &input, &mut output, 4_000_000, 2);
         assert_eq!(l.shape.grid, (125_000, 1));
         assert!(h200.max_grid.1 < 125_000);
         // Thin ones take the band: 1000000 / 1280 blocks of 256 threads at 3 rows.
-        let l = kernels::transpose_thin(&input, &mut output, 3, 1_000_000);
+        let l = launches::transpose_thin(shapes::transpose_thin(3, 1_000_000), &input, &mut output, 3, 1_000_000);
         assert_eq!((l.shape.grid, l.shape.block, l.shape.smem_bytes), ((782, 1), (256, 1), 16384));
-        assert_eq!(kernels::copy(&input, &mut output, 1_000_000, 3).shape.grid, (733, 1));
-        assert_eq!(kernels::copy(&input, &mut output, 17, 4096).shape.grid, (128, 1));
+        assert_eq!(launches::copy(shapes::copy(1_000_000, 3), &input, &mut output, 1_000_000, 3).shape.grid, (733, 1));
+        assert_eq!(launches::copy(shapes::copy(17, 4096), &input, &mut output, 17, 4096).shape.grid, (128, 1));
         // Not thin: the thin kernel's grid is empty, which the launch refuses.
-        let refusal = kernels::transpose_thin(&input, &mut output, 17, 17).shape.check(&h200).unwrap_err();
+        let refusal = launches::transpose_thin(shapes::transpose_thin(17, 17), &input, &mut output, 17, 17)
+            .shape
+            .check(&h200)
+            .unwrap_err();
         assert!(refusal.to_string().starts_with("empty launch"), "{refusal}");
     }
 

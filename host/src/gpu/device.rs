@@ -5,6 +5,7 @@ use cust::device::Device;
 use cust::sys::{CUdevice, CUdevice_attribute as A};
 
 use super::result::check;
+use crate::model::roofline::{bf16_flop_per_clock, fp32_lanes_per_sm, peak_fp32_flops, tf32_flop_per_clock};
 use serde::{Deserialize, Serialize};
 
 /// One device's figures, all as the driver reports them.
@@ -123,6 +124,35 @@ pub fn pci_bus_id(ordinal: u32) -> Option<std::ffi::CString> {
     check("cuDeviceGetPCIBusId", r).ok()?;
     // SAFETY: on success the driver wrote a NUL-terminated string.
     Some(unsafe { std::ffi::CStr::from_ptr(text.as_ptr()) }.into())
+}
+
+/// Peaks of the device from its driver attributes and the roofline model's per-SM rates
+/// ([`crate::model::roofline`]).
+impl DeviceInfo {
+    /// The device's FP32 peak, FLOP/s: `SMs x FP32 lanes x 2 x clock`, the clock `clock_ghz` when
+    /// measured, else the driver's SM clock; `None` for an architecture the roofline model has no
+    /// lanes for.
+    pub fn peak_fp32(&self, clock_ghz: Option<f64>) -> Option<f64> {
+        let lanes = fp32_lanes_per_sm(self.cc.0, self.cc.1)?;
+        let hz = clock_ghz.map_or(self.sm_clock_khz as f64 * 1e3, |g| g * 1e9);
+        Some(peak_fp32_flops(self.sms, lanes, hz))
+    }
+
+    /// The device's dense TF32 tensor-core peak, FLOP/s, at `clock_ghz` when measured, else at the
+    /// driver's SM clock; `None` below cc 8.0 or for an architecture the model lacks.
+    pub fn peak_tf32(&self, clock_ghz: Option<f64>) -> Option<f64> {
+        self.tensor_peak(clock_ghz, tf32_flop_per_clock(self.cc.0, self.cc.1)?)
+    }
+
+    /// The device's dense BF16 tensor-core peak, FLOP/s, as [`DeviceInfo::peak_tf32`].
+    pub fn peak_bf16(&self, clock_ghz: Option<f64>) -> Option<f64> {
+        self.tensor_peak(clock_ghz, bf16_flop_per_clock(self.cc.0, self.cc.1)?)
+    }
+
+    fn tensor_peak(&self, clock_ghz: Option<f64>, per_clock: u32) -> Option<f64> {
+        let hz = clock_ghz.map_or(self.sm_clock_khz as f64 * 1e3, |g| g * 1e9);
+        Some(f64::from(self.sms) * f64::from(per_clock) * hz)
+    }
 }
 
 #[cfg(test)]

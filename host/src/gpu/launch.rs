@@ -1,6 +1,5 @@
-//! Launching a kernel: typed launches ([`Launch`], declared per entry with
-//! [`kernels!`](crate::kernels!)) with a launch shape ([`LaunchShape`]) checked against the
-//! device's limits.
+//! Launching a kernel: a [`Launch`] (entry name, [`LaunchShape`] checked against the device's
+//! limits, argument bytes), as the generated typed launches build it.
 
 use std::ffi::c_void;
 
@@ -77,8 +76,8 @@ pub struct Entry {
 }
 
 /// One launch of one kernel, ready to enqueue: the entry name, the launch shape and the
-/// argument values, built by the kernel's typed launch function (declared with
-/// [`kernels!`](crate::kernels!)), which owns all three.
+/// argument values, built by the kernel's typed launch function (generated from the kernel's
+/// signature by the build script).
 ///
 /// A launch holds device addresses, not borrows: the buffers it names must live until the
 /// stream is synchronised after its last enqueue, as for any CUDA launch.
@@ -187,78 +186,14 @@ pub fn launched() -> Vec<&'static str> {
     LAUNCHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().copied().collect()
 }
 
-/// Declares typed launch functions, one per kernel entry, and the table of their [`Entry`]s.
-///
-/// ```text
-/// kernels! {
-///     /// Doc comment of the launch function.
-///     fn transpose_tiled(; input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<f32>, rows: u32, cols: u32)
-///         => tiles(rows, cols, TILE, BLOCK, smem_bytes(TILE, TILED_PITCH));
-///     /// A cluster launch: `in clusters` and the `(cx, cy)` blocks per cluster.
-///     fn cluster_barrier(cluster: (u32, u32); iters: u32, out: &mut DeviceBuffer<u64>)
-///         => shape(cluster), in clusters cluster;
-/// }
-/// ```
-///
-/// Before the `;` come parameters of the launch shape only (none here); after it the kernel's
-/// parameters, in the entry's order, each a [`KernelArg`]. Expands to `pub mod entry` (one
-/// [`Entry`] per kernel: `entry::transpose_padded`), `pub const ENTRIES: &[Entry]` and
-/// `pub mod kernels` holding `pub fn transpose_padded(..) -> Launch`; the shape expression sees
-/// the module's items. One signature gives both the arguments a launch passes
-/// and the list the PTX test checks, so the two cannot drift apart.
-#[macro_export]
-macro_rules! kernels {
-    ($(
-        $(#[$doc:meta])*
-        fn $name:ident($($sarg:ident: $sty:ty),* ; $($arg:ident: $ty:ty),* $(,)?) => $shape:expr
-            $(, in clusters $cluster:expr)?;
-    )*) => {
-        /// The entry (name and parameters) of each typed launch in [`kernels`].
-        pub mod entry {
-            #[allow(unused_imports)]
-            use super::*;
-            $(
-                #[allow(non_upper_case_globals)]
-                #[doc = concat!("The entry of `", stringify!($name), "`.")]
-                pub const $name: $crate::gpu::launch::Entry = $crate::gpu::launch::Entry {
-                    name: stringify!($name),
-                    params: &[$(<$ty as $crate::gpu::launch::KernelArg>::PARAM),*],
-                };
-            )*
-        }
-
-        /// The entries of this module's typed launches, checked against the PTX by
-        /// `tests/launch_params.rs`.
-        pub const ENTRIES: &[$crate::gpu::launch::Entry] = &[$(entry::$name),*];
-
-        /// Typed launches: one function per kernel entry, owning its name, launch shape and
-        /// argument list.
-        pub mod kernels {
-            #[allow(unused_imports)]
-            use super::*;
-            $(
-                $(#[$doc])*
-                #[allow(clippy::too_many_arguments)]
-                pub fn $name($($sarg: $sty,)* $($arg: $ty),*) -> $crate::gpu::launch::Launch {
-                    let shape: $crate::gpu::launch::LaunchShape = $shape;
-                    let args = vec![$($crate::gpu::launch::KernelArg::bytes(&$arg)),*];
-                    let launch = $crate::gpu::launch::Launch::new(super::entry::$name.name, shape, args);
-                    $(let launch = launch.in_clusters($cluster);)?
-                    launch
-                }
-            )*
-        }
-    };
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_launch_the_driver_took_is_listed_once() {
-        record_launch("copy");
-        record_launch("copy");
-        assert_eq!(launched().iter().filter(|&&k| k == "copy").count(), 1);
+        record_launch("probe");
+        record_launch("probe");
+        assert_eq!(launched().iter().filter(|&&k| k == "probe").count(), 1);
     }
 }

@@ -132,9 +132,9 @@ mod tests {
     fn whole_warps_are_required_where_the_kernel_says_so() {
         let shape = LaunchShape { grid: (1, 1), block: (100, 1), smem_bytes: 0 };
         assert_eq!(
-            shape.require_whole_warps("shared_bank_probe", 1024).unwrap_err().to_string(),
-            "`shared_bank_probe` needs threads per block a multiple of the warp size 32, got 100: allowed 32, 64, ..., 1024"
+            shape.require_whole_warps("probe", 1024).unwrap_err().to_string(),
+            "`probe` needs threads per block a multiple of the warp size 32, got 100: allowed 32, 64, ..., 1024"
         );
-        assert!(LaunchShape { block: (32, 8), ..shape }.require_whole_warps("copy", 1024).is_ok());
+        assert!(LaunchShape { block: (32, 8), ..shape }.require_whole_warps("probe", 1024).is_ok());
     }
 }

@@ -13,27 +13,24 @@ use crate::gpu::launch::LaunchShape;
 use crate::gpu::memory::{copy_to_device_async, copy_to_host_async};
 use crate::gpu::staging::Staging;
 use crate::gpu::timing::{Repeats, Timing, time};
+use crate::launches;
 use crate::verify::{self, Check};
 use crate::{reference, refuse};
 
-crate::kernels! {
-    /// `read_cg`: `blocks` one-dimensional blocks of 256 threads sum the `vectors` 16-byte
-    /// vectors of `input` (`ld.global.cg`, one in flight per thread) `passes` times; `out`
-    /// holds one word per thread.
-    fn read_cg(blocks: u32; input: &DeviceBuffer<u32>, vectors: u32, passes: u32, out: &mut DeviceBuffer<u32>)
-        => LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: 0 };
-    /// `read_cg_unrolled`: as [`read_cg`], with `READ_CG_UNROLL` loads in flight per thread.
-    fn read_cg_unrolled(blocks: u32; input: &DeviceBuffer<u32>, vectors: u32, passes: u32, out: &mut DeviceBuffer<u32>)
-        => LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: 0 };
+/// The launch shape of the readers `read_cg` and `read_cg_unrolled` (`kernels-gpu/src/hierarchy.rs`):
+/// `blocks` one-dimensional blocks of 256 threads, no shared memory.
+pub fn read_shape(blocks: u32) -> LaunchShape {
+    LaunchShape { grid: (blocks, 1), block: (BLOCK, 1), smem_bytes: 0 }
 }
 
-/// The typed launch of a reader: `(blocks, input, vectors, passes, out)`.
-pub type ReadLaunch = fn(u32, &DeviceBuffer<u32>, u32, u32, &mut DeviceBuffer<u32>) -> crate::gpu::launch::Launch;
+/// The typed launch of a reader: `(shape, input, vectors, passes, out)`.
+pub type ReadLaunch =
+    fn(LaunchShape, &DeviceBuffer<u32>, u32, u32, &mut DeviceBuffer<u32>) -> crate::gpu::launch::Launch;
 
 /// How a read is launched: the kernel and the blocks of 256 threads per SM.
 #[derive(Clone, Copy)]
 pub struct Reader {
-    /// [`kernels::read_cg`] or [`kernels::read_cg_unrolled`].
+    /// [`launches::read_cg`] or [`launches::read_cg_unrolled`].
     pub kernel: ReadLaunch,
     /// Blocks per SM; `None`: as many as the SM's threads allow (a full GPU).
     pub blocks_per_sm: Option<u32>,
@@ -41,9 +38,9 @@ pub struct Reader {
 
 impl Reader {
     /// `read_cg` on a full GPU: the DRAM read.
-    pub const PLAIN: Reader = Reader { kernel: kernels::read_cg, blocks_per_sm: None };
+    pub const PLAIN: Reader = Reader { kernel: launches::read_cg, blocks_per_sm: None };
     /// `read_cg_unrolled` on a full GPU: the L2 read of the hierarchy table.
-    pub const UNROLLED: Reader = Reader { kernel: kernels::read_cg_unrolled, blocks_per_sm: None };
+    pub const UNROLLED: Reader = Reader { kernel: launches::read_cg_unrolled, blocks_per_sm: None };
 }
 
 /// A read of `bytes` (a multiple of 16) `passes` times by `reader` (kernel and blocks per SM);
@@ -76,7 +73,7 @@ pub fn read(
     let input: DeviceBuffer<u32> = poisoned(len)?;
     Staging::new(len)?.upload(&lab.gpu, &input, reference::fill_strided_words)?;
     let mut out = poisoned::<u32>(threads)?;
-    let launch = (reader.kernel)(blocks, &input, vectors as u32, passes, &mut out);
+    let launch = (reader.kernel)(read_shape(blocks), &input, vectors as u32, passes, &mut out);
     let work = Work { flop: 0.0, bytes: bytes as f64 * passes as f64, level };
     let size = format!("{bytes} B x {passes}");
     let run = KernelRun { launch, lesson, prediction, work, size, reset: &|| poison(&out) };

@@ -16,6 +16,7 @@ use crate::demos::{Lab, download, upload};
 use crate::gpu::describe;
 use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::staging::Staging;
+use crate::launches;
 use crate::reference;
 use crate::refuse;
 use crate::verify::{self, Check};
@@ -25,26 +26,26 @@ fn one_block(threads: u32, smem: u32) -> LaunchShape {
     LaunchShape { grid: (1, 1), block: (threads, 1), smem_bytes: smem }
 }
 
-crate::kernels! {
-    /// `chase_global`: one thread follows the chain at device address `start` (`ld.global`),
-    /// `warm` links untimed, `steps` timed; writes the probe record to `out`.
-    fn chase_global(; start: u64, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>) => one_block(1, 0);
-    /// `chase_global_cg`: as [`chase_global`], with `ld.global.cg` (L2 only).
-    fn chase_global_cg(; start: u64, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>) => one_block(1, 0);
-    /// `chase_shared`: one block of 256 threads copies the `words`-word chain into `4 * words`
-    /// bytes of dynamic shared memory; one thread follows it (`ld.shared`).
-    fn chase_shared(; chain: &DeviceBuffer<u32>, words: u32, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>)
-        => one_block(SHARED_CHASE_THREADS, 4 * words);
-    /// `chase_shared_index`: as [`chase_shared`], the hop `j = s[j]` (index, shift, add, load).
-    fn chase_shared_index(; chain: &DeviceBuffer<u32>, words: u32, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>)
-        => one_block(SHARED_CHASE_THREADS, 4 * words);
-    /// `chase_local`: one thread follows a 32-word chain in its local memory (`ld.local`).
-    fn chase_local(; chain: &DeviceBuffer<u32>, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>) => one_block(1, 0);
+/// The launch shapes of the latency probes (their kernels' docs in `kernels-gpu/src/hierarchy.rs`
+/// give what each does; its typed launch, in [`crate::launches`], takes the shape first).
+pub mod shapes {
+    use super::*;
+
+    /// One thread alone: `chase_global`, `chase_global_cg`, `chase_local`, `register_chain`.
+    pub fn one_thread() -> LaunchShape {
+        one_block(1, 0)
+    }
+
+    /// `chase_shared` and `chase_shared_index`: one block of 256 threads copies the
+    /// `words`-word chain into `4 * words` bytes of dynamic shared memory; one thread follows it.
+    pub fn chase_shared(words: u32) -> LaunchShape {
+        one_block(SHARED_CHASE_THREADS, 4 * words)
+    }
+
     /// `const_chase`: one warp follows the `.const` chain from lane offsets `lane * lane_stride`.
-    fn const_chase(; lane_stride: u32, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>)
-        => one_block(CONST_CHASE_THREADS, 0);
-    /// `register_chain`: one thread runs `steps` dependent `x = fma(x, a, b)`.
-    fn register_chain(; x: f32, a: f32, b: f32, steps: u32, out: &mut DeviceBuffer<u64>) => one_block(1, 0);
+    pub fn const_chase() -> LaunchShape {
+        one_block(CONST_CHASE_THREADS, 0)
+    }
 }
 
 /// One probe's timed loads, per load.
@@ -86,7 +87,7 @@ fn probe(lab: &Lab, steps: u32, make: impl FnOnce(&mut DeviceBuffer<u64>) -> Lau
 }
 
 /// The typed launch of a global-memory chase: `(start, warm, steps, out)`.
-type ChaseLaunch = fn(u64, u32, u32, &mut DeviceBuffer<u64>) -> Launch;
+type ChaseLaunch = fn(LaunchShape, u64, u32, u32, &mut DeviceBuffer<u64>) -> Launch;
 
 /// One working-set size of the ladder: the chase with default caching and with L2 only.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,14 +141,14 @@ pub fn ladder(lab: &Lab, sizes: &[usize], steps: u32, warm_cap: usize) -> Result
                 ([default_end, chain::walk(&next, default_end, steps as u64)], sizes.get(k + 1).map(|&b| cycle(b)))
             });
             let probes = (|| {
-                let default = chase(lab, kernels::chase_global, base, 0, warm, steps)?;
+                let default = chase(lab, launches::chase_global, base, 0, warm, steps)?;
                 // The L2-only probe goes on from the slot where the default one stopped, on the
                 // chain that walk just warmed (its warm-up and its timed loads, in the same
                 // order): a warm-up of its own would only walk the same lines again (past twice
                 // the L2, 2 x L2 / 128 links at ~680 cycles: ~0.35 s a size on the H200). A
                 // wrong end sends it off the chain and fails both checks.
                 let start = if (default.1 as usize) < slots { default.1 } else { 0 };
-                let l2_only = chase(lab, kernels::chase_global_cg, base, start, 0, steps)?;
+                let l2_only = chase(lab, launches::chase_global_cg, base, start, 0, steps)?;
                 Ok::<_, anyhow::Error>((default, l2_only))
             })();
             (probes, host.join().expect("the host's chain walk does not panic"))
@@ -167,7 +168,7 @@ pub fn ladder(lab: &Lab, sizes: &[usize], steps: u32, warm_cap: usize) -> Result
 /// `warm` links untimed and `steps` timed: its latency and the slot it ended on.
 fn chase(lab: &Lab, kernel: ChaseLaunch, base: u64, start: u32, warm: u32, steps: u32) -> Result<(Latency, u32)> {
     let at = base + u64::from(start) * LINE_BYTES as u64;
-    let record = probe(lab, steps, |out| kernel(at, warm, steps, out))?;
+    let record = probe(lab, steps, |out| kernel(shapes::one_thread(), at, warm, steps, out))?;
     Ok((record.latency, slot_of(record.words[2], base)))
 }
 
@@ -186,7 +187,7 @@ pub fn chain_at(
     let next = chain::random_cycle(bytes / LINE_BYTES, bytes as u64 ^ 0x5eed);
     write(&chain::global_image(&next, base))?;
     let warm = warm.min(next.len() as u32);
-    let (latency, end) = chase(lab, kernels::chase_global, base, 0, warm, steps)?;
+    let (latency, end) = chase(lab, launches::chase_global, base, 0, warm, steps)?;
     let want = chain::walk(&next, 0, warm as u64 + steps as u64);
     Ok((latency, verify::exact_u32(&[end], |_| want)))
 }
@@ -200,8 +201,11 @@ pub fn shared(lab: &Lab, bytes: usize, steps: u32) -> Result<(Latency, Latency, 
     let image = upload(&chain::shared_image(&next))?;
     let warm = next.len() as u32;
     let words = (bytes / 4) as u32;
-    let address = probe(lab, steps, |out| kernels::chase_shared(&image, words, warm, steps, out))?;
-    let index = probe(lab, steps, |out| kernels::chase_shared_index(&image, words, warm, steps, out))?;
+    let address =
+        probe(lab, steps, |out| launches::chase_shared(shapes::chase_shared(words), &image, words, warm, steps, out))?;
+    let index = probe(lab, steps, |out| {
+        launches::chase_shared_index(shapes::chase_shared(words), &image, words, warm, steps, out)
+    })?;
     let end = chain::walk(&next, 0, warm as u64 + steps as u64) * LINE_BYTES as u32;
     // The address chase ends on a byte offset, the index chase on a word index.
     let got = [address.words[2] as u32, (index.words[2] as u32).wrapping_mul(4)];
@@ -213,7 +217,7 @@ pub fn local(lab: &Lab, steps: u32) -> Result<(Latency, Check)> {
     let next = chain::random_cycle(LOCAL_CHAIN_WORDS, 5);
     let chain = upload(&next)?;
     let warm = next.len() as u32;
-    let record = probe(lab, steps, |out| kernels::chase_local(&chain, warm, steps, out))?;
+    let record = probe(lab, steps, |out| launches::chase_local(shapes::one_thread(), &chain, warm, steps, out))?;
     let end = chain::walk(&next, 0, warm as u64 + steps as u64);
     Ok((record.latency, verify::exact_u32(&[record.words[2] as u32], |_| end)))
 }
@@ -235,7 +239,8 @@ pub fn constant(lab: &Lab, steps: u32) -> Result<(Latency, Latency, Check)> {
     let warm = CONST_CHAIN_WORDS as u32;
     let (mut got, mut want) = (Vec::new(), Vec::new());
     let mut run = |lane_stride: u32| -> Result<Latency> {
-        let record = probe(lab, steps, |out| kernels::const_chase(lane_stride, warm, steps, out))?;
+        let record =
+            probe(lab, steps, |out| launches::const_chase(shapes::const_chase(), lane_stride, warm, steps, out))?;
         for lane in 0..CONST_CHASE_THREADS {
             got.push(record.words[3 + lane as usize] as u32);
             want.push(4 * chain::walk(&next, lane * lane_stride, warm as u64 + steps as u64));
@@ -250,7 +255,7 @@ pub fn constant(lab: &Lab, steps: u32) -> Result<(Latency, Latency, Check)> {
 /// Register latency: `steps` dependent FMAs in one thread.
 pub fn register(lab: &Lab, steps: u32) -> Result<(Latency, Check)> {
     let (x, a, b) = (0.25f32, 0.5f32, 1.0f32);
-    let record = probe(lab, steps, |out| kernels::register_chain(x, a, b, steps, out))?;
+    let record = probe(lab, steps, |out| launches::register_chain(shapes::one_thread(), x, a, b, steps, out))?;
     let want = reference::fma_chain(x, a, b, steps).to_bits();
     Ok((record.latency, verify::exact_u32(&[record.words[2] as u32], |_| want)))
 }

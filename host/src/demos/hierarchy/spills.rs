@@ -3,27 +3,35 @@
 //! (`register_pressure` under a falling JIT register cap: spills appear, occupancy rises).
 
 use anyhow::Result;
-use cust::memory::DeviceBuffer;
 use memlab_contracts::probes::BLOCK;
 
-use crate::demos::occupancy::kernels::register_pressure;
+use crate::demos::occupancy;
 use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, measure, poison, poisoned, upload};
 use crate::gpu::Gpu;
 use crate::gpu::launch::LaunchShape;
+use crate::launches;
 use crate::ptx::{Ptx, count_ops, entry_body};
 use crate::ptxas::{self, PtxasKernel};
 use crate::reference;
 use crate::verify::{self, Check};
 
-crate::kernels! {
+/// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
+/// launch, in [`crate::launches`], takes the shape first).
+pub mod shapes {
+    #[allow(unused_imports)]
+    use super::*;
+
     /// `local_array_constant_index`: thread `g < threads` runs `iters` rounds over its 16-float
     /// array (`input` holds `17 * threads` floats), constant indices; one-dimensional blocks of 256.
-    fn local_array_constant_index(; input: &DeviceBuffer<f32>, out: &mut DeviceBuffer<f32>, threads: u32, iters: u32)
-        => LaunchShape::linear(threads, BLOCK, 0);
+    pub fn local_array_constant_index(threads: u32) -> LaunchShape {
+        LaunchShape::linear(threads, BLOCK, 0)
+    }
+
     /// `local_array_runtime_index`: the same with the neighbour index shifted by `shift` (1 gives
     /// the same result) at run time.
-    fn local_array_runtime_index(; input: &DeviceBuffer<f32>, out: &mut DeviceBuffer<f32>, threads: u32, iters: u32, shift: u32)
-        => LaunchShape::linear(threads, BLOCK, 0);
+    pub fn local_array_runtime_index(threads: u32) -> LaunchShape {
+        LaunchShape::linear(threads, BLOCK, 0)
+    }
 }
 /// Threads checked against the CPU reference (spread over the grid).
 const SAMPLES: usize = 2048;
@@ -72,9 +80,12 @@ pub fn local_array_pair(lab: &Lab, iters: u32) -> Result<(Vec<KernelRow>, Vec<St
     let mut out = poisoned::<f32>(threads)?;
     let t = threads as u32;
     let pair = [
-        (kernels::local_array_constant_index(&input, &mut out, t, iters), "16-float array, constant indices"),
         (
-            kernels::local_array_runtime_index(&input, &mut out, t, iters, 1),
+            launches::local_array_constant_index(shapes::local_array_constant_index(t), &input, &mut out, t, iters),
+            "16-float array, constant indices",
+        ),
+        (
+            launches::local_array_runtime_index(shapes::local_array_runtime_index(t), &input, &mut out, t, iters, 1),
             "the same array indexed by a runtime shift",
         ),
     ];
@@ -135,7 +146,13 @@ pub fn register_sweep(lab: &Lab, iters: u32) -> Result<Vec<KernelRow>> {
             let capped = Lab::new(Gpu::open_one_kernel(lab.gpu.ordinal, "register_pressure", cap)?, lab.sizes.clone());
             let figures = ptxas_run.join().expect("a ptxas run does not panic");
             let run = KernelRun {
-                launch: register_pressure(&input, &mut out, threads as u32, iters),
+                launch: launches::register_pressure(
+                    occupancy::shapes::register_pressure(threads as u32),
+                    &input,
+                    &mut out,
+                    threads as u32,
+                    iters,
+                ),
                 lesson: "128 live accumulators under a register cap",
                 prediction: format!("cap {cap}: {}", ptxas_phrase(&figures)),
                 work: Work { flop: flops, bytes: 0.0, level: Level::Registers },

@@ -7,9 +7,10 @@ use std::cell::RefCell;
 
 use anyhow::Result;
 
-use crate::demos::tma::{NEEDS_CC, config_label, kernels};
+use crate::demos::tma::{NEEDS_CC, config_label};
 use crate::demos::{KernelRun, Lab, Work, check_staged, ensure_free, f32_bytes, measure, poison, poisoned};
 use crate::gpu::staging::Staging;
+use crate::launches;
 use crate::reference;
 use crate::verify::Check;
 use memlab_contracts::tma::BULK_DEFAULT as P;
@@ -33,8 +34,8 @@ pub fn row(lab: &Lab, dram_bytes: usize, memcpy_gbs: Option<f64>) -> Result<Opti
     staging.upload(&lab.gpu, &input, |offset, chunk| reference::fill_input(SEED, offset, chunk))?;
     let staging = RefCell::new(staging);
     let mut output = poisoned::<f32>(n)?;
-    let launch = kernels::tma_bulk_copy(
-        P.grid(lab.gpu.info.sms, 1, n as u32),
+    let launch = launches::tma_bulk_copy(
+        crate::demos::tma::shapes::tma_bulk_copy(P.grid(lab.gpu.info.sms, 1, n as u32), P.box_bytes(), P.stages),
         &input,
         &mut output,
         n as u32,

@@ -20,9 +20,10 @@ use anyhow::Result;
 use memlab_contracts::hierarchy::{READ_CG_UNROLL, READ_CG_VECTOR_BYTES};
 use memlab_contracts::probes::BLOCK;
 
-use super::hierarchy::bandwidth::{Reader, kernels as readers, read};
+use super::hierarchy::bandwidth::{Reader, read};
 use super::hierarchy::ladder::bytes;
 use super::{Inputs, KernelRow, Lab, Level, Section};
+use crate::launches;
 use crate::model::l2::L2Policy;
 use crate::series::{Series, names};
 
@@ -98,9 +99,9 @@ pub fn measure(lab: &Lab) -> Result<Measured> {
         };
         let plain = lab
             .phases
-            .step("bandwidth sweep", || row(readers::read_cg, 1, "L2 reads, one 16-byte load in flight per thread"))?;
+            .step("bandwidth sweep", || row(launches::read_cg, 1, "L2 reads, one 16-byte load in flight per thread"))?;
         let unrolled = lab.phases.step("bandwidth sweep", || {
-            row(readers::read_cg_unrolled, READ_CG_UNROLL, "L2 reads, four 16-byte loads in flight per thread")
+            row(launches::read_cg_unrolled, READ_CG_UNROLL, "L2 reads, four 16-byte loads in flight per thread")
         })?;
         bandwidth.push((blocks, plain, unrolled));
     }

@@ -15,15 +15,22 @@ use crate::demos::hierarchy::ladder::bytes;
 use crate::demos::{Lab, download, ensure_free, poisoned, sanitizer, upload};
 use crate::gpu::describe;
 use crate::gpu::launch::LaunchShape;
+use crate::launches;
 use crate::model::l2::{BANDS, Band, L2Level, band_shares, one_sm_level, two_means};
 use crate::refuse;
 use crate::verify::{self, Check};
 
-crate::kernels! {
+/// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
+/// launch, in [`crate::launches`], takes the shape first).
+pub mod shapes {
+    #[allow(unused_imports)]
+    use super::*;
+
     /// `chase_l2_on_sm`: `blocks` blocks of one warp, each with `smem` dynamic shared bytes
     /// (more than half an SM's, so one block per SM); the block on SM `sm` chases.
-    fn chase_l2_on_sm(blocks: u32, smem: u32; start: u64, sm: u32, warm: u32, steps: u32, out: &mut DeviceBuffer<u64>)
-        => LaunchShape { grid: (blocks, 1), block: (CHASE_SM_THREADS, 1), smem_bytes: smem };
+    pub fn chase_l2_on_sm(blocks: u32, smem: u32) -> LaunchShape {
+        LaunchShape { grid: (blocks, 1), block: (CHASE_SM_THREADS, 1), smem_bytes: smem }
+    }
 }
 
 /// Lines of the chain every SM times (256 KiB: far inside either partition).
@@ -103,8 +110,8 @@ pub fn measure(lab: &Lab, warm_sm: u32, timed_sms: Option<u32>) -> Result<Partit
     let mut hops = Vec::with_capacity(sms as usize);
     let (mut got, mut want, mut missed) = (Vec::new(), Vec::new(), Vec::new());
     for sm in 0..timed_sms.map_or(sms, |n| n.min(sms)) {
-        let flush_launch = crate::kernels::read_cg(
-            flush_blocks,
+        let flush_launch = launches::read_cg(
+            crate::demos::hierarchy::bandwidth::read_shape(flush_blocks),
             &flush,
             (flush_bytes / READ_CG_VECTOR_BYTES) as u32,
             1,
@@ -112,9 +119,10 @@ pub fn measure(lab: &Lab, warm_sm: u32, timed_sms: Option<u32>) -> Result<Partit
         );
         flush_launch.enqueue(gpu)?;
         let mut warm_out = upload(&vec![u64::MAX; record_words])?;
-        kernels::chase_l2_on_sm(sms, smem, base, warm_sm, steps, 0, &mut warm_out).enqueue(gpu)?;
+        launches::chase_l2_on_sm(shapes::chase_l2_on_sm(sms, smem), base, warm_sm, steps, 0, &mut warm_out)
+            .enqueue(gpu)?;
         let mut out = upload(&vec![u64::MAX; record_words])?;
-        kernels::chase_l2_on_sm(sms, smem, base, sm, 0, steps, &mut out).enqueue(gpu)?;
+        launches::chase_l2_on_sm(shapes::chase_l2_on_sm(sms, smem), base, sm, 0, steps, &mut out).enqueue(gpu)?;
         if let Err(e) = gpu.stream.synchronize() {
             refuse!("kernel `chase_l2_on_sm` failed: {}", describe(e));
         }
@@ -146,10 +154,24 @@ pub fn measure(lab: &Lab, warm_sm: u32, timed_sms: Option<u32>) -> Result<Partit
         chain_buffer
             .copy_from(&chain::global_image(&next, start)[..])
             .map_err(|e| anyhow::anyhow!("upload: {}", describe(e)))?;
-        crate::kernels::read_cg(flush_blocks, &flush, (flush_bytes / READ_CG_VECTOR_BYTES) as u32, 1, &mut flush_out)
-            .enqueue(gpu)?;
+        launches::read_cg(
+            crate::demos::hierarchy::bandwidth::read_shape(flush_blocks),
+            &flush,
+            (flush_bytes / READ_CG_VECTOR_BYTES) as u32,
+            1,
+            &mut flush_out,
+        )
+        .enqueue(gpu)?;
         let mut out = upload(&vec![u64::MAX; CHASE_SM_HEADER_WORDS + lines])?;
-        kernels::chase_l2_on_sm(sms, smem, start, warm_sm, lines as u32, lines as u32, &mut out).enqueue(gpu)?;
+        launches::chase_l2_on_sm(
+            shapes::chase_l2_on_sm(sms, smem),
+            start,
+            warm_sm,
+            lines as u32,
+            lines as u32,
+            &mut out,
+        )
+        .enqueue(gpu)?;
         if let Err(e) = gpu.stream.synchronize() {
             refuse!("kernel `chase_l2_on_sm` failed: {}", describe(e));
         }

@@ -12,19 +12,24 @@ use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free
 use crate::gpu::l2::{self, PersistingLimits, Window};
 use crate::gpu::launch::LaunchShape;
 use crate::gpu::staging::Staging;
+use crate::launches;
 use crate::model::l2::{HotStream, L2Policy, hit_from_time, hit_ratio, hot_hit};
 use crate::phases::Kind;
 use crate::reference;
 use crate::verify;
 use rayon::prelude::*;
 
-crate::kernels! {
+/// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
+/// launch, in [`crate::launches`], takes the shape first).
+pub mod shapes {
+    #[allow(unused_imports)]
+    use super::*;
+
     /// `hot_stream_read`: `blocks` blocks of `HOT_STREAM_THREADS` threads read the stream once
     /// and the hot buffer (`hot_mask + 1` vectors) once per as many streamed vectors.
-    fn hot_stream_read(blocks: u32;
-        stream: &DeviceBuffer<u32>, stream_vectors: u32, hot: &DeviceBuffer<u32>, hot_mask: u32,
-        out: &mut DeviceBuffer<u32>)
-        => LaunchShape { grid: (blocks, 1), block: (HOT_STREAM_THREADS, 1), smem_bytes: 0 };
+    pub fn hot_stream_read(blocks: u32) -> LaunchShape {
+        LaunchShape { grid: (blocks, 1), block: (HOT_STREAM_THREADS, 1), smem_bytes: 0 }
+    }
 }
 
 /// The compute capability persisting accesses need (CUDA C++ Programming Guide, "L2 Cache
@@ -191,15 +196,22 @@ pub fn measure_sizes(
         let hot_vectors = (hot_bytes / READ_CG_VECTOR_BYTES) as u32;
         let hot_buffer = if on_stream { &stream } else { &hot };
         let launch = match variant {
-            Variant::EvictFirst => crate::demos::l2::policies::kernels::hot_stream_read_evict_first(
-                blocks,
+            Variant::EvictFirst => launches::hot_stream_read_evict_first(
+                crate::demos::l2::policies::shapes::hot_stream_read_evict_first(blocks),
                 &stream,
                 stream_vectors,
                 hot_buffer,
                 hot_vectors - 1,
                 &mut out,
             ),
-            _ => kernels::hot_stream_read(blocks, &stream, stream_vectors, hot_buffer, hot_vectors - 1, &mut out),
+            _ => launches::hot_stream_read(
+                shapes::hot_stream_read(blocks),
+                &stream,
+                stream_vectors,
+                hot_buffer,
+                hot_vectors - 1,
+                &mut out,
+            ),
         };
         let work = Work { flop: 0.0, bytes: 2.0 * stream_bytes as f64, level: Level::Global };
         let (lesson, how) = variant.describe(on_stream);

@@ -3,27 +3,33 @@
 //! `hot_stream_read_evict_first` (timed by [`super::persisting`]).
 
 use anyhow::Result;
-use cust::memory::DeviceBuffer;
 use memlab_contracts::hierarchy::READ_CG_VECTOR_BYTES;
 use memlab_contracts::l2::{CHUNK_THREADS, HOT_STREAM_THREADS, REGION_VECTORS};
 
 use crate::demos::hierarchy::ladder::bytes;
 use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poison, poisoned, upload};
 use crate::gpu::launch::LaunchShape;
+use crate::launches;
 use crate::reference;
 use crate::verify;
 
-crate::kernels! {
+/// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
+/// launch, in [`crate::launches`], takes the shape first).
+pub mod shapes {
+    #[allow(unused_imports)]
+    use super::*;
+
     /// `read_cg_chunks`: `blocks` blocks of `CHUNK_THREADS` (`CHUNK_BLOCKS`, fewer under
     /// compute-sanitizer, at least `regions`), block `b` reading 512 KiB region `b % regions`
     /// of the `regions` in `input`.
-    fn read_cg_chunks(blocks: u32; input: &DeviceBuffer<u32>, regions: u32, out: &mut DeviceBuffer<u32>)
-        => LaunchShape { grid: (blocks, 1), block: (CHUNK_THREADS, 1), smem_bytes: 0 };
+    pub fn read_cg_chunks(blocks: u32) -> LaunchShape {
+        LaunchShape { grid: (blocks, 1), block: (CHUNK_THREADS, 1), smem_bytes: 0 }
+    }
+
     /// `hot_stream_read_evict_first`: as `hot_stream_read`, the streamed loads evict-first.
-    fn hot_stream_read_evict_first(blocks: u32;
-        stream: &DeviceBuffer<u32>, stream_vectors: u32, hot: &DeviceBuffer<u32>, hot_mask: u32,
-        out: &mut DeviceBuffer<u32>)
-        => LaunchShape { grid: (blocks, 1), block: (HOT_STREAM_THREADS, 1), smem_bytes: 0 };
+    pub fn hot_stream_read_evict_first(blocks: u32) -> LaunchShape {
+        LaunchShape { grid: (blocks, 1), block: (HOT_STREAM_THREADS, 1), smem_bytes: 0 }
+    }
 }
 
 /// Bytes of one region, what one block of `read_cg_chunks` reads (512 KiB).
@@ -44,7 +50,7 @@ pub fn chunks(lab: &Lab, footprint: usize) -> Result<KernelRow> {
     let input = upload(&words)?;
     let mut out = poisoned::<u32>(regions as usize * CHUNK_THREADS as usize)?;
     let blocks = crate::demos::sanitizer::chunk_blocks(lab, regions);
-    let launch = kernels::read_cg_chunks(blocks, &input, regions, &mut out);
+    let launch = launches::read_cg_chunks(shapes::read_cg_chunks(blocks), &input, regions, &mut out);
     let work = Work { flop: 0.0, bytes: blocks as f64 * REGION_BYTES as f64, level: Level::L2 };
     let size = format!("{} in {regions} regions, {blocks} blocks", bytes(used));
     let prediction = "the busiest SM ends one short block after the others".to_string();

@@ -32,7 +32,7 @@ use crate::gpu::host_memory::PinnedHost;
 use crate::gpu::memory::Owned;
 use crate::gpu::peer::{self, DeviceMemory};
 use crate::gpu::timing::{self, Repeats};
-use crate::kernels;
+use crate::launches;
 use crate::verify::{self, Check};
 use crate::{reference, refuse};
 use matrix::{PairMatrix, ordered_pairs, unordered_pairs};
@@ -350,7 +350,13 @@ fn kernels_over_link(
             labs[i].gpu.make_current()?;
             // The copy ceiling of the transpose lesson, with its launch contract.
             let n = rows * COPY_COLS;
-            let launch = kernels::copy(&input.view(n), &mut output.view(n), rows as u32, COPY_COLS as u32);
+            let launch = launches::copy(
+                crate::demos::transpose::shapes::copy(rows as u32, COPY_COLS as u32),
+                &input.view(n),
+                &mut output.view(n),
+                rows as u32,
+                COPY_COLS as u32,
+            );
             let run = KernelRun {
                 launch,
                 lesson,
