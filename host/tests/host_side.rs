@@ -14,6 +14,11 @@ fn memlab(args: &[&str]) -> Output {
 }
 
 /// Exit 2, one line on stderr containing `needle`, nothing on stdout.
+/// Host bytes demo `name` declares for `sizes`.
+fn host_bytes(name: &str, sizes: &Sizes) -> usize {
+    (demos::find(name).unwrap().host_bytes)(sizes)
+}
+
 fn assert_refused(args: &[&str], needle: &str) {
     let o = memlab(args);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -32,7 +37,7 @@ fn products_hold_no_host_copy_of_their_matrices() {
     let product = (1_000_000, 1_000_000, 1);
     let huge = Sizes { matmul: product, matmul_naive: product, sgemm: vec![product], ..Sizes::default() };
     for demo in ["matmul", "sgemm"] {
-        assert_eq!(demos::host_bytes(demo, &huge), (128 << 20) + 4 * (128 + 128), "{demo}");
+        assert_eq!(host_bytes(demo, &huge), (128 << 20) + 4 * (128 + 128), "{demo}");
     }
     let o = memlab(&["run-demos", "--only", "matmul", "--matmul", "1000000x1000000x1"]);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -60,25 +65,25 @@ fn host_bytes_follow_the_sizes() {
     assert_eq!(Stored::dense((8191, 8192)).label(), "8191x8192");
     let sizes = Sizes::default();
     // The transposes stream through two 64 MiB staging chunks, whatever the matrix.
-    assert_eq!(demos::host_bytes("transpose", &sizes), 128 << 20);
+    assert_eq!(host_bytes("transpose", &sizes), 128 << 20);
     let small = Sizes { transpose: (100, 10), ..Sizes::default() };
-    assert_eq!(demos::host_bytes("transpose", &small), 2 * 4000);
+    assert_eq!(host_bytes("transpose", &small), 2 * 4000);
     // SGEMM stages A, B and C through two 64 MiB chunks and keeps the 128 rows of A and 128
     // columns of B its sampled check compares: 8 MiB at 8192^3.
-    assert_eq!(demos::host_bytes("sgemm", &sizes), (128 << 20) + (8 << 20));
+    assert_eq!(host_bytes("sgemm", &sizes), (128 << 20) + (8 << 20));
     // TMA keeps its 256 MiB input (the copies' expected output) and stages its outputs, beside
     // SGEMM rungs 6 and 7's operands at 4096^3.
-    assert_eq!(demos::host_bytes("tma", &sizes), (256 << 20) + (128 << 20) + (128 << 20) + (4 << 20));
-    assert_eq!(demos::host_bytes("matmul", &sizes), (128 << 20) + (4 << 20));
+    assert_eq!(host_bytes("tma", &sizes), (256 << 20) + (128 << 20) + (128 << 20) + (4 << 20));
+    assert_eq!(host_bytes("matmul", &sizes), (128 << 20) + (4 << 20));
     // A full check (at most 2^28 multiply-adds) keeps all of A and B.
     let odd = Sizes { sgemm: vec![(517, 389, 263)], ..Sizes::default() };
-    assert_eq!(demos::host_bytes("sgemm", &odd), 2 * 4 * 517 * 389 + 4 * (517 * 263 + 389 * 263));
-    assert_eq!(demos::host_bytes("coalescing", &sizes), 128 << 20);
-    assert_eq!(demos::host_bytes("banks", &sizes), 0);
+    assert_eq!(host_bytes("sgemm", &odd), 2 * 4 * 517 * 389 + 4 * (517 * 263 + 389 * 263));
+    assert_eq!(host_bytes("coalescing", &sizes), 128 << 20);
+    assert_eq!(host_bytes("banks", &sizes), 0);
     // The transfers' pageable and pinned buffers of 256 MiB (the DRAM read and the TMA path
     // are staged), whatever the DRAM read's size.
-    assert_eq!(demos::host_bytes("hierarchy", &sizes), 2 * (256 << 20));
-    assert_eq!(demos::host_bytes("hierarchy", &Sizes { dram_bytes: 16 << 30, ..sizes.clone() }), 2 * (256 << 20));
+    assert_eq!(host_bytes("hierarchy", &sizes), 2 * (256 << 20));
+    assert_eq!(host_bytes("hierarchy", &Sizes { dram_bytes: 16 << 30, ..sizes.clone() }), 2 * (256 << 20));
 }
 
 #[test]

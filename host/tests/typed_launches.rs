@@ -207,103 +207,23 @@ fn slot(bytes: &[u8; 4]) -> [u8; 8] {
 fn matmuls_and_rungs_have_their_documented_blocks_and_shared_bytes() {
     let (a, b, mut c) = (fake::<f32>(0x1000, 1), fake::<f32>(0x2000, 1), fake::<f32>(0x3000, 1));
     let (m, n, k) = (517, 389, 263);
+    // The typed launch of a GEMM-family kernel at its lesson's shape, on `a`, `b`, `c`.
+    macro_rules! gemm {
+        ($lesson:ident :: $name:ident) => {
+            launches::$name(memlab::demos::$lesson::shapes::$name(m, n), &a, &b, &mut c, m, n, k)
+        };
+    }
     let launches = [
-        (
-            launches::matmul_naive(memlab::demos::matmul::shapes::matmul_naive(m, n), &a, &b, &mut c, m, n, k),
-            shape((25, 33), (16, 16), 0),
-        ),
-        (
-            launches::matmul_tiled_16(memlab::demos::matmul::shapes::matmul_tiled_16(m, n), &a, &b, &mut c, m, n, k),
-            shape((25, 33), (16, 16), 2048),
-        ),
-        (
-            launches::matmul_tiled_32(memlab::demos::matmul::shapes::matmul_tiled_32(m, n), &a, &b, &mut c, m, n, k),
-            shape((13, 17), (32, 32), 8192),
-        ),
-        (
-            launches::matmul_tiled_32_missing_barrier(
-                memlab::demos::race::shapes::matmul_tiled_32_missing_barrier(m, n),
-                &a,
-                &b,
-                &mut c,
-                m,
-                n,
-                k,
-            ),
-            shape((13, 17), (32, 32), 8192),
-        ),
-        (
-            launches::sgemm_2_register_1d(
-                memlab::demos::sgemm::shapes::sgemm_2_register_1d(m, n),
-                &a,
-                &b,
-                &mut c,
-                m,
-                n,
-                k,
-            ),
-            shape((7, 9), (512, 1), 4096),
-        ),
-        (
-            launches::sgemm_3_register_2d(
-                memlab::demos::sgemm::shapes::sgemm_3_register_2d(m, n),
-                &a,
-                &b,
-                &mut c,
-                m,
-                n,
-                k,
-            ),
-            shape((4, 5), (256, 1), 8192),
-        ),
-        (
-            launches::sgemm_4_vectorized(
-                memlab::demos::sgemm::shapes::sgemm_4_vectorized(m, n),
-                &a,
-                &b,
-                &mut c,
-                m,
-                n,
-                k,
-            ),
-            shape((4, 5), (256, 1), 8192),
-        ),
-        (
-            launches::sgemm_5_conflict_free(
-                memlab::demos::sgemm::shapes::sgemm_5_conflict_free(m, n),
-                &a,
-                &b,
-                &mut c,
-                m,
-                n,
-                k,
-            ),
-            shape((4, 5), (256, 1), 8320),
-        ),
-        (
-            launches::sgemm_6_double_buffered(
-                memlab::demos::sgemm::shapes::sgemm_6_double_buffered(m, n),
-                &a,
-                &b,
-                &mut c,
-                m,
-                n,
-                k,
-            ),
-            shape((4, 5), (256, 1), 16640),
-        ),
-        (
-            launches::sgemm_7_async_copy(
-                memlab::demos::sgemm::shapes::sgemm_7_async_copy(m, n),
-                &a,
-                &b,
-                &mut c,
-                m,
-                n,
-                k,
-            ),
-            shape((4, 5), (256, 1), 16640),
-        ),
+        (gemm!(matmul::matmul_naive), shape((25, 33), (16, 16), 0)),
+        (gemm!(matmul::matmul_tiled_16), shape((25, 33), (16, 16), 2048)),
+        (gemm!(matmul::matmul_tiled_32), shape((13, 17), (32, 32), 8192)),
+        (gemm!(race::matmul_tiled_32_missing_barrier), shape((13, 17), (32, 32), 8192)),
+        (gemm!(sgemm::sgemm_2_register_1d), shape((7, 9), (512, 1), 4096)),
+        (gemm!(sgemm::sgemm_3_register_2d), shape((4, 5), (256, 1), 8192)),
+        (gemm!(sgemm::sgemm_4_vectorized), shape((4, 5), (256, 1), 8192)),
+        (gemm!(sgemm::sgemm_5_conflict_free), shape((4, 5), (256, 1), 8320)),
+        (gemm!(sgemm::sgemm_6_double_buffered), shape((4, 5), (256, 1), 16640)),
+        (gemm!(sgemm::sgemm_7_async_copy), shape((4, 5), (256, 1), 16640)),
     ];
     for (launch, want) in launches {
         assert_eq!(launch.shape, want, "{}", launch.kernel);

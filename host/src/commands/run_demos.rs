@@ -121,7 +121,7 @@ pub fn run(args: Args) -> Result<bool> {
     let selected = selected.into_iter().map(demos::find).collect::<Result<Vec<_>>>()?;
     // Host memory before the driver is asked anything: the demos run one after another, so the
     // largest one counts.
-    let need = selected.iter().map(|d| (d.name, demos::host_bytes(d.name, &sizes))).max_by_key(|p| p.1);
+    let need = selected.iter().map(|d| (d.name, (d.host_bytes)(&sizes))).max_by_key(|p| p.1);
     if let Some((demo, bytes)) = need {
         host_ram::ensure(&format!("the {demo} demo"), bytes)?;
     }

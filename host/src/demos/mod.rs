@@ -54,22 +54,31 @@ pub struct Demo {
     /// Whether its timed kernels have CUDA C++ twins in `bench/twins.cu` (`memlab bench` runs
     /// these demos).
     pub twins: bool,
+    /// Host bytes it holds at its peak for the run's sizes: its pinned staging and what its CPU
+    /// references keep. Checked before any work ([`crate::host_ram`]).
+    pub host_bytes: fn(&Sizes) -> usize,
 }
 
 /// Every demo of `run-demos`, in the order it runs them. The race lesson has its own command.
 pub const DEMOS: [Demo; 12] = [
-    Demo { name: "memcpy", run: memcpy::run, uses_memcpy: true, twins: true },
-    Demo { name: "transpose", run: transpose::run, uses_memcpy: false, twins: true },
-    Demo { name: "matmul", run: matmul::run, uses_memcpy: false, twins: true },
-    Demo { name: "sgemm", run: sgemm::run, uses_memcpy: false, twins: true },
-    Demo { name: "tensor", run: tensor::run, uses_memcpy: false, twins: true },
-    Demo { name: "coalescing", run: coalescing::run, uses_memcpy: false, twins: true },
-    Demo { name: "banks", run: banks::run, uses_memcpy: false, twins: true },
-    Demo { name: "occupancy", run: occupancy::run, uses_memcpy: false, twins: true },
-    Demo { name: "hierarchy", run: hierarchy::run, uses_memcpy: true, twins: false },
-    Demo { name: "clusters", run: clusters::run, uses_memcpy: false, twins: true },
-    Demo { name: "l2", run: l2::run, uses_memcpy: false, twins: true },
-    Demo { name: "tma", run: tma::run, uses_memcpy: true, twins: true },
+    Demo { name: "memcpy", run: memcpy::run, uses_memcpy: true, twins: true, host_bytes: transpose_host_bytes },
+    Demo { name: "transpose", run: transpose::run, uses_memcpy: false, twins: true, host_bytes: transpose_host_bytes },
+    Demo { name: "matmul", run: matmul::run, uses_memcpy: false, twins: true, host_bytes: matmul_host_bytes },
+    Demo { name: "sgemm", run: sgemm::run, uses_memcpy: false, twins: true, host_bytes: sgemm_host_bytes },
+    Demo { name: "tensor", run: tensor::run, uses_memcpy: false, twins: true, host_bytes: tensor_host_bytes },
+    Demo {
+        name: "coalescing",
+        run: coalescing::run,
+        uses_memcpy: false,
+        twins: true,
+        host_bytes: coalescing_host_bytes,
+    },
+    Demo { name: "banks", run: banks::run, uses_memcpy: false, twins: true, host_bytes: no_host_bytes },
+    Demo { name: "occupancy", run: occupancy::run, uses_memcpy: false, twins: true, host_bytes: no_host_bytes },
+    Demo { name: "hierarchy", run: hierarchy::run, uses_memcpy: true, twins: false, host_bytes: hierarchy_host_bytes },
+    Demo { name: "clusters", run: clusters::run, uses_memcpy: false, twins: true, host_bytes: no_host_bytes },
+    Demo { name: "l2", run: l2::run, uses_memcpy: false, twins: true, host_bytes: no_host_bytes },
+    Demo { name: "tma", run: tma::run, uses_memcpy: true, twins: true, host_bytes: tma_host_bytes },
 ];
 
 /// Names of the demos, in the order `run-demos` runs them.
@@ -369,29 +378,45 @@ impl Section {
     }
 }
 
-/// Host bytes demo `name` holds at its peak for `sizes`: its pinned staging and what its CPU
-/// references keep (0 for demos whose host buffers are small and fixed). Checked before any
-/// work ([`crate::host_ram`]).
-pub fn host_bytes(name: &str, sizes: &Sizes) -> usize {
-    let staged = |s: (usize, usize)| transpose::host_bytes(s);
-    match name {
-        "memcpy" | "transpose" => sizes.sweep.iter().chain([&sizes.transpose]).map(|&s| staged(s)).max().unwrap_or(0),
-        "matmul" => matmul::host_bytes(sizes.matmul).max(matmul::host_bytes(sizes.matmul_naive)),
-        "sgemm" => sizes.sgemm.iter().map(|&s| matmul::host_bytes(s)).max().unwrap_or(0),
-        "tensor" => sizes.tensor.iter().map(|&s| tensor::host_bytes(s)).max().unwrap_or(0),
-        // The input (the copies' expected output), the staging of every checked output, and
-        // SGEMM rungs 6 and 7's operands (at the first SGEMM size) beside it.
-        "tma" => {
-            f32_bytes(&[sizes.transpose.0 * sizes.transpose.1])
-                + staged(sizes.transpose)
-                + sizes.sgemm.first().map_or(0, |&s| matmul::host_bytes(s))
-        }
-        "coalescing" => staged((sizes.strided_bytes / 4, 1)),
-        // The host <-> device copies: one pageable and one pinned buffer; the DRAM read and the
-        // TMA path go through staging.
-        "hierarchy" => (2 * hierarchy::Options::default().transfer_bytes).max(staged((sizes.dram_bytes / 4, 1))),
-        _ => 0,
-    }
+/// Host bytes of pinned staging for the transpose-shaped matrices of `sizes`: the copy and
+/// transpose demos' peak.
+fn transpose_host_bytes(sizes: &Sizes) -> usize {
+    sizes.sweep.iter().chain([&sizes.transpose]).map(|&s| transpose::host_bytes(s)).max().unwrap_or(0)
+}
+
+fn matmul_host_bytes(sizes: &Sizes) -> usize {
+    matmul::host_bytes(sizes.matmul).max(matmul::host_bytes(sizes.matmul_naive))
+}
+
+fn sgemm_host_bytes(sizes: &Sizes) -> usize {
+    sizes.sgemm.iter().map(|&s| matmul::host_bytes(s)).max().unwrap_or(0)
+}
+
+fn tensor_host_bytes(sizes: &Sizes) -> usize {
+    sizes.tensor.iter().map(|&s| tensor::host_bytes(s)).max().unwrap_or(0)
+}
+
+/// The input (the copies' expected output), the staging of every checked output, and SGEMM
+/// rungs 6 and 7's operands (at the first SGEMM size) beside it.
+fn tma_host_bytes(sizes: &Sizes) -> usize {
+    f32_bytes(&[sizes.transpose.0 * sizes.transpose.1])
+        + transpose::host_bytes(sizes.transpose)
+        + sizes.sgemm.first().map_or(0, |&s| matmul::host_bytes(s))
+}
+
+fn coalescing_host_bytes(sizes: &Sizes) -> usize {
+    transpose::host_bytes((sizes.strided_bytes / 4, 1))
+}
+
+/// The host <-> device copies: one pageable and one pinned buffer; the DRAM read and the TMA
+/// path go through staging.
+fn hierarchy_host_bytes(sizes: &Sizes) -> usize {
+    (2 * hierarchy::Options::default().transfer_bytes).max(transpose::host_bytes((sizes.dram_bytes / 4, 1)))
+}
+
+/// For demos whose host buffers are small and fixed.
+fn no_host_bytes(_: &Sizes) -> usize {
+    0
 }
 
 /// Refuses when `bytes` more device memory would not fit in what the device has free.
