@@ -19,6 +19,7 @@ pub mod host_ram;
 pub mod inspect;
 pub mod launches;
 pub mod line_tables;
+pub mod memo;
 pub mod model;
 pub mod output;
 pub mod peer_report;

@@ -25,7 +25,11 @@
 
 use std::collections::{HashMap, HashSet};
 
+use std::sync::Arc;
+
 use anyhow::{Context, Result, bail};
+
+use crate::memo::Memo;
 
 /// `DW_TAG_inlined_subroutine` (DWARF 2, section 7.5.3).
 const INLINED: u64 = 0x1d;
@@ -38,7 +42,14 @@ const SUBPROGRAM: u64 = 0x2e;
 /// # Errors
 /// DWARF that this reader does not know (a form other than LLVM's line-tables-only ones), or a
 /// label it does not find in the code.
-pub fn with_inlining(ptx: &str) -> Result<String> {
+pub fn with_inlining(ptx: &str) -> Result<Arc<String>> {
+    // `inspect` asks once per kernel it shows, and reading a whole module's DWARF takes seconds.
+    static DONE: Memo<String> = Memo::new();
+    DONE.get(ptx, || rewrite(ptx))
+}
+
+/// [`with_inlining`], computed.
+fn rewrite(ptx: &str) -> Result<String> {
     let (code, sections) = match ptx.find("\t.section\t.debug_") {
         Some(at) => ptx.split_at(at),
         None => (ptx, ""),
@@ -493,12 +504,12 @@ mod tests {
     fn branch_targets_stay_and_labels_no_instruction_names_go() {
         let ptx = ".target sm_90\n.visible .entry k()\n{\n$L__tmp0:\n\t@%p1 bra \t$L__BB0_2;\n$L__BB0_2:\n\tret;\n}\n";
         let out = with_inlining(ptx).unwrap();
-        assert_eq!(out, ".target sm_90\n.visible .entry k()\n{\n\t@%p1 bra \t$L__BB0_2;\n$L__BB0_2:\n\tret;\n}\n");
+        assert_eq!(*out, ".target sm_90\n.visible .entry k()\n{\n\t@%p1 bra \t$L__BB0_2;\n$L__BB0_2:\n\tret;\n}\n");
     }
 
     #[test]
     fn ptx_without_dwarf_passes_through() {
         let ptx = ".target sm_90\n.visible .entry k()\n{\n\t.loc\t1 3 0\n\tret;\n}\n";
-        assert_eq!(with_inlining(ptx).unwrap(), ptx);
+        assert_eq!(*with_inlining(ptx).unwrap(), ptx);
     }
 }

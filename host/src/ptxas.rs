@@ -4,9 +4,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result, bail};
+
+use crate::memo::Memo;
 
 /// ptxas's figures for one kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,39 +87,67 @@ pub fn run_entry(ptx: &str, arch: &str, entry: &str) -> Result<Option<PtxasKerne
 /// # Errors
 /// As for [`run`].
 pub fn run_with(ptx: &str, arch: &str, options: &[&str]) -> Result<Vec<PtxasKernel>> {
-    let extra: Vec<&str> = ["-v"].into_iter().chain(options.iter().copied()).collect();
-    with_cubin(ptx, arch, &extra, |log, _| Ok(parse(log)))
+    Ok(parse(&assembled(ptx, arch, options)?.log))
 }
 
-/// Assembles `ptx` for `arch` with `ptxas` and the `extra` flags (e.g. `-lineinfo`), then
+/// Assembles `ptx` for `arch` with `ptxas -v` and the `extra` flags (e.g. `-lineinfo`), then
 /// calls `f` with ptxas's log and the cubin's path; the scratch folder is removed afterwards.
 ///
 /// # Errors
 /// ptxas missing or rejecting the PTX, or the error of `f`.
 pub fn with_cubin<T>(ptx: &str, arch: &str, extra: &[&str], f: impl FnOnce(&str, &Path) -> Result<T>) -> Result<T> {
-    // One folder per call: tests run ptxas from several threads of one process.
+    let assembled = assembled(ptx, arch, extra)?;
+    let dir = scratch_dir()?;
+    let cubin = dir.join("out.cubin");
+    let result = std::fs::write(&cubin, &assembled.cubin).map_err(Into::into).and_then(|()| f(&assembled.log, &cubin));
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// What one ptxas run gave: its log (`-v`'s figures) and the cubin.
+struct Assembly {
+    log: String,
+    cubin: Vec<u8>,
+}
+
+/// [`assemble`], once per process for each ptxas, target, flags and PTX: the same module is
+/// asked for by many commands and tests (a whole sm_90 module takes ptxas ~4 s), and ptxas is
+/// deterministic.
+fn assembled(ptx: &str, arch: &str, extra: &[&str]) -> Result<Arc<Assembly>> {
+    static DONE: Memo<Assembly> = Memo::new();
+    DONE.get((ptxas_for(arch), arch, extra, ptx), || assemble(ptx, arch, extra))
+}
+
+/// A new scratch folder: tests run ptxas from several threads of one process.
+fn scratch_dir() -> Result<PathBuf> {
     static CALLS: AtomicUsize = AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("memlab-ptxas-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// Runs `ptxas -v -arch=<arch> <extra> ptx`.
+fn assemble(ptx: &str, arch: &str, extra: &[&str]) -> Result<Assembly> {
+    let dir = scratch_dir()?;
     let input = dir.join(format!("kernels_{arch}.ptx"));
-    std::fs::write(&input, ptx)?;
     let cubin = dir.join("out.cubin");
     let ptxas = ptxas_for(arch);
-    let out = Command::new(&ptxas)
-        .arg(format!("-arch={arch}"))
-        .args(extra)
-        .arg(&input)
-        .arg("-o")
-        .arg(&cubin)
-        .output()
-        .with_context(|| format!("cannot run {} ({})", ptxas.display(), MISSING_TOOL));
-    let result = out.and_then(|out| {
+    let result = std::fs::write(&input, ptx).map_err(anyhow::Error::from).and_then(|()| {
+        let out = Command::new(&ptxas)
+            .arg(format!("-arch={arch}"))
+            .arg("-v")
+            .args(extra)
+            .arg(&input)
+            .arg("-o")
+            .arg(&cubin)
+            .output()
+            .with_context(|| format!("cannot run {} ({})", ptxas.display(), MISSING_TOOL))?;
         let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
         if !out.status.success() {
             bail!("ptxas -arch={arch} failed: {}", log.lines().find(|l| l.contains("error")).unwrap_or(&log));
         }
-        f(&log, &cubin)
+        Ok(Assembly { log, cubin: std::fs::read(&cubin)? })
     });
     let _ = std::fs::remove_dir_all(&dir);
     result

@@ -11,8 +11,11 @@ fn body<'a>(p: &'a ptx::Ptx, kernel: &str) -> &'a str {
     entry_body(p.text, kernel).unwrap_or_else(|| panic!("{} PTX lacks kernel {kernel}", p.arch))
 }
 
+/// ptxas's figures for `kernel`, assembled alone: the figures it has in the whole module, with or
+/// without a register cap (`single_entry.rs`), in a fraction of the time.
 fn ptxas_kernel(p: &ptx::Ptx, kernel: &str, options: &[&str]) -> PtxasKernel {
-    let report = ptxas::run_with(p.text, p.arch, options).expect("ptxas (install it with `cargo xtask setup`)");
+    let alone = ptx::only_entry(p.text, kernel).unwrap_or_else(|| panic!("{} PTX lacks kernel {kernel}", p.arch));
+    let report = ptxas::run_with(&alone, p.arch, options).expect("ptxas (install it with `cargo xtask setup`)");
     report.into_iter().find(|k| k.kernel == kernel).unwrap_or_else(|| panic!("{kernel} not compiled"))
 }
 
