@@ -7,9 +7,9 @@
 //! A PTX that still calls an undefined function (`.extern .func`) fails the build.
 //!
 //! The `sm_90_lines` build (`-C debuginfo=line-tables-only`) is for `memlab inspect`, which maps
-//! SASS back to Rust source lines; it is never loaded on a GPU. It is embedded as LLVM wrote it,
-//! DWARF sections included: `memlab::line_tables` reads the inlined calls from them and writes
-//! the PTX that `ptxas -lineinfo` accepts.
+//! SASS back to Rust source lines; it is never loaded on a GPU. It is embedded as LLVM wrote
+//! it, DWARF sections included: `memlab::ptx::line_tables` reads the inlined calls from them
+//! and writes the PTX that `ptxas -lineinfo` accepts.
 
 use std::env;
 use std::fs;

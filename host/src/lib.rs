@@ -7,7 +7,6 @@
 //! against [`reference`], asks the driver for its figures and puts them next to the [`model`]'s
 //! prediction; [`report`] prints the tables.
 
-pub mod charts;
 pub mod cli;
 pub mod commands;
 pub mod counters;
@@ -16,22 +15,13 @@ pub mod error;
 pub mod expr;
 pub mod gpu;
 pub mod host_ram;
-pub mod inspect;
 pub mod launches;
-pub mod line_tables;
-pub mod memo;
 pub mod model;
-pub mod output;
-pub mod peer_report;
 pub mod phases;
+pub mod present;
 pub mod progress;
 pub mod ptx;
-pub mod ptxas;
-pub mod record_check;
 pub mod reference;
-pub mod report;
-pub mod report_dir;
 pub mod series;
-pub mod table;
 pub mod tuned;
 pub mod verify;

@@ -19,8 +19,8 @@ use memlab::error::{EXIT_USAGE, EXIT_WRONG_RESULT};
 struct Cli {
     /// Tables fitted to the terminal's width (COLUMNS, or 120 when not a terminal), or full
     /// Markdown tables.
-    #[arg(long, global = true, value_enum, default_value_t = memlab::table::Format::Terminal)]
-    format: memlab::table::Format,
+    #[arg(long, global = true, value_enum, default_value_t = memlab::present::table::Format::Terminal)]
+    format: memlab::present::table::Format,
     #[command(subcommand)]
     command: Command,
 }
@@ -183,7 +183,7 @@ fn main() -> ExitCode {
 
 /// Returns whether every check passed.
 fn run(cli: Cli) -> anyhow::Result<bool> {
-    memlab::table::set_format(cli.format);
+    memlab::present::table::set_format(cli.format);
     match cli.command {
         Command::RunDemos(args) => commands::run_demos::run(args),
         Command::Devices => commands::devices::run(),

@@ -1,5 +1,11 @@
 //! The kernels' PTX, built by `build.rs` from `kernels-gpu/` and embedded in the binary, so the
-//! lab runs on a GPU machine with no Rust toolchain.
+//! lab runs on a GPU machine with no Rust toolchain; and below it the tools that read it on a
+//! machine with no GPU: ptxas's figures, and SASS credited to the Rust source lines.
+
+pub mod inspect;
+pub mod line_tables;
+pub mod memo;
+pub mod ptxas;
 
 /// One embedded PTX module and the compute capability it was generated for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,9 +3,9 @@
 //! `.shared::cluster` state space, synchronise the cluster with `barrier.cluster`, never touch
 //! shared memory through a generic address, and assemble for sm_90 without spills.
 
-use memlab::inspect::ptx_counts;
+use memlab::ptx::inspect::ptx_counts;
+use memlab::ptx::ptxas;
 use memlab::ptx::{self, count_ops, entry_body};
-use memlab::ptxas;
 
 const KERNELS: [&str; 4] = ["chase_dsmem", "cluster_shared_read", "cluster_barrier", "matmul_dsmem_32"];
 

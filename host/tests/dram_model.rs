@@ -4,7 +4,7 @@
 
 use memlab::model::coalescing::{TransactionModel, bandwidth_fraction_vs_unit_stride};
 use memlab::model::dram::{DramLocality, strided_fraction};
-use memlab::report_dir::RunRecord;
+use memlab::present::report_dir::RunRecord;
 use memlab::series::names;
 
 #[test]

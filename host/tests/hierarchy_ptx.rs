@@ -2,8 +2,8 @@
 //! issues the load of the level it claims to time, the spill pair differs only in local
 //! memory, and a register cap below `register_pressure`'s need makes ptxas spill.
 
+use memlab::ptx::ptxas::{self, PtxasKernel};
 use memlab::ptx::{self, count_ops, entry_body};
-use memlab::ptxas::{self, PtxasKernel};
 use memlab::reference::LOCAL_ARRAY_WORDS;
 use memlab_contracts::hierarchy::{CONST_CHAIN_WORDS, LOCAL_CHAIN_WORDS, SM_CLOCK_CHAINS};
 

@@ -4,9 +4,9 @@
 
 use std::process::{Command, Output};
 
-use memlab::charts::{self, SizesChart};
 use memlab::demos::{self, Section, Sizes};
-use memlab::report_dir::RunRecord;
+use memlab::present::charts::{self, SizesChart};
+use memlab::present::report_dir::RunRecord;
 use memlab::series::{Series, names};
 
 fn memlab(args: &[&str]) -> Output {

@@ -2,9 +2,9 @@
 //! ptxas (no GPU): the 16-byte L2-only loads each claims, the `createpolicy` and
 //! `.L2::cache_hint` of the evict-first stream, and where each kernel is compiled.
 
-use memlab::inspect;
+use memlab::ptx::inspect;
+use memlab::ptx::ptxas;
 use memlab::ptx::{self, count_ops, entry_body};
-use memlab::ptxas;
 use memlab_contracts::l2::CHUNK_LOADS;
 
 fn body<'a>(p: &'a ptx::Ptx, kernel: &str) -> &'a str {

@@ -2,9 +2,9 @@
 //! with ptxas (no GPU): the loads in flight each reader claims, the chase step each shared
 //! probe times, and the per-hop window of the partition probe.
 
-use memlab::inspect::{self, SassInstr};
+use memlab::ptx::inspect::{self, SassInstr};
+use memlab::ptx::ptxas;
 use memlab::ptx::{self, count_ops, entry_body};
-use memlab::ptxas;
 use memlab_contracts::hierarchy::READ_CG_UNROLL;
 
 fn body<'a>(p: &'a ptx::Ptx, kernel: &str) -> &'a str {

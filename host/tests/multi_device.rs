@@ -4,7 +4,7 @@
 use memlab::commands::multi::side_by_side;
 use memlab::commands::run_demos::run_figures;
 use memlab::demos::Rate;
-use memlab::report_dir::RunRecord;
+use memlab::present::report_dir::RunRecord;
 
 fn recorded() -> RunRecord {
     serde_json::from_str(include_str!("data/h200_run.json")).expect("the recorded run parses")

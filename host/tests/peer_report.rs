@@ -6,7 +6,7 @@ use memlab::demos::peer::matrix::PairMatrix;
 use memlab::demos::peer::topology::{Path, Topology};
 use memlab::demos::peer::{Curve, PeerRecord};
 use memlab::gpu::peer::PeerCaps;
-use memlab::peer_report;
+use memlab::present::peer_report;
 
 fn record() -> PeerRecord {
     let access = PeerCaps { access: true, rank: 0, atomics: true };

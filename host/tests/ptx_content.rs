@@ -2,8 +2,8 @@
 //! self-contained, shared memory where a lesson needs it and nowhere else, probes that really
 //! issue the loads they time, and ptxas reporting no spills.
 
+use memlab::ptx::ptxas;
 use memlab::ptx::{self, count_ops, entry_body};
-use memlab::ptxas;
 
 /// The demo kernels of the main lessons (other lessons add their own and test them).
 const DEMO_KERNELS: [&str; 11] = [
@@ -211,7 +211,8 @@ fn tiled_transposes_pair_each_tile_read_with_its_store_in_sass() {
         // CUDA 13's nvdisasm reads no sm_70 SASS: the sm_70 PTX is checked as a Turing GPU
         // runs it, assembled for sm_75.
         let sass_arch = if ptxas::CUDA12_ONLY.contains(&p.arch) { "sm_75" } else { p.arch };
-        let sass = memlab::inspect::sass(p.text, sass_arch, false).expect("ptxas and nvdisasm (cargo xtask setup)");
+        let sass =
+            memlab::ptx::inspect::sass(p.text, sass_arch, false).expect("ptxas and nvdisasm (cargo xtask setup)");
         for kernel in ["transpose_tiled", "transpose_padded"] {
             let instrs = &sass[kernel];
             let barrier = instrs.iter().position(|i| i.base() == "BAR").expect("a barrier");

@@ -7,7 +7,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use memlab::report_dir::{self, RunRecord};
+use memlab::present::report_dir::{self, RunRecord};
 use memlab::series::{Point, Series};
 use proptest::prelude::*;
 use serde_json::Value;

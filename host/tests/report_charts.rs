@@ -3,12 +3,12 @@
 //! and the line-table PTX that `inspect` maps to Rust source compiles to the same SASS as the
 //! PTX the GPU runs.
 
-use memlab::charts::labels::Rect;
-use memlab::charts::{self, BarChart, OccupancyChart, Precision, Reference, RooflineChart, SweepChart, YAxis};
 use memlab::demos::Rate;
-use memlab::inspect::{self, LINES_ARCH, LINES_PTX};
+use memlab::present::charts::labels::Rect;
+use memlab::present::charts::{self, BarChart, OccupancyChart, Precision, Reference, RooflineChart, SweepChart, YAxis};
+use memlab::present::report_dir::{self, RunRecord};
 use memlab::ptx;
-use memlab::report_dir::{self, RunRecord};
+use memlab::ptx::inspect::{self, LINES_ARCH, LINES_PTX};
 use memlab::series::names;
 
 fn record() -> RunRecord {
@@ -219,7 +219,7 @@ fn a_hit_fraction_measured_below_0_is_marked_and_not_drawn() {
     ];
     r.sections.push(Section { name: "l2".into(), series, ..Section::default() });
     // The record check lets the noisy measurement through on this series only.
-    assert_eq!(memlab::record_check::check(&r), Ok(()));
+    assert_eq!(memlab::present::record_check::check(&r), Ok(()));
     let chart = SweepChart::persisting(&r.sections).expect("the persisting chart");
     assert_eq!((chart.y_axis, chart.series[0].points[2].y), (YAxis::Fraction, -0.09));
     // Only that value is left out, and the axis stays 0 to 1 (with a margin) without it.
@@ -234,7 +234,7 @@ fn a_hit_fraction_measured_below_0_is_marked_and_not_drawn() {
     let l2 = r.sections.last_mut().unwrap();
     l2.series[0].name = names::MEASURED.into();
     assert!(
-        memlab::record_check::check(&r)
+        memlab::present::record_check::check(&r)
             .unwrap_err()
             .ends_with(".points[2].y is -0.09: must be a finite number, 0 or more")
     );

@@ -2,8 +2,8 @@
 //! without a GPU: each rung really has what its name says (register blocking, 128-bit loads,
 //! two shared stages, `cp.async`, `ldmatrix` and TF32 `mma.sync`), and nothing spills.
 
+use memlab::ptx::ptxas;
 use memlab::ptx::{self, count_ops, entry_body, opcodes};
-use memlab::ptxas;
 use memlab_contracts::sgemm::{
     A_PITCH_PADDED, Algo, BK, STAGES, TF32_BK, TF32_STAGES, TF32_THREADS, TF32_WARP, THREADS, TILE, TM, TUNED, Tuned,
 };

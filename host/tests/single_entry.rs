@@ -2,8 +2,8 @@
 //! the text holds that entry alone, and ptxas compiles it to the figures it has in the whole
 //! module (registers, stack, spills, shared bytes), capped or not.
 
+use memlab::ptx::ptxas;
 use memlab::ptx::{self, kernel_names, only_entry};
-use memlab::ptxas;
 
 /// The kernels the sweeps load alone, and one with dynamic shared memory (the module's
 /// `.extern .shared` declaration must come along).

@@ -4,8 +4,8 @@
 //! under the register cap their launch bounds give; rung 5 multicasts; and ptxas assembles them
 //! for sm_90a with the registers the contract plans and no spills or stack.
 
+use memlab::ptx::ptxas;
 use memlab::ptx::{self, count_ops, entry_body};
-use memlab::ptxas;
 use memlab_contracts::tensor::{CONSUMER_REGS, MULTICAST, PRODUCER_REGS, RUNGS, Rung, TF32};
 
 fn body(rung: &Rung) -> &'static str {

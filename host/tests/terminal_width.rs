@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use memlab::report;
-use memlab::report_dir::RunRecord;
-use memlab::table::{Layout, fits};
+use memlab::present::report;
+use memlab::present::report_dir::RunRecord;
+use memlab::present::table::{Layout, fits};
 
 fn recorded() -> RunRecord {
     RunRecord::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json")).expect("the recorded run")

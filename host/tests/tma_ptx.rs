@@ -5,8 +5,8 @@
 //! without spills, stack or static shared memory.
 
 use memlab::gpu::tensor_map::MAPS_SYMBOL;
+use memlab::ptx::ptxas;
 use memlab::ptx::{self, count_ops, entry_body};
-use memlab::ptxas;
 use memlab_contracts::tma::{MAP_BYTES, MAP_SLOTS, SWIZZLE_MODES, TILE, TRANSPOSE_READS, box_cols};
 
 const TMA_KERNELS: [&str; 3] = ["tma_bulk_copy", "tma_copy", "tma_transpose"];

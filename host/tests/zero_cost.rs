@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::PathBuf;
 
+use memlab::ptx::ptxas;
 use memlab::ptx::{self, entry_body, opcodes};
-use memlab::ptxas;
 
 /// The kernels rewritten on the device API (and the race lesson's raw kernel, which must not
 /// move either): copy, the transposes, the matmuls, the probes, the any-size transpose.

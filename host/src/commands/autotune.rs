@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use crate::demos::{Lab, Sizes, autotune};
 use crate::gpu::Gpu;
-use crate::report;
+use crate::present::report;
 use crate::tuned::{ShapeClass, TunedFile};
 
 /// Options of `autotune`.
@@ -31,7 +31,7 @@ pub struct Args {
 /// Runs the sweep and writes the file; returns whether every check passed.
 pub fn run(args: Args) -> Result<bool> {
     if let Some(path) = &args.write {
-        crate::output::check_file("--write", path)?;
+        crate::present::output::check_file("--write", path)?;
     }
     // The file merged into is read before any GPU work, so a bad one is refused first.
     let base = match &args.write {
@@ -57,7 +57,7 @@ pub fn run(args: Args) -> Result<bool> {
                 file.set(choice);
             }
         }
-        crate::output::write(path, file.to_text())?;
+        crate::present::output::write(path, file.to_text())?;
         println!("wrote the choices for cc {}.{} to {}", info.cc.0, info.cc.1, path.display());
     }
     Ok(sweep.section.passed())

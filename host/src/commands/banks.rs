@@ -12,7 +12,7 @@ use crate::model::{
     banks::{BankReport, NUM_BANKS, Tile, TileAccess, WARP_SIZE, WarpRequest, Width},
     gpus,
 };
-use crate::{cli, refuse, report};
+use crate::{cli, present::report, refuse};
 
 /// Options of `banks`.
 #[derive(clap::Args, Debug)]

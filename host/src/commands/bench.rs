@@ -25,10 +25,10 @@ use crate::demos::{self, Lab, Level, Rate, Section, Sizes, TwinRow, Twins};
 use crate::gpu::context::load_ptx_text;
 use crate::gpu::timing::Repeats;
 use crate::gpu::{Gpu, describe};
+use crate::present::table::{self, Layout};
 use crate::ptx;
 use crate::series::names;
-use crate::table::{self, Layout};
-use crate::{refuse, report};
+use crate::{present::report, refuse};
 
 /// Options of `bench`.
 #[derive(clap::Args, Debug)]
@@ -177,7 +177,7 @@ pub fn run(args: Args) -> Result<bool> {
     // The path as given is checked before the driver is asked for the devices; each device's
     // own (suffixed when several run, in the same folder) once they are known.
     if let Some(path) = &args.json {
-        crate::output::check_file("--json", path)?;
+        crate::present::output::check_file("--json", path)?;
     }
     // The autotune file the SGEMM lesson reads ($MEMLAB_TUNED), before any GPU work.
     if args.only.is_empty() || args.only.iter().any(|d| d == "sgemm") {
@@ -188,7 +188,7 @@ pub fn run(args: Args) -> Result<bool> {
     let json_paths: Vec<Option<PathBuf>> =
         ordinals.iter().map(|&o| args.json.as_ref().map(|p| super::multi::per_device_path(p, o, several))).collect();
     for path in json_paths.iter().flatten() {
-        crate::output::check_file("--json", path)?;
+        crate::present::output::check_file("--json", path)?;
     }
     let (mut passed, mut figures) = (true, Vec::new());
     for (&ordinal, json) in ordinals.iter().zip(&json_paths) {
@@ -278,7 +278,7 @@ fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Res
         && rows.iter().all(|r| r.twin.checks.0.passed() && r.twin.checks.1.passed());
     if let Some(path) = json_path {
         let doc = json(&lab, rounds, &rows, memcpy, &cublas, against);
-        crate::output::write(path, serde_json::to_string_pretty(&doc)?)?;
+        crate::present::output::write(path, serde_json::to_string_pretty(&doc)?)?;
         println!("wrote {}", path.display());
     }
     println!("{}", if passed { "All results verified." } else { "SOME RESULTS ARE WRONG: see the check column." });

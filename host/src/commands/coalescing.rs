@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::expr::Expr;
 use crate::model::coalescing::{Instruction, SEGMENT_BYTES, WarpTraffic};
-use crate::{cli, refuse, report};
+use crate::{cli, present::report, refuse};
 
 /// The largest access one lane makes in one instruction (a 128-bit load; Programming Guide,
 /// "Device Memory Accesses").

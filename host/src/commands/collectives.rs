@@ -15,7 +15,7 @@ use crate::gpu::nccl::{Collective, Nccl};
 use crate::gpu::peer::{self, DeviceMemory};
 use crate::gpu::timing::{self, Repeats};
 use crate::verify::{self, Check};
-use crate::{refuse, report};
+use crate::{present::report, refuse};
 
 /// Options of `collectives`.
 #[derive(clap::Args, Debug)]

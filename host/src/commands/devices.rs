@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use crate::demos::peer::topology::Topology;
 use crate::gpu::{Gpu, context};
-use crate::report;
+use crate::present::report;
 
 /// Prints the report of every device and the topology; always `Ok(true)` once the driver
 /// answers.

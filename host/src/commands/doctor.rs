@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use crate::gpu::nvml::Nvml;
 use crate::gpu::{Gpu, context, cublas, driver};
-use crate::{ptx, ptxas, refuse};
+use crate::{ptx, ptx::ptxas, refuse};
 
 /// Where `memlab` reads the CUDA binary tools from (`ptxas`, `nvdisasm`), before `PATH`.
 pub const CUDA_BIN_VAR: &str = "MEMLAB_CUDA_BIN";

@@ -6,7 +6,7 @@ use anyhow::Result;
 use crate::demos::hierarchy::{self, LADDER_MIN, Options};
 use crate::demos::{Inputs, Lab, Sizes, banks, memcpy};
 use crate::gpu::Gpu;
-use crate::{cli, refuse, report};
+use crate::{cli, present::report, refuse};
 
 /// Options of `hierarchy`.
 #[derive(clap::Args, Debug)]

@@ -10,7 +10,7 @@ use crate::demos::host_memory::{self, Options};
 use crate::demos::{Lab, Sizes};
 use crate::gpu::Gpu;
 use crate::gpu::timing::Repeats;
-use crate::report;
+use crate::present::report;
 
 /// Options of `host-memory`.
 #[derive(clap::Args, Debug)]

@@ -5,10 +5,10 @@
 use anyhow::Result;
 
 use super::occupancy::parse_cc;
-use crate::inspect::{self, ACCESSES, LINES_ARCH, LINES_PTX, SassInstr};
-use crate::ptxas::PtxasKernel;
-use crate::table::{self, Layout};
-use crate::{ptx, ptxas, refuse, report};
+use crate::present::table::{self, Layout};
+use crate::ptx::inspect::{self, ACCESSES, LINES_ARCH, LINES_PTX, SassInstr};
+use crate::ptx::ptxas::PtxasKernel;
+use crate::{present::report, ptx, ptx::ptxas, refuse};
 
 /// Options of `inspect`.
 #[derive(clap::Args, Debug)]

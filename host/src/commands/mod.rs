@@ -92,10 +92,10 @@ impl Outputs {
         let json = self.json.as_ref().map(|p| multi::per_device_path(p, ordinal, several));
         let report = self.report.as_ref().map(|d| multi::per_device_path(d, ordinal, several));
         if let Some(path) = &json {
-            crate::output::check_file("--json", path)?;
+            crate::present::output::check_file("--json", path)?;
         }
         if let Some(dir) = &report {
-            crate::output::check_dir("--report", dir)?;
+            crate::present::output::check_dir("--report", dir)?;
         }
         Ok(Outputs { json, report })
     }

@@ -6,15 +6,15 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::charts::{self, OccupancyChart};
 use crate::cli::{self, count};
 use crate::model::gpus;
 use crate::model::occupancy::{
     ArchLimits, KernelResources, LaunchFailure, Limit, Mode, Occupancy, UNLIMITED, max_regs_for_blocks, occupancy,
     register_targets, shared_memory_targets, suggest_block_size,
 };
-use crate::table::{self, Layout};
-use crate::{ptx, ptxas, refuse, report};
+use crate::present::charts::{self, OccupancyChart};
+use crate::present::table::{self, Layout};
+use crate::{present::report, ptx, ptx::ptxas, refuse};
 
 /// The seed's generic SM, used for any textbook figure not given.
 const TEXTBOOK: (u32, u32, usize) = (65536, 2048, 48 << 10);
@@ -444,7 +444,7 @@ fn json(arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode, arg
 /// Runs the calculator and prints its answer.
 pub fn run(args: Args) -> Result<bool> {
     if let Some(dir) = &args.chart {
-        crate::output::check_dir("--chart", dir)?;
+        crate::present::output::check_dir("--chart", dir)?;
     }
     let (arch, sm_name, mode) = sm(&args)?;
     let dynamic = to_u32("--smem", args.smem)?;

@@ -6,7 +6,7 @@ use anyhow::Result;
 use super::multi;
 use crate::cli::{self, Devices};
 use crate::demos::peer::{self, Options};
-use crate::peer_report;
+use crate::present::peer_report;
 
 /// Options of `peer`.
 #[derive(clap::Args, Debug)]
@@ -54,7 +54,7 @@ pub fn run(args: Args) -> Result<bool> {
     let record = peer::run(&ordinals, &opts)?;
     println!("{}", peer_report::markdown(&record));
     if let Some(path) = &outputs.json {
-        crate::output::write(path, serde_json::to_string_pretty(&record)? + "\n")?;
+        crate::present::output::write(path, serde_json::to_string_pretty(&record)? + "\n")?;
     }
     if let Some(dir) = &outputs.report {
         let files = peer_report::write(dir, &record)?;

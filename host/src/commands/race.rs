@@ -5,7 +5,7 @@ use anyhow::Result;
 
 use crate::demos::race;
 use crate::gpu::Gpu;
-use crate::{cli, report};
+use crate::{cli, present::report};
 
 /// Options of `race-lesson`.
 #[derive(clap::Args, Debug)]

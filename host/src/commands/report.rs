@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::report_dir::{self, RunRecord};
+use crate::present::report_dir::{self, RunRecord};
 
 /// Options of `report`.
 #[derive(clap::Args, Debug)]
@@ -19,7 +19,7 @@ pub struct Args {
 
 /// Writes the report and prints the files written.
 pub fn run(args: Args) -> Result<bool> {
-    crate::output::check_dir("--out", &args.out)?;
+    crate::present::output::check_dir("--out", &args.out)?;
     let record = RunRecord::load(&args.run)?;
     for file in report_dir::write(&args.out, &record)? {
         println!("{}", file.display());

@@ -4,8 +4,8 @@ use anyhow::Result;
 
 use crate::demos::{self, Lab, Sizes, coalescing, hierarchy};
 use crate::gpu::Gpu;
-use crate::report_dir::{self, RunRecord};
-use crate::{cli, host_ram, phases, progress, report};
+use crate::present::report_dir::{self, RunRecord};
+use crate::{cli, host_ram, phases, present::report, progress};
 
 /// Options of `run-demos`.
 #[derive(clap::Args, Debug)]

@@ -766,3 +766,11 @@ pub fn measure_then(
         check_kind: check_kind.to_string(),
     })
 }
+
+/// One field of the recorded H200 run (`docs/report/run.json`), for the demos' unit tests,
+/// which check their notes against real rows.
+#[cfg(test)]
+fn recorded<T: serde::de::DeserializeOwned>(field: &str) -> T {
+    let run: serde_json::Value = serde_json::from_str(include_str!("../../../docs/report/run.json")).unwrap();
+    serde_json::from_value(run[field].clone()).unwrap_or_else(|e| panic!("run.json's {field}: {e}"))
+}

@@ -372,10 +372,11 @@ mod tests {
 
     #[test]
     fn the_tensor_ladder_is_placed_against_the_bf16_roof_not_called_unexplained() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json");
-        let r = crate::report_dir::RunRecord::load(&path).unwrap();
-        let s = build(&r.device, r.memcpy_gbs, r.sm_clock_ghz, &r.sections).unwrap();
-        let bf16 = r.device.peak_bf16(r.sm_clock_ghz).unwrap();
+        use super::super::recorded;
+        let (device, clock): (DeviceInfo, Option<f64>) = (recorded("device"), recorded("sm_clock_ghz"));
+        let sections: Vec<Section> = recorded("sections");
+        let s = build(&device, recorded("memcpy_gbs"), clock, &sections).unwrap();
+        let bf16 = device.peak_bf16(clock).unwrap();
         let roof = s.notes.iter().find(|n| n.starts_with("BF16 tensor-core roof")).expect("a BF16 roof note");
         assert!(
             roof.starts_with(&format!("BF16 tensor-core roof {:.0} TFLOP/s = 132 SMs x 4096", bf16 / 1e12)),

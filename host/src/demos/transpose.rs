@@ -663,9 +663,8 @@ mod tests {
 
     #[test]
     fn each_rate_is_noted_next_to_its_aligned_rate() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json");
-        let record = crate::report_dir::RunRecord::load(&path).expect("the recorded run");
-        let base = &record.sections.iter().find(|s| s.name == "transpose").unwrap().kernels[..2];
+        let sections: Vec<Section> = super::super::recorded("sections");
+        let base = &sections.iter().find(|s| s.name == "transpose").unwrap().kernels[..2];
         // The same kernels at 8191x8192 at 0.9 and 0.5 of the recorded rates.
         let mut slower = base.to_vec();
         for (k, f) in slower.iter_mut().zip([0.9, 0.5]) {
@@ -686,9 +685,8 @@ mod tests {
     #[test]
     fn the_goal_note_names_the_any_size_kernel_for_each_that_misses() {
         let row = |kernel: &str, gbs: f64| {
-            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json");
-            let record = crate::report_dir::RunRecord::load(&path).expect("the recorded run");
-            let mut k = record.sections.iter().find(|s| s.name == "transpose").unwrap().kernels[0].clone();
+            let sections: Vec<Section> = super::super::recorded("sections");
+            let mut k = sections.iter().find(|s| s.name == "transpose").unwrap().kernels[0].clone();
             k.kernel = kernel.to_string();
             k.rate = crate::demos::Rate::Gbs(gbs);
             k

@@ -10,8 +10,8 @@ use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, measure, po
 use crate::gpu::Gpu;
 use crate::gpu::launch::LaunchShape;
 use crate::launches;
+use crate::ptx::ptxas::{self, PtxasKernel};
 use crate::ptx::{Ptx, count_ops, entry_body};
-use crate::ptxas::{self, PtxasKernel};
 use crate::reference;
 use crate::verify::{self, Check};
 

@@ -1,9 +1,9 @@
 //! Printing: the device report and each demo's section, as full Markdown tables (the report
-//! folder, `--format markdown`) or fitted to the terminal ([`crate::table`]).
+//! folder, `--format markdown`) or fitted to the terminal ([`crate::present::table`]).
 
 use crate::demos::{KernelRow, Rate, Section};
 use crate::gpu::device::DeviceInfo;
-use crate::table::{self, Layout};
+use crate::present::table::{self, Layout};
 
 /// A table of `header` and `rows` in this process's layout ([`Layout::current`]).
 pub fn table(header: impl IntoIterator<Item = String>, rows: impl IntoIterator<Item = Vec<String>>) -> String {

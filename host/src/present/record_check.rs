@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 
 use crate::demos::{KernelRow, Rate};
 use crate::model::roofline::{SM_BYTES_PER_CLOCK, max_flop_per_clock};
-use crate::report_dir::RunRecord;
+use crate::present::report_dir::RunRecord;
 use crate::series::Series;
 use crate::verify::Check;
 
@@ -143,9 +143,9 @@ fn kernel(at: &str, k: &KernelRow) -> Result<(), Refusal> {
 }
 
 /// A series' coordinates: finite, and 0 or more except the y of a series drawn on a linear
-/// axis that shows values below 0 ([`crate::charts::SIGNED_Y_SERIES`]).
+/// axis that shows values below 0 ([`crate::present::charts::SIGNED_Y_SERIES`]).
 fn series(at: &str, s: &Series) -> Result<(), Refusal> {
-    let signed_y = crate::charts::SIGNED_Y_SERIES.contains(&s.name.as_str());
+    let signed_y = crate::present::charts::SIGNED_Y_SERIES.contains(&s.name.as_str());
     for (i, p) in s.points.iter().enumerate() {
         non_negative(&format!("{at}.points[{i}].x"), p.x)?;
         match signed_y {
@@ -216,7 +216,7 @@ mod tests {
     use super::*;
 
     fn record() -> RunRecord {
-        serde_json::from_str(include_str!("../../docs/report/run.json")).unwrap()
+        serde_json::from_str(include_str!("../../../docs/report/run.json")).unwrap()
     }
 
     #[test]
@@ -257,7 +257,7 @@ mod tests {
             ),
             "{e}"
         );
-        assert!(!is_bench_record(include_str!("../../docs/report/run.json")));
+        assert!(!is_bench_record(include_str!("../../../docs/report/run.json")));
     }
 
     /// The first kernel row of `r` with its section's index and name and its own.

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result, bail};
 
-use crate::memo::Memo;
+use crate::ptx::memo::Memo;
 
 /// ptxas's figures for one kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]

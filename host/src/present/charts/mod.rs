@@ -16,7 +16,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::demos::Section;
-use crate::output;
+use crate::present::output;
 use crate::series::Series;
 
 mod bars;

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 
-use crate::memo::Memo;
+use crate::ptx::memo::Memo;
 
 /// `DW_TAG_inlined_subroutine` (DWARF 2, section 7.5.3).
 const INLINED: u64 = 0x1d;

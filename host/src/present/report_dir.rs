@@ -1,6 +1,6 @@
 //! A run on disk: the JSON record `run-demos --json` writes (`report` reads it back through
-//! [`crate::record_check`]), and the report folder `--report DIR` writes: `DIR/report.md` with
-//! the charts of [`crate::charts`] as SVG and PNG next to it.
+//! [`crate::present::record_check`]), and the report folder `--report DIR` writes: `DIR/report.md` with
+//! the charts of [`crate::present::charts`] as SVG and PNG next to it.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::charts::{self, BarChart, Chart, OccupancyChart, RooflineChart, SizesChart, SweepChart};
 use crate::demos::Section;
 use crate::gpu::device::DeviceInfo;
+use crate::present::charts::{self, BarChart, Chart, OccupancyChart, RooflineChart, SizesChart, SweepChart};
+use crate::present::table::Layout;
 use crate::series::names;
-use crate::table::Layout;
-use crate::{output, report};
+use crate::{present::output, present::report};
 
 /// Kernels whose occupancy graphs the report draws, when they ran.
 pub const OCCUPANCY_KERNELS: [&str; 2] = ["matmul_tiled_32", "transpose_padded"];

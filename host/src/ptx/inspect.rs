@@ -13,13 +13,13 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::line_tables;
+use crate::ptx::line_tables;
+use crate::ptx::ptxas;
 use crate::ptx::{count_ops, opcodes};
-use crate::ptxas;
 
 /// The line-table PTX as LLVM wrote it (same code as the sm_90 PTX, plus `.file`/`.loc` and
 /// DWARF sections; never loaded on a GPU). [`sass`] makes it assemblable with
-/// [`crate::line_tables::with_inlining`].
+/// [`crate::ptx::line_tables::with_inlining`].
 pub const LINES_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90_lines.ptx"));
 /// Its PTX target.
 pub const LINES_ARCH: &str = "sm_90";
@@ -217,7 +217,7 @@ fn disassemble(ptx: &str, arch: &str, line_info: bool) -> Result<BTreeMap<String
         let out = cmd
             .arg(cubin)
             .output()
-            .with_context(|| format!("cannot run {} ({})", nvdisasm.display(), crate::ptxas::MISSING_TOOL))?;
+            .with_context(|| format!("cannot run {} ({})", nvdisasm.display(), crate::ptx::ptxas::MISSING_TOOL))?;
         if !out.status.success() {
             bail!("nvdisasm failed: {}", String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or(""));
         }
