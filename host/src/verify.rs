@@ -182,7 +182,7 @@ impl Default for Streamed {
 
 /// Elements of `got`, output elements `offset..offset + got.len()`, whose bits differ from
 /// `want(i)`, on every core: [`Streamed::chunk_f32`]'s comparison without its digest, for an
-/// output that must equal one already checked in full (`demos::recheck_exact_staged`).
+/// output that must equal one already checked in full (`lab::recheck_exact_staged`).
 pub fn mismatches_f32(got: &[f32], offset: usize, want: impl Fn(usize) -> f32 + Sync) -> usize {
     got.par_chunks(DIGEST_BLOCK)
         .enumerate()

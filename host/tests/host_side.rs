@@ -4,7 +4,7 @@
 
 use std::process::{Command, Output};
 
-use memlab::demos::{self, Section, Sizes};
+use memlab::lab::{Section, Sizes};
 use memlab::present::charts::{self, SizesChart};
 use memlab::present::report_dir::RunRecord;
 use memlab::series::{Series, names};
@@ -16,7 +16,7 @@ fn memlab(args: &[&str]) -> Output {
 /// Exit 2, one line on stderr containing `needle`, nothing on stdout.
 /// Host bytes demo `name` declares for `sizes`.
 fn host_bytes(name: &str, sizes: &Sizes) -> usize {
-    (demos::find(name).unwrap().host_bytes)(sizes)
+    (memlab::registry::find(name).unwrap().host_bytes)(sizes)
 }
 
 fn assert_refused(args: &[&str], needle: &str) {

@@ -61,6 +61,39 @@ fn gpu_names_no_kernel_and_no_demo() {
 }
 
 #[test]
+fn the_measurement_core_names_no_lesson_and_no_kernel() {
+    // lab/ is the floor the lessons, the probes and the summaries stand on.
+    let files = sources(&src().join("lab"));
+    assert!(files.iter().any(|f| f.ends_with("measure.rs")), "no lab/measure.rs");
+    for file in files {
+        let text = fs::read_to_string(&file).unwrap();
+        for needle in
+            ["crate::demos", "crate::probes", "crate::summary", "crate::registry", "crate::launches", "crate::present"]
+        {
+            assert!(!text.contains(needle), "{} names {needle}", file.display());
+        }
+        for entry in memlab::launches::ENTRIES {
+            assert!(!text.contains(&format!("\"{}\"", entry.name)), "{} names kernel `{}`", file.display(), entry.name);
+        }
+    }
+}
+
+#[test]
+fn probes_and_lessons_never_climb_to_the_summaries() {
+    for dir in ["probes", "demos"] {
+        for file in sources(&src().join(dir)) {
+            let text = fs::read_to_string(&file).unwrap();
+            for needle in ["crate::summary", "crate::registry", "crate::commands", "crate::present"] {
+                assert!(!text.contains(needle), "{} names {needle}", file.display());
+            }
+            if dir == "probes" {
+                assert!(!text.contains("crate::demos"), "{} names a lesson", file.display());
+            }
+        }
+    }
+}
+
+#[test]
 fn records_own_their_strings() {
     let leaks = files_containing(&["Box::", "leak"].concat());
     assert!(leaks.is_empty(), "leaked strings in {leaks:?}");
@@ -72,7 +105,7 @@ fn no_demo_runs_another() {
     for file in sources(&root) {
         let text = fs::read_to_string(&file).unwrap();
         let rel = file.strip_prefix(&root).unwrap().display().to_string();
-        for demo in memlab::demos::NAMES {
+        for demo in memlab::registry::NAMES {
             let own = rel == format!("{demo}.rs") || rel.starts_with(&format!("{demo}/"));
             if rel == "mod.rs" || own {
                 continue;

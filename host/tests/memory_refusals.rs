@@ -2,7 +2,7 @@
 //! that saturate instead of wrapping for absurd sizes (checked without a GPU; on one, the demos
 //! call the same check with `cuMemGetInfo`'s figures before allocating).
 
-use memlab::demos::{check_free, f32_bytes};
+use memlab::lab::{check_free, f32_bytes};
 
 const GIB: usize = 1 << 30;
 

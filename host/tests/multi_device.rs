@@ -3,7 +3,7 @@
 
 use memlab::commands::multi::side_by_side;
 use memlab::commands::run_demos::run_figures;
-use memlab::demos::Rate;
+use memlab::lab::Rate;
 use memlab::present::report_dir::RunRecord;
 
 fn recorded() -> RunRecord {

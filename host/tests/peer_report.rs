@@ -1,11 +1,11 @@
 //! The peer lesson's report from made-up figures of two devices (no GPU): the topology, the
 //! N x N tables, and the charts written as SVG and PNG.
 
-use memlab::demos::Section;
 use memlab::demos::peer::matrix::PairMatrix;
 use memlab::demos::peer::topology::{Path, Topology};
 use memlab::demos::peer::{Curve, PeerRecord};
 use memlab::gpu::peer::PeerCaps;
+use memlab::lab::Section;
 use memlab::present::peer_report;
 
 fn record() -> PeerRecord {

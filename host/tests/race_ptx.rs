@@ -26,7 +26,7 @@ fn the_broken_kernel_lacks_exactly_the_second_barrier() {
 
 #[test]
 fn no_demo_launches_the_broken_kernel() {
-    assert!(!memlab::demos::NAMES.contains(&"race"));
+    assert!(!memlab::registry::NAMES.contains(&"race"));
     let mut pending = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/demos")];
     let mut read = 0;
     while let Some(dir) = pending.pop() {
@@ -41,5 +41,5 @@ fn no_demo_launches_the_broken_kernel() {
             }
         }
     }
-    assert!(read >= memlab::demos::NAMES.len(), "every demo module was read");
+    assert!(read >= memlab::registry::NAMES.len(), "every demo module was read");
 }

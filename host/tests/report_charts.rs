@@ -3,7 +3,7 @@
 //! and the line-table PTX that `inspect` maps to Rust source compiles to the same SASS as the
 //! PTX the GPU runs.
 
-use memlab::demos::Rate;
+use memlab::lab::Rate;
 use memlab::present::charts::labels::Rect;
 use memlab::present::charts::{self, BarChart, OccupancyChart, Precision, Reference, RooflineChart, SweepChart, YAxis};
 use memlab::present::report_dir::{self, RunRecord};
@@ -165,7 +165,7 @@ fn charts_of_the_full_recorded_run_keep_every_size_and_explain_what_passes_a_roo
 
 #[test]
 fn the_clusters_charts_are_drawn_when_the_run_has_the_lesson() {
-    use memlab::demos::Section;
+    use memlab::lab::Section;
     use memlab::series::Series;
     let mut r = record();
     let dir = std::env::temp_dir().join(format!("memlab-cluster-charts-{}", std::process::id()));
@@ -204,7 +204,7 @@ fn the_clusters_charts_are_drawn_when_the_run_has_the_lesson() {
 
 #[test]
 fn a_hit_fraction_measured_below_0_is_marked_and_not_drawn() {
-    use memlab::demos::Section;
+    use memlab::lab::Section;
     use memlab::series::Series;
     let mut r = record();
     let h = |name: &str, values: [f64; 3]| {

@@ -248,7 +248,7 @@ fn probes_launch_the_documented_shapes() {
         shape((1056, 1), (256, 1), 16384)
     );
     assert_eq!(
-        launches::read_cg(memlab::demos::hierarchy::bandwidth::read_shape(1056), &words, 64, 1, &mut out).shape,
+        launches::read_cg(memlab::probes::bandwidth::read_shape(1056), &words, 64, 1, &mut out).shape,
         shape((1056, 1), (256, 1), 0)
     );
     let (input, mut floats) = (fake::<f32>(0x3000, 1), fake::<f32>(0x4000, 1));
@@ -264,7 +264,7 @@ fn probes_launch_the_documented_shapes() {
         shape((4096, 1), (256, 1), 0)
     );
     let runtime = launches::local_array_runtime_index(
-        memlab::demos::hierarchy::spills::shapes::local_array_runtime_index(512),
+        memlab::summary::hierarchy::spills::shapes::local_array_runtime_index(512),
         &input,
         &mut floats,
         512,
@@ -278,34 +278,19 @@ fn probes_launch_the_documented_shapes() {
 fn latency_probes_run_one_block_and_pass_floats_as_floats() {
     let (chain, mut record) = (fake::<u32>(0x1000, 1), fake::<u64>(0x2000, 35));
     assert_eq!(
-        launches::chase_global(memlab::demos::hierarchy::latency::shapes::one_thread(), 0x7000, 1, 64, &mut record)
-            .shape,
+        launches::chase_global(memlab::probes::latency::shapes::one_thread(), 0x7000, 1, 64, &mut record).shape,
         shape((1, 1), (1, 1), 0)
     );
     assert_eq!(
-        launches::chase_shared(
-            memlab::demos::hierarchy::latency::shapes::chase_shared(4096),
-            &chain,
-            4096,
-            128,
-            64,
-            &mut record
-        )
-        .shape,
+        launches::chase_shared(memlab::probes::latency::shapes::chase_shared(4096), &chain, 4096, 128, 64, &mut record)
+            .shape,
         shape((1, 1), (256, 1), 16384)
     );
     assert_eq!(
-        launches::const_chase(memlab::demos::hierarchy::latency::shapes::const_chase(), 1, 256, 64, &mut record).shape,
+        launches::const_chase(memlab::probes::latency::shapes::const_chase(), 1, 256, 64, &mut record).shape,
         shape((1, 1), (32, 1), 0)
     );
-    let fma = launches::register_chain(
-        memlab::demos::hierarchy::latency::shapes::one_thread(),
-        0.25,
-        0.5,
-        1.0,
-        64,
-        &mut record,
-    );
+    let fma = launches::register_chain(memlab::probes::latency::shapes::one_thread(), 0.25, 0.5, 1.0, 64, &mut record);
     assert_eq!(fma.shape, shape((1, 1), (1, 1), 0));
     assert_eq!(
         fma.args()[..3],
@@ -336,7 +321,7 @@ fn every_rung_names_the_entry_its_launch_runs() {
 fn demos_are_registered_once_in_run_order() {
     // NAMES is computed from the registry at compile time. (Reading DEMOS itself would link the
     // demos' driver calls into this test, which then needs libcuda.so.1 to start.)
-    let names = memlab::demos::NAMES;
+    let names = memlab::registry::NAMES;
     assert_eq!(
         names,
         [

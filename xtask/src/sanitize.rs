@@ -4,7 +4,7 @@
 //!
 //! Every run passes `--sanitizer`: the lessons' fixed footprints (grids that fill every SM,
 //! hundreds of L2 passes, 200 000-block reads, footprint sweeps) shrink to a few blocks while
-//! every kernel still launches at the preset's sizes (`host/src/demos/sanitizer.rs`), and memlab
+//! every kernel still launches at the preset's sizes (`host/src/lab/sanitizer.rs`), and memlab
 //! ends with the line `kernels launched (N of M): ...`, whose N each row shows.
 //!
 //! The GPU machines have compute-sanitizer but no cargo, so the matrix is a POSIX shell script
@@ -347,9 +347,9 @@ mod tests {
 
     #[test]
     fn every_demo_that_launches_kernels_is_in_some_run() {
-        // The demo names as `host/src/demos/mod.rs` registers them in `DEMOS`.
+        // The demo names as `host/src/registry.rs` registers them in `DEMOS`.
         // Whitespace folded, so an entry that rustfmt wraps over lines reads as one.
-        let registry = include_str!("../../host/src/demos/mod.rs").split_whitespace().collect::<Vec<_>>().join(" ");
+        let registry = include_str!("../../host/src/registry.rs").split_whitespace().collect::<Vec<_>>().join(" ");
         let names: Vec<&str> = registry.split("Demo { name: \"").skip(1).map(|s| &s[..s.find('"').unwrap()]).collect();
         assert!(names.len() >= 11 && names.contains(&"l2") && names.contains(&"occupancy"), "{names:?}");
         for name in names {
@@ -363,9 +363,10 @@ mod tests {
         // Every lesson module that launches kernels (it owns their `shapes`) belongs to a demo
         // above, the race lesson's broken kernel (own command, never in the matrix) and the
         // roofline's clock (every run-demos run with kernel rows) aside.
-        let demos = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/src/demos");
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/src");
         let mut owners = 0;
-        for entry in std::fs::read_dir(&demos).unwrap() {
+        let entries = ["demos", "summary"].into_iter().flat_map(|dir| std::fs::read_dir(src.join(dir)).unwrap());
+        for entry in entries {
             let path = entry.unwrap().path();
             let file = if path.is_dir() { path.join("mod.rs") } else { path.clone() };
             let text = std::fs::read_to_string(&file).unwrap_or_default();
@@ -379,7 +380,7 @@ mod tests {
             owners += 1;
             let demo = path.file_stem().unwrap().to_str().unwrap();
             let ok = ["race", "roofline"].contains(&demo) || registry.contains(&format!("Demo {{ name: \"{demo}\""));
-            assert!(ok, "demos/{demo} launches kernels and belongs to no demo");
+            assert!(ok, "{} launches kernels and belongs to no demo", path.display());
         }
         assert!(owners >= 10, "{owners} lesson modules own launch shapes");
     }

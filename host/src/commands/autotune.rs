@@ -7,8 +7,9 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::demos::{Lab, Sizes, autotune};
+use crate::demos::autotune;
 use crate::gpu::Gpu;
+use crate::lab::{Lab, Sizes};
 use crate::present::report;
 use crate::tuned::{ShapeClass, TunedFile};
 

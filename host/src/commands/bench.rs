@@ -2,9 +2,9 @@
 //! nvcc into a cubin and loaded as a second module in the same context), timed alternately in
 //! one process, plus the memcpy and cuBLAS ceilings; prints the table and writes it as JSON.
 //!
-//! It runs the demos whose kernels have twins ([`demos::Demo::twins`]) through the same runner
+//! It runs the demos whose kernels have twins ([`crate::registry::Demo::twins`]) through the same runner
 //! and measure path as `run-demos`, with the twins attached to the lab: for each kernel a demo
-//! measures, [`demos::measure`] checks both results, then times `--rounds` rounds of one Rust
+//! measures, [`crate::lab::measure`] checks both results, then times `--rounds` rounds of one Rust
 //! launch and one twin launch back to back (Rust, twin, Rust, twin, ...) after two warm-up
 //! launches of each; the report gives the medians and the speed ratio `twin time / Rust time`
 //! (1.0: same speed; above 1: Rust is faster).
@@ -20,11 +20,12 @@ use std::path::PathBuf;
 use anyhow::Result;
 use cust::module::Module;
 
+use crate::demos;
 use crate::demos::sgemm::NO_CUBLAS;
-use crate::demos::{self, Lab, Level, Rate, Section, Sizes, TwinRow, Twins};
 use crate::gpu::context::load_ptx_text;
 use crate::gpu::timing::Repeats;
 use crate::gpu::{Gpu, describe};
+use crate::lab::{Lab, Level, Rate, Section, Sizes, TwinRow, Twins};
 use crate::present::table::{self, Layout};
 use crate::ptx;
 use crate::series::names;
@@ -48,7 +49,7 @@ pub struct Args {
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Demos to compare (default: every demo whose kernels have twins; with --checked, every demo).
-    #[arg(long, num_args = 1.., value_parser = clap::builder::PossibleValuesParser::new(demos::NAMES))]
+    #[arg(long, num_args = 1.., value_parser = clap::builder::PossibleValuesParser::new(crate::registry::NAMES))]
     pub only: Vec<String>,
     /// Alternating rounds per kernel (medians are reported).
     #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -60,7 +61,7 @@ pub struct Args {
 
 /// The demos whose kernels have CUDA C++ twins.
 fn twinned() -> Vec<&'static str> {
-    demos::DEMOS.iter().filter(|d| d.twins).map(|d| d.name).collect()
+    crate::registry::DEMOS.iter().filter(|d| d.twins).map(|d| d.name).collect()
 }
 
 /// The ceiling a rate is read against.
@@ -235,12 +236,12 @@ fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Res
     let twins = Twins { module, rounds, rows: RefCell::default(), missing: RefCell::default() };
     let lab = Lab { twins: Some(twins), ..Lab::new(gpu, sizes) };
     // The checked build has every kernel, so `--checked` also times the demos without twins.
-    let compared = |d: &demos::Demo| d.twins || against == Against::Checked;
-    let selected: Vec<&demos::Demo> = demos::DEMOS
+    let compared = |d: &crate::registry::Demo| d.twins || against == Against::Checked;
+    let selected: Vec<&crate::registry::Demo> = crate::registry::DEMOS
         .iter()
         .filter(|d| compared(d) && (args.only.is_empty() || args.only.iter().any(|o| o == d.name)))
         .collect();
-    let (inputs, sections) = demos::run_all(&lab, &selected, |_, _| ())?;
+    let (inputs, sections) = crate::registry::run_all(&lab, &selected, |_, _| ())?;
     let memcpy = inputs.memcpy_gbs();
     let cublas = cublas_rates(&sections);
     let twins = lab.twins.as_ref().expect("the lab has twins");
@@ -393,8 +394,8 @@ fn json(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::demos::Work;
     use crate::gpu::timing::Timing;
+    use crate::lab::Work;
     use crate::verify::Check;
 
     /// Rows shaped like the H200 bench (docs/measurements/twins.md): the longest names, sizes and checks.

@@ -1,11 +1,13 @@
 //! `memlab hierarchy`: the memory-hierarchy table measured on one GPU beside the seed's figures,
-//! with the latency ladder as a table and a chart (see `demos::hierarchy` for the methods).
+//! with the latency ladder as a table and a chart (see `summary::hierarchy` for the methods).
 
 use anyhow::Result;
 
-use crate::demos::hierarchy::{self, LADDER_MIN, Options};
-use crate::demos::{Inputs, Lab, Sizes, banks, memcpy};
+use crate::demos::memcpy;
 use crate::gpu::Gpu;
+use crate::lab::Inputs;
+use crate::lab::{Lab, Sizes};
+use crate::summary::hierarchy::{self, LADDER_MIN, Options};
 use crate::{cli, present::report, refuse};
 
 /// Options of `hierarchy`.
@@ -24,15 +26,9 @@ pub struct Args {
     /// Bytes of each host <-> device copy (B, K/KB/KiB, M/MB/MiB, G/GB/GiB; K = 1024 B).
     #[arg(long, default_value = "256MiB", value_parser = cli::bytes)]
     pub transfer_bytes: usize,
-    /// Bytes of the DRAM read (B, K/KB/KiB, M/MB/MiB, G/GB/GiB; K = 1024 B; a multiple of 16).
-    #[arg(long, default_value = "1GiB", value_parser = cli::bytes)]
-    pub dram_bytes: usize,
-    /// Shared-memory loads per thread in the shared-bandwidth probe (a multiple of 8).
-    #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
-    pub bank_iters: u32,
-    /// 16-byte reads per thread of the distributed-shared-memory read (a multiple of 8).
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
-    pub cluster_reads: u32,
+    /// The probes' sizes.
+    #[command(flatten)]
+    pub probes: super::ProbeSizes,
     /// For compute-sanitizer: every kernel, but grids that fill the GPU, L2 passes and fixed
     /// buffers shrink to a few blocks (figures mean nothing); prints the kernels launched.
     #[arg(long)]
@@ -49,16 +45,14 @@ pub fn run(args: Args) -> Result<bool> {
     {
         refuse!("--ladder-max {max} must be a power of two of at least {LADDER_MIN} bytes (4KiB)");
     }
-    let dram_bytes = hierarchy::check_dram_bytes(args.dram_bytes)?;
+    let sizes = args.probes.apply(Sizes { sanitizer: args.sanitizer, ..Sizes::default() })?;
     if args.transfer_bytes < 4 {
         refuse!("--transfer-bytes {} must be at least 4 bytes", args.transfer_bytes);
     }
-    let bank_iters = banks::check_iters(args.bank_iters)?;
-    crate::demos::clusters::check_reads(args.cluster_reads)?;
     let ordinals = super::multi::resolve(&args.device)?;
     let (mut passed, mut figures) = (true, Vec::new());
     for &ordinal in &ordinals {
-        let (ok, table) = run_on(&args, ordinal, dram_bytes, bank_iters)?;
+        let (ok, table) = run_on(&args, ordinal, sizes.clone())?;
         passed &= ok;
         // level -> "latency; bandwidth", the measured columns.
         figures.push(table.into_iter().map(|r| (r[0].clone(), format!("{}; {}", r[2], r[4]))).collect());
@@ -69,23 +63,16 @@ pub fn run(args: Args) -> Result<bool> {
         println!("{}\n\n{}\n", super::multi::heading(&ordinals), report::table(header, rows));
     }
     if args.sanitizer {
-        println!("{}", crate::demos::sanitizer::launched_line());
+        println!("{}", crate::registry::launched_line());
     }
     Ok(passed)
 }
 
 /// Measures and prints the table on one device; returns whether every check passed and the
 /// table's rows.
-fn run_on(args: &Args, ordinal: u32, dram_bytes: usize, bank_iters: usize) -> Result<(bool, Vec<Vec<String>>)> {
+fn run_on(args: &Args, ordinal: u32, sizes: Sizes) -> Result<(bool, Vec<Vec<String>>)> {
     let gpu = Gpu::open(ordinal, None)?;
     println!("# memlab hierarchy on {}\n\n{}\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
-    let sizes = Sizes {
-        dram_bytes,
-        bank_iters,
-        cluster_reads: args.cluster_reads,
-        sanitizer: args.sanitizer,
-        ..Sizes::default()
-    };
     let lab = Lab::new(gpu, sizes);
     let opts = Options { ladder_max: args.ladder_max, steps: args.steps, transfer_bytes: args.transfer_bytes };
     // The memcpy ceiling, measured by its owner and passed in.

@@ -7,9 +7,9 @@ use anyhow::Result;
 use super::multi;
 use crate::cli::{self, Devices};
 use crate::demos::host_memory::{self, Options};
-use crate::demos::{Lab, Sizes};
 use crate::gpu::Gpu;
 use crate::gpu::timing::Repeats;
+use crate::lab::{Lab, Sizes};
 use crate::present::report;
 
 /// Options of `host-memory`.

@@ -37,10 +37,10 @@ pub struct Shapes {
 
 impl Shapes {
     /// `sizes` with these shapes; the naive matmul takes the tiled shape.
-    pub fn apply(&self, sizes: crate::demos::Sizes) -> crate::demos::Sizes {
+    pub fn apply(&self, sizes: crate::lab::Sizes) -> crate::lab::Sizes {
         let [rows, cols] = self.transpose;
         let [m, n, k] = self.matmul;
-        crate::demos::Sizes {
+        crate::lab::Sizes {
             transpose: (rows, cols),
             matmul: (m, n, k),
             matmul_naive: (m, n, k),
@@ -48,6 +48,37 @@ impl Shapes {
             tensor: self.tensor.iter().map(|&[m, n, k]| (m, n, k)).collect(),
             ..sizes
         }
+    }
+}
+
+/// The hierarchy probes' sizes `run-demos` and `hierarchy` share (flattened into both).
+#[derive(clap::Args, Debug)]
+pub struct ProbeSizes {
+    /// Bytes of the DRAM read (B, K/KB/KiB, M/MB/MiB, G/GB/GiB; K = 1024 B; a multiple of 16).
+    #[arg(long, default_value = "1GiB", value_parser = crate::cli::bytes)]
+    pub dram_bytes: usize,
+    /// Shared-memory loads per thread in the shared-bandwidth probe (a multiple of 8).
+    #[arg(long, default_value_t = crate::lab::sizes::BANK_ITERS, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
+    pub bank_iters: u32,
+    /// 16-byte reads per thread of the distributed-shared-memory read (a multiple of 8).
+    #[arg(long, default_value_t = crate::lab::CLUSTER_READ_ITERS, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
+    pub cluster_reads: u32,
+}
+
+impl ProbeSizes {
+    /// `sizes` with these probe sizes.
+    ///
+    /// # Errors
+    /// A refusal naming the flag and the multiple it must be.
+    pub fn apply(&self, sizes: crate::lab::Sizes) -> anyhow::Result<crate::lab::Sizes> {
+        use crate::demos::{banks, clusters};
+        use crate::summary::hierarchy;
+        Ok(crate::lab::Sizes {
+            dram_bytes: hierarchy::check_dram_bytes(self.dram_bytes)?,
+            bank_iters: banks::check_iters(self.bank_iters)?,
+            cluster_reads: clusters::check_reads(self.cluster_reads)?,
+            ..sizes
+        })
     }
 }
 

@@ -2,8 +2,9 @@
 
 use anyhow::Result;
 
-use crate::demos::{self, Lab, Sizes, coalescing, hierarchy};
+use crate::demos::{self, coalescing};
 use crate::gpu::Gpu;
+use crate::lab::{Lab, Sizes};
 use crate::present::report_dir::{self, RunRecord};
 use crate::{cli, host_ram, phases, present::report, progress};
 
@@ -15,7 +16,7 @@ pub struct Args {
     #[arg(long, default_value = "0", value_parser = cli::devices)]
     pub device: cli::Devices,
     /// Demos to run (default: all, in the listed order).
-    #[arg(long, num_args = 1.., value_parser = clap::builder::PossibleValuesParser::new(demos::NAMES))]
+    #[arg(long, num_args = 1.., value_parser = clap::builder::PossibleValuesParser::new(crate::registry::NAMES))]
     pub only: Vec<String>,
     /// Problem shapes.
     #[command(flatten)]
@@ -30,15 +31,9 @@ pub struct Args {
     /// Bytes spanned by the strided-read buffer (B, KiB, MiB, GiB).
     #[arg(long, default_value = "1GiB", value_parser = strided_bytes)]
     pub strided_bytes: usize,
-    /// Bytes of the hierarchy's DRAM read (B, KiB, MiB, GiB; a multiple of 16).
-    #[arg(long, default_value = "1GiB", value_parser = cli::bytes)]
-    pub dram_bytes: usize,
-    /// Shared-memory loads per thread in the bank probe (a multiple of 8).
-    #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
-    pub bank_iters: u32,
-    /// 16-byte reads per thread of the distributed-shared-memory read (a multiple of 8).
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(8..=1 << 24))]
-    pub cluster_reads: u32,
+    /// The hierarchy probes' sizes.
+    #[command(flatten)]
+    pub probes: super::ProbeSizes,
     /// Blocks per thread-block cluster the clusters demo sweeps, a list like 2,4,8,16 (1 to
     /// 16; above 8 is non-portable, cc 9.0).
     #[arg(long, value_delimiter = ',', default_values = ["2", "4", "8", "16"], value_parser = demos::clusters::cluster_size)]
@@ -87,11 +82,8 @@ pub fn run(args: Args) -> Result<bool> {
     if args.sanitizer {
         eprintln!("sanitizer footprints: every result is checked, but no figure is a measurement");
     }
-    let mut sizes = args.shapes.apply(Sizes {
+    let mut sizes = args.probes.apply(args.shapes.apply(Sizes {
         strided_bytes: args.strided_bytes,
-        dram_bytes: hierarchy::check_dram_bytes(args.dram_bytes)?,
-        bank_iters: demos::banks::check_iters(args.bank_iters)?,
-        cluster_reads: demos::clusters::check_reads(args.cluster_reads)?,
         cluster_sizes: args.clusters.clone(),
         l2_stream_bytes: args.l2_stream_bytes,
         l2_read_bytes: args.l2_read_bytes,
@@ -99,7 +91,7 @@ pub fn run(args: Args) -> Result<bool> {
         repeats: args.runs.repeats(),
         sanitizer: args.sanitizer,
         ..Sizes::default()
-    });
+    }))?;
     if let Some([m, n, k]) = args.matmul_naive {
         sizes.matmul_naive = (m, n, k);
     }
@@ -116,9 +108,12 @@ pub fn run(args: Args) -> Result<bool> {
     // The paths as given are checked before the driver is asked for the devices; each device's
     // own (suffixed when several run, in the same folders) once they are known.
     args.outputs.for_device(0, false)?;
-    let selected =
-        if args.only.is_empty() { demos::NAMES.to_vec() } else { args.only.iter().map(String::as_str).collect() };
-    let selected = selected.into_iter().map(demos::find).collect::<Result<Vec<_>>>()?;
+    let selected = if args.only.is_empty() {
+        crate::registry::NAMES.to_vec()
+    } else {
+        args.only.iter().map(String::as_str).collect()
+    };
+    let selected = selected.into_iter().map(crate::registry::find).collect::<Result<Vec<_>>>()?;
     // Host memory before the driver is asked anything: the demos run one after another, so the
     // largest one counts.
     let need = selected.iter().map(|d| (d.name, (d.host_bytes)(&sizes))).max_by_key(|p| p.1);
@@ -140,7 +135,7 @@ pub fn run(args: Args) -> Result<bool> {
         println!("{}\n\n{}\n", super::multi::heading(&ordinals), report::table(header, rows));
     }
     if args.sanitizer {
-        println!("{}", crate::demos::sanitizer::launched_line());
+        println!("{}", crate::registry::launched_line());
     }
     Ok(passed)
 }
@@ -152,9 +147,9 @@ pub fn run_figures(record: &RunRecord) -> Vec<(String, String)> {
     let kernels = record.sections.iter().flat_map(|s| {
         s.kernels.iter().map(move |k| {
             let rate = match k.rate {
-                demos::Rate::Gbs(v) => format!("{v:.0} GB/s"),
-                demos::Rate::SharedGbs(v) => format!("{v:.0} GB/s shared"),
-                demos::Rate::Tflops(v) => format!("{v:.2} TFLOP/s"),
+                crate::lab::Rate::Gbs(v) => format!("{v:.0} GB/s"),
+                crate::lab::Rate::SharedGbs(v) => format!("{v:.0} GB/s shared"),
+                crate::lab::Rate::Tflops(v) => format!("{v:.2} TFLOP/s"),
             };
             (format!("{}: {}", s.name, k.kernel), format!("{rate}{}", if k.check.passed() { "" } else { " WRONG" }))
         })
@@ -166,7 +161,7 @@ pub fn run_figures(record: &RunRecord) -> Vec<(String, String)> {
 /// the way (a size the device has no memory for, a shape it cannot launch) prints nothing as a
 /// result; returns whether every check passed, and the run's record.
 fn run_on(
-    selected: &[&'static demos::Demo],
+    selected: &[&'static crate::registry::Demo],
     sizes: Sizes,
     ordinal: u32,
     outputs: &super::Outputs,
@@ -185,7 +180,7 @@ fn run_on(
     let sanitizer = lab.sizes.sanitizer;
     // Where each demo's checked launches start in `lab.measured`, for --counters.
     let mut starts = Vec::new();
-    let (inputs, mut sections) = demos::run_all(&lab, selected, |demo, done| match done {
+    let (inputs, mut sections) = crate::registry::run_all(&lab, selected, |demo, done| match done {
         // A sanitizer run stopped by a time limit says in its log which demo it was in.
         false if sanitizer => eprintln!("sanitizer run: {} ...", demo.name),
         false => {
@@ -203,9 +198,9 @@ fn run_on(
     let clock = sections
         .iter()
         .any(|s| !s.kernels.is_empty())
-        .then(|| lab.phases.demo("roofline clock", || demos::roofline::measure_clock(&lab)))
+        .then(|| lab.phases.demo("roofline clock", || crate::summary::roofline::measure_clock(&lab)))
         .transpose()?;
-    if let Some(roofline) = demos::roofline::section(&lab.gpu.info, &sections, memcpy_gbs, clock.as_ref()) {
+    if let Some(roofline) = crate::summary::roofline::section(&lab.gpu.info, &sections, memcpy_gbs, clock.as_ref()) {
         out += &format!("{}\n", report::section(&roofline, memcpy_gbs));
         sections.push(roofline);
     }
@@ -230,7 +225,7 @@ fn run_on(
         device: lab.gpu.info.clone(),
         ptx_arch: lab.gpu.ptx.arch.to_string(),
         memcpy_gbs,
-        sm_clock_ghz: clock.as_ref().and_then(demos::roofline::SmClock::ghz),
+        sm_clock_ghz: clock.as_ref().and_then(crate::summary::roofline::SmClock::ghz),
         sections,
         phases,
     };

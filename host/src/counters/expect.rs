@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use memlab_contracts::probes::STRIDED_READS_PER_THREAD;
 use memlab_contracts::transpose::{PADDED_PITCH, TILED_PITCH};
 
-use crate::demos::Measured;
 use crate::demos::banks::WIDE_CASES;
+use crate::lab::MeasuredLaunch;
 use crate::model::banks::{BankReport, WarpRequest, Width};
 use crate::model::coalescing::{SECTOR_BYTES, WarpAccess};
 use crate::model::{dram, gemm_tiles};
@@ -147,7 +147,7 @@ impl Counter {
 /// The models' figures for `launch` (a launch `measure` checked) on a lab whose strided-read
 /// buffer is `strided_bytes`: each counter the lab can predict for that kernel, and the
 /// achieved occupancy against the driver's theoretical figure.
-pub fn model(launch: &Measured, strided_bytes: usize) -> BTreeMap<Counter, f64> {
+pub fn model(launch: &MeasuredLaunch, strided_bytes: usize) -> BTreeMap<Counter, f64> {
     let mut expect = match launch.kernel.as_str() {
         "copy"
         | "transpose_naive"
@@ -272,8 +272,8 @@ mod tests {
     use crate::gpu::kernel::DriverOccupancy;
     use crate::gpu::launch::LaunchShape;
 
-    fn launch(kernel: &str, size: &str) -> Measured {
-        Measured {
+    fn launch(kernel: &str, size: &str) -> MeasuredLaunch {
+        MeasuredLaunch {
             kernel: kernel.into(),
             size: size.into(),
             shape: LaunchShape { grid: (1, 1), block: (256, 1), smem_bytes: 0 },

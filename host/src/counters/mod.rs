@@ -1,8 +1,8 @@
 //! `run-demos --counters`: the lesson kernels' hardware counters beside the models' figures.
 //! The lab re-runs itself under Nsight Compute (`ncu`) with the same lesson sizes, one timed
 //! run and profiler ranges around each checked launch only ([`crate::gpu::profiler`]), so each
-//! kernel [`measure`](crate::demos::measure) checked is profiled once, in the same order as
-//! this run checked them ([`crate::demos::Lab::measured`]). The table becomes the run's
+//! kernel [`measure`](crate::lab::measure) checked is profiled once, in the same order as
+//! this run checked them ([`crate::lab::Lab::measured`]). The table becomes the run's
 //! `counters` section (a sweep table, so records without it read as before).
 
 pub mod expect;
@@ -14,7 +14,8 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use crate::demos::{Lab, Measured, Section};
+use crate::lab::MeasuredLaunch;
+use crate::lab::{Lab, Section};
 use expect::Counter;
 use parse::Profiled;
 
@@ -43,7 +44,7 @@ pub struct Line {
 }
 
 impl Line {
-    /// Measured over model, when the model is not 0.
+    /// MeasuredLaunch over model, when the model is not 0.
     pub fn ratio(&self) -> Option<f64> {
         self.model.filter(|&m| m != 0.0).map(|m| self.measured / m)
     }
@@ -92,7 +93,10 @@ pub fn run(lab: &Lab, starts: &[(&str, usize)], ordinal: u32) -> Result<Option<S
 }
 
 /// The demos of `starts` that [`DEMOS`] profiles, and the launches they checked, in order.
-fn profiled_launches<'a>(measured: &'a [Measured], starts: &[(&'a str, usize)]) -> (Vec<&'a str>, Vec<&'a Measured>) {
+fn profiled_launches<'a>(
+    measured: &'a [MeasuredLaunch],
+    starts: &[(&'a str, usize)],
+) -> (Vec<&'a str>, Vec<&'a MeasuredLaunch>) {
     let (mut demos, mut launches) = (Vec::new(), Vec::new());
     for (i, &(demo, start)) in starts.iter().enumerate() {
         let end = starts.get(i + 1).map_or(measured.len(), |s| s.1);
@@ -116,7 +120,7 @@ fn shell_words(args: &[OsString]) -> String {
 /// # Errors
 /// The profiled launches are not the checked ones (another count, or a kernel or shape
 /// differs at some place).
-pub fn table(launches: &[&Measured], profiled: &[Profiled], strided_bytes: usize) -> Result<Vec<Line>> {
+pub fn table(launches: &[&MeasuredLaunch], profiled: &[Profiled], strided_bytes: usize) -> Result<Vec<Line>> {
     if launches.len() != profiled.len() {
         bail!("counters: ncu profiled {} launches, the run checked {}", profiled.len(), launches.len());
     }
@@ -187,8 +191,8 @@ mod tests {
     use crate::gpu::kernel::DriverOccupancy;
     use crate::gpu::launch::LaunchShape;
 
-    fn measured(kernel: &str, size: &str, grid: (u32, u32), block: (u32, u32)) -> Measured {
-        Measured {
+    fn measured(kernel: &str, size: &str, grid: (u32, u32), block: (u32, u32)) -> MeasuredLaunch {
+        MeasuredLaunch {
             kernel: kernel.into(),
             size: size.into(),
             shape: LaunchShape { grid, block, smem_bytes: 0 },
@@ -202,7 +206,7 @@ mod tests {
             measured("copy", "8192x8192", (256, 256), (32, 8)),
             measured("shared_bank_probe", "stride 1", (1056, 1), (256, 1)),
         ];
-        let launches: Vec<&Measured> = run.iter().collect();
+        let launches: Vec<&MeasuredLaunch> = run.iter().collect();
         let profiled = parse::raw_csv(parse::tests::FIXTURE).unwrap();
         let lines = table(&launches, &profiled, 0).unwrap();
         let line = |kernel: &str, c: Counter| lines.iter().find(|l| l.kernel == kernel && l.counter == c).unwrap();

@@ -8,7 +8,7 @@ use std::process::Command;
 use anyhow::{Context, Result};
 
 use super::expect::METRICS;
-use crate::demos::Sizes;
+use crate::lab::Sizes;
 
 /// Where CUDA's installer puts `ncu` when it is on no `PATH`.
 pub const DEFAULT_NCU: &str = "/usr/local/cuda/bin/ncu";

@@ -8,11 +8,12 @@
 use anyhow::Result;
 use memlab_contracts::sgemm::SPLIT_K;
 
-use super::matmul::{ODD_SIZES, Operands};
+use super::matmul::Operands;
 use super::sgemm::{Rung, check_odd_sizes, check_split_k_odd_sizes, measure_split_k, time_cublas, tuned_available};
-use super::{Lab, Section, poison};
 use crate::gpu::cublas::Cublas;
 use crate::gpu::timing::time;
+use crate::lab::ODD_GEMM_SIZES;
+use crate::lab::{Lab, Section, poison};
 use crate::refuse;
 use crate::tuned::{Choice, Pick, ShapeClass};
 use crate::verify::Precision;
@@ -158,7 +159,7 @@ pub fn sweep(lab: &Lab, classes: &[ShapeClass]) -> Result<Sweep> {
     }
     sweep.section.notes.push(format!(
         "each configuration checked element by element on {}, and on sampled dot products at each timed size",
-        ODD_SIZES.map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
+        ODD_GEMM_SIZES.map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
     ));
     Ok(sweep)
 }

@@ -6,10 +6,11 @@ use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::probes::{BANK_PROBE_SMEM, BANK_PROBE_UNROLL, BLOCK, WIDE_PROBE_MAX_OFFSET, WIDE_PROBE_SMEM};
 
-use super::{
-    Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, download, ensure_free, measure, poison, poisoned, upload,
-};
 use crate::gpu::launch::LaunchShape;
+use crate::lab::Inputs;
+use crate::lab::{
+    KernelRow, KernelRun, Lab, Level, Section, Work, download, ensure_free, measure, poison, poisoned, upload,
+};
 use crate::launches;
 use crate::model::banks::{WARP_SIZE, WarpRequest, Width};
 use crate::reference;
@@ -105,7 +106,7 @@ fn bank_factor(stride: usize) -> u32 {
 
 /// The probe at `stride` on `out` (one word per thread of a full GPU), measured.
 fn measure_on(lab: &Lab, out: &mut DeviceBuffer<u32>, stride: usize) -> Result<KernelRow> {
-    let (blocks, threads) = super::sanitizer::grid(lab, BLOCK);
+    let (blocks, threads) = crate::lab::sanitizer::grid(lab, BLOCK);
     let iters = lab.sizes.bank_iters;
     let launch = launches::shared_bank_probe(shapes::shared_bank_probe(blocks), out, stride as u32, iters as u32);
     launch.shape.require_whole_warps(launch.kernel, lab.gpu.info.max_threads_per_block)?;
@@ -128,7 +129,7 @@ fn measure_on(lab: &Lab, out: &mut DeviceBuffer<u32>, stride: usize) -> Result<K
 
 /// The wide probe of `case` on `out`, measured.
 fn measure_wide(lab: &Lab, out: &mut DeviceBuffer<u32>, case: &WideCase) -> Result<KernelRow> {
-    let (blocks, threads) = super::sanitizer::grid(lab, BLOCK);
+    let (blocks, threads) = crate::lab::sanitizer::grid(lab, BLOCK);
     let iters = lab.sizes.bank_iters;
     let offsets = case.offsets();
     assert!(offsets.iter().all(|&o| o % case.width == 0 && o < WIDE_PROBE_MAX_OFFSET as u64), "{case:?}");
@@ -161,14 +162,14 @@ fn measure_wide(lab: &Lab, out: &mut DeviceBuffer<u32>, case: &WideCase) -> Resu
 /// # Errors
 /// Not enough device memory, or a launch refusal.
 pub fn measure_stride(lab: &Lab, stride: usize) -> Result<KernelRow> {
-    let (_, threads) = super::sanitizer::grid(lab, BLOCK);
+    let (_, threads) = crate::lab::sanitizer::grid(lab, BLOCK);
     ensure_free("the bank probe", 4 * threads)?;
     measure_on(lab, &mut poisoned::<u32>(threads)?, stride)
 }
 
 /// Runs the stride sweep with every SM full of probe blocks.
 pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
-    let (blocks, threads) = super::sanitizer::grid(lab, BLOCK);
+    let (blocks, threads) = crate::lab::sanitizer::grid(lab, BLOCK);
     let iters = lab.sizes.bank_iters;
     ensure_free("the bank probe", 4 * threads)?;
     let mut out = poisoned::<u32>(threads)?;

@@ -56,23 +56,24 @@ use memlab_contracts::clusters::{
 };
 use memlab_contracts::hierarchy::RECORD_WORDS;
 
-use super::hierarchy::chain::{self, LINE_BYTES};
-use super::hierarchy::latency::{self, Latency};
 use super::matmul::{self, COUNT_SIZE};
-use super::{
-    Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, download, ensure_free, f32_bytes,
-    measure, model_blocks, poison, poisoned, upload,
-};
 use crate::gpu::cluster::{CLUSTER_CC, MAX_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE, max_active_clusters};
 use crate::gpu::context::load_entries;
 use crate::gpu::describe;
 use crate::gpu::kernel::{attributes, function};
 use crate::gpu::launch::LaunchShape;
+use crate::lab::Inputs;
+use crate::lab::{
+    KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, download, ensure_free, f32_bytes, measure,
+    model_blocks, poison, poisoned, upload,
+};
 use crate::launches;
 use crate::model::clusters::{
     self as cluster_model, cycles_per_block_step, even_layout, layout_from_single_block_counts,
 };
 use crate::model::tiling::{MatmulShape, cluster_tiled_global_loads, tiled_global_loads};
+use crate::probes::chain::{self, LINE_BYTES};
+use crate::probes::latency::{self, Latency};
 use crate::series::{Series, names};
 use crate::verify::{self, Check};
 use crate::{ptx, reference};
@@ -127,9 +128,6 @@ pub const CHAIN_BYTES: usize = 16 << 10;
 pub const L2_CHAIN_BYTES: usize = 1 << 20;
 /// Timed loads per chase.
 pub const STEPS: u32 = 4096;
-/// Vectors each thread of `cluster_shared_read` reads by default (`--cluster-reads`).
-pub const READ_ITERS: u32 = 4096;
-
 /// `--cluster-reads`: a multiple of the read kernel's unroll.
 ///
 /// # Errors
@@ -314,7 +312,7 @@ pub fn read_bandwidth(lab: &Lab, cluster: u32, peer_offset: u32) -> Result<Kerne
     if clusters == 0 {
         crate::refuse!("the device holds no cluster of {cluster} blocks of `cluster_shared_read` at once");
     }
-    let clusters = super::sanitizer::clusters(lab, clusters);
+    let clusters = crate::lab::sanitizer::clusters(lab, clusters);
     let blocks = clusters * cluster;
     let threads = (blocks * READ_THREADS) as usize;
     let mut out = poisoned::<u32>(threads)?;
@@ -373,7 +371,7 @@ pub fn read_sums(cluster: u32, peer_offset: u32, reads: u32) -> Vec<u32> {
 /// and the check that every block ran at its place (rank, cluster size, cluster index).
 pub fn barrier(lab: &Lab, cluster: u32) -> Result<(f64, Check)> {
     let blocks = cluster;
-    let iters = super::sanitizer::iters(lab, BARRIER_ITERS);
+    let iters = crate::lab::sanitizer::iters(lab, BARRIER_ITERS);
     let mut out = upload(&vec![u64::MAX; BARRIER_RECORD_WORDS * blocks as usize])?;
     let launch = launches::cluster_barrier(shapes::cluster_barrier(blocks), iters, &mut out).in_clusters((cluster, 1));
     let seen = Cell::new(f64::NAN);
@@ -734,8 +732,8 @@ mod tests {
 
     #[test]
     fn read_sums_depend_on_the_peer_read() {
-        let own = read_sums(2, 0, READ_ITERS);
-        let next = read_sums(2, 1, READ_ITERS);
+        let own = read_sums(2, 0, crate::lab::CLUSTER_READ_ITERS);
+        let next = read_sums(2, 1, crate::lab::CLUSTER_READ_ITERS);
         assert_eq!(own.len(), 2 * READ_THREADS as usize);
         // Rank 0 reading rank 1 sums what rank 1 reading itself sums, and not what it reads
         // of its own memory.
@@ -751,12 +749,15 @@ mod tests {
             of_t.dedup();
             assert_eq!(of_t.len(), 16, "thread {t}");
         }
-        let sums = read_sums(16, 0, READ_ITERS);
+        let sums = read_sums(16, 0, crate::lab::CLUSTER_READ_ITERS);
         for (r, t) in (0..16).flat_map(|r| (0..threads).map(move |t| (r, t))) {
             assert_ne!(sums[r * threads + t], sums[(r + 1) % 16 * threads + t], "rank {r} thread {t}");
         }
         // Thread 0 of rank 0 reads vectors 0, 256, .., 1792, 512 times each (i * 256 mod 2048).
         let by_hand = (0..8).map(|j| (0..4).fold(0u32, |s, w| s.wrapping_add(read_word(4 * 256 * j + w, 0))));
-        assert_eq!(own[0], by_hand.fold(0u32, |s, v| s.wrapping_add(v.wrapping_mul(READ_ITERS / 8))));
+        assert_eq!(
+            own[0],
+            by_hand.fold(0u32, |s, v| s.wrapping_add(v.wrapping_mul(crate::lab::CLUSTER_READ_ITERS / 8)))
+        );
     }
 }

@@ -8,11 +8,12 @@ use memlab_contracts::probes::{BLOCK, MISALIGNED_MAX_OFFSET, MISALIGNED_READS_PE
 
 use std::cell::RefCell;
 
-use super::{
-    Inputs, KernelRow, KernelRun, Lab, Section, Work, check_staged, ensure_free, f32_bytes, measure, poison, poisoned,
-};
 use crate::gpu::launch::LaunchShape;
 use crate::gpu::staging::Staging;
+use crate::lab::Inputs;
+use crate::lab::{
+    KernelRow, KernelRun, Lab, Section, Work, check_staged, ensure_free, f32_bytes, measure, poison, poisoned,
+};
 use crate::launches;
 use crate::model::coalescing::{TransactionModel, bandwidth_fraction_vs_unit_stride};
 use crate::model::dram;
@@ -286,6 +287,8 @@ mod tests {
     #[test]
     fn buffer_sizes_outside_the_sweep_are_refused_with_the_range() {
         assert_eq!(MIN_BYTES, 2048);
+        // The sanitizer footprint is enough for the widest stride.
+        assert_eq!(check_bytes(crate::lab::sanitizer::BYTES), Ok(crate::lab::sanitizer::BYTES));
         assert_eq!(check_bytes(2048), Ok(2048));
         assert_eq!(check_bytes(1 << 30), Ok(1 << 30));
         let err = check_bytes(2047).unwrap_err();

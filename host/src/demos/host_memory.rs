@@ -14,13 +14,14 @@
 
 use anyhow::Result;
 
-use super::hierarchy::latency::{Latency, chain_at};
-use super::{KernelRow, Lab, Section, coalescing, download, ensure_free, poison, poisoned};
+use super::coalescing;
 use crate::gpu::host_memory::{HOST_PAGE_BYTES, Managed, PinnedHost, free_bytes, on_demand_paging};
 use crate::gpu::memory::Owned;
 use crate::gpu::peer::DeviceMemory;
 use crate::gpu::timing::{self, Repeats, Timing};
+use crate::lab::{KernelRow, Lab, Section, download, ensure_free, poison, poisoned};
 use crate::launches;
+use crate::probes::latency::{Latency, chain_at};
 use crate::reference::{self, STRIDED_READS_PER_THREAD};
 use crate::refuse;
 use crate::verify::{self, Check};
@@ -53,6 +54,23 @@ impl Options {
     /// The smaller sizes the hierarchy table measures these rows with.
     pub fn for_hierarchy(steps: u32) -> Options {
         Options { mapped_bytes: 64 << 20, managed_bytes: 256 << 20, chain_bytes: 16 << 20, steps, runs: 3 }
+    }
+
+    /// These options for a compute-sanitizer run when `sanitizer` ([`crate::lab::sanitizer`]):
+    /// 1 MiB mapped, the smallest managed buffer, a 64 KiB chain, one run.
+    pub fn for_sanitizer(self, sanitizer: bool) -> Options {
+        use crate::gpu::host_memory::HOST_PAGE_BYTES;
+        use crate::reference::STRIDED_READS_PER_THREAD;
+        match sanitizer {
+            true => Options {
+                mapped_bytes: 1 << 20,
+                managed_bytes: 4 * STRIDED_READS_PER_THREAD * HOST_PAGE_BYTES,
+                chain_bytes: 64 << 10,
+                runs: 1,
+                ..self
+            },
+            false => self,
+        }
     }
 }
 
@@ -310,6 +328,19 @@ impl Measured {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sanitizer_rows_shrink_to_sizes_the_lesson_accepts() {
+        let full = Options::for_hierarchy(64);
+        assert_eq!(full.clone().for_sanitizer(false).managed_bytes, full.managed_bytes);
+        let small = full.for_sanitizer(true);
+        assert_eq!(
+            (small.mapped_bytes, small.managed_bytes, small.chain_bytes, small.runs),
+            (1 << 20, 128 << 10, 64 << 10, 1)
+        );
+        assert_eq!(small.steps, 64);
+        check_options(&small, 1 << 30).unwrap();
+    }
 
     #[test]
     fn managed_figures_per_gib_and_per_page() {

@@ -4,9 +4,10 @@ use anyhow::Result;
 use cust::memory::{CopyDestination, DeviceBuffer};
 use memlab_contracts::matmul::{NAIVE_BLOCK, TILE_16, TILE_32, tiled_smem_bytes};
 
-use super::{
-    Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, ensure_free, f32_bytes, measure,
-    poison, poisoned, upload,
+use crate::lab::Inputs;
+use crate::lab::{
+    KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, ensure_free, f32_bytes, measure, poison,
+    poisoned, upload,
 };
 use std::cell::RefCell;
 
@@ -187,11 +188,6 @@ fn run_case(lab: &Lab, (m, n, k): (usize, usize, usize), kernels: &[Kernel]) -> 
     }
     Ok(rows)
 }
-
-/// Sizes every rung is checked on, element by element: not multiples of 4 (scalar paths), and
-/// multiples of 4 that are not multiples of the tiles (128-bit interior, guarded edges), with
-/// `k` not a multiple of the depth step 8 (a last step that is partial inside full tiles).
-pub const ODD_SIZES: [(usize, usize, usize); 2] = [(517, 389, 263), (388, 260, 204)];
 
 /// Random operands of one product on the device, and a poisoned result. The host holds no copy
 /// of them: `A` and `B` are generated chunk by chunk into pinned staging and uploaded, and each

@@ -2,49 +2,25 @@
 //! counted as bytes read plus bytes written. Every other kernel is shown as a share of it.
 //!
 //! This module owns the measurement ([`measure`]); the runner takes it once per run and passes
-//! it to every demo that reads it ([`super::Inputs`]).
+//! it to every demo that reads it ([`Inputs`]).
 
 use anyhow::Result;
 
-use super::{Inputs, Lab, Section, ensure_free, f32_bytes, poisoned};
 use crate::gpu::describe;
 use crate::gpu::memory::copy_on_device;
 use crate::gpu::staging::Staging;
-use crate::gpu::timing::{Timing, time};
+use crate::gpu::timing::time;
+use crate::lab::{Ceiling, Inputs, Lab, Section, ensure_free, f32_bytes, poisoned};
 use crate::reference;
-use crate::verify::Check;
 
 /// Seed of the copied matrix ([`reference::input_f32`]).
 pub const SEED: u64 = 11;
-
-/// One measurement of the ceiling.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Measured {
-    /// The matrix copied, `(rows, cols)` of f32.
-    pub matrix: (usize, usize),
-    /// Event timing of the copies.
-    pub timing: Timing,
-    /// The copy checked element by element.
-    pub check: Check,
-}
-
-impl Measured {
-    /// Bytes read plus written by one copy.
-    pub fn bytes(&self) -> f64 {
-        2.0 * 4.0 * (self.matrix.0 * self.matrix.1) as f64
-    }
-
-    /// GB/s of the median copy; `None` when the copy was wrong (no ceiling from a wrong copy).
-    pub fn gbs(&self) -> Option<f64> {
-        self.check.passed().then(|| self.timing.gbs(self.bytes()))
-    }
-}
 
 /// Copies the `lab.sizes.transpose` matrix once (checked), then times the copies.
 ///
 /// # Errors
 /// Not enough device memory, or a driver failure.
-pub fn measure(lab: &Lab) -> Result<Measured> {
+pub fn measure(lab: &Lab) -> Result<Ceiling> {
     measure_at(lab, lab.sizes.transpose)
 }
 
@@ -54,7 +30,7 @@ pub fn measure(lab: &Lab) -> Result<Measured> {
 ///
 /// # Errors
 /// Not enough device memory, or a driver failure.
-pub fn measure_at(lab: &Lab, (rows, cols): (usize, usize)) -> Result<Measured> {
+pub fn measure_at(lab: &Lab, (rows, cols): (usize, usize)) -> Result<Ceiling> {
     let n = rows * cols;
     ensure_free("the memcpy ceiling", f32_bytes(&[n, n]))?;
     let mut staging = Staging::<f32>::new(n)?;
@@ -64,9 +40,9 @@ pub fn measure_at(lab: &Lab, (rows, cols): (usize, usize)) -> Result<Measured> {
     let copy = || copy_on_device(&lab.gpu, &dst, &src);
     copy()?;
     lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!(describe(e)))?;
-    let check = super::check_staged(&lab.gpu, &mut staging, &dst, dst.len(), |i| reference::input_f32(SEED, i))?;
+    let check = crate::lab::check_staged(&lab.gpu, &mut staging, &dst, dst.len(), |i| reference::input_f32(SEED, i))?;
     let timing = time(&lab.gpu, lab.sizes.repeats, copy)?;
-    Ok(Measured { matrix: (rows, cols), timing, check })
+    Ok(Ceiling { matrix: (rows, cols), timing, check })
 }
 
 /// The ceiling's section, from the run's measurement (measured here when the run has none).
@@ -75,7 +51,7 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         Some(m) => m.clone(),
         None => measure(lab)?,
     };
-    let Measured { matrix: (rows, cols), timing, check } = &measured;
+    let Ceiling { matrix: (rows, cols), timing, check } = &measured;
     let bytes = measured.bytes();
     let gbs = timing.gbs(bytes);
     let theory = lab.gpu.info.theoretical_bandwidth_gbs();

@@ -10,12 +10,13 @@
 use anyhow::Result;
 use memlab_contracts::probes::{BLOCK, PRESSURE_ACCUMULATORS};
 
-use super::{Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, download, measure, poison, poisoned};
 use crate::gpu::context::load_entry;
 use crate::gpu::describe;
 use crate::gpu::kernel::{allow_dynamic_smem_of, attributes_of, occupancy_of};
 use crate::gpu::launch::LaunchShape;
 use crate::gpu::staging::Staging;
+use crate::lab::Inputs;
+use crate::lab::{KernelRow, KernelRun, Lab, Level, Section, Work, download, measure, poison, poisoned};
 use crate::launches;
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
 use crate::{reference, refuse, verify};
@@ -64,7 +65,7 @@ fn model_blocks(arch: &ArchLimits, res: &KernelResources, mode: Mode) -> u32 {
 /// A launch refusal or a driver failure.
 pub fn timed(lab: &Lab) -> Result<KernelRow> {
     let (threads, iters) = (TIMED_THREADS, TIMED_ITERS);
-    super::ensure_free("the register-pressure probe", super::f32_bytes(&[threads * iters, threads]))?;
+    crate::lab::ensure_free("the register-pressure probe", crate::lab::f32_bytes(&[threads * iters, threads]))?;
     // Generated chunk by chunk into pinned staging; the reference reads the generator: no host
     // copy of the 256 MiB input.
     let input = poisoned::<f32>(threads * iters)?;

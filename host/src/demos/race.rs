@@ -7,9 +7,9 @@ use cust::memory::DeviceBuffer;
 use memlab_contracts::matmul::{TILE_32, tiled_smem_bytes};
 
 use super::matmul::{self, MatmulLaunch, matmul_launch, square_tiles};
-use super::{Section, download, ensure_free, f32_bytes, poison, poisoned, upload};
 use crate::gpu::Gpu;
 use crate::gpu::launch::{Launch, LaunchShape};
+use crate::lab::{Section, download, ensure_free, f32_bytes, poison, poisoned, upload};
 use crate::launches;
 use crate::verify::{self, Check};
 use crate::{reference, refuse};

@@ -13,14 +13,14 @@ use memlab_contracts::sgemm::{
 };
 
 use super::matmul::{self, MatmulLaunch, Operands, matmul_launch};
-use super::{
-    Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, ensure_free, f32_bytes, measure, measure_then, poison,
-    poisoned,
-};
 use crate::gpu::cublas::Cublas;
 use crate::gpu::device::DeviceInfo;
 use crate::gpu::launch::{Entry, Launch, LaunchShape};
 use crate::gpu::timing::{Timing, time};
+use crate::lab::Inputs;
+use crate::lab::{
+    KernelRow, KernelRun, Lab, Level, Section, Work, ensure_free, f32_bytes, measure, measure_then, poison, poisoned,
+};
 use crate::launches;
 use crate::model::split_k::{self, Machine, Plan};
 use crate::model::tiling::{MatmulShape, block_tiled_global_loads};
@@ -457,13 +457,13 @@ pub fn time_cublas(lab: &Lab, cublas: Option<&Cublas>, ops: &Operands, precision
 /// The note for a run without cuBLAS.
 pub const NO_CUBLAS: &str = "cuBLAS not found: skipped (set MEMLAB_CUBLAS=/path/to/libcublas.so to point at one)";
 
-/// Checks `rung` on each of [`ODD_SIZES`], element by element, untimed.
+/// Checks `rung` on each of [`ODD_GEMM_SIZES`](crate::lab::ODD_GEMM_SIZES), element by element, untimed.
 ///
 /// # Errors
 /// A failed allocation, launch or download.
 pub fn check_odd_sizes(lab: &Lab, rungs: &[Rung]) -> Result<Vec<Check>> {
     let mut checks = Vec::new();
-    for size in super::sanitizer::odd_sizes(lab) {
+    for size in crate::lab::sanitizer::odd_sizes(lab) {
         let mut ops = Operands::new(&lab.gpu, size)?;
         for rung in rungs {
             poison(&ops.c)?;
@@ -490,7 +490,7 @@ pub fn measure_rung(lab: &Lab, rung: &Rung, ops: &mut Operands) -> Result<Kernel
     measure(lab, run, || ops.check_in(&lab.gpu, precision))
 }
 
-/// Runs every rung on [`ODD_SIZES`] (checked, untimed), rung 8 in the configurations the autotune
+/// Runs every rung on [`ODD_GEMM_SIZES`](crate::lab::ODD_GEMM_SIZES) (checked, untimed), rung 8 in the configurations the autotune
 /// file chooses for the device (every configuration under `--sanitizer`), then each rung on each
 /// of `lab.sizes.sgemm` (checked, timed, next to cuBLAS FP32 and TF32), rung 8 in the
 /// configuration chosen for the shape's class.
@@ -503,7 +503,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     // `memlab autotune` before it may choose one; checking them here too would JIT-compile 13
     // more modules (`Gpu::tuned_module`: 3.1 s on the H200's cold JIT cache). A sanitizer run
     // checks them all.
-    let tuned_checked: Vec<&Tuned> = if super::sanitizer::on(lab) {
+    let tuned_checked: Vec<&Tuned> = if crate::lab::sanitizer::on(lab) {
         tuned_all.clone()
     } else {
         let mut chosen: Vec<&Tuned> = Vec::new();
@@ -547,7 +547,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
         "every rung (rung 8 in {} of its {} configurations: those this device runs) also checked element by element on {}; rung 9 and cuBLAS TF32 with the TF32 tolerance (2^-9 of sum |a b| per product, 2k 2^-23 for the sums)",
         tuned_checked.len(),
         tuned_all.len(),
-        super::sanitizer::odd_sizes(lab).map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
+        crate::lab::sanitizer::odd_sizes(lab).map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
     )];
     for &size in &lab.sizes.sgemm {
         let (m, n, k) = size;
@@ -707,7 +707,7 @@ enum Timed {
 /// A failed allocation, launch or download.
 pub fn check_split_k_odd_sizes(lab: &Lab) -> Result<Vec<Check>> {
     let mut checks = Vec::new();
-    for size in super::sanitizer::odd_sizes(lab) {
+    for size in crate::lab::sanitizer::odd_sizes(lab) {
         let mut ops = Operands::new(&lab.gpu, size)?;
         let model = split_k_plan(&lab.gpu.info, size).chosen.splits;
         let mut splits = vec![model, 3, MAX_SPLITS];

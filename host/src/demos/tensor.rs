@@ -14,12 +14,13 @@ use memlab_contracts::tensor::{
     tiles,
 };
 
-use super::{Inputs, KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, ensure_free, measure};
 use crate::gpu::cublas::{Cublas, GemmKind};
 use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::staging::Staging;
 use crate::gpu::tensor_map::{Element, L2Promotion, MapSlot, Swizzle, TiledSpec};
 use crate::gpu::timing::{Timing, time};
+use crate::lab::Inputs;
+use crate::lab::{KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, ensure_free, measure};
 use crate::launches;
 use crate::series::{Series, names};
 use crate::verify::{self, Check, MatmulStreamed, Precision};
@@ -220,13 +221,13 @@ impl<T: Operand> Operands<T> {
         let mut staging = Staging::new((m * pitch).max(n * pitch).max(m * n))?;
         let mut buffers = Vec::new();
         for (rows, seed) in [(m, SEEDS.0), (n, SEEDS.1)] {
-            let buf = super::poisoned::<T>(rows * pitch)?;
+            let buf = crate::lab::poisoned::<T>(rows * pitch)?;
             staging.upload_pitched(&lab.gpu, &buf, (k, pitch), T::default(), |i| T::input(seed, i))?;
             buffers.push(buf);
         }
         let b = buffers.pop().expect("two buffers");
         let a = buffers.pop().expect("two buffers");
-        Ok(Operands { a, b, c: super::poisoned(m * n)?, size: (m, n, k), pitch, staging: RefCell::new(staging) })
+        Ok(Operands { a, b, c: crate::lab::poisoned(m * n)?, size: (m, n, k), pitch, staging: RefCell::new(staging) })
     }
 
     /// The tensor map of `A` (`rows = m`) or `B` (`rows = n`) with a box of `box_rows` rows of
@@ -310,8 +311,14 @@ fn measure_step<T: Operand>(lab: &Lab, step: &Step<T>, ops: &mut Operands<T>, st
     let work = Work { flop: ops.flop(), bytes, level: Level::Global };
     let launch = ops.launch(lab, step, stages)?;
     let c = &ops.c;
-    let run =
-        KernelRun { launch, lesson: step.lesson, prediction, work, size: ops.label(), reset: &|| super::poison(c) };
+    let run = KernelRun {
+        launch,
+        lesson: step.lesson,
+        prediction,
+        work,
+        size: ops.label(),
+        reset: &|| crate::lab::poison(c),
+    };
     measure(lab, run, || ops.check(lab))
 }
 
@@ -319,7 +326,7 @@ fn measure_step<T: Operand>(lab: &Lab, step: &Step<T>, ops: &mut Operands<T>, st
 fn time_cublas<T: Operand>(lab: &Lab, cublas: Option<&Cublas>, ops: &Operands<T>) -> Result<Option<Timing>> {
     let Some(cublas) = cublas else { return Ok(None) };
     let gemm = || cublas.gemm_nt(T::CUBLAS, (&ops.a, &ops.b, &ops.c), ops.size, ops.pitch);
-    super::poison(&ops.c)?;
+    crate::lab::poison(&ops.c)?;
     gemm()?;
     lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!(crate::gpu::describe(e)))?;
     let (check, kind) = ops.check(lab)?;
@@ -353,7 +360,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     // Load the module first, so that every map placed below lands in it.
     lab.gpu.tensor_module(WGMMA.name)?;
     let cublas = lab.phases.step("open cuBLAS", || Cublas::open(&lab.gpu))?;
-    for size in super::sanitizer::odd_sizes(lab) {
+    for size in crate::lab::sanitizer::odd_sizes(lab) {
         let mut ops = Operands::<u16>::new(lab, size)?;
         for step in &STEPS {
             section.checks.push(check_once(lab, &mut ops, step)?);
@@ -387,7 +394,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     }
     section.notes.push(format!(
         "every rung also checked element by element at {}; tolerance per element 2k 2^-23 sum|a b| for the FP32 sums plus 2^-8 of the result for its rounding to BF16 (the BF16 products are exact); rung 7 (2^-9 + 2^-20 + 2k 2^-23) sum|a b|, TF32's 10-bit mantissas making each product off by less than 2^-9",
-        super::sanitizer::odd_sizes(lab).map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
+        crate::lab::sanitizer::odd_sizes(lab).map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
     ));
     section.notes.push(match &cublas {
         Some(c) => format!(
@@ -403,7 +410,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
 
 /// Runs `step` once on `ops` at its default stages and checks every element it wrote.
 fn check_once<T: Operand>(lab: &Lab, ops: &mut Operands<T>, step: &Step<T>) -> Result<Check> {
-    super::poison(&ops.c)?;
+    crate::lab::poison(&ops.c)?;
     ops.launch(lab, step, default_stages(step.rung))?.enqueue(&lab.gpu)?;
     Ok(ops.check(lab)?.0)
 }
@@ -442,7 +449,7 @@ fn stage_sweep(lab: &Lab, ops: &mut Operands<u16>, reference: Option<f64>) -> Re
             continue;
         }
         let launch = ops.launch(lab, step, stages)?;
-        super::poison(&ops.c)?;
+        crate::lab::poison(&ops.c)?;
         launch.enqueue(&lab.gpu)?;
         let (check, kind) = ops.check(lab)?;
         if !check.passed() {

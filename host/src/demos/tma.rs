@@ -21,16 +21,16 @@ use memlab_contracts::tma::{
 };
 
 use super::transpose;
-use super::{
-    Inputs, KernelRow, KernelRun, Lab, Section, Work, ensure_free, f32_bytes, measure, poison, poisoned,
-    recheck_exact_staged,
-};
 use crate::gpu::Gpu;
 use crate::gpu::kernel;
 use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::staging::Staging;
 use crate::gpu::tensor_map::{Element, L2Promotion, MapSlot, Swizzle, TiledSpec};
 use crate::gpu::timing::time;
+use crate::lab::Inputs;
+use crate::lab::{
+    KernelRow, KernelRun, Lab, Section, Work, ensure_free, f32_bytes, measure, poison, poisoned, recheck_exact_staged,
+};
 use crate::launches;
 use crate::model::banks::WarpRequest;
 use crate::phases::Kind;
@@ -328,8 +328,8 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     // rows.
     let (bytes, padded_bytes) = (2.0 * 4.0 * n as f64, 2.0 * 4.0 * n_in as f64);
     let size = format!("{rows}x{cols}");
-    let sms = super::sanitizer::sms(lab);
-    let plan = Plan::new(super::sanitizer::on(lab));
+    let sms = crate::lab::sanitizer::sms(lab);
+    let plan = Plan::new(crate::lab::sanitizer::on(lab));
     // The pipeline sweeps: every configuration checked exactly, then timed; the kernel rows
     // run each kernel's fastest.
     let copy_maps = COPY_BOXES

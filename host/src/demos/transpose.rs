@@ -16,13 +16,13 @@ use memlab_contracts::transpose::{
 use memlab_contracts::transpose_any as any;
 use memlab_contracts::transpose_thin as thin;
 
-use super::check_staged;
-use super::{
-    Inputs, KernelRow, KernelRun, Lab, Section, Work, check_u32_elements, ensure_free, f32_bytes, measure, poison,
-    poisoned,
-};
 use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::staging::Staging;
+use crate::lab::Inputs;
+use crate::lab::check_staged;
+use crate::lab::{
+    KernelRow, KernelRun, Lab, Section, Work, check_u32_elements, ensure_free, f32_bytes, measure, poison, poisoned,
+};
 use crate::launches;
 use crate::model::banks::WarpRequest;
 use crate::model::coalescing::{RowSweep, WarpAccess};
@@ -669,7 +669,7 @@ mod tests {
         let mut slower = base.to_vec();
         for (k, f) in slower.iter_mut().zip([0.9, 0.5]) {
             k.timing.median_ms /= f;
-            k.rate = crate::demos::Rate::Gbs(k.rate.value() * f);
+            k.rate = crate::lab::Rate::Gbs(k.rate.value() * f);
         }
         let note = against_aligned(&Stored::dense((8191, 8192)), &slower, base);
         let (copy, naive) = (base[0].rate.value(), base[1].rate.value());
@@ -688,7 +688,7 @@ mod tests {
             let sections: Vec<Section> = super::super::recorded("sections");
             let mut k = sections.iter().find(|s| s.name == "transpose").unwrap().kernels[0].clone();
             k.kernel = kernel.to_string();
-            k.rate = crate::demos::Rate::Gbs(gbs);
+            k.rate = crate::lab::Rate::Gbs(gbs);
             k
         };
         // H200 figures at 8191x8192 and 8192x8192, before the vectorized transpose's shifted path.

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::demos::{KernelRow, Rate};
+use crate::lab::{KernelRow, Rate};
 use crate::model::roofline::{SM_BYTES_PER_CLOCK, max_flop_per_clock};
 use crate::present::report_dir::RunRecord;
 use crate::series::Series;
@@ -157,7 +157,7 @@ fn series(at: &str, s: &Series) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Sections a record holds besides one per demo ([`crate::demos::NAMES`]).
+/// Sections a record holds besides one per demo ([`crate::registry::NAMES`]).
 const SECTION_NAMES: [&str; 2] = ["roofline", "race"];
 
 /// Checks every figure of `record`.
@@ -192,8 +192,8 @@ pub fn check(record: &RunRecord) -> Result<(), Refusal> {
     let ceilings = Ceilings::of(record);
     for (i, section) in record.sections.iter().enumerate() {
         let at = format!("sections[{i}] ({})", section.name);
-        if !SECTION_NAMES.contains(&section.name.as_str()) && !crate::demos::NAMES.contains(&section.name.as_str()) {
-            let known = [&crate::demos::NAMES[..], &SECTION_NAMES[..]].concat().join(", ");
+        if !SECTION_NAMES.contains(&section.name.as_str()) && !crate::registry::NAMES.contains(&section.name.as_str()) {
+            let known = [&crate::registry::NAMES[..], &SECTION_NAMES[..]].concat().join(", ");
             refuse(&format!("sections[{i}].name"), &section.name, &format!("not a section memlab writes ({known})"))?;
         }
         for (j, k) in section.kernels.iter().enumerate() {
@@ -232,10 +232,10 @@ mod tests {
             .iter()
             .enumerate()
             .find_map(|(i, s)| {
-                s.kernels.iter().position(|k| matches!(k.rate, crate::demos::Rate::Gbs(_))).map(|j| (i, j))
+                s.kernels.iter().position(|k| matches!(k.rate, crate::lab::Rate::Gbs(_))).map(|j| (i, j))
             })
             .unwrap();
-        r.sections[i].kernels[j].rate = crate::demos::Rate::Gbs(-3992.0);
+        r.sections[i].kernels[j].rate = crate::lab::Rate::Gbs(-3992.0);
         let e = check(&r).unwrap_err();
         let k = &r.sections[i].kernels[j];
         assert_eq!(

@@ -1,8 +1,8 @@
 //! Printing: the device report and each demo's section, as full Markdown tables (the report
 //! folder, `--format markdown`) or fitted to the terminal ([`crate::present::table`]).
 
-use crate::demos::{KernelRow, Rate, Section};
 use crate::gpu::device::DeviceInfo;
+use crate::lab::{KernelRow, Rate, Section};
 use crate::present::table::{self, Layout};
 
 /// A table of `header` and `rows` in this process's layout ([`Layout::current`]).

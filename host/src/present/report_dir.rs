@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::demos::Section;
 use crate::gpu::device::DeviceInfo;
+use crate::lab::Section;
 use crate::present::charts::{self, BarChart, Chart, OccupancyChart, RooflineChart, SizesChart, SweepChart};
 use crate::present::table::Layout;
 use crate::series::names;
@@ -56,7 +56,7 @@ impl RunRecord {
     pub fn fill_occupancy_commands(&mut self) {
         let cc = self.device.cc;
         for row in self.sections.iter_mut().flat_map(|s| &mut s.kernels).filter(|r| r.occupancy_command.is_empty()) {
-            row.occupancy_command = crate::demos::occupancy_command(cc, &row.attrs, &row.shape);
+            row.occupancy_command = crate::lab::occupancy_command(cc, &row.attrs, &row.shape);
         }
     }
 
@@ -65,7 +65,7 @@ impl RunRecord {
     /// measurement's check is kept.
     pub fn rebuild_roofline(&mut self) {
         let Some(i) = self.sections.iter().position(|s| s.name == "roofline") else { return };
-        let fresh = crate::demos::roofline::build(&self.device, self.memcpy_gbs, self.sm_clock_ghz, &self.sections);
+        let fresh = crate::summary::roofline::build(&self.device, self.memcpy_gbs, self.sm_clock_ghz, &self.sections);
         if let Some(mut fresh) = fresh {
             fresh.checks = std::mem::take(&mut self.sections[i].checks);
             self.sections[i] = fresh;

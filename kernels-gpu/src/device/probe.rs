@@ -8,7 +8,7 @@
 //!   [`Slice::get`] does.
 //! - **Chains the host wrote.** A chase follows values the host laid out (global addresses, or
 //!   offsets and indices the kernel copies into shared or local memory): the host's chain
-//!   builders (`host/src/demos/hierarchy/chain.rs`, the CPU references of the chains) keep
+//!   builders (`host/src/probes/chain.rs`, the CPU references of the chains) keep
 //!   every link inside its array, so every hop loads inside it. The release build trusts that;
 //!   the `checked` build bounds every hop with its array's length (a global chain, whose extent
 //!   the kernel is not told, by its alignment) and traps on a link outside.

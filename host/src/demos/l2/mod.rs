@@ -20,11 +20,12 @@ use anyhow::Result;
 use memlab_contracts::hierarchy::{READ_CG_UNROLL, READ_CG_VECTOR_BYTES};
 use memlab_contracts::probes::BLOCK;
 
-use super::hierarchy::bandwidth::{Reader, read};
-use super::hierarchy::ladder::bytes;
-use super::{Inputs, KernelRow, Lab, Level, Section};
+use crate::lab::Inputs;
+use crate::lab::sizes::bytes;
+use crate::lab::{KernelRow, Lab, Level, Section};
 use crate::launches;
 use crate::model::l2::L2Policy;
+use crate::probes::bandwidth::{Reader, read};
 use crate::series::{Series, names};
 
 /// Passes over the L2-resident buffer of the bandwidth sweep.
@@ -86,8 +87,10 @@ pub fn run(lab: &Lab, _inputs: &Inputs) -> Result<Section> {
 /// Measures the three parts.
 pub fn measure(lab: &Lab) -> Result<Measured> {
     let info = &lab.gpu.info;
-    let footprint =
-        lab.sizes.l2_read_bytes.unwrap_or_else(|| super::sanitizer::bytes(lab, l2_footprint(info.l2_bytes as usize)));
+    let footprint = lab
+        .sizes
+        .l2_read_bytes
+        .unwrap_or_else(|| crate::lab::sanitizer::bytes(lab, l2_footprint(info.l2_bytes as usize)));
     let mut bandwidth = Vec::new();
     for blocks in blocks_per_sm(info.max_threads_per_sm) {
         let row = |kernel, loads: usize, lesson| {
@@ -109,7 +112,7 @@ pub fn measure(lab: &Lab) -> Result<Measured> {
     let persisting = match persisting::unsupported(info.cc, &limits) {
         Some(why) => Err(why),
         None => {
-            let stream = super::sanitizer::bytes(lab, lab.sizes.l2_stream_bytes);
+            let stream = crate::lab::sanitizer::bytes(lab, lab.sizes.l2_stream_bytes);
             let sizes = persisting::hot_sizes(info.l2_bytes as usize, stream);
             lab.phases.step("persisting", || persisting::measure_sizes(lab, limits, stream, &sizes))?
         }
@@ -247,6 +250,14 @@ impl Measured {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sanitizer_footprint_has_two_whole_regions_and_a_tail() {
+        let bytes = crate::lab::sanitizer::BYTES;
+        assert_eq!(policies::regions(bytes), 2);
+        assert!(!bytes.is_multiple_of(policies::REGION_BYTES));
+        assert_eq!(check_bytes(bytes).unwrap(), bytes);
+    }
 
     #[test]
     fn the_sweep_covers_one_to_eight_blocks_and_counts_bytes_in_flight() {

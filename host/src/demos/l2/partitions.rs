@@ -10,13 +10,13 @@ use memlab_contracts::hierarchy::READ_CG_VECTOR_BYTES;
 use memlab_contracts::l2::{CHASE_SM_HEADER_WORDS, CHASE_SM_SCRATCH_BYTES, CHASE_SM_THREADS};
 use memlab_contracts::probes::BLOCK;
 
-use crate::demos::hierarchy::chain::{self, LINE_BYTES};
-use crate::demos::hierarchy::ladder::bytes;
-use crate::demos::{Lab, download, ensure_free, poisoned, sanitizer, upload};
 use crate::gpu::describe;
 use crate::gpu::launch::LaunchShape;
+use crate::lab::sizes::bytes;
+use crate::lab::{Lab, download, ensure_free, poisoned, sanitizer, upload};
 use crate::launches;
 use crate::model::l2::{BANDS, Band, L2Level, band_shares, one_sm_level, two_means};
+use crate::probes::chain::{self, LINE_BYTES};
 use crate::refuse;
 use crate::verify::{self, Check};
 
@@ -111,7 +111,7 @@ pub fn measure(lab: &Lab, warm_sm: u32, timed_sms: Option<u32>) -> Result<Partit
     let (mut got, mut want, mut missed) = (Vec::new(), Vec::new(), Vec::new());
     for sm in 0..timed_sms.map_or(sms, |n| n.min(sms)) {
         let flush_launch = launches::read_cg(
-            crate::demos::hierarchy::bandwidth::read_shape(flush_blocks),
+            crate::probes::bandwidth::read_shape(flush_blocks),
             &flush,
             (flush_bytes / READ_CG_VECTOR_BYTES) as u32,
             1,
@@ -155,7 +155,7 @@ pub fn measure(lab: &Lab, warm_sm: u32, timed_sms: Option<u32>) -> Result<Partit
             .copy_from(&chain::global_image(&next, start)[..])
             .map_err(|e| anyhow::anyhow!("upload: {}", describe(e)))?;
         launches::read_cg(
-            crate::demos::hierarchy::bandwidth::read_shape(flush_blocks),
+            crate::probes::bandwidth::read_shape(flush_blocks),
             &flush,
             (flush_bytes / READ_CG_VECTOR_BYTES) as u32,
             1,

@@ -7,11 +7,11 @@ use cust::memory::DeviceBuffer;
 use memlab_contracts::hierarchy::READ_CG_VECTOR_BYTES;
 use memlab_contracts::l2::HOT_STREAM_THREADS;
 
-use crate::demos::hierarchy::ladder::bytes;
-use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poison, poisoned};
 use crate::gpu::l2::{self, PersistingLimits, Window};
 use crate::gpu::launch::LaunchShape;
 use crate::gpu::staging::Staging;
+use crate::lab::sizes::bytes;
+use crate::lab::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poison, poisoned};
 use crate::launches;
 use crate::model::l2::{HotStream, L2Policy, hit_from_time, hit_ratio, hot_hit};
 use crate::phases::Kind;
@@ -155,7 +155,7 @@ pub fn measure_sizes(
     let largest = sizes.iter().copied().max().unwrap_or(0);
     // The all-miss bound's buffer: the largest power of two of whole vectors in the stream.
     let twin_bytes = 1usize << stream_bytes.max(READ_CG_VECTOR_BYTES).ilog2();
-    let (blocks, threads) = crate::demos::sanitizer::grid(lab, HOT_STREAM_THREADS);
+    let (blocks, threads) = crate::lab::sanitizer::grid(lab, HOT_STREAM_THREADS);
     ensure_free("the persisting-L2 lesson", stream_bytes + largest.max(twin_bytes) + twin_bytes + 4 * threads)?;
     // Both buffers are generated chunk by chunk into pinned staging and their sums computed
     // from the same formulas: the host never holds the 1 GiB stream.

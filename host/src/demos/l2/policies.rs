@@ -6,9 +6,9 @@ use anyhow::Result;
 use memlab_contracts::hierarchy::READ_CG_VECTOR_BYTES;
 use memlab_contracts::l2::{CHUNK_THREADS, HOT_STREAM_THREADS, REGION_VECTORS};
 
-use crate::demos::hierarchy::ladder::bytes;
-use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poison, poisoned, upload};
 use crate::gpu::launch::LaunchShape;
+use crate::lab::sizes::bytes;
+use crate::lab::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poison, poisoned, upload};
 use crate::launches;
 use crate::reference;
 use crate::verify;
@@ -49,7 +49,7 @@ pub fn chunks(lab: &Lab, footprint: usize) -> Result<KernelRow> {
     let words = reference::strided_words(used / 4);
     let input = upload(&words)?;
     let mut out = poisoned::<u32>(regions as usize * CHUNK_THREADS as usize)?;
-    let blocks = crate::demos::sanitizer::chunk_blocks(lab, regions);
+    let blocks = crate::lab::sanitizer::chunk_blocks(lab, regions);
     let launch = launches::read_cg_chunks(shapes::read_cg_chunks(blocks), &input, regions, &mut out);
     let work = Work { flop: 0.0, bytes: blocks as f64 * REGION_BYTES as f64, level: Level::L2 };
     let size = format!("{} in {regions} regions, {blocks} blocks", bytes(used));

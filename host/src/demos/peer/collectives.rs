@@ -17,12 +17,12 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::matrix::PairMatrix;
-use crate::demos::Section;
-use crate::demos::hierarchy::ladder::bytes as size_text;
 use crate::gpu::Gpu;
 use crate::gpu::nccl::{Collective, Nccl};
 use crate::gpu::peer::DeviceMemory;
 use crate::gpu::timing::Repeats;
+use crate::lab::Section;
+use crate::lab::sizes::bytes as size_text;
 use crate::verify::{self, Check};
 
 /// Smallest size measured, bytes (nccl-tests' `-b 8`).

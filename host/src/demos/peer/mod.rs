@@ -25,14 +25,15 @@ pub mod topology;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::hierarchy::latency::{Latency, chain_at};
-use super::{KernelRow, KernelRun, Lab, Section, Sizes, Work, coalescing, measure};
+use super::coalescing;
 use crate::gpu::Gpu;
 use crate::gpu::host_memory::PinnedHost;
 use crate::gpu::memory::Owned;
 use crate::gpu::peer::{self, DeviceMemory};
 use crate::gpu::timing::{self, Repeats};
+use crate::lab::{KernelRow, KernelRun, Lab, Section, Sizes, Work, measure};
 use crate::launches;
+use crate::probes::latency::{Latency, chain_at};
 use crate::verify::{self, Check};
 use crate::{reference, refuse};
 use matrix::{PairMatrix, ordered_pairs, unordered_pairs};

@@ -11,7 +11,7 @@ use super::key::{self, Sample};
 use super::{
     AXIS_LIMIT, Chart, DrawResult, FONT, MARK, MEASURED, MODEL_A, MODEL_B, TENSOR, linear_label, section, series,
 };
-use crate::demos::{Level, Rate, Section};
+use crate::lab::{Level, Rate, Section};
 use crate::series::names;
 
 /// One bar.

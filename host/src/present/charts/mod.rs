@@ -15,7 +15,7 @@ use anyhow::{Result, anyhow};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::demos::Section;
+use crate::lab::Section;
 use crate::present::output;
 use crate::series::Series;
 

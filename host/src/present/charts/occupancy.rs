@@ -4,7 +4,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{Chart, DrawResult, FONT, MARK, MEASURED};
-use crate::demos::{KernelRow, Section};
+use crate::lab::{KernelRow, Section};
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
 
 /// The occupancy calculator's three classic graphs for one kernel: occupancy against threads

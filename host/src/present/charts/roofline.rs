@@ -10,7 +10,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::key::{self, Sample};
 use super::labels::{self, Rect};
 use super::{BF16, Chart, DrawResult, FONT, MARK, MEASURED, TENSOR, log_label, log_range, log_ticks, series};
-use crate::demos::Section;
+use crate::lab::Section;
 use crate::model::roofline::{AboveRoof, above_roof};
 use crate::series::names;
 
@@ -92,8 +92,8 @@ impl RooflineChart {
     /// FP32 otherwise.
     pub fn new(sections: &[Section], peak_tflops: f64, memcpy_gbs: f64, theoretical_gbs: f64) -> Option<Self> {
         let precision = |kernel: &str| match kernel {
-            k if crate::demos::roofline::is_tf32(k) => Precision::Tf32,
-            k if crate::demos::roofline::is_bf16(k) => Precision::Bf16,
+            k if crate::summary::roofline::is_tf32(k) => Precision::Tf32,
+            k if crate::summary::roofline::is_bf16(k) => Precision::Bf16,
             _ => Precision::Fp32,
         };
         let points: Vec<RoofPoint> = sections

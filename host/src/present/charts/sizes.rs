@@ -4,7 +4,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{AXIS_LIMIT, Chart, DrawResult, FONT, MARK, MEASURED, MODEL_A, MODEL_B, MODEL_C, section};
-use crate::demos::Section;
+use crate::lab::Section;
 use crate::series::{Series, names};
 
 /// The transpose sweep over matrix sizes (`run-demos --sizes`): each kernel's rate at each size

@@ -14,7 +14,7 @@ use super::{
     Chart, DrawResult, FONT, MARK, MEASURED, MODEL_A, MODEL_B, MODEL_C, linear_label, log_label, log_range, log_ticks,
     section, series, to_ticks,
 };
-use crate::demos::Section;
+use crate::lab::Section;
 use crate::series::{Point, Series, names};
 
 /// Colours of the series, in order: measured, then the models.
@@ -132,7 +132,7 @@ impl SweepChart {
                         format!(
                             "{} at {}",
                             p.label.as_deref().unwrap_or("step"),
-                            crate::demos::hierarchy::ladder::bytes(p.x as usize)
+                            crate::lab::sizes::bytes(p.x as usize)
                         )
                     })
                     .collect()

@@ -62,21 +62,21 @@
 //! - The constant probe reads 32-bit offsets with `ld.const` (the constant cache); the seed's
 //!   "~1 cycle" is a constant *operand* of an arithmetic instruction, which costs no load at all.
 
-pub mod bandwidth;
-pub mod chain;
 pub mod dsmem;
 pub mod ladder;
-pub mod latency;
 pub mod spills;
 pub mod tma_path;
 
 use anyhow::Result;
 
-use super::{Inputs, KernelRow, Lab, Level, Section};
+use crate::lab::Inputs;
+use crate::lab::sizes::bytes;
+use crate::lab::{KernelRow, Lab, Level, Section};
+use crate::probes::{bandwidth, chain, latency};
 use crate::series::{Series, names};
 use crate::verify::Check;
 use bandwidth::Transfer;
-use ladder::{Plateau, bytes};
+use ladder::Plateau;
 use latency::{LadderPoint, Latency};
 
 /// What the hierarchy demo measures and how much.
@@ -254,7 +254,7 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
     let (broadcast, serialized, constant_check) = constant;
     let partition_step = ladder::partition_step(&l2_plateaus, l2_bytes);
 
-    let l2_ws = super::sanitizer::bytes(lab, super::l2::l2_footprint(l2_bytes));
+    let l2_ws = crate::lab::sanitizer::bytes(lab, crate::demos::l2::l2_footprint(l2_bytes));
     let l2_prediction = format!("{} x {L2_PASSES} passes, L2 hits", bytes(l2_ws));
     let (l2_read, l2_read_plain, l2_read_chunks) = lab.phases.step("L2 reads", || {
         let read =
@@ -266,7 +266,7 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
                 l2_prediction.clone(),
             )?,
             read(bandwidth::Reader::PLAIN, "a quarter of L2, read 256 times", l2_prediction)?,
-            super::l2::policies::chunks(lab, l2_ws)?,
+            crate::demos::l2::policies::chunks(lab, l2_ws)?,
         ))
     })?;
     let persisting = lab.phases.step("L2 persisting", || persisting_row(lab))?;
@@ -282,16 +282,16 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
             format!("{}, every byte from DRAM", bytes(dram_bytes)),
         )
     })?;
-    let shared_read = lab.phases.step("shared read", || super::banks::measure_stride(lab, 1))?;
+    let shared_read = lab.phases.step("shared read", || crate::demos::banks::measure_stride(lab, 1))?;
     let memcpy_gbs = inputs.memcpy_gbs();
     let repeats = crate::gpu::timing::Repeats { warmup: 1, runs: 5 };
     let transfers = lab.phases.step("host transfers", || bandwidth::transfers(lab, opts.transfer_bytes, repeats))?;
 
     // The outer levels: host memory read by kernels, then the nearest peer GPU (if any).
     let host = lab.phases.step("host memory levels", || {
-        super::host_memory::measure_all(
+        crate::demos::host_memory::measure_all(
             lab,
-            &super::sanitizer::host_memory(lab, super::host_memory::Options::for_hierarchy(steps)),
+            &crate::demos::host_memory::Options::for_hierarchy(steps).for_sanitizer(crate::lab::sanitizer::on(lab)),
         )
     })?;
     let mut outer = host.hierarchy_rows();
@@ -303,7 +303,7 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
         outer.push(row);
         outer_checks.push(("TMA path", check));
     }
-    if let Some(peer) = lab.phases.step("peer GPU", || super::peer::nearest_level(lab, 16 << 20, steps))? {
+    if let Some(peer) = lab.phases.step("peer GPU", || crate::demos::peer::nearest_level(lab, 16 << 20, steps))? {
         outer.push(peer.hierarchy_row());
         outer_checks.extend(peer.checks.into_iter().map(|c| ("peer GPU", c)));
     }
@@ -362,12 +362,12 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
 /// The "L2 persisting" row: `hot_stream_read` at the hot size whose reuse distance is just past
 /// the L2 (the lesson's `demos::l2::persisting`), or the one line saying why it is skipped.
 fn persisting_row(lab: &Lab) -> Result<Result<Vec<String>, String>> {
-    use super::l2::persisting;
+    use crate::demos::l2::persisting;
     let limits = crate::gpu::l2::limits(&lab.gpu)?;
     if let Some(why) = persisting::unsupported(lab.gpu.info.cc, &limits) {
         return Ok(Err(why));
     }
-    let stream = super::sanitizer::bytes(lab, lab.sizes.l2_stream_bytes);
+    let stream = crate::lab::sanitizer::bytes(lab, lab.sizes.l2_stream_bytes);
     let sizes = persisting::hot_sizes(lab.gpu.info.l2_bytes as usize, stream);
     // The size whose reuse distance is just past the L2 (the third), or the largest that fits.
     let hot = sizes[sizes.len().min(3) - 1];
@@ -596,7 +596,7 @@ impl Measured {
     fn ladder_series(&self) -> Vec<Series> {
         let (x, y) = ("working set", "cycles per dependent load");
         let points = |pick: fn(&LadderPoint) -> f64| {
-            self.ladder.iter().map(move |p| (p.bytes as f64, pick(p), ladder::bytes(p.bytes))).collect::<Vec<_>>()
+            self.ladder.iter().map(move |p| (p.bytes as f64, pick(p), bytes(p.bytes))).collect::<Vec<_>>()
         };
         let mut series = vec![
             Series::labelled(names::LADDER_DEFAULT, x, y, points(|p| p.default.cycles)),

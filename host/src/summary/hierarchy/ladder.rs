@@ -1,6 +1,8 @@
 //! The latency ladder: which working-set sizes to chase, where its plateaus are, and an ASCII
 //! chart of it. Plain functions of the measured points, no GPU.
 
+use crate::lab::sizes::bytes;
+
 /// Working-set sizes from `min` to `max` bytes, both powers of two: every power of two and the
 /// point halfway between two of them on a log scale rounded to `1.5 * 2^k`, ascending.
 ///
@@ -76,17 +78,6 @@ pub fn plateaus(points: &[(usize, f64)], tolerance: f64, min_points: usize) -> V
 /// on the plateau, next size)`; `None` when no plateau ends inside the L2.
 pub fn partition_step(plateaus: &[Plateau], l2_bytes: usize) -> Option<(usize, usize)> {
     plateaus.iter().find_map(|p| p.next_bytes.filter(|&next| next <= l2_bytes).map(|next| (p.last_bytes, next)))
-}
-
-/// A byte count as `12 KiB`, `1.5 MiB`, `192 MiB`.
-pub fn bytes(b: usize) -> String {
-    let (v, unit) = match b {
-        b if b >= 1 << 30 => (b as f64 / (1u64 << 30) as f64, "GiB"),
-        b if b >= 1 << 20 => (b as f64 / (1 << 20) as f64, "MiB"),
-        b if b >= 1 << 10 => (b as f64 / (1 << 10) as f64, "KiB"),
-        b => (b as f64, "B"),
-    };
-    if v.fract() == 0.0 { format!("{v:.0} {unit}") } else { format!("{v:.1} {unit}") }
 }
 
 /// An ASCII chart of two ladders over the same sizes, one line per size: a bar of `#` for the
@@ -194,15 +185,6 @@ mod tests {
         let flat = [plateau(4 << 10, 4 * MIB, Some(8 * MIB)), plateau(8 * MIB, 64 * MIB, None)];
         assert_eq!(partition_step(&flat, 6 * MIB), None);
         assert_eq!(partition_step(&[], 6 * MIB), None);
-    }
-
-    #[test]
-    fn byte_counts_read_as_binary_units() {
-        assert_eq!(bytes(4096), "4 KiB");
-        assert_eq!(bytes(6144), "6 KiB");
-        assert_eq!(bytes(3 << 19), "1.5 MiB");
-        assert_eq!(bytes(192 << 20), "192 MiB");
-        assert_eq!(bytes(100), "100 B");
     }
 
     #[test]

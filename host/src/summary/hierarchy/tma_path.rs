@@ -8,8 +8,8 @@ use std::cell::RefCell;
 use anyhow::Result;
 
 use crate::demos::tma::{NEEDS_CC, config_label};
-use crate::demos::{KernelRun, Lab, Work, check_staged, ensure_free, f32_bytes, measure, poison, poisoned};
 use crate::gpu::staging::Staging;
+use crate::lab::{KernelRun, Lab, Work, check_staged, ensure_free, f32_bytes, measure, poison, poisoned};
 use crate::launches;
 use crate::reference;
 use crate::verify::Check;

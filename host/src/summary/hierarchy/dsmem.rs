@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::demos::Lab;
+use crate::lab::Lab;
 use crate::verify::Check;
 
 /// The table's row and its checks, each named.

@@ -12,10 +12,10 @@ use memlab_contracts::hierarchy::{
 };
 
 use super::chain::{self, LINE_BYTES};
-use crate::demos::{Lab, download, upload};
 use crate::gpu::describe;
 use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::staging::Staging;
+use crate::lab::{Lab, download, upload};
 use crate::launches;
 use crate::reference;
 use crate::refuse;
@@ -120,7 +120,7 @@ fn slot_of(address: u64, base: u64) -> u32 {
 /// shuffles the next size's chain. The probes see the same chains, warm-ups and steps as before.
 pub fn ladder(lab: &Lab, sizes: &[usize], steps: u32, warm_cap: usize) -> Result<(Vec<LadderPoint>, Check)> {
     let largest = sizes.iter().copied().max().unwrap_or(0);
-    crate::demos::ensure_free("the latency ladder", largest)?;
+    crate::lab::ensure_free("the latency ladder", largest)?;
     // SAFETY: every word the probes read is written by the copy of the size's image first.
     let buffer = unsafe { DeviceBuffer::<u64>::uninitialized(largest / 8) }
         .map_err(|e| anyhow::anyhow!("alloc: {}", describe(e)))?;

@@ -13,7 +13,7 @@
 
 use memlab_contracts::l2::CHUNK_BLOCKS;
 
-use super::Lab;
+use super::{Lab, ODD_GEMM_SIZES};
 use crate::gpu::device::DeviceInfo;
 
 /// Blocks of a grid that would fill every SM: three, so that a grid-stride loop takes more
@@ -30,7 +30,7 @@ pub const BYTES: usize = (1 << 20) + 48;
 pub const CLUSTERS: u32 = 2;
 /// `read_cg_chunks` blocks per region: two, so every region is read by more than one block.
 pub const CHUNK_BLOCKS_PER_REGION: u32 = 2;
-/// The SGEMM ladder's element-by-element sizes ([`super::matmul::ODD_SIZES`] shrunk): `m` and `n`
+/// The SGEMM ladder's element-by-element sizes ([`ODD_GEMM_SIZES`] shrunk): `m` and `n`
 /// past the largest tile height and width (256) so a full tile and a partial one run each way
 /// (the interior's 128-bit path and the edge's); the first not a
 /// multiple of 4 (scalar paths), the second a multiple of 4 but of no tile, `k` of neither
@@ -40,17 +40,6 @@ pub const ODD_SIZES: [(usize, usize, usize); 2] = [(261, 261, 19), (260, 260, 12
 /// Whether this run is a sanitizer run.
 pub fn on(lab: &Lab) -> bool {
     lab.sizes.sanitizer
-}
-
-/// The line a sanitizer run prints last (`sanitize.sh` reads it): how many entries of the
-/// host's typed launches ([`crate::launches::ENTRIES`]) this process launched, and their names.
-pub fn launched_line() -> String {
-    launched_line_of(&crate::gpu::launch::launched(), crate::launches::ENTRIES.len())
-}
-
-/// [`launched_line`] for the entries `launched` of `total`.
-fn launched_line_of(launched: &[&str], total: usize) -> String {
-    format!("kernels launched ({} of {total}): {}", launched.len(), launched.join(" "))
 }
 
 /// `full` normally, `small` in a sanitizer run.
@@ -116,43 +105,12 @@ pub fn chunk_blocks(lab: &Lab, regions: u32) -> u32 {
 
 /// The SGEMM ladder's element-by-element sizes.
 pub fn odd_sizes(lab: &Lab) -> [(usize, usize, usize); 2] {
-    pick(on(lab), super::matmul::ODD_SIZES, ODD_SIZES)
-}
-
-/// The hierarchy's host-memory rows ([`super::host_memory::Options::for_hierarchy`]): 1 MiB
-/// mapped, the smallest managed buffer, a 64 KiB chain, one run.
-pub fn host_memory(lab: &Lab, opts: super::host_memory::Options) -> super::host_memory::Options {
-    host_memory_for(on(lab), opts)
-}
-
-fn host_memory_for(on: bool, opts: super::host_memory::Options) -> super::host_memory::Options {
-    use crate::gpu::host_memory::HOST_PAGE_BYTES;
-    use crate::reference::STRIDED_READS_PER_THREAD;
-    let small = super::host_memory::Options {
-        mapped_bytes: 1 << 20,
-        managed_bytes: 4 * STRIDED_READS_PER_THREAD * HOST_PAGE_BYTES,
-        chain_bytes: 64 << 10,
-        runs: 1,
-        ..opts
-    };
-    pick(on, opts, small)
+    pick(on(lab), ODD_GEMM_SIZES, ODD_SIZES)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::demos::{coalescing, host_memory, l2, matmul};
-
-    #[test]
-    fn the_launched_line_has_the_shape_sanitize_sh_reads() {
-        // sanitize.sh: sed -n 's/^kernels launched (\([0-9]*\) of.*/\1/p'
-        assert_eq!(
-            launched_line_of(&["copy", "transpose_naive"], 90),
-            "kernels launched (2 of 90): copy transpose_naive"
-        );
-        let total = crate::launches::ENTRIES.len();
-        assert!(launched_line().contains(&format!(" of {total}): ")), "{}", launched_line());
-    }
 
     #[test]
     fn a_sanitizer_grid_is_three_blocks_and_otherwise_the_full_gpu() {
@@ -169,37 +127,20 @@ mod tests {
     fn the_small_footprints_keep_every_tail_and_loop() {
         const { assert!(PASSES > 1 && GRID_BLOCKS > 1 && CLUSTERS > 1 && CHUNK_BLOCKS_PER_REGION > 1) };
         const { assert!(ITERS.is_multiple_of(8)) };
-        // Two whole 512 KiB regions and a partial third; whole 16-byte vectors; enough for the
-        // strided sweep's widest stride.
-        assert_eq!(l2::policies::regions(BYTES), 2);
-        assert!(!BYTES.is_multiple_of(l2::policies::REGION_BYTES) && BYTES.is_multiple_of(16));
-        assert_eq!(l2::check_bytes(BYTES).unwrap(), BYTES);
-        assert_eq!(coalescing::check_bytes(BYTES), Ok(BYTES));
+        // Whole 16-byte vectors (the readers'); the lessons check they accept it.
+        assert!(BYTES.is_multiple_of(16));
     }
 
     #[test]
     fn the_sgemm_sizes_keep_the_shapes_the_full_ones_test() {
         let [(m0, n0, k0), (m1, n1, k1)] = ODD_SIZES;
-        // As matmul::ODD_SIZES: the first of no multiple of 4, the second of multiples of 4 but
+        // As ODD_GEMM_SIZES: the first of no multiple of 4, the second of multiples of 4 but
         // of no tile, k never a multiple of the depth step 8; both past one 256 x 256 tile.
         assert!([m0, n0, k0].iter().all(|d| d % 4 != 0));
         assert!([m1, n1, k1].iter().all(|d| d % 4 == 0 && d % 8 != 0));
         assert!(m0 > 256 && m1 > 256 && n0 > 256 && n1 > 256);
-        for (small, full) in ODD_SIZES.iter().zip(matmul::ODD_SIZES) {
+        for (small, full) in ODD_SIZES.iter().zip(ODD_GEMM_SIZES) {
             assert!(small.0 * small.1 * small.2 * 25 < full.0 * full.1 * full.2, "{small:?}");
         }
-    }
-
-    #[test]
-    fn the_host_memory_rows_shrink_to_sizes_the_lesson_accepts() {
-        let full = host_memory::Options::for_hierarchy(64);
-        assert_eq!(host_memory_for(false, full.clone()).managed_bytes, full.managed_bytes);
-        let small = host_memory_for(true, full);
-        assert_eq!(
-            (small.mapped_bytes, small.managed_bytes, small.chain_bytes, small.runs),
-            (1 << 20, 128 << 10, 64 << 10, 1)
-        );
-        assert_eq!(small.steps, 64);
-        host_memory::check_options(&small, 1 << 30).unwrap();
     }
 }

@@ -7,12 +7,12 @@ use cust::memory::{DeviceBuffer, LockedBuffer};
 use memlab_contracts::hierarchy::READ_CG_VECTOR_BYTES;
 use memlab_contracts::probes::BLOCK;
 
-use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poison, poisoned};
 use crate::gpu::describe;
 use crate::gpu::launch::LaunchShape;
 use crate::gpu::memory::{copy_to_device_async, copy_to_host_async};
 use crate::gpu::staging::Staging;
 use crate::gpu::timing::{Repeats, Timing, time};
+use crate::lab::{KernelRow, KernelRun, Lab, Level, Work, download, ensure_free, measure, poison, poisoned};
 use crate::launches;
 use crate::verify::{self, Check};
 use crate::{reference, refuse};
@@ -54,8 +54,8 @@ pub fn read(
     lesson: &'static str,
     prediction: String,
 ) -> Result<KernelRow> {
-    let (full, _) = crate::demos::sanitizer::grid(lab, BLOCK);
-    let passes = crate::demos::sanitizer::passes(lab, passes);
+    let (full, _) = crate::lab::sanitizer::grid(lab, BLOCK);
+    let passes = crate::lab::sanitizer::passes(lab, passes);
     let blocks = reader.blocks_per_sm.map_or(full, |b| (b * lab.gpu.info.sms).min(full));
     let threads = blocks as usize * BLOCK as usize;
     // read_cg counts 16-byte vectors in a u32 and steps its index by the thread count.

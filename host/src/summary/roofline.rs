@@ -8,10 +8,10 @@
 use anyhow::Result;
 use memlab_contracts::hierarchy::{SM_CLOCK_CHAINS, SM_CLOCK_RECORD_WORDS, SM_CLOCK_THREADS};
 
-use super::{KernelRow, Lab, Level, Section, download, poisoned};
 use crate::gpu::describe;
 use crate::gpu::device::DeviceInfo;
 use crate::gpu::launch::LaunchShape;
+use crate::lab::{KernelRow, Lab, Level, Section, download, poisoned};
 use crate::launches;
 use crate::model::roofline::{
     AboveRoof, Bound, above_roof, arithmetic_intensity, attainable, balance_point, bf16_flop_per_clock, bound,
@@ -87,7 +87,7 @@ pub fn clock_reference((x0, a, b): (f32, f32, f32), iters: u32) -> Vec<f32> {
 /// Not enough device memory, or a failed launch.
 pub fn measure_clock(lab: &Lab) -> Result<SmClock> {
     let gpu = &lab.gpu;
-    let (blocks, threads) = super::sanitizer::grid(lab, SM_CLOCK_THREADS);
+    let (blocks, threads) = crate::lab::sanitizer::grid(lab, SM_CLOCK_THREADS);
     let mut sums = poisoned::<f32>(threads)?;
     let mut clocks = poisoned::<u64>(SM_CLOCK_RECORD_WORDS * blocks as usize)?;
     let (x0, a, b) = CLOCK_FMA;
@@ -127,7 +127,7 @@ pub fn is_bf16(kernel: &str) -> bool {
 /// The kernels that multiply in TF32 (rung 9's `mma.sync`, the tensor ladder's TF32 rung),
 /// placed against the TF32 roof.
 pub fn is_tf32(kernel: &str) -> bool {
-    super::sgemm::TENSOR_KERNELS.contains(&kernel) || kernel == memlab_contracts::tensor::TF32.name
+    crate::demos::sgemm::TENSOR_KERNELS.contains(&kernel) || kernel == memlab_contracts::tensor::TF32.name
 }
 
 /// The roofline section for the kernels of `sections` on `info`'s device with the run's memcpy
@@ -372,7 +372,7 @@ mod tests {
 
     #[test]
     fn the_tensor_ladder_is_placed_against_the_bf16_roof_not_called_unexplained() {
-        use super::super::recorded;
+        use crate::demos::recorded;
         let (device, clock): (DeviceInfo, Option<f64>) = (recorded("device"), recorded("sm_clock_ghz"));
         let sections: Vec<Section> = recorded("sections");
         let s = build(&device, recorded("memcpy_gbs"), clock, &sections).unwrap();

@@ -6,9 +6,9 @@ use anyhow::Result;
 use memlab_contracts::probes::BLOCK;
 
 use crate::demos::occupancy;
-use crate::demos::{KernelRow, KernelRun, Lab, Level, Work, download, measure, poison, poisoned, upload};
 use crate::gpu::Gpu;
 use crate::gpu::launch::LaunchShape;
+use crate::lab::{KernelRow, KernelRun, Lab, Level, Work, download, measure, poison, poisoned, upload};
 use crate::launches;
 use crate::ptx::ptxas::{self, PtxasKernel};
 use crate::ptx::{Ptx, count_ops, entry_body};
@@ -42,7 +42,7 @@ pub const CAPS: [u32; 7] = [255, 168, 128, 96, 64, 48, 32];
 
 /// Threads of the sweep: every SM at its thread limit (a few blocks under `--sanitizer`).
 fn full_gpu_threads(lab: &Lab) -> usize {
-    crate::demos::sanitizer::grid(lab, BLOCK).1
+    crate::lab::sanitizer::grid(lab, BLOCK).1
 }
 
 /// Compares `got[g]` with `want(g)` bit for bit at `SAMPLES` threads spread over `threads`.
