@@ -7,6 +7,7 @@ use anyhow::Result;
 use crate::demos::l2;
 use crate::demos::{banks, clusters, coalescing, matmul, memcpy, occupancy, sgemm, tensor, tma, transpose};
 use crate::lab::{Inputs, Lab, Section, Sizes, f32_bytes};
+use crate::probes::gemm;
 use crate::refuse;
 use crate::summary::hierarchy;
 
@@ -99,15 +100,15 @@ pub fn run_all(lab: &Lab, demos: &[&Demo], mut progress: impl FnMut(&Demo, bool)
 /// Host bytes of pinned staging for the transpose-shaped matrices of `sizes`: the copy and
 /// transpose demos' peak.
 fn transpose_host_bytes(sizes: &Sizes) -> usize {
-    sizes.sweep.iter().chain([&sizes.transpose]).map(|&s| transpose::host_bytes(s)).max().unwrap_or(0)
+    sizes.sweep.iter().chain([&sizes.transpose]).map(|&s| crate::lab::staging_bytes(s)).max().unwrap_or(0)
 }
 
 fn matmul_host_bytes(sizes: &Sizes) -> usize {
-    matmul::host_bytes(sizes.matmul).max(matmul::host_bytes(sizes.matmul_naive))
+    gemm::host_bytes(sizes.matmul).max(gemm::host_bytes(sizes.matmul_naive))
 }
 
 fn sgemm_host_bytes(sizes: &Sizes) -> usize {
-    sizes.sgemm.iter().map(|&s| matmul::host_bytes(s)).max().unwrap_or(0)
+    sizes.sgemm.iter().map(|&s| gemm::host_bytes(s)).max().unwrap_or(0)
 }
 
 fn tensor_host_bytes(sizes: &Sizes) -> usize {
@@ -118,18 +119,18 @@ fn tensor_host_bytes(sizes: &Sizes) -> usize {
 /// rungs 6 and 7's operands (at the first SGEMM size) beside it.
 fn tma_host_bytes(sizes: &Sizes) -> usize {
     f32_bytes(&[sizes.transpose.0 * sizes.transpose.1])
-        + transpose::host_bytes(sizes.transpose)
-        + sizes.sgemm.first().map_or(0, |&s| matmul::host_bytes(s))
+        + crate::lab::staging_bytes(sizes.transpose)
+        + sizes.sgemm.first().map_or(0, |&s| gemm::host_bytes(s))
 }
 
 fn coalescing_host_bytes(sizes: &Sizes) -> usize {
-    transpose::host_bytes((sizes.strided_bytes / 4, 1))
+    crate::lab::staging_bytes((sizes.strided_bytes / 4, 1))
 }
 
 /// The host <-> device copies: one pageable and one pinned buffer; the DRAM read and the TMA
 /// path go through staging.
 fn hierarchy_host_bytes(sizes: &Sizes) -> usize {
-    (2 * hierarchy::Options::default().transfer_bytes).max(transpose::host_bytes((sizes.dram_bytes / 4, 1)))
+    (2 * hierarchy::Options::default().transfer_bytes).max(crate::lab::staging_bytes((sizes.dram_bytes / 4, 1)))
 }
 
 /// For demos whose host buffers are small and fixed.

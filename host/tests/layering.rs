@@ -93,6 +93,69 @@ fn probes_and_lessons_never_climb_to_the_summaries() {
     }
 }
 
+/// The lesson modules a lesson file names, other than its own: `crate::demos::X`, and `super::X`
+/// (`super::super::X` one folder down) where `super` is `demos`, alone or in a `use` list.
+fn lessons_named(rel: &str, text: &str, lessons: &[String]) -> Vec<String> {
+    let own = rel.split(['/', '.']).next().unwrap();
+    let depth = rel.matches('/').count() - usize::from(rel.ends_with("/mod.rs"));
+    let prefixes = ["crate::demos::".to_string(), format!("{}::", vec!["super"; depth + 1].join("::"))];
+    let mut named = Vec::new();
+    for prefix in &prefixes {
+        for (at, _) in text.match_indices(prefix.as_str()) {
+            if at > 0 && text[..at].ends_with(|c: char| c == ':' || c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let rest = &text[at + prefix.len()..];
+            let list = rest.strip_prefix('{').map(|r| &r[..r.find('}').unwrap_or(r.len())]);
+            let idents: Vec<&str> = match list {
+                Some(list) => list.split(',').map(|i| i.trim().split("::").next().unwrap().trim()).collect(),
+                None => vec![rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap()],
+            };
+            for ident in idents {
+                if ident != own && lessons.iter().any(|l| l == ident) && !named.iter().any(|n| n == ident) {
+                    named.push(ident.to_string());
+                }
+            }
+        }
+    }
+    named
+}
+
+#[test]
+fn no_lesson_names_another_but_the_tma_and_peer_baselines() {
+    let root = src().join("demos");
+    let lessons: Vec<String> = fs::read_dir(&root)
+        .unwrap()
+        .filter_map(|e| {
+            let path = e.unwrap().path();
+            let stem = path.file_stem()?.to_str()?.to_string();
+            (stem != "mod").then_some(stem)
+        })
+        .collect();
+    assert!(lessons.len() >= 14 && lessons.iter().any(|l| l == "sgemm"), "{lessons:?}");
+    let mut edges = Vec::new();
+    for file in sources(&root) {
+        let rel = file.strip_prefix(&root).unwrap().display().to_string();
+        if rel == "mod.rs" {
+            continue;
+        }
+        let text = fs::read_to_string(&file).unwrap();
+        let own = rel.split(['/', '.']).next().unwrap().to_string();
+        edges.extend(lessons_named(&rel, &text, &lessons).into_iter().map(|other| format!("{own} -> {other}")));
+    }
+    edges.sort();
+    edges.dedup();
+    // The TMA lesson times the transposes' copy and vectorized transpose and SGEMM rungs 6 and 7
+    // beside its own paths; the peer lesson runs the copy kernel over the link (ARCHITECTURE.md).
+    assert_eq!(edges, ["peer -> transpose", "tma -> sgemm", "tma -> transpose"]);
+    // The scanner sees each form a lesson could use.
+    let lessons = ["sgemm".to_string(), "matmul".to_string(), "tma".to_string()];
+    assert_eq!(lessons_named("tma.rs", "use super::{Inputs, sgemm};", &lessons), ["sgemm"]);
+    assert_eq!(lessons_named("l2/mod.rs", "super::matmul::Operands", &lessons), ["matmul"]);
+    assert_eq!(lessons_named("l2/policies.rs", "super::matmul::X; super::super::sgemm::Y", &lessons), ["sgemm"]);
+    assert_eq!(lessons_named("tma.rs", "crate::demos::tma::X; crate::demos::matmul::Y", &lessons), ["matmul"]);
+}
+
 #[test]
 fn records_own_their_strings() {
     let leaks = files_containing(&["Box::", "leak"].concat());

@@ -212,11 +212,14 @@ fn matmuls_and_rungs_have_their_documented_blocks_and_shared_bytes() {
         ($lesson:ident :: $name:ident) => {
             launches::$name(memlab::demos::$lesson::shapes::$name(m, n), &a, &b, &mut c, m, n, k)
         };
+        (probes :: $module:ident :: $name:ident) => {
+            launches::$name(memlab::probes::$module::shapes::$name(m, n), &a, &b, &mut c, m, n, k)
+        };
     }
     let launches = [
         (gemm!(matmul::matmul_naive), shape((25, 33), (16, 16), 0)),
         (gemm!(matmul::matmul_tiled_16), shape((25, 33), (16, 16), 2048)),
-        (gemm!(matmul::matmul_tiled_32), shape((13, 17), (32, 32), 8192)),
+        (gemm!(probes::gemm::matmul_tiled_32), shape((13, 17), (32, 32), 8192)),
         (gemm!(race::matmul_tiled_32_missing_barrier), shape((13, 17), (32, 32), 8192)),
         (gemm!(sgemm::sgemm_2_register_1d), shape((7, 9), (512, 1), 4096)),
         (gemm!(sgemm::sgemm_3_register_2d), shape((4, 5), (256, 1), 8192)),
@@ -235,7 +238,7 @@ fn matmuls_and_rungs_have_their_documented_blocks_and_shared_bytes() {
 fn probes_launch_the_documented_shapes() {
     let (words, mut out) = (fake::<u32>(0x1000, 1), fake::<u32>(0x2000, 1));
     assert_eq!(
-        launches::strided_read(memlab::demos::coalescing::shapes::strided_read(1000), &words, &mut out, 1000, 4).shape,
+        launches::strided_read(memlab::probes::strided::shapes::strided_read(1000), &words, &mut out, 1000, 4).shape,
         shape((4, 1), (256, 1), 0)
     );
     assert_eq!(
@@ -393,7 +396,7 @@ fn cluster_launches_carry_their_cluster_and_whole_clusters_of_blocks() {
     assert_eq!((l.shape, l.cluster), (shape((8, 1), (128, 1), 0), Some((8, 1))));
     // A plain launch has no cluster.
     assert_eq!(
-        launches::matmul_tiled_32(memlab::demos::matmul::shapes::matmul_tiled_32(67, 45), &a, &b, &mut c, 67, 45, 33)
+        launches::matmul_tiled_32(memlab::probes::gemm::shapes::matmul_tiled_32(67, 45), &a, &b, &mut c, 67, 45, 33)
             .cluster,
         None
     );

@@ -1,5 +1,5 @@
 //! `memlab autotune`: times every compiled configuration of rung 8 at each shape class's size
-//! (`demos::autotune`), prints the table, and with `--write` records the fastest per class for
+//! (`demos::sgemm::autotune`), prints the table, and with `--write` records the fastest per class for
 //! this GPU's compute capability in an autotune file (`crate::tuned`), keeping the choices for
 //! other capabilities that file already holds.
 
@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::demos::autotune;
+use crate::demos::sgemm::autotune;
 use crate::gpu::Gpu;
 use crate::lab::{Lab, Sizes};
 use crate::present::report;

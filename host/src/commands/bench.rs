@@ -21,8 +21,8 @@ use anyhow::Result;
 use cust::module::Module;
 
 use crate::demos;
-use crate::demos::sgemm::NO_CUBLAS;
 use crate::gpu::context::load_ptx_text;
+use crate::gpu::cublas::NO_CUBLAS;
 use crate::gpu::timing::Repeats;
 use crate::gpu::{Gpu, describe};
 use crate::lab::{Lab, Level, Rate, Section, Sizes, TwinRow, Twins};

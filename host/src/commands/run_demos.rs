@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use crate::demos::{self, coalescing};
+use crate::demos;
 use crate::gpu::Gpu;
 use crate::lab::{Lab, Sizes};
 use crate::present::report_dir::{self, RunRecord};
@@ -68,7 +68,7 @@ pub struct Args {
 
 /// `--strided-bytes`: a byte count the strided-read sweep can use.
 fn strided_bytes(text: &str) -> Result<usize, String> {
-    coalescing::check_bytes(cli::bytes(text)?)
+    crate::probes::strided::check_bytes(cli::bytes(text)?)
 }
 
 /// `--l2-stream-bytes`, `--l2-read-bytes`: byte counts the L2 lesson's readers can use.

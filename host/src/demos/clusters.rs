@@ -56,12 +56,12 @@ use memlab_contracts::clusters::{
 };
 use memlab_contracts::hierarchy::RECORD_WORDS;
 
-use super::matmul::{self, COUNT_SIZE};
 use crate::gpu::cluster::{CLUSTER_CC, MAX_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE, max_active_clusters};
 use crate::gpu::context::load_entries;
 use crate::gpu::describe;
 use crate::gpu::kernel::{attributes, function};
 use crate::gpu::launch::LaunchShape;
+use crate::lab::GEMM_COUNT_SIZE;
 use crate::lab::Inputs;
 use crate::lab::{
     KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, download, ensure_free, f32_bytes, measure,
@@ -73,6 +73,7 @@ use crate::model::clusters::{
 };
 use crate::model::tiling::{MatmulShape, cluster_tiled_global_loads, tiled_global_loads};
 use crate::probes::chain::{self, LINE_BYTES};
+use crate::probes::gemm::shapes as gemm_shapes;
 use crate::probes::latency::{self, Latency};
 use crate::series::{Series, names};
 use crate::verify::{self, Check};
@@ -486,10 +487,10 @@ fn units(lab: &Lab) -> Units {
 /// A counted matmul: its cluster shape, the model's loads, the counted loads.
 type Counted = ((u32, u32), u64, u64);
 
-/// The counting sm_90 build's (`module`) `matmul_dsmem_32` at [`COUNT_SIZE`] in `cx x cy`
+/// The counting sm_90 build's (`module`) `matmul_dsmem_32` at [`GEMM_COUNT_SIZE`] in `cx x cy`
 /// clusters: its counted global loads against the model's, and its product checked.
 fn count_loads(lab: &Lab, module: &Module, cluster: (u32, u32)) -> Result<(Counted, Check)> {
-    let (m, n, k) = COUNT_SIZE;
+    let (m, n, k) = GEMM_COUNT_SIZE;
     let (a_host, b_host) = (reference::random_f32(m * k, 1), reference::random_f32(k * n, 2));
     let (a, b) = (upload(&a_host)?, upload(&b_host)?);
     let mut c = poisoned::<f32>(m * n)?;
@@ -530,7 +531,7 @@ fn matmul_rows(lab: &Lab) -> Result<Vec<KernelRow>> {
     let size = format!("{m}x{n}x{k}");
     let (mu, nu, ku) = (m as u32, n as u32, k as u32);
     let mut launches = vec![(
-        launches::matmul_tiled_32(matmul::shapes::matmul_tiled_32(mu, nu), &a, &b, &mut c, mu, nu, ku),
+        launches::matmul_tiled_32(gemm_shapes::matmul_tiled_32(mu, nu), &a, &b, &mut c, mu, nu, ku),
         tiled_global_loads(shape, DSMEM_TILE as u64),
         "32x32 tiles, each block loads both of its tiles",
         size.clone(),

@@ -14,14 +14,14 @@
 
 use anyhow::Result;
 
-use super::coalescing;
 use crate::gpu::host_memory::{HOST_PAGE_BYTES, Managed, PinnedHost, free_bytes, on_demand_paging};
 use crate::gpu::memory::Owned;
 use crate::gpu::peer::DeviceMemory;
 use crate::gpu::timing::{self, Repeats, Timing};
 use crate::lab::{KernelRow, Lab, Section, download, ensure_free, poison, poisoned};
 use crate::launches;
-use crate::probes::latency::{Latency, chain_at};
+use crate::probes::latency::{CHAIN_WARM, Latency, chain_at};
+use crate::probes::strided;
 use crate::reference::{self, STRIDED_READS_PER_THREAD};
 use crate::refuse;
 use crate::verify::{self, Check};
@@ -126,7 +126,7 @@ impl ManagedFigures {
 
 /// Refuses sizes the lesson cannot use.
 pub fn check_options(o: &Options, free: usize) -> Result<()> {
-    if let Err(e) = coalescing::check_bytes(o.mapped_bytes) {
+    if let Err(e) = strided::check_bytes(o.mapped_bytes) {
         refuse!("--mapped-bytes: {e}");
     }
     let cap = MANAGED_MAX.min(free / 2);
@@ -153,18 +153,18 @@ pub fn measure_all(lab: &Lab, opts: &Options) -> Result<Measured> {
     for (i, w) in mapped.words_mut().iter_mut().enumerate() {
         *w = reference::strided_word(i);
     }
-    let mapped_sweep = coalescing::sweep(lab, &mapped.view(words), words, "strided reads of mapped host memory")?;
+    let mapped_sweep = strided::sweep(lab, &mapped.view(words), words, "strided reads of mapped host memory")?;
     drop(mapped);
 
     let mut chain = PinnedHost::new(opts.chain_bytes)?;
     let base = chain.device_ptr;
-    let (over_bus, c) = chain_at(lab, base, opts.chain_bytes, super::peer::CHAIN_WARM, opts.steps, |image| {
+    let (over_bus, c) = chain_at(lab, base, opts.chain_bytes, CHAIN_WARM, opts.steps, |image| {
         chain.words_mut().copy_from_slice(bytemuck::cast_slice(image));
         Ok(())
     })?;
     checks.push(c);
     let local_mem = DeviceMemory::poisoned(&lab.gpu, opts.chain_bytes)?;
-    let (local, c) = chain_at(lab, local_mem.ptr, opts.chain_bytes, super::peer::CHAIN_WARM, opts.steps, |image| {
+    let (local, c) = chain_at(lab, local_mem.ptr, opts.chain_bytes, CHAIN_WARM, opts.steps, |image| {
         local_mem.write(bytemuck::cast_slice(image))
     })?;
     checks.push(c);
@@ -200,7 +200,7 @@ fn managed(lab: &Lab, opts: &Options) -> Result<(ManagedFigures, Check)> {
         }
         poison(&partial)?;
         let read = launches::strided_read(
-            crate::demos::coalescing::shapes::strided_read(threads as u32),
+            strided::shapes::strided_read(threads as u32),
             &m.view(words),
             &mut partial,
             threads as u32,
@@ -308,7 +308,7 @@ impl Measured {
             notes,
             ..Section::default()
         };
-        let (sweep, notes, series) = coalescing::table(&self.mapped_sweep);
+        let (sweep, notes, series) = strided::table(&self.mapped_sweep);
         let mut kernels: Vec<KernelRow> = self.mapped_sweep.iter().map(|(_, r)| r.clone()).collect();
         let checks = kernels.drain(1..).map(|r| r.check).collect();
         let mapped = Section {

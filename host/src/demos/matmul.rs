@@ -1,30 +1,23 @@
 //! Global memory against shared-memory tiling: naive and tiled `C = A * B`.
 
 use anyhow::Result;
-use cust::memory::{CopyDestination, DeviceBuffer};
+use cust::memory::CopyDestination;
 use memlab_contracts::matmul::{NAIVE_BLOCK, TILE_16, TILE_32, tiled_smem_bytes};
 
+use crate::lab::GEMM_COUNT_SIZE;
 use crate::lab::Inputs;
 use crate::lab::{
-    KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, ensure_free, f32_bytes, measure, poison,
-    poisoned, upload,
+    KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, measure, poison, poisoned, upload,
 };
-use std::cell::RefCell;
+use crate::probes::gemm::shapes as gemm_shapes;
+use crate::probes::gemm::{MatmulLaunch, Operands, matmul_launch, square_tiles};
 
-use crate::gpu::Gpu;
 use crate::gpu::context::load_entries;
 use crate::gpu::describe;
-use crate::gpu::launch::{Launch, LaunchShape};
-use crate::gpu::staging::Staging;
+use crate::gpu::launch::LaunchShape;
 use crate::model::tiling::{MatmulShape, naive_global_loads, tiled_global_loads};
-use crate::verify::{Check, MatmulStreamed, Precision};
+use crate::verify::Check;
 use crate::{ptx, reference, verify};
-
-/// The shape of a matmul with one `tile x tile` block of threads per `tile x tile` tile of the
-/// `m x n` result.
-pub fn square_tiles(m: u32, n: u32, tile: u32, smem: u32) -> LaunchShape {
-    LaunchShape::covering(m as usize, n as usize, (tile as usize, tile as usize), (tile, tile), smem)
-}
 
 /// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
 /// launch, in [`crate::launches`], takes the shape first).
@@ -43,25 +36,7 @@ pub mod shapes {
     pub fn matmul_tiled_16(m: u32, n: u32) -> LaunchShape {
         square_tiles(m, n, TILE_16, tiled_smem_bytes(TILE_16))
     }
-
-    /// `matmul_tiled_32`: as [`matmul_naive`], `32 x 32` tiles (block of 1024 threads) in
-    /// 8192 B of shared memory. Rung 1 of the SGEMM ladder.
-    pub fn matmul_tiled_32(m: u32, n: u32) -> LaunchShape {
-        square_tiles(m, n, TILE_32, tiled_smem_bytes(TILE_32))
-    }
 }
-
-/// A typed launch of a matmul kernel with its shape: `(a, b, c, m, n, k)`.
-pub type MatmulLaunch = fn(&DeviceBuffer<f32>, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>, u32, u32, u32) -> Launch;
-
-/// The [`MatmulLaunch`] of kernel `$name`, whose typed launch takes `(a, b, c, m, n, k)`: its
-/// generated launch with the shape `$shape(m, n)`.
-macro_rules! matmul_launch {
-    ($name:ident, $shape:expr) => {
-        |a, b, c, m, n, k| crate::launches::$name($shape(m, n), a, b, c, m, n, k)
-    };
-}
-pub(crate) use matmul_launch;
 
 /// One matmul kernel: its launch, its tile edge when it stages tiles in shared memory, lesson.
 #[derive(Clone, Copy)]
@@ -83,7 +58,7 @@ const TILED: [Kernel; 2] = [
         lesson: "16x16 tiles in shared memory: each global float is used 16 times",
     },
     Kernel {
-        launch: matmul_launch!(matmul_tiled_32, shapes::matmul_tiled_32),
+        launch: matmul_launch!(matmul_tiled_32, gemm_shapes::matmul_tiled_32),
         tile: Some(TILE_32),
         lesson: "32x32 tiles in shared memory: each global float is used 32 times",
     },
@@ -102,7 +77,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
         kernels.extend(run_case(lab, naive_size, &[NAIVE])?);
         kernels.extend(run_case(lab, tiled_size, &TILED)?);
     }
-    let counted = lab.phases.step("load counts", || count_loads(lab, COUNT_SIZE))?;
+    let counted = lab.phases.step("load counts", || count_loads(lab, GEMM_COUNT_SIZE))?;
     let (m, n, k) = tiled_size;
     Ok(Section {
         name: "matmul".into(),
@@ -117,9 +92,6 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
         ..Section::default()
     })
 }
-
-/// The shape of the load-counting run: small, and a multiple of neither tile.
-pub const COUNT_SIZE: (usize, usize, usize) = (67, 45, 33);
 
 /// Runs every matmul kernel of the counting build (`ptx::COUNTING`) once at `(m, n, k)` and
 /// compares its `GLOBAL_LOADS` with the tiling model: a table row and a check per kernel.
@@ -187,100 +159,4 @@ fn run_case(lab: &Lab, (m, n, k): (usize, usize, usize), kernels: &[Kernel]) -> 
         rows.push(measure(lab, run, || ops.check(&lab.gpu))?);
     }
     Ok(rows)
-}
-
-/// Random operands of one product on the device, and a poisoned result. The host holds no copy
-/// of them: `A` and `B` are generated chunk by chunk into pinned staging and uploaded, and each
-/// check draws the rows and columns it compares from the same generator ([`MatmulStreamed`])
-/// while `C` comes back through the staging (at 8192^2, three host copies would be 768 MiB).
-pub struct Operands {
-    /// `A`, `m x k`.
-    pub a: DeviceBuffer<f32>,
-    /// `B`, `k x n`.
-    pub b: DeviceBuffer<f32>,
-    /// `C`, `m x n`, poisoned.
-    pub c: DeviceBuffer<f32>,
-    /// `(m, n, k)`.
-    pub size: (usize, usize, usize),
-    /// Seeds of `A` and `B` ([`reference::input_f32`]).
-    seeds: (u64, u64),
-    /// Pinned staging, reused by the uploads and every check of these operands.
-    staging: RefCell<Staging<f32>>,
-}
-
-/// Seeds of the SGEMM ladder's `A` and `B`.
-pub const SGEMM_SEEDS: (u64, u64) = (21, 22);
-
-/// Host bytes [`Operands`] of an `m x n x k` product hold at once: the pinned staging and the
-/// rows of `A` and columns of `B` a check compares (all of both for a full check).
-pub fn host_bytes((m, n, k): (usize, usize, usize)) -> usize {
-    let staging = super::transpose::host_bytes((m.max(k), n.max(k)));
-    let (rows, cols) = verify::sample_grid((m, n), verify::matmul_samples((m, n, k)).0);
-    staging.saturating_add(f32_bytes(&[rows.saturating_mul(k), cols.saturating_mul(k)]))
-}
-
-impl Operands {
-    /// Allocates and fills the operands of an `m x n x k` product ([`SGEMM_SEEDS`]).
-    ///
-    /// # Errors
-    /// Not enough device memory, or an upload failure.
-    pub fn new(gpu: &Gpu, size: (usize, usize, usize)) -> Result<Operands> {
-        Operands::seeded(gpu, size, SGEMM_SEEDS)
-    }
-
-    /// [`Operands::new`] with `A` and `B` of seeds `seeds`.
-    ///
-    /// # Errors
-    /// Not enough device memory, or an upload failure.
-    pub fn seeded(gpu: &Gpu, (m, n, k): (usize, usize, usize), seeds: (u64, u64)) -> Result<Operands> {
-        check_u32_elements("the sgemm operands", &[m * k, k * n, m * n])?;
-        ensure_free("the sgemm operands", f32_bytes(&[m * k, k * n, m * n]))?;
-        let mut staging = Staging::new((m * k).max(k * n).max(m * n))?;
-        let (a, b) = (poisoned(m * k)?, poisoned(k * n)?);
-        for (buf, seed) in [(&a, seeds.0), (&b, seeds.1)] {
-            staging.upload(gpu, buf, |offset, chunk| reference::fill_input(seed, offset, chunk))?;
-        }
-        Ok(Operands { a, b, c: poisoned(m * n)?, size: (m, n, k), seeds, staging: RefCell::new(staging) })
-    }
-
-    /// The launch of `kernel` on these operands.
-    pub fn launch(&mut self, kernel: MatmulLaunch) -> Launch {
-        let (m, n, k) = self.size;
-        kernel(&self.a, &self.b, &mut self.c, m as u32, n as u32, k as u32)
-    }
-
-    /// The problem size as tables name it, `MxNxK`.
-    pub fn label(&self) -> String {
-        let (m, n, k) = self.size;
-        format!("{m}x{n}x{k}")
-    }
-
-    /// Checks `C` against the f64 reference ([`verify::matmul_auto`]'s rule). Returns the check
-    /// and what it compared.
-    ///
-    /// # Errors
-    /// A failed download.
-    pub fn check(&self, gpu: &Gpu) -> Result<(Check, &'static str)> {
-        self.check_in(gpu, Precision::F32)
-    }
-
-    /// [`Operands::check`] with the tolerance of `precision`.
-    ///
-    /// # Errors
-    /// A failed download.
-    pub fn check_in(&self, gpu: &Gpu, precision: Precision) -> Result<(Check, &'static str)> {
-        let (samples, what) = verify::matmul_samples(self.size);
-        let (sa, sb) = self.seeds;
-        let a = |i| reference::input_f32(sa, i);
-        let b = |i| reference::input_f32(sb, i);
-        let mut check = MatmulStreamed::new(precision, self.size, (samples, verify::SAMPLE_SEED), a, b);
-        self.staging.borrow_mut().download(gpu, &self.c, |_, chunk| check.chunk(chunk))?;
-        Ok((check.finish(), what))
-    }
-
-    /// `2 m n k`.
-    pub fn flop(&self) -> f64 {
-        let (m, n, k) = self.size;
-        2.0 * (m * n * k) as f64
-    }
 }

@@ -8,7 +8,6 @@
 //! [`crate::lab::Inputs`]. The summaries above them (`summary/`) compose them, and the
 //! registry (`registry.rs`) lists them for `run-demos`.
 
-pub mod autotune;
 pub mod banks;
 pub mod clusters;
 pub mod coalescing;

@@ -6,11 +6,11 @@ use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::matmul::{TILE_32, tiled_smem_bytes};
 
-use super::matmul::{self, MatmulLaunch, matmul_launch, square_tiles};
 use crate::gpu::Gpu;
 use crate::gpu::launch::{Launch, LaunchShape};
 use crate::lab::{Section, download, ensure_free, f32_bytes, poison, poisoned, upload};
 use crate::launches;
+use crate::probes::gemm::{MatmulLaunch, matmul_launch, square_tiles};
 use crate::verify::{self, Check};
 use crate::{reference, refuse};
 
@@ -81,7 +81,7 @@ pub fn run(gpu: &Gpu, (m, n, k): (usize, usize, usize), runs: usize) -> Result<O
     let mut c = poisoned::<f32>(m * n)?;
     let (m32, n32, k32) = (m as u32, n as u32, k as u32);
     let launch = |kernel: MatmulLaunch, c: &mut DeviceBuffer<f32>| kernel(&a, &b, c, m32, n32, k32);
-    let correct = launch(matmul_launch!(matmul_tiled_32, matmul::shapes::matmul_tiled_32), &mut c);
+    let correct = launch(matmul_launch!(matmul_tiled_32, crate::probes::gemm::shapes::matmul_tiled_32), &mut c);
     let broken =
         launch(matmul_launch!(matmul_tiled_32_missing_barrier, shapes::matmul_tiled_32_missing_barrier), &mut c);
     launch_and_wait(gpu, &correct)?;

@@ -401,7 +401,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
             "cuBLAS from {}: cublasGemmEx, BF16 in and out with CUBLAS_COMPUTE_32F; FP32 in and out with CUBLAS_COMPUTE_32F_FAST_TF32 for rung 7",
             c.path.display()
         ),
-        None => super::sgemm::NO_CUBLAS.into(),
+        None => crate::gpu::cublas::NO_CUBLAS.into(),
     });
     section.sweep = Some((header, table));
     section.series = vec![Series::labelled(names::REFERENCE, "", "TFLOP/s", references)];

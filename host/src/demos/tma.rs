@@ -1048,8 +1048,8 @@ fn curve_note(points: &[Point]) -> String {
 /// size, for the table of paths into shared memory; each step a block moves its `A` and `B`
 /// tiles (`2 x 128 x 8` floats, 8 KiB) while it computes on the other stage.
 fn async_rungs(lab: &Lab) -> Result<Vec<KernelRow>> {
-    use super::matmul::Operands;
     use super::sgemm;
+    use crate::probes::gemm::Operands;
     use memlab_contracts::sgemm::{BK, TILE as GEMM_TILE};
     let Some(&size) = lab.sizes.sgemm.first() else { return Ok(vec![]) };
     let mut ops = Operands::new(&lab.gpu, size)?;

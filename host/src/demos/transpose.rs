@@ -200,11 +200,6 @@ fn prediction(launch: &Launch, (rows, cols): (usize, usize)) -> String {
     text
 }
 
-/// Host bytes the demo holds at once for a `rows x cols` matrix: two pinned staging chunks.
-pub fn host_bytes((rows, cols): (usize, usize)) -> usize {
-    2 * f32_bytes(&[rows * cols]).min(crate::gpu::staging::CHUNK_BYTES)
-}
-
 /// Every kernel of the demo: [`KERNELS`], then [`ANY_SIZE_KERNELS`].
 fn all_kernels() -> Vec<(TransposeLaunch, &'static str)> {
     KERNELS.iter().chain(&ANY_SIZE_KERNELS).copied().collect()

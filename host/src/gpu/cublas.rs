@@ -121,6 +121,9 @@ pub fn find() -> Option<PathBuf> {
     super::libs::find("MEMLAB_CUBLAS", "libcublas.so", &["nvidia/cublas/lib", "nvidia/cu13/lib", "nvidia/cu12/lib"])
 }
 
+/// The note for a run without cuBLAS (where [`find`] finds none).
+pub const NO_CUBLAS: &str = "cuBLAS not found: skipped (set MEMLAB_CUBLAS=/path/to/libcublas.so to point at one)";
+
 fn status(what: &str, code: c_int) -> Result<()> {
     if code != 0 {
         refuse!("cuBLAS {what} failed with status {code}");

@@ -59,6 +59,12 @@ pub fn full_gpu(info: &crate::gpu::device::DeviceInfo, block: u32) -> (u32, usiz
     (blocks, blocks as usize * block as usize)
 }
 
+/// Host bytes a lesson holds at once to stage a `rows x cols` f32 matrix through pinned memory
+/// (two chunks, [`crate::gpu::staging::CHUNK_BYTES`] each at most).
+pub fn staging_bytes((rows, cols): (usize, usize)) -> usize {
+    2 * f32_bytes(&[rows * cols]).min(crate::gpu::staging::CHUNK_BYTES)
+}
+
 /// Copies `data` to a new device buffer.
 pub fn upload<T: DeviceCopy>(data: &[T]) -> Result<DeviceBuffer<T>> {
     DeviceBuffer::from_slice(data).map_err(|e| anyhow::anyhow!("upload: {}", crate::gpu::describe(e)))

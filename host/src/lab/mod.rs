@@ -17,12 +17,12 @@ use cust::module::Module;
 
 pub use buffers::{
     check_free, check_staged, check_u32_elements, download, download_first, ensure_free, f32_bytes, full_gpu, poison,
-    poisoned, recheck_exact_staged, upload,
+    poisoned, recheck_exact_staged, staging_bytes, upload,
 };
 pub use inputs::{Ceiling, Inputs};
 pub use measure::{KernelRun, measure, measure_then, model_blocks, occupancy_command};
 pub use rows::{KernelRow, Level, Rate, Section, Work};
-pub use sizes::{CLUSTER_READ_ITERS, ODD_GEMM_SIZES, Sizes};
+pub use sizes::{CLUSTER_READ_ITERS, GEMM_COUNT_SIZE, ODD_GEMM_SIZES, Sizes};
 
 use crate::gpu::Gpu;
 use crate::gpu::kernel::DriverOccupancy;

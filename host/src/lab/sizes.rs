@@ -11,6 +11,10 @@ pub const CLUSTER_READ_ITERS: u32 = 4096;
 /// Shared-memory loads per thread of the bank probe by default: a multiple of its unroll (8).
 pub const BANK_ITERS: u32 = 16384;
 
+/// The shape of the GEMM load-counting runs (the matmul and cluster lessons): small, and a
+/// multiple of neither tile.
+pub const GEMM_COUNT_SIZE: (usize, usize, usize) = (67, 45, 33);
+
 /// Sizes every GEMM rung is checked on, element by element: not multiples of 4 (scalar paths), and
 /// multiples of 4 that are not multiples of the tiles (128-bit interior, guarded edges), with
 /// `k` not a multiple of the depth step 8 (a last step that is partial inside full tiles).

@@ -9,11 +9,11 @@ use anyhow::{Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::demos::coalescing::sector_model;
 use crate::demos::peer::PeerRecord;
 use crate::demos::peer::matrix::PairMatrix;
 use crate::present::charts::{self, Chart, DrawResult, FONT, SweepChart, YAxis};
 use crate::present::report;
+use crate::probes::strided::sector_model;
 use crate::series::{Series, names};
 
 /// The N x N matrix as a heat map: one cell per ordered pair, darker for faster, the value

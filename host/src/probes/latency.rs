@@ -26,6 +26,10 @@ fn one_block(threads: u32, smem: u32) -> LaunchShape {
     LaunchShape { grid: (1, 1), block: (threads, 1), smem_bytes: smem }
 }
 
+/// Untimed links of a latency chain before the timed ones (enough to load the TLBs' working
+/// set, few enough that a chain over the link or the bus is walked in milliseconds).
+pub const CHAIN_WARM: u32 = 1024;
+
 /// The launch shapes of the latency probes (their kernels' docs in `kernels-gpu/src/hierarchy.rs`
 /// give what each does; its typed launch, in [`crate::launches`], takes the shape first).
 pub mod shapes {

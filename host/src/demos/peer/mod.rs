@@ -25,7 +25,6 @@ pub mod topology;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::coalescing;
 use crate::gpu::Gpu;
 use crate::gpu::host_memory::PinnedHost;
 use crate::gpu::memory::Owned;
@@ -33,7 +32,8 @@ use crate::gpu::peer::{self, DeviceMemory};
 use crate::gpu::timing::{self, Repeats};
 use crate::lab::{KernelRow, KernelRun, Lab, Section, Sizes, Work, measure};
 use crate::launches;
-use crate::probes::latency::{Latency, chain_at};
+use crate::probes::latency::{CHAIN_WARM, Latency, chain_at};
+use crate::probes::strided;
 use crate::verify::{self, Check};
 use crate::{reference, refuse};
 use matrix::{PairMatrix, ordered_pairs, unordered_pairs};
@@ -41,10 +41,6 @@ use topology::Topology;
 
 /// Columns of the `copy` kernel's matrix (16 KiB rows); rows follow from the buffer size.
 pub const COPY_COLS: usize = 4096;
-/// Untimed links of a latency chain before the timed ones (enough to load the TLBs' working
-/// set, few enough that a chain over the link or the bus is walked in milliseconds).
-pub const CHAIN_WARM: u32 = 1024;
-
 /// Sizes of one peer run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
@@ -81,7 +77,7 @@ pub fn check_options(o: &Options) -> Result<()> {
             o.copy_bytes
         );
     }
-    if let Err(e) = coalescing::check_bytes(o.strided_bytes) {
+    if let Err(e) = strided::check_bytes(o.strided_bytes) {
         refuse!("--strided-bytes: {e}");
     }
     if o.chain_bytes < 128 || !o.chain_bytes.is_multiple_of(128) || o.chain_bytes / 128 > u32::MAX as usize {
@@ -417,13 +413,13 @@ fn strided(
     for (i, j) in pairs {
         labs[i].gpu.make_current()?;
         let lesson = if i == j { "strided reads of local HBM" } else { "strided reads of the peer's memory" };
-        let points = coalescing::sweep(&labs[i], &inputs[j].view(words), words, lesson)?;
+        let points = strided::sweep(&labs[i], &inputs[j].view(words), words, lesson)?;
         curves.push(Curve {
             accessor: i,
             owner: j,
             points: points.iter().map(|(s, r)| (*s, r.rate.value())).collect(),
         });
-        let (sweep, mut notes, series) = coalescing::table(&points);
+        let (sweep, mut notes, series) = strided::table(&points);
         if i != j
             && let Some(local) = curves.iter().find(|c| c.accessor == i && c.owner == i)
         {

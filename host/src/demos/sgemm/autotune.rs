@@ -8,12 +8,12 @@
 use anyhow::Result;
 use memlab_contracts::sgemm::SPLIT_K;
 
-use super::matmul::Operands;
-use super::sgemm::{Rung, check_odd_sizes, check_split_k_odd_sizes, measure_split_k, time_cublas, tuned_available};
+use super::{Rung, check_odd_sizes, check_split_k_odd_sizes, measure_split_k, tuned_available};
 use crate::gpu::cublas::Cublas;
 use crate::gpu::timing::time;
 use crate::lab::ODD_GEMM_SIZES;
 use crate::lab::{Lab, Section, poison};
+use crate::probes::gemm::{Operands, time_cublas};
 use crate::refuse;
 use crate::tuned::{Choice, Pick, ShapeClass};
 use crate::verify::Precision;

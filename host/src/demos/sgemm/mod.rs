@@ -4,6 +4,8 @@
 //! and each shape's class ([`crate::tuned`]); rung 9 (TF32 tensor cores) is checked with the TF32
 //! tolerance and timed beside cuBLAS with TF32 allowed.
 
+pub mod autotune;
+
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::matmul::TILE_32;
@@ -12,11 +14,10 @@ use memlab_contracts::sgemm::{
     TF32_THREADS, TF32_TILE, THREADS, TILE, TUNED, Tuned, smem_bytes, split_k_config, split_steps, tf32_smem_bytes,
 };
 
-use super::matmul::{self, MatmulLaunch, Operands, matmul_launch};
 use crate::gpu::cublas::Cublas;
+use crate::gpu::cublas::NO_CUBLAS;
 use crate::gpu::device::DeviceInfo;
 use crate::gpu::launch::{Entry, Launch, LaunchShape};
-use crate::gpu::timing::{Timing, time};
 use crate::lab::Inputs;
 use crate::lab::{
     KernelRow, KernelRun, Lab, Level, Section, Work, ensure_free, f32_bytes, measure, measure_then, poison, poisoned,
@@ -24,8 +25,8 @@ use crate::lab::{
 use crate::launches;
 use crate::model::split_k::{self, Machine, Plan};
 use crate::model::tiling::{MatmulShape, block_tiled_global_loads};
+use crate::probes::gemm::{MatmulLaunch, Operands, matmul_launch, time_cublas};
 use crate::ptx::Ptx;
-use crate::refuse;
 use crate::series::{Series, names};
 use crate::tuned::{Pick, ShapeClass, TunedFile};
 use crate::verify::{Check, Precision};
@@ -352,7 +353,7 @@ pub fn tuned_available(ptx: &Ptx) -> Vec<&'static Tuned> {
 pub const RUNGS: [Rung; 9] = [
     Rung {
         entry: launches::entry::matmul_tiled_32,
-        launch: matmul_launch!(matmul_tiled_32, matmul::shapes::matmul_tiled_32),
+        launch: matmul_launch!(matmul_tiled_32, crate::probes::gemm::shapes::matmul_tiled_32),
         tile: (TILE_32, TILE_32),
         precision: Precision::F32,
         lesson: "1: block tiling in shared memory, one result per thread",
@@ -430,32 +431,6 @@ pub fn block_work(ops: &Operands, (bm, bn): (u32, u32)) -> Work {
 pub fn work(ops: &Operands, tile: u32) -> Work {
     block_work(ops, (tile, tile))
 }
-
-/// Times cuBLAS SGEMM on `ops` after checking its result; `None` without cuBLAS. With
-/// `Precision::Tf32` cuBLAS may use TF32 tensor cores (on Hopper, its `wgmma` kernels), and is
-/// checked with the TF32 tolerance; the handle is back in FP32 mode afterwards.
-///
-/// # Errors
-/// A cuBLAS failure or a wrong cuBLAS result.
-pub fn time_cublas(lab: &Lab, cublas: Option<&Cublas>, ops: &Operands, precision: Precision) -> Result<Option<Timing>> {
-    let Some(cublas) = cublas else { return Ok(None) };
-    cublas.allow_tf32(precision == Precision::Tf32)?;
-    let timed = (|| {
-        poison(&ops.c)?;
-        cublas.sgemm(&ops.a, &ops.b, &ops.c, ops.size)?;
-        lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!(crate::gpu::describe(e)))?;
-        let (check, kind) = ops.check_in(&lab.gpu, precision)?;
-        if !check.passed() {
-            refuse!("cuBLAS SGEMM ({precision:?}) returned a wrong result: {}", check.summary(kind));
-        }
-        time(&lab.gpu, lab.sizes.repeats, || cublas.sgemm(&ops.a, &ops.b, &ops.c, ops.size))
-    })();
-    cublas.allow_tf32(false)?;
-    Ok(Some(timed?))
-}
-
-/// The note for a run without cuBLAS.
-pub const NO_CUBLAS: &str = "cuBLAS not found: skipped (set MEMLAB_CUBLAS=/path/to/libcublas.so to point at one)";
 
 /// Checks `rung` on each of [`ODD_GEMM_SIZES`](crate::lab::ODD_GEMM_SIZES), element by element, untimed.
 ///
