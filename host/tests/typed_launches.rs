@@ -22,174 +22,38 @@ fn shape(grid: (u32, u32), block: (u32, u32), smem_bytes: u32) -> LaunchShape {
 fn transposes_cover_the_matrix_with_their_documented_tiles() {
     let (input, mut output) = (fake::<f32>(0x1000, 4), fake::<f32>(0x2000, 4));
     let (rows, cols) = (33, 4097);
-    let l = launches::copy(memlab::demos::transpose::shapes::copy(rows, cols), &input, &mut output, rows, cols);
+    // The typed launch of transpose-family kernel `$name` at its lesson's shape.
+    macro_rules! launch {
+        ($name:ident, $rows:expr, $cols:expr) => {
+            launches::$name(memlab::demos::transpose::shapes::$name($rows, $cols), &input, &mut output, $rows, $cols)
+        };
+    }
+    let l = launch!(copy, rows, cols);
     assert_eq!((l.kernel, l.shape), ("copy", shape((258, 1), (32, 8), 0)));
     // Copy's rows of 4091 floats shift back by up to 7 (of 4090 by up to 6), whole-sector rows not.
-    assert_eq!(
-        launches::copy(memlab::demos::transpose::shapes::copy(rows, 4091), &input, &mut output, rows, 4091).shape.grid,
-        (258, 1)
-    );
-    assert_eq!(
-        launches::copy(memlab::demos::transpose::shapes::copy(rows, 4090), &input, &mut output, rows, 4090).shape.grid,
-        (256, 1)
-    );
-    assert_eq!(
-        launches::copy(memlab::demos::transpose::shapes::copy(rows, 4096), &input, &mut output, rows, 4096).shape.grid,
-        (256, 1)
-    );
-    assert_eq!(
-        launches::transpose_naive(
-            memlab::demos::transpose::shapes::transpose_naive(rows, cols),
-            &input,
-            &mut output,
-            rows,
-            cols
-        )
-        .shape,
-        shape((258, 1), (32, 8), 0)
-    );
-    assert_eq!(
-        launches::transpose_tiled(
-            memlab::demos::transpose::shapes::transpose_tiled(rows, cols),
-            &input,
-            &mut output,
-            rows,
-            cols
-        )
-        .shape,
-        shape((258, 1), (32, 8), 4096)
-    );
+    assert_eq!(launch!(copy, rows, 4091).shape.grid, (258, 1));
+    assert_eq!(launch!(copy, rows, 4090).shape.grid, (256, 1));
+    assert_eq!(launch!(copy, rows, 4096).shape.grid, (256, 1));
+    assert_eq!(launch!(transpose_naive, rows, cols).shape, shape((258, 1), (32, 8), 0));
+    assert_eq!(launch!(transpose_tiled, rows, cols).shape, shape((258, 1), (32, 8), 4096));
     // Output rows of 33 floats are not whole sectors: the shifted paths' staged tiles, and a grid
     // covering the largest shift (7 columns) more.
-    assert_eq!(
-        launches::transpose_padded(
-            memlab::demos::transpose::shapes::transpose_padded(rows, cols),
-            &input,
-            &mut output,
-            rows,
-            cols
-        )
-        .shape,
-        shape((258, 1), (32, 8), 5280)
-    );
-    assert_eq!(
-        launches::transpose_vectorized(
-            memlab::demos::transpose::shapes::transpose_vectorized(rows, cols),
-            &input,
-            &mut output,
-            rows,
-            cols
-        )
-        .shape,
-        shape((65, 1), (16, 16), 18720)
-    );
-    assert_eq!(
-        launches::transpose_aligned_stores(
-            memlab::demos::transpose::shapes::transpose_aligned_stores(rows, cols),
-            &input,
-            &mut output,
-            rows,
-            cols
-        )
-        .shape,
-        shape((258, 1), (32, 8), 5280)
-    );
+    assert_eq!(launch!(transpose_padded, rows, cols).shape, shape((258, 1), (32, 8), 5280));
+    assert_eq!(launch!(transpose_vectorized, rows, cols).shape, shape((65, 1), (16, 16), 18720));
+    assert_eq!(launch!(transpose_aligned_stores, rows, cols).shape, shape((258, 1), (32, 8), 5280));
     // Whole-sector rows (and, for the vectorized kernel, whole-vector columns): the plain tiles.
-    assert_eq!(
-        launches::transpose_padded(
-            memlab::demos::transpose::shapes::transpose_padded(64, cols),
-            &input,
-            &mut output,
-            64,
-            cols
-        )
-        .shape,
-        shape((258, 1), (32, 8), 4224)
-    );
-    assert_eq!(
-        launches::transpose_vectorized(
-            memlab::demos::transpose::shapes::transpose_vectorized(64, 4096),
-            &input,
-            &mut output,
-            64,
-            4096
-        )
-        .shape,
-        shape((64, 1), (16, 16), 16640)
-    );
-    assert_eq!(
-        launches::transpose_vectorized(
-            memlab::demos::transpose::shapes::transpose_vectorized(64, 4095),
-            &input,
-            &mut output,
-            64,
-            4095
-        )
-        .shape
-        .smem_bytes,
-        18720
-    );
+    assert_eq!(launch!(transpose_padded, 64, cols).shape, shape((258, 1), (32, 8), 4224));
+    assert_eq!(launch!(transpose_vectorized, 64, 4096).shape, shape((64, 1), (16, 16), 16640));
+    assert_eq!(launch!(transpose_vectorized, 64, 4095).shape.smem_bytes, 18720);
     // One-dimensional grids of tiles, tile rows after tile rows (columns x rows of tiles).
     // Rows of 62 floats shift by up to 6, of 123 by up to 7: one more tile row than the rows
     // alone need; whole-sector rows none.
-    assert_eq!(
-        launches::transpose_padded(
-            memlab::demos::transpose::shapes::transpose_padded(62, cols),
-            &input,
-            &mut output,
-            62,
-            cols
-        )
-        .shape
-        .grid,
-        (387, 1)
-    );
-    assert_eq!(
-        launches::transpose_aligned_stores(
-            memlab::demos::transpose::shapes::transpose_aligned_stores(64, cols),
-            &input,
-            &mut output,
-            64,
-            cols
-        )
-        .shape
-        .grid,
-        (258, 1)
-    );
-    assert_eq!(
-        launches::transpose_vectorized(
-            memlab::demos::transpose::shapes::transpose_vectorized(123, 4096),
-            &input,
-            &mut output,
-            123,
-            4096
-        )
-        .shape
-        .grid,
-        (192, 1)
-    );
-    assert_eq!(
-        launches::transpose_vectorized(
-            memlab::demos::transpose::shapes::transpose_vectorized(128, 4096),
-            &input,
-            &mut output,
-            128,
-            4096
-        )
-        .shape
-        .grid,
-        (128, 1)
-    );
+    assert_eq!(launch!(transpose_padded, 62, cols).shape.grid, (387, 1));
+    assert_eq!(launch!(transpose_aligned_stores, 64, cols).shape.grid, (258, 1));
+    assert_eq!(launch!(transpose_vectorized, 123, 4096).shape.grid, (192, 1));
+    assert_eq!(launch!(transpose_vectorized, 128, 4096).shape.grid, (128, 1));
     // Arguments in the entry's order: the two addresses, then rows and cols as 4-byte values.
-    let args = launches::transpose_padded(
-        memlab::demos::transpose::shapes::transpose_padded(rows, cols),
-        &input,
-        &mut output,
-        rows,
-        cols,
-    )
-    .args()
-    .to_vec();
+    let args = launch!(transpose_padded, rows, cols).args().to_vec();
     assert_eq!(
         args,
         [0x1000u64.to_ne_bytes(), 0x2000u64.to_ne_bytes(), slot(&33u32.to_ne_bytes()), slot(&4097u32.to_ne_bytes())]

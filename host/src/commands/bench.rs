@@ -210,26 +210,7 @@ pub fn run(args: Args) -> Result<bool> {
 fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Result<(bool, Vec<(String, String)>)> {
     let gpu = Gpu::open(ordinal, None)?;
     let against = if args.checked { Against::Checked } else { Against::Twins };
-    let module = match against {
-        Against::Checked if gpu.info.cc < ptx::CHECKED.cc => refuse!(
-            "--checked needs compute capability {}.{} or newer (the checked build is {} PTX); device {ordinal} is {}.{}",
-            ptx::CHECKED.cc.0,
-            ptx::CHECKED.cc.1,
-            ptx::CHECKED.arch,
-            gpu.info.cc.0,
-            gpu.info.cc.1
-        ),
-        Against::Checked => load_ptx_text("checked", ptx::CHECKED.text, None)?,
-        Against::Twins => match Module::from_file(&args.twins) {
-            Ok(m) => m,
-            Err(e) => refuse!(
-                "cannot load the twins from {}: {} (build them: nvcc -O3 -arch=native -cubin -o {} bench/twins.cu)",
-                args.twins.display(),
-                describe(e),
-                args.twins.display()
-            ),
-        },
-    };
+    let module = comparison_module(args, &gpu, against, ordinal)?;
     println!("# memlab bench on {}\n\n{}\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
     let rounds = args.rounds as usize;
     let sizes = args.shapes.apply(Sizes { repeats: Repeats { warmup: 3, runs: rounds }, ..Sizes::default() });
@@ -291,6 +272,31 @@ fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Res
         ))
         .collect();
     Ok((passed, figures))
+}
+
+/// The module the lab's kernels are compared with: the CUDA C++ twins from `--twins`, or the
+/// bounds-checked build of the same kernels (`--checked`, cc 7.0 or newer).
+fn comparison_module(args: &Args, gpu: &Gpu, against: Against, ordinal: u32) -> Result<Module> {
+    Ok(match against {
+        Against::Checked if gpu.info.cc < ptx::CHECKED.cc => refuse!(
+            "--checked needs compute capability {}.{} or newer (the checked build is {} PTX); device {ordinal} is {}.{}",
+            ptx::CHECKED.cc.0,
+            ptx::CHECKED.cc.1,
+            ptx::CHECKED.arch,
+            gpu.info.cc.0,
+            gpu.info.cc.1
+        ),
+        Against::Checked => load_ptx_text("checked", ptx::CHECKED.text, None)?,
+        Against::Twins => match Module::from_file(&args.twins) {
+            Ok(m) => m,
+            Err(e) => refuse!(
+                "cannot load the twins from {}: {} (build them: nvcc -O3 -arch=native -cubin -o {} bench/twins.cu)",
+                args.twins.display(),
+                describe(e),
+                args.twins.display()
+            ),
+        },
+    })
 }
 
 fn rate_text(rate: Rate) -> String {

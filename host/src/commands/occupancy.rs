@@ -441,6 +441,42 @@ fn json(arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode, arg
     })
 }
 
+/// What the answer means: the resident blocks, warps and threads and what limits them, the
+/// hardware's notes, the inverse and suggestion asked for, the rule, and what would change it.
+fn print_explanation(args: &Args, arch: &ArchLimits, res: &KernelResources, o: &Occupancy, mode: Mode) {
+    let layout = Layout::current();
+    match o.failure {
+        Some(f) => println!("{}", report::wrap(&format!("resident per SM: 0 blocks, the launch fails: {f}"))),
+        None => {
+            println!(
+                "resident per SM: {} = {} = {}",
+                count(o.active_blocks, "block"),
+                count(o.active_warps, "warp"),
+                count(o.active_threads, "thread")
+            );
+            let limits: Vec<String> = o.limiting_factors().iter().map(Limit::to_string).collect();
+            println!("occupancy: {} (limited by {})", percent(o.occupancy), limits.join(" and "));
+        }
+    }
+    if mode == Mode::Hardware && arch.major != 0 {
+        for (i, line) in hardware_notes(arch, res, o).iter().enumerate() {
+            let bullet = if i == 0 && line.starts_with("textbook") { "" } else { "- " };
+            println!("{}", report::wrap(&format!("{bullet}{line}")));
+        }
+    }
+    if args.suggest {
+        println!("{}", report::wrap(&suggestion(arch, res, mode)));
+    }
+    if let Some(n) = args.blocks {
+        println!("{}", report::wrap(&inverse(arch, res, n, mode)));
+    }
+    println!("{}\n", report::wrap(&format!("rule: {}", rule(mode))));
+    println!("To change it:");
+    for line in advice(arch, res, o, mode) {
+        println!("{}", table::bullet(layout, &line));
+    }
+}
+
 /// Runs the calculator and prints its answer.
 pub fn run(args: Args) -> Result<bool> {
     if let Some(dir) = &args.chart {
@@ -489,36 +525,7 @@ pub fn run(args: Args) -> Result<bool> {
     );
     println!("{}\n", table::text(layout, &title));
     println!("{}\n", limits_table(&arch, &res, &o));
-    match o.failure {
-        Some(f) => println!("{}", report::wrap(&format!("resident per SM: 0 blocks, the launch fails: {f}"))),
-        None => {
-            println!(
-                "resident per SM: {} = {} = {}",
-                count(o.active_blocks, "block"),
-                count(o.active_warps, "warp"),
-                count(o.active_threads, "thread")
-            );
-            let limits: Vec<String> = o.limiting_factors().iter().map(Limit::to_string).collect();
-            println!("occupancy: {} (limited by {})", percent(o.occupancy), limits.join(" and "));
-        }
-    }
-    if mode == Mode::Hardware && arch.major != 0 {
-        for (i, line) in hardware_notes(&arch, &res, &o).iter().enumerate() {
-            let bullet = if i == 0 && line.starts_with("textbook") { "" } else { "- " };
-            println!("{}", report::wrap(&format!("{bullet}{line}")));
-        }
-    }
-    if args.suggest {
-        println!("{}", report::wrap(&suggestion(&arch, &res, mode)));
-    }
-    if let Some(n) = args.blocks {
-        println!("{}", report::wrap(&inverse(&arch, &res, n, mode)));
-    }
-    println!("{}\n", report::wrap(&format!("rule: {}", rule(mode))));
-    println!("To change it:");
-    for line in advice(&arch, &res, &o, mode) {
-        println!("{}", table::bullet(layout, &line));
-    }
+    print_explanation(&args, &arch, &res, &o, mode);
     if let Some(dir) = &args.chart {
         std::fs::create_dir_all(dir)?;
         let [svg, png] = charts::save(&OccupancyChart { kernel: args.kernel.clone(), arch, res, mode }, dir)?;

@@ -135,6 +135,33 @@ fn figure(chart: &impl Chart, dir: &Path, caption: String) -> Result<Figure> {
     Ok(Figure { file: svg, caption })
 }
 
+/// The figures of a report as they are drawn, and the charts the run lacks.
+struct Figures<'a> {
+    dir: &'a Path,
+    drawn: Vec<Figure>,
+    missing: Vec<String>,
+}
+
+impl Figures<'_> {
+    /// Draws `chart` with `caption`, or names `what` among the missing charts when the run lacks
+    /// its data.
+    fn add(&mut self, chart: Option<impl Chart>, caption: &str, what: &str) -> Result<()> {
+        match chart {
+            Some(c) => self.drawn.push(figure(&c, self.dir, caption.into())?),
+            None => self.missing.push(what.to_string()),
+        }
+        Ok(())
+    }
+
+    /// Draws `chart` when the run has its data; a run without it misses nothing.
+    fn add_if(&mut self, chart: Option<impl Chart>, caption: &str) -> Result<()> {
+        if let Some(c) = chart {
+            self.drawn.push(figure(&c, self.dir, caption.into())?);
+        }
+        Ok(())
+    }
+}
+
 /// Writes `DIR/report.md` and its charts; returns every file written.
 ///
 /// A chart whose data the run lacks (no coalescing section, no SGEMM ladder yet) is skipped
@@ -145,124 +172,68 @@ fn figure(chart: &impl Chart, dir: &Path, caption: String) -> Result<Figure> {
 pub fn write(dir: &Path, record: &RunRecord) -> Result<Vec<PathBuf>> {
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let sections = &record.sections;
-    let mut figures = Vec::new();
-    let mut missing = Vec::new();
-    let mut add = |result: Option<Result<Figure>>, what: &str| -> Result<()> {
-        match result {
-            Some(f) => figures.push(f?),
-            None => missing.push(what.to_string()),
-        }
-        Ok(())
-    };
-    add(
-        SweepChart::coalescing(sections).map(|c| {
-            figure(&c, dir, "Useful bandwidth of `strided_read` relative to stride 1 (log scale), against the 32-byte-sector and 128-byte-segment models.".into())
-        }),
-        "coalescing sweep (run the `coalescing` demo)",
-    )?;
-    add(
-        SweepChart::banks(sections).map(|c| {
-            figure(&c, dir, "Time of `shared_bank_probe` relative to stride 1 (log scale), against the bank model's serialization factor.".into())
-        }),
-        "bank sweep (run the `banks` demo)",
-    )?;
-    add(
-        SweepChart::ladder(sections).map(|c| {
-            figure(&c, dir, "Cycles per dependent load against the chain's working set (log scale): the plateaus are L1, the near L2 partition, the far one, HBM, and HBM with page-table walks past the TLBs' reach.".into())
-        }),
-        "latency ladder (run the `hierarchy` demo)",
-    )?;
-    add(
-        SweepChart::l2_bandwidth(sections).map(|c| {
-            figure(&c, dir, "L2 read bandwidth over a quarter of the L2 against blocks per SM (log scale): four 16-byte loads in flight per thread against one.".into())
-        }),
-        "L2 bandwidth sweep (run the `l2` demo)",
-    )?;
-    add(
-        SweepChart::persisting(sections).map(|c| {
-            figure(&c, dir, "The hit fraction h of the hot re-reads of `hot_stream_read` against the hot buffer's size, by policy: `evict_first` streamed loads measured and predicted by the hit model, no policy, and an access-policy window over the hot buffer, each measured from its time between the all-hit and the all-miss bounds. A measured h outside 0 to 1 is timing noise: crossed out at the axis' edge and named in the key, not drawn.".into())
-        }),
-        "persisting-L2 sweep (run the `l2` demo on cc 8.0 or later)",
-    )?;
-    add(
-        SweepChart::partitions(sections).map(|c| {
-            figure(&c, dir, "Median cycles per L2 hit from each SM on lines SM 0 brought into L2, the SMs sorted by it: the SMs of SM 0's partition find the lines near; past the marked step, the SMs across the partition link, of which about half the hops are far. The dashed levels are the median of each run of SMs.".into())
-        }),
-        "L2 partition probe (run the `l2` demo)",
-    )?;
+    let mut figs = Figures { dir, drawn: Vec::new(), missing: Vec::new() };
+    memory_figures(&mut figs, sections)?;
     for kernel in OCCUPANCY_KERNELS {
-        add(
-            OccupancyChart::for_kernel(sections, record.device.cc, kernel).map(|c| {
-                let caption = format!("The occupancy calculator's three graphs for `{kernel}` (hardware rules for cc {}.{}); the red dot is the launch measured here.", record.device.cc.0, record.device.cc.1);
-                figure(&c, dir, caption)
-            }),
-            &format!("occupancy graphs of `{kernel}` (not in this run)"),
-        )?;
+        let (major, minor) = record.device.cc;
+        let caption = format!(
+            "The occupancy calculator's three graphs for `{kernel}` (hardware rules for cc {major}.{minor}); the red dot is the launch measured here."
+        );
+        let missing = format!("occupancy graphs of `{kernel}` (not in this run)");
+        figs.add(OccupancyChart::for_kernel(sections, record.device.cc, kernel), &caption, &missing)?;
     }
-    let roofline = roofline(record);
-    add(
-        roofline.map(|c| {
-            figure(&c, dir, "Kernels that compute, each at its first size, at their arithmetic intensity by requested global loads (the tiling model; caches ignored, so a kernel whose loads hit L1/L2, like `matmul_naive`, sits above the DRAM roof), each against the roof of its arithmetic: FP32 pipes, TF32 tensor cores (SGEMM rung 9), BF16 tensor cores (the tensor ladder). Each point carries its number in the table beside the plot. The roofs are at the SM clock measured under load, when the run measured it; a point above its compute roof with no faster clock measured is listed as n/a and not drawn.".into())
-        }),
-        "roofline (needs the `memcpy` and `matmul` demos)",
-    )?;
-    add(
-        BarChart::bandwidth(sections, record.memcpy_gbs).map(|c| {
-            figure(&c, dir, "Kernels that only move data (no FLOP, so no place on the roofline): bandwidth against the memcpy ceiling, which a kernel that only reads (`read_cg`) can pass. Each bar is named by its kernel and, where the kernel runs more than once, by its size or configuration (the hot buffer and its policy, the swizzle) or its demo; the L2-resident bars re-read a hot buffer amid a stream, and the re-reads of a buffer that fits in L2 hit there.".into())
-        }),
-        "bandwidth bars (run the `transpose` demo)",
-    )?;
-    add(
-        BarChart::sgemm_ladder(sections).map(|c| {
-            figure(
-                &c,
-                dir,
-                "The SGEMM ladder: each rung's TFLOP/s at every size the run measured, one group per size, against cuBLAS (FP32, and TF32 allowed) at that size."
-                    .into(),
-            )
-        }),
-        "SGEMM ladder against cuBLAS (this run has no `sgemm` section)",
-    )?;
-    add(
-        SweepChart::tma_curve(sections).map(|c| {
-            figure(&c, dir, "1-D TMA bulk copies (`tma_bulk_copy`, a 256 MiB copy through shared memory): GB/s against bytes per copy, one line per blocks per SM (log scale). Bytes in flight per SM = bytes per copy x blocks per SM; published for H800/H100: 95-96% of HBM peak only from 8-12 KiB per copy and 2-3 blocks per SM.".into())
-        }),
-        "TMA bulk-copy curve (run the `tma` demo on cc 9.0)",
-    )?;
-    add(
-        SweepChart::tma_pipeline(sections).map(|c| {
-            figure(&c, dir, "The pipelined TMA kernels (`tma_bulk_copy`, `tma_copy`, `tma_transpose`; a ring of shared buffers with an mbarrier each, in persistent blocks or one block per few tiles): the fastest checked GB/s at each stage count, over the swept boxes and grids. One stage loads, waits and stores one box at a time; more stages keep the next boxes' loads in flight while one is stored.".into())
-        }),
-        "TMA pipeline chart (run the `tma` demo on cc 9.0)",
-    )?;
-    add(
-        SweepChart::tma_swizzle(sections).map(|c| {
-            figure(&c, dir, "`tma_transpose` per swizzle mode of its input tensor map: time relative to the fastest mode, against the bank model's conflict factor of the tile's float4 column read with the map's swizzle and with the same box unswizzled.".into())
-        }),
-        "TMA swizzle chart (run the `tma` demo on cc 9.0)",
-    )?;
+    compute_figures(&mut figs, record)?;
+    tma_figures(&mut figs, sections)?;
     // Drawn only when the run swept sizes (`run-demos --sizes`): not a chart a run lacks.
-    if let Some(c) = SizesChart::from_sections(sections) {
-        let caption = "Copy and the transposes at each size of the `--sizes` sweep, as a share of memcpy at the same size: a dip at an unaligned size is the alignment cliff.";
-        figures.push(figure(&c, dir, caption.into())?);
-    }
+    let caption = "Copy and the transposes at each size of the `--sizes` sweep, as a share of memcpy at the same size: a dip at an unaligned size is the alignment cliff.";
+    figs.add_if(SizesChart::from_sections(sections), caption)?;
     // The clusters lesson's sweeps, drawn when the run has the lesson (a cc 9.0 GPU); a run
     // without it has nothing to miss.
     for (stem, title, measured, published, caption) in CLUSTER_CHARTS {
-        if let Some(c) = SweepChart::clusters(sections, stem, title, measured, published) {
-            figures.push(figure(&c, dir, caption.into())?);
-        }
+        figs.add_if(SweepChart::clusters(sections, stem, title, measured, published), caption)?;
     }
-
-    let md = markdown(record, &figures, &missing);
+    let md = markdown(record, &figs.drawn, &figs.missing);
     let path = dir.join("report.md");
     output::write(&path, md)?;
     let mut written = vec![path];
-    for f in &figures {
+    for f in &figs.drawn {
         written.push(f.file.clone());
         written.push(f.file.with_extension("png"));
     }
     Ok(written)
+}
+
+/// The memory levels' sweeps: coalescing, banks, the latency ladder, the L2's bandwidth,
+/// persisting window and partitions.
+fn memory_figures(figs: &mut Figures, sections: &[Section]) -> Result<()> {
+    figs.add(SweepChart::coalescing(sections), "Useful bandwidth of `strided_read` relative to stride 1 (log scale), against the 32-byte-sector and 128-byte-segment models.", "coalescing sweep (run the `coalescing` demo)")?;
+    figs.add(
+        SweepChart::banks(sections),
+        "Time of `shared_bank_probe` relative to stride 1 (log scale), against the bank model's serialization factor.",
+        "bank sweep (run the `banks` demo)",
+    )?;
+    figs.add(SweepChart::ladder(sections), "Cycles per dependent load against the chain's working set (log scale): the plateaus are L1, the near L2 partition, the far one, HBM, and HBM with page-table walks past the TLBs' reach.", "latency ladder (run the `hierarchy` demo)")?;
+    figs.add(SweepChart::l2_bandwidth(sections), "L2 read bandwidth over a quarter of the L2 against blocks per SM (log scale): four 16-byte loads in flight per thread against one.", "L2 bandwidth sweep (run the `l2` demo)")?;
+    figs.add(SweepChart::persisting(sections), "The hit fraction h of the hot re-reads of `hot_stream_read` against the hot buffer's size, by policy: `evict_first` streamed loads measured and predicted by the hit model, no policy, and an access-policy window over the hot buffer, each measured from its time between the all-hit and the all-miss bounds. A measured h outside 0 to 1 is timing noise: crossed out at the axis' edge and named in the key, not drawn.", "persisting-L2 sweep (run the `l2` demo on cc 8.0 or later)")?;
+    figs.add(SweepChart::partitions(sections), "Median cycles per L2 hit from each SM on lines SM 0 brought into L2, the SMs sorted by it: the SMs of SM 0's partition find the lines near; past the marked step, the SMs across the partition link, of which about half the hops are far. The dashed levels are the median of each run of SMs.", "L2 partition probe (run the `l2` demo)")?;
+    Ok(())
+}
+
+/// The roofline, the data movers' bandwidth bars and the SGEMM ladder.
+fn compute_figures(figs: &mut Figures, record: &RunRecord) -> Result<()> {
+    let sections = &record.sections;
+    figs.add(roofline(record), "Kernels that compute, each at its first size, at their arithmetic intensity by requested global loads (the tiling model; caches ignored, so a kernel whose loads hit L1/L2, like `matmul_naive`, sits above the DRAM roof), each against the roof of its arithmetic: FP32 pipes, TF32 tensor cores (SGEMM rung 9), BF16 tensor cores (the tensor ladder). Each point carries its number in the table beside the plot. The roofs are at the SM clock measured under load, when the run measured it; a point above its compute roof with no faster clock measured is listed as n/a and not drawn.", "roofline (needs the `memcpy` and `matmul` demos)")?;
+    figs.add(BarChart::bandwidth(sections, record.memcpy_gbs), "Kernels that only move data (no FLOP, so no place on the roofline): bandwidth against the memcpy ceiling, which a kernel that only reads (`read_cg`) can pass. Each bar is named by its kernel and, where the kernel runs more than once, by its size or configuration (the hot buffer and its policy, the swizzle) or its demo; the L2-resident bars re-read a hot buffer amid a stream, and the re-reads of a buffer that fits in L2 hit there.", "bandwidth bars (run the `transpose` demo)")?;
+    figs.add(BarChart::sgemm_ladder(sections), "The SGEMM ladder: each rung's TFLOP/s at every size the run measured, one group per size, against cuBLAS (FP32, and TF32 allowed) at that size.", "SGEMM ladder against cuBLAS (this run has no `sgemm` section)")?;
+    Ok(())
+}
+
+/// The TMA lesson's bulk-copy curve, pipeline and swizzle charts.
+fn tma_figures(figs: &mut Figures, sections: &[Section]) -> Result<()> {
+    figs.add(SweepChart::tma_curve(sections), "1-D TMA bulk copies (`tma_bulk_copy`, a 256 MiB copy through shared memory): GB/s against bytes per copy, one line per blocks per SM (log scale). Bytes in flight per SM = bytes per copy x blocks per SM; published for H800/H100: 95-96% of HBM peak only from 8-12 KiB per copy and 2-3 blocks per SM.", "TMA bulk-copy curve (run the `tma` demo on cc 9.0)")?;
+    figs.add(SweepChart::tma_pipeline(sections), "The pipelined TMA kernels (`tma_bulk_copy`, `tma_copy`, `tma_transpose`; a ring of shared buffers with an mbarrier each, in persistent blocks or one block per few tiles): the fastest checked GB/s at each stage count, over the swept boxes and grids. One stage loads, waits and stores one box at a time; more stages keep the next boxes' loads in flight while one is stored.", "TMA pipeline chart (run the `tma` demo on cc 9.0)")?;
+    figs.add(SweepChart::tma_swizzle(sections), "`tma_transpose` per swizzle mode of its input tensor map: time relative to the fastest mode, against the bank model's conflict factor of the tile's float4 column read with the map's swizzle and with the same box unswizzled.", "TMA swizzle chart (run the `tma` demo on cc 9.0)")?;
+    Ok(())
 }
 
 fn markdown(record: &RunRecord, figures: &[Figure], missing: &[String]) -> String {

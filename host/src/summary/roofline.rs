@@ -167,27 +167,76 @@ pub fn build(
     clock_ghz: Option<f64>,
     sections: &[Section],
 ) -> Option<Section> {
-    let lanes = fp32_lanes_per_sm(info.cc.0, info.cc.1)?;
-    let driver_ghz = info.sm_clock_khz as f64 / 1e6;
-    let peaks = Peaks { driver: info.peak_fp32(None)?, measured: info.peak_fp32(clock_ghz)? };
-    let tensor =
-        info.peak_tf32(None).zip(info.peak_tf32(clock_ghz)).map(|(driver, measured)| Peaks { driver, measured });
-    let bf16 = info.peak_bf16(None).zip(info.peak_bf16(clock_ghz)).map(|(driver, measured)| Peaks { driver, measured });
-    let (bw, bw_source) = match memcpy_gbs {
-        Some(g) => (g * 1e9, "memcpy measured in this run"),
-        None => (info.theoretical_bandwidth_gbs() * 1e9, "theoretical (memcpy not run)"),
-    };
+    let roofs = Roofs::of(info, memcpy_gbs, clock_ghz)?;
     let kernels: Vec<&KernelRow> = sections.iter().filter(|s| s.name != "roofline").flat_map(|s| &s.kernels).collect();
+    let mut above: Vec<(AboveRoof, String)> = Vec::new();
+    let rows = table_rows(&kernels, &roofs, &mut above);
+    if rows.is_empty() {
+        return None;
+    }
+    let header = ["kernel", "FLOP/byte", "bound", "roof", "achieved", "% of roof"];
+    let mut notes = roof_notes(info, &roofs, clock_ghz, &kernels);
+    notes.extend(above_notes(&above, roofs.driver_ghz, clock_ghz));
+    notes.push("Bytes are the global-memory requests the lesson's model counts. A stream that only reads (read_cg) can pass memcpy, which also writes.".into());
+    Some(Section {
+        name: "roofline".into(),
+        title: "Roofline: arithmetic intensity against the FP32 peak and the memory roof".into(),
+        lesson: "A kernel below the balance point cannot beat bandwidth x intensity, however fast its arithmetic: the fix is fewer bytes per FLOP (tiling), not more FLOP/s.".into(),
+        sweep: Some((header.map(String::from).to_vec(), rows)),
+        notes,
+        series: vec![chart_points(sections)],
+        ..Section::default()
+    })
+}
+
+/// The roofs of one device and run: FP32, TF32 and BF16 peaks, the memory roof and its source.
+struct Roofs {
+    lanes: u32,
+    driver_ghz: f64,
+    peaks: Peaks,
+    tensor: Option<Peaks>,
+    bf16: Option<Peaks>,
+    /// Bytes per second.
+    bw: f64,
+    bw_source: &'static str,
+}
+
+impl Roofs {
+    /// `None` when the architecture's FP32 lanes are unknown.
+    fn of(info: &DeviceInfo, memcpy_gbs: Option<f64>, clock_ghz: Option<f64>) -> Option<Roofs> {
+        let lanes = fp32_lanes_per_sm(info.cc.0, info.cc.1)?;
+        let peaks = Peaks { driver: info.peak_fp32(None)?, measured: info.peak_fp32(clock_ghz)? };
+        let pair = |driver: Option<f64>, measured: Option<f64>| {
+            driver.zip(measured).map(|(driver, measured)| Peaks { driver, measured })
+        };
+        let (bw, bw_source) = match memcpy_gbs {
+            Some(g) => (g * 1e9, "memcpy measured in this run"),
+            None => (info.theoretical_bandwidth_gbs() * 1e9, "theoretical (memcpy not run)"),
+        };
+        Some(Roofs {
+            lanes,
+            driver_ghz: info.sm_clock_khz as f64 / 1e6,
+            peaks,
+            tensor: pair(info.peak_tf32(None), info.peak_tf32(clock_ghz)),
+            bf16: pair(info.peak_bf16(None), info.peak_bf16(clock_ghz)),
+            bw,
+            bw_source,
+        })
+    }
+}
+
+/// One table row per kernel and work, the repeats counted; the kernels placed above their roof
+/// go to `above`.
+fn table_rows(kernels: &[&KernelRow], roofs: &Roofs, above: &mut Vec<(AboveRoof, String)>) -> Vec<Vec<String>> {
     // Rows with the same kernel and work, counted.
     let mut unique: Vec<(&KernelRow, usize)> = Vec::new();
-    for &k in &kernels {
+    for &k in kernels {
         match unique.iter_mut().find(|(u, _)| u.kernel == k.kernel && u.work == k.work) {
             Some((_, n)) => *n += 1,
             None => unique.push((k, 1)),
         }
     }
-    let mut above: Vec<(AboveRoof, String)> = Vec::new();
-    let rows: Vec<Vec<String>> = unique
+    unique
         .iter()
         .map(|&(k, n)| {
             let sizes = unique.iter().filter(|(u, _)| u.kernel == k.kernel && u.work.level == k.work.level).count();
@@ -201,12 +250,11 @@ pub fn build(
             let mut cells = match k.work.level {
                 Level::Global => {
                     // Tensor-core kernels against their input type's roof, the rest against FP32's.
-                    let tf32 = is_tf32(&k.kernel);
-                    let peaks = match (tf32, tensor, is_bf16(&k.kernel), bf16) {
+                    let peaks = match (is_tf32(&k.kernel), roofs.tensor, is_bf16(&k.kernel), roofs.bf16) {
                         (true, Some(t), _, _) | (_, _, true, Some(t)) => t,
-                        _ => peaks,
+                        _ => roofs.peaks,
                     };
-                    let (cells, why) = row(k, peaks, bw);
+                    let (cells, why) = row(k, peaks, roofs.bw);
                     above.extend(why.map(|w| (w, name.clone())));
                     cells
                 }
@@ -217,12 +265,12 @@ pub fn build(
             cells[0] = name;
             cells
         })
-        .collect();
-    if rows.is_empty() {
-        return None;
-    }
-    // The chart's points: kernels that compute, at their intensity and measured TFLOP/s, each
-    // kernel once (its first size).
+        .collect()
+}
+
+/// The chart's points: kernels that compute, at their intensity and measured TFLOP/s, each
+/// kernel once (its first size).
+fn chart_points(sections: &[Section]) -> Series {
     let mut points: Vec<(f64, f64, String)> = Vec::new();
     for k in sections.iter().flat_map(|s| &s.kernels) {
         let placed = k.work.flop > 0.0 && k.work.bytes > 0.0 && k.work.level == Level::Global;
@@ -230,8 +278,13 @@ pub fn build(
             points.push((arithmetic_intensity(k.work.flop, k.work.bytes), k.rate.value(), k.kernel.to_string()));
         }
     }
-    let series = vec![Series::labelled(names::ROOFLINE, "arithmetic intensity (FLOP/byte)", "TFLOP/s", points)];
-    let header = ["kernel", "FLOP/byte", "bound", "roof", "achieved", "% of roof"];
+    Series::labelled(names::ROOFLINE, "arithmetic intensity (FLOP/byte)", "TFLOP/s", points)
+}
+
+/// The notes that give each roof's arithmetic: FP32 and the memory roof, then the tensor-core
+/// roofs the run's kernels are placed against.
+fn roof_notes(info: &DeviceInfo, roofs: &Roofs, clock_ghz: Option<f64>, kernels: &[&KernelRow]) -> Vec<String> {
+    let Roofs { lanes, driver_ghz, peaks, tensor, bf16, bw, bw_source } = *roofs;
     let clock = match clock_ghz {
         Some(g) => format!(
             "{g:.2} GHz, the SM clock measured under a full FP32 load (sm_clock_under_load); at the driver's peak clock of {driver_ghz:.2} GHz it would be {:.1} TFLOP/s",
@@ -269,17 +322,7 @@ pub fn build(
             memlab_contracts::tensor::LADDER.iter().map(|r| r.name).collect::<Vec<_>>().join(", ")
         ));
     }
-    notes.extend(above_notes(&above, driver_ghz, clock_ghz));
-    notes.push("Bytes are the global-memory requests the lesson's model counts. A stream that only reads (read_cg) can pass memcpy, which also writes.".into());
-    Some(Section {
-        name: "roofline".into(),
-        title: "Roofline: arithmetic intensity against the FP32 peak and the memory roof".into(),
-        lesson: "A kernel below the balance point cannot beat bandwidth x intensity, however fast its arithmetic: the fix is fewer bytes per FLOP (tiling), not more FLOP/s.".into(),
-        sweep: Some((header.map(String::from).to_vec(), rows)),
-        notes,
-        series,
-        ..Section::default()
-    })
+    notes
 }
 
 /// The FP32 peaks, FLOP/s: at the driver's clock and at the clock measured under load.

@@ -16,7 +16,7 @@ use crate::lab::{Lab, Section, poison};
 use crate::probes::gemm::{Operands, time_cublas};
 use crate::refuse;
 use crate::tuned::{Choice, Pick, ShapeClass};
-use crate::verify::Precision;
+use crate::verify::{Check, Precision};
 
 /// One configuration at one class's size.
 #[derive(Debug, Clone)]
@@ -118,14 +118,10 @@ pub fn sweep(lab: &Lab, classes: &[ShapeClass]) -> Result<Sweep> {
             points.push(Point { config: Pick::Plain(configs[i]), class, tflops });
         }
         if split_k {
-            let split = measure_split_k(lab, &mut ops)?;
-            let ok = split.row.check.passed() && split_correct;
-            checks.push(split.row.check.clone());
-            let tflops = ok.then(|| split.row.rate.value());
-            let cell =
-                tflops.map_or("wrong result".into(), |t| format!("{t:.2} ({} splits)", split.plan.chosen.splits));
+            let (cell, check, point) = split_k_point(lab, &mut ops, split_correct, class)?;
             table[rungs.len()].push(cell);
-            points.push(Point { config: Pick::SplitK, class, tflops });
+            checks.push(check);
+            points.push(point);
         }
     }
     table.push(cublas_row);
@@ -143,8 +139,30 @@ pub fn sweep(lab: &Lab, classes: &[ShapeClass]) -> Result<Sweep> {
             series: Vec::new(),
         },
     };
-    for &class in classes {
-        let note = match sweep.choice(lab.gpu.info.cc, class, "") {
+    sweep.section.notes = choice_notes(&sweep, lab.gpu.info.cc, classes);
+    Ok(sweep)
+}
+
+/// The split-K rung at the model's split on `ops`: its cell, its check, and its point (timed
+/// only when it and its odd-size checks passed).
+fn split_k_point(
+    lab: &Lab,
+    ops: &mut Operands,
+    odd_correct: bool,
+    class: ShapeClass,
+) -> Result<(String, Check, Point)> {
+    let split = measure_split_k(lab, ops)?;
+    let ok = split.row.check.passed() && odd_correct;
+    let tflops = ok.then(|| split.row.rate.value());
+    let cell = tflops.map_or("wrong result".into(), |t| format!("{t:.2} ({} splits)", split.plan.chosen.splits));
+    Ok((cell, split.row.check, Point { config: Pick::SplitK, class, tflops }))
+}
+
+/// One note per class naming its choice and its share of cuBLAS, then what was checked.
+fn choice_notes(sweep: &Sweep, cc: (u32, u32), classes: &[ShapeClass]) -> Vec<String> {
+    let mut notes: Vec<String> = classes
+        .iter()
+        .map(|&class| match sweep.choice(cc, class, "") {
             Some(c) => format!(
                 "{}: {} at {:.2} TFLOP/s{}",
                 class.name(),
@@ -154,12 +172,11 @@ pub fn sweep(lab: &Lab, classes: &[ShapeClass]) -> Result<Sweep> {
                     .map_or(String::new(), |b| format!(", {:.0}% of cuBLAS", 100.0 * c.tflops.unwrap_or(0.0) / b))
             ),
             None => format!("{}: no configuration gave a correct result", class.name()),
-        };
-        sweep.section.notes.push(note);
-    }
-    sweep.section.notes.push(format!(
+        })
+        .collect();
+    notes.push(format!(
         "each configuration checked element by element on {}, and on sampled dot products at each timed size",
         ODD_GEMM_SIZES.map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
     ));
-    Ok(sweep)
+    notes
 }

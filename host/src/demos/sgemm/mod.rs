@@ -474,24 +474,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     let (rungs, skipped) = available(lab.gpu.ptx);
     let tuned_all = tuned_available(lab.gpu.ptx);
     let file = TunedFile::load()?;
-    // The configurations this device runs, one per shape class. The others are checked by
-    // `memlab autotune` before it may choose one; checking them here too would JIT-compile 13
-    // more modules (`Gpu::tuned_module`: 3.1 s on the H200's cold JIT cache). A sanitizer run
-    // checks them all.
-    let tuned_checked: Vec<&Tuned> = if crate::lab::sanitizer::on(lab) {
-        tuned_all.clone()
-    } else {
-        let mut chosen: Vec<&Tuned> = Vec::new();
-        for class in ShapeClass::ALL {
-            // The split-K rung is checked on its own (`check_split_k_odd_sizes`).
-            let Pick::Plain(cfg) = file.choose(lab.gpu.info.cc, class).0 else { continue };
-            if tuned_all.iter().any(|c| c.name == cfg.name) && !chosen.iter().any(|c| c.name == cfg.name) {
-                chosen.push(cfg);
-            }
-        }
-        chosen
-    };
-    let tuned_checked: Vec<Rung> = tuned_checked.into_iter().map(Rung::tuned).collect();
+    let tuned_checked: Vec<Rung> = tuned_to_check(lab, &file, &tuned_all).into_iter().map(Rung::tuned).collect();
     let split_k = crate::ptx::kernel_names(lab.gpu.ptx.text).contains(&SPLIT_K);
     let checks = lab.phases.step("odd sizes", || {
         let mut checks = check_odd_sizes(lab, &rungs)?;
@@ -501,99 +484,19 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
         }
         Ok::<_, anyhow::Error>(checks)
     })?;
-    // Rung 8 sits between rung 7 and rung 9 in the table; its entry differs per shape class.
-    let (fp32, tf32): (Vec<Rung>, Vec<Rung>) = rungs.iter().partition(|r| r.precision == Precision::F32);
-    let mut table: Vec<Vec<String>> = fp32.iter().map(|r| vec![r.entry.name.to_string()]).collect();
-    let tuned_row = (!tuned_all.is_empty()).then(|| {
-        table.push(vec!["sgemm_8 (tuned, autotune's choice)".to_string()]);
-        table.len() - 1
-    });
-    if split_k {
-        table.push(vec![format!("{SPLIT_K} (the model's split)")]);
-    }
-    table.extend(tf32.iter().map(|r| vec![r.entry.name.to_string()]));
-    table.push(vec!["cuBLAS SGEMM (FP32)".into()]);
-    table.push(vec!["cuBLAS SGEMM (TF32 allowed)".into()]);
-    let mut header = vec!["kernel".to_string()];
-    let mut kernels: Vec<KernelRow> = Vec::new();
-    // cuBLAS's rate per size, drawn across the ladder chart.
-    let mut references = Vec::new();
-    let mut notes = vec![format!(
+    let mut ladder = Ladder::new(&rungs, !tuned_all.is_empty(), split_k);
+    ladder.notes.push(format!(
         "every rung (rung 8 in {} of its {} configurations: those this device runs) also checked element by element on {}; rung 9 and cuBLAS TF32 with the TF32 tolerance (2^-9 of sum |a b| per product, 2k 2^-23 for the sums)",
         tuned_checked.len(),
         tuned_all.len(),
         crate::lab::sanitizer::odd_sizes(lab).map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
-    )];
+    ));
     for &size in &lab.sizes.sgemm {
-        let (m, n, k) = size;
-        header.extend([format!("TFLOP/s {m}x{n}x{k}"), "% of cuBLAS".into()]);
-        let mut ops = lab.phases.step("operands", || Operands::new(&lab.gpu, size))?;
-        let cublas_tflops = lab
-            .phases
-            .step("cuBLAS", || time_cublas(lab, cublas.as_ref(), &ops, Precision::F32))?
-            .map(|t| t.tflops(ops.flop()));
-        let cublas_tf32 = lab
-            .phases
-            .step("cuBLAS", || time_cublas(lab, cublas.as_ref(), &ops, Precision::Tf32))?
-            .map(|t| t.tflops(ops.flop()));
-        let class = ShapeClass::of(m, n, k);
-        let mut timed: Vec<Timed> = fp32.iter().copied().map(Timed::Rung).collect();
-        if tuned_row.is_some() {
-            let (pick, choice) = file.choose(lab.gpu.info.cc, class);
-            timed.push(match pick {
-                Pick::Plain(cfg) => Timed::Rung(Rung::tuned(cfg)),
-                Pick::SplitK => Timed::SplitK,
-            });
-            notes.push(tuned_note(pick, class, size, choice.map(|c| c.source.as_str())));
-        }
-        if split_k {
-            timed.push(Timed::SplitK);
-        }
-        timed.extend(tf32.iter().copied().map(Timed::Rung));
-        for (rung, row) in timed.iter().zip(&mut table) {
-            let kernel_row = match rung {
-                Timed::Rung(rung) => measure_rung(lab, rung, &mut ops)?,
-                Timed::SplitK => {
-                    let split = measure_split_k(lab, &mut ops)?;
-                    notes.push(split_k_note(&ops.label(), &split));
-                    split.row
-                }
-            };
-            let tflops = kernel_row.rate.value();
-            row.extend([
-                format!("{tflops:.2}"),
-                cublas_tflops.map_or("-".into(), |c| format!("{:.0}%", 100.0 * tflops / c)),
-            ]);
-            kernels.push(kernel_row);
-        }
-        if let Some(c) = cublas_tflops {
-            references.push((0.0, c, format!("cuBLAS {m}x{n}x{k}")));
-        }
-        if let Some(c) = cublas_tf32 {
-            references.push((0.0, c, format!("cuBLAS TF32 {m}x{n}x{k}")));
-        }
-        let rows = table.len();
-        let cell = |t: Option<f64>| t.map_or("skipped".into(), |c| format!("{c:.2}"));
-        let share = |t: Option<f64>| match (t, cublas_tflops) {
-            (Some(t), Some(c)) => format!("{:.0}%", 100.0 * t / c),
-            _ => "-".into(),
-        };
-        table[rows - 2].extend([cell(cublas_tflops), share(cublas_tflops)]);
-        table[rows - 1].extend([cell(cublas_tf32), share(cublas_tf32)]);
+        ladder.measure_size(lab, size, cublas.as_ref(), &file)?;
     }
+    let Ladder { header, table, kernels, references, mut notes, .. } = ladder;
     notes.extend(skipped);
-    notes.push(bank_note());
-    notes.push(match &cublas {
-        Some(c) => format!(
-            "cuBLAS from {}: CUBLAS_DEFAULT_MATH (FP32, no TF32) for the percentages; the TF32 row allows TF32 tensor cores (CUBLAS_TF32_TENSOR_OP_MATH), which on Hopper run wgmma, an instruction rung 9's mma.sync does not use",
-            c.path.display()
-        ),
-        None => NO_CUBLAS.into(),
-    });
-    let peak = lab.gpu.info.peak_fp32(None).map(|p| p / 1e12);
-    if let Some(peak) = peak {
-        notes.push(format!("FP32 peak at the driver's clock: {peak:.1} TFLOP/s (SMs x FP32 lanes x 2 x clock)"));
-    }
+    notes.extend(closing_notes(lab, cublas.as_ref()));
     Ok(Section {
         name: "sgemm".into(),
         title: "An SGEMM ladder up to cuBLAS: C = A * B, f32".into(),
@@ -604,6 +507,156 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
         notes,
         series: vec![Series::labelled(names::REFERENCE, "", "TFLOP/s", references)],
     })
+}
+
+/// The rung 8 configurations a run checks on the odd sizes: the ones this device runs, one per
+/// shape class. The others are checked by `memlab autotune` before it may choose one; checking
+/// them here too would JIT-compile 13 more modules (`Gpu::tuned_module`: 3.1 s on the H200's
+/// cold JIT cache). A sanitizer run checks them all.
+fn tuned_to_check<'a>(lab: &Lab, file: &TunedFile, tuned_all: &[&'a Tuned]) -> Vec<&'a Tuned> {
+    if crate::lab::sanitizer::on(lab) {
+        return tuned_all.to_vec();
+    }
+    let mut chosen: Vec<&Tuned> = Vec::new();
+    for class in ShapeClass::ALL {
+        // The split-K rung is checked on its own (`check_split_k_odd_sizes`).
+        let Pick::Plain(cfg) = file.choose(lab.gpu.info.cc, class).0 else { continue };
+        if let Some(&cfg) = tuned_all.iter().find(|c| c.name == cfg.name)
+            && !chosen.iter().any(|c| c.name == cfg.name)
+        {
+            chosen.push(cfg);
+        }
+    }
+    chosen
+}
+
+/// The ladder's table as it fills in, one size at a time: the rungs in table order, and what
+/// each size adds to the table, the rows, the chart and the notes.
+struct Ladder {
+    fp32: Vec<Rung>,
+    tf32: Vec<Rung>,
+    /// Rung 8's row, when the PTX has its configurations: its entry differs per shape class.
+    tuned_row: Option<usize>,
+    split_k: bool,
+    header: Vec<String>,
+    table: Vec<Vec<String>>,
+    kernels: Vec<KernelRow>,
+    /// cuBLAS's rate per size, drawn across the ladder chart.
+    references: Vec<(f64, f64, String)>,
+    notes: Vec<String>,
+}
+
+impl Ladder {
+    /// The table's first column: the FP32 rungs, rung 8 (between rung 7 and rung 9), the
+    /// split-K rung, the TF32 rungs, then cuBLAS FP32 and TF32.
+    fn new(rungs: &[Rung], tuned: bool, split_k: bool) -> Ladder {
+        let (fp32, tf32): (Vec<Rung>, Vec<Rung>) = rungs.iter().partition(|r| r.precision == Precision::F32);
+        let mut table: Vec<Vec<String>> = fp32.iter().map(|r| vec![r.entry.name.to_string()]).collect();
+        let tuned_row = tuned.then(|| {
+            table.push(vec!["sgemm_8 (tuned, autotune's choice)".to_string()]);
+            table.len() - 1
+        });
+        if split_k {
+            table.push(vec![format!("{SPLIT_K} (the model's split)")]);
+        }
+        table.extend(tf32.iter().map(|r| vec![r.entry.name.to_string()]));
+        table.push(vec!["cuBLAS SGEMM (FP32)".into()]);
+        table.push(vec!["cuBLAS SGEMM (TF32 allowed)".into()]);
+        let header = vec!["kernel".to_string()];
+        Ladder { fp32, tf32, tuned_row, split_k, header, table, kernels: vec![], references: vec![], notes: vec![] }
+    }
+
+    /// What each row times at `size`, in table order: rung 8 as the autotune file picks it for
+    /// the size's class (and the note that says so).
+    fn timed_at(&mut self, lab: &Lab, file: &TunedFile, size: (usize, usize, usize)) -> Vec<Timed> {
+        let class = ShapeClass::of(size.0, size.1, size.2);
+        let mut timed: Vec<Timed> = self.fp32.iter().copied().map(Timed::Rung).collect();
+        if self.tuned_row.is_some() {
+            let (pick, choice) = file.choose(lab.gpu.info.cc, class);
+            timed.push(match pick {
+                Pick::Plain(cfg) => Timed::Rung(Rung::tuned(cfg)),
+                Pick::SplitK => Timed::SplitK,
+            });
+            self.notes.push(tuned_note(pick, class, size, choice.map(|c| c.source.as_str())));
+        }
+        if self.split_k {
+            timed.push(Timed::SplitK);
+        }
+        timed.extend(self.tf32.iter().copied().map(Timed::Rung));
+        timed
+    }
+
+    /// Times cuBLAS (FP32, then TF32 allowed) and every row at `size`, each checked first.
+    fn measure_size(
+        &mut self,
+        lab: &Lab,
+        size: (usize, usize, usize),
+        cublas: Option<&Cublas>,
+        file: &TunedFile,
+    ) -> Result<()> {
+        let (m, n, k) = size;
+        self.header.extend([format!("TFLOP/s {m}x{n}x{k}"), "% of cuBLAS".into()]);
+        let mut ops = lab.phases.step("operands", || Operands::new(&lab.gpu, size))?;
+        let cublas_at = |precision| {
+            let timing = lab.phases.step("cuBLAS", || time_cublas(lab, cublas, &ops, precision))?;
+            Ok::<_, anyhow::Error>(timing.map(|t| t.tflops(ops.flop())))
+        };
+        let (cublas_tflops, cublas_tf32) = (cublas_at(Precision::F32)?, cublas_at(Precision::Tf32)?);
+        let timed = self.timed_at(lab, file, size);
+        for (rung, row) in timed.iter().zip(&mut self.table) {
+            let kernel_row = match rung {
+                Timed::Rung(rung) => measure_rung(lab, rung, &mut ops)?,
+                Timed::SplitK => {
+                    let split = measure_split_k(lab, &mut ops)?;
+                    self.notes.push(split_k_note(&ops.label(), &split));
+                    split.row
+                }
+            };
+            let tflops = kernel_row.rate.value();
+            row.extend([
+                format!("{tflops:.2}"),
+                cublas_tflops.map_or("-".into(), |c| format!("{:.0}%", 100.0 * tflops / c)),
+            ]);
+            self.kernels.push(kernel_row);
+        }
+        self.cublas_rows(size, cublas_tflops, cublas_tf32);
+        Ok(())
+    }
+
+    /// cuBLAS's two rows of the table at `size`, and its lines across the chart.
+    fn cublas_rows(&mut self, (m, n, k): (usize, usize, usize), fp32: Option<f64>, tf32: Option<f64>) {
+        if let Some(c) = fp32 {
+            self.references.push((0.0, c, format!("cuBLAS {m}x{n}x{k}")));
+        }
+        if let Some(c) = tf32 {
+            self.references.push((0.0, c, format!("cuBLAS TF32 {m}x{n}x{k}")));
+        }
+        let rows = self.table.len();
+        let cell = |t: Option<f64>| t.map_or("skipped".into(), |c| format!("{c:.2}"));
+        let share = |t: Option<f64>| match (t, fp32) {
+            (Some(t), Some(c)) => format!("{:.0}%", 100.0 * t / c),
+            _ => "-".into(),
+        };
+        self.table[rows - 2].extend([cell(fp32), share(fp32)]);
+        self.table[rows - 1].extend([cell(tf32), share(tf32)]);
+    }
+}
+
+/// The notes after the table: the bank model of rung 9, where cuBLAS came from and its math
+/// modes, and the FP32 peak.
+fn closing_notes(lab: &Lab, cublas: Option<&Cublas>) -> Vec<String> {
+    let mut notes = vec![bank_note()];
+    notes.push(match cublas {
+        Some(c) => format!(
+            "cuBLAS from {}: CUBLAS_DEFAULT_MATH (FP32, no TF32) for the percentages; the TF32 row allows TF32 tensor cores (CUBLAS_TF32_TENSOR_OP_MATH), which on Hopper run wgmma, an instruction rung 9's mma.sync does not use",
+            c.path.display()
+        ),
+        None => NO_CUBLAS.into(),
+    });
+    if let Some(peak) = lab.gpu.info.peak_fp32(None).map(|p| p / 1e12) {
+        notes.push(format!("FP32 peak at the driver's clock: {peak:.1} TFLOP/s (SMs x FP32 lanes x 2 x clock)"));
+    }
+    notes
 }
 
 /// The bank model's wavefronts per warp instruction for rung 9's shared accesses, swizzled and

@@ -253,6 +253,26 @@ impl RooflineChart {
         }
         key
     }
+
+    /// The table beside the plot: one row per kernel, its number in its roof's colour (grey when
+    /// it is not drawn).
+    fn draw_table<DB: DrawingBackend>(&self, table_area: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        let columns = [0, 24, 300, 362, 414, 462];
+        let header = ["#", "kernel", "TFLOP/s", "FLOP/B", "roof", "past its roof"];
+        let row = |area: &DrawingArea<DB, Shift>, y: i32, cells: &[String], colour: RGBColor| -> DrawResult<DB> {
+            for (k, (cell, &cx)) in cells.iter().zip(&columns).enumerate() {
+                let c = if k == 0 || k == 5 { colour } else { RGBColor(0, 0, 0) };
+                area.draw(&Text::new(cell.as_str(), (cx + 4, y), (FONT, TABLE).into_font().color(&c)))?;
+            }
+            Ok(())
+        };
+        row(table_area, 10, &header.map(String::from), RGBColor(0, 0, 0))?;
+        for (j, (cells, p)) in self.table().iter().zip(&self.points).enumerate() {
+            let colour = if self.drawn(p) { p.precision.colour() } else { MARK };
+            row(table_area, 30 + 18 * j as i32, cells, colour)?;
+        }
+        Ok(())
+    }
 }
 
 impl Chart for RooflineChart {
@@ -339,21 +359,6 @@ impl Chart for RooflineChart {
             let font = (FONT, TABLE).into_font().color(&colour).pos(Pos::new(HPos::Center, VPos::Center));
             root.draw(&Text::new(format!("{}", i + 1), ((r.x0 + r.x1) / 2, (r.y0 + r.y1) / 2), font))?;
         }
-        // The table: one row per kernel.
-        let columns = [0, 24, 300, 362, 414, 462];
-        let header = ["#", "kernel", "TFLOP/s", "FLOP/B", "roof", "past its roof"];
-        let row = |area: &DrawingArea<DB, Shift>, y: i32, cells: &[String], colour: RGBColor| -> DrawResult<DB> {
-            for (k, (cell, &cx)) in cells.iter().zip(&columns).enumerate() {
-                let c = if k == 0 || k == 5 { colour } else { RGBColor(0, 0, 0) };
-                area.draw(&Text::new(cell.as_str(), (cx + 4, y), (FONT, TABLE).into_font().color(&c)))?;
-            }
-            Ok(())
-        };
-        row(&table_area, 10, &header.map(String::from), RGBColor(0, 0, 0))?;
-        for (j, (cells, p)) in self.table().iter().zip(&self.points).enumerate() {
-            let colour = if self.drawn(p) { p.precision.colour() } else { MARK };
-            row(&table_area, 30 + 18 * j as i32, cells, colour)?;
-        }
-        Ok(())
+        self.draw_table(&table_area)
     }
 }

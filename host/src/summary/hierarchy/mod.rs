@@ -243,70 +243,19 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
     let default_plateaus = ladder::plateaus(&series(|p| p.default.cycles), PLATEAU_TOLERANCE, 2);
     let l2_plateaus = ladder::plateaus(&series(|p| p.l2_only.cycles), PLATEAU_TOLERANCE, 2);
     let ((register, register_check), (shared, shared_index, shared_check), (local, local_check), constant) =
-        lab.phases.step("latency probes", || {
-            Ok::<_, anyhow::Error>((
-                latency::register(lab, FMA_STEPS)?,
-                latency::shared(lab, SHARED_CHAIN_BYTES, steps)?,
-                latency::local(lab, steps)?,
-                latency::constant(lab, steps)?,
-            ))
-        })?;
+        lab.phases.step("latency probes", || latency_probes(lab, steps))?;
     let (broadcast, serialized, constant_check) = constant;
     let partition_step = ladder::partition_step(&l2_plateaus, l2_bytes);
 
-    let l2_ws = crate::lab::sanitizer::bytes(lab, crate::demos::l2::l2_footprint(l2_bytes));
-    let l2_prediction = format!("{} x {L2_PASSES} passes, L2 hits", bytes(l2_ws));
-    let (l2_read, l2_read_plain, l2_read_chunks) = lab.phases.step("L2 reads", || {
-        let read =
-            |reader, what, prediction| bandwidth::read(lab, reader, l2_ws, L2_PASSES, Level::L2, what, prediction);
-        Ok::<_, anyhow::Error>((
-            read(
-                bandwidth::Reader::UNROLLED,
-                "a quarter of L2, read 256 times, 4 loads in flight per thread",
-                l2_prediction.clone(),
-            )?,
-            read(bandwidth::Reader::PLAIN, "a quarter of L2, read 256 times", l2_prediction)?,
-            crate::demos::l2::policies::chunks(lab, l2_ws)?,
-        ))
-    })?;
+    let (l2_read, l2_read_plain, l2_read_chunks) = lab.phases.step("L2 reads", || l2_reads(lab, l2_bytes))?;
     let persisting = lab.phases.step("L2 persisting", || persisting_row(lab))?;
-    let dram_bytes = lab.sizes.dram_bytes / 16 * 16;
-    let dram_read = lab.phases.step("DRAM read", || {
-        bandwidth::read(
-            lab,
-            bandwidth::Reader::PLAIN,
-            dram_bytes,
-            1,
-            Level::Global,
-            "a buffer far larger than L2, read once",
-            format!("{}, every byte from DRAM", bytes(dram_bytes)),
-        )
-    })?;
+    let dram_read = lab.phases.step("DRAM read", || dram_read(lab))?;
     let shared_read = lab.phases.step("shared read", || crate::demos::banks::measure_stride(lab, 1))?;
     let memcpy_gbs = inputs.memcpy_gbs();
     let repeats = crate::gpu::timing::Repeats { warmup: 1, runs: 5 };
     let transfers = lab.phases.step("host transfers", || bandwidth::transfers(lab, opts.transfer_bytes, repeats))?;
 
-    // The outer levels: host memory read by kernels, then the nearest peer GPU (if any).
-    let host = lab.phases.step("host memory levels", || {
-        crate::demos::host_memory::measure_all(
-            lab,
-            &crate::demos::host_memory::Options::for_hierarchy(steps).for_sanitizer(crate::lab::sanitizer::on(lab)),
-        )
-    })?;
-    let mut outer = host.hierarchy_rows();
-    let mut outer_checks: Vec<(&'static str, Check)> = host.checks.iter().map(|c| ("host memory", c.clone())).collect();
-    outer_checks.extend(host.mapped_sweep.iter().map(|(_, r)| ("mapped strided_read", r.check.clone())));
-    if let Some((row, check)) =
-        lab.phases.step("TMA path", || tma_path::row(lab, lab.sizes.dram_bytes, inputs.memcpy_gbs()))?
-    {
-        outer.push(row);
-        outer_checks.push(("TMA path", check));
-    }
-    if let Some(peer) = lab.phases.step("peer GPU", || crate::demos::peer::nearest_level(lab, 16 << 20, steps))? {
-        outer.push(peer.hierarchy_row());
-        outer_checks.extend(peer.checks.into_iter().map(|c| ("peer GPU", c)));
-    }
+    let (outer, outer_checks) = outer_levels(lab, steps, memcpy_gbs)?;
 
     // Distributed shared memory (cc 9.0 and newer), between shared memory and L2.
     let dsmem = lab.phases.step("DSMEM row", || dsmem::row(lab, steps))?;
@@ -359,6 +308,79 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
     })
 }
 
+/// The register, shared, local and constant latency probes, each with its check.
+#[allow(clippy::type_complexity)]
+fn latency_probes(
+    lab: &Lab,
+    steps: u32,
+) -> Result<((Latency, Check), (Latency, Latency, Check), (Latency, Check), (Latency, Latency, Check))> {
+    Ok((
+        latency::register(lab, FMA_STEPS)?,
+        latency::shared(lab, SHARED_CHAIN_BYTES, steps)?,
+        latency::local(lab, steps)?,
+        latency::constant(lab, steps)?,
+    ))
+}
+
+/// The L2 rows: a quarter of the L2 read [`L2_PASSES`] times with 4 loads in flight per
+/// thread and with one, and by the chunked reader of the L2 lesson.
+fn l2_reads(lab: &Lab, l2_bytes: usize) -> Result<(KernelRow, KernelRow, KernelRow)> {
+    let l2_ws = crate::lab::sanitizer::bytes(lab, crate::demos::l2::l2_footprint(l2_bytes));
+    let l2_prediction = format!("{} x {L2_PASSES} passes, L2 hits", bytes(l2_ws));
+    let read = |reader, what, prediction| bandwidth::read(lab, reader, l2_ws, L2_PASSES, Level::L2, what, prediction);
+    Ok((
+        read(
+            bandwidth::Reader::UNROLLED,
+            "a quarter of L2, read 256 times, 4 loads in flight per thread",
+            l2_prediction.clone(),
+        )?,
+        read(bandwidth::Reader::PLAIN, "a quarter of L2, read 256 times", l2_prediction)?,
+        crate::demos::l2::policies::chunks(lab, l2_ws)?,
+    ))
+}
+
+/// The DRAM row: `--dram-bytes` (whole 16-byte vectors), far larger than L2, read once.
+fn dram_read(lab: &Lab) -> Result<KernelRow> {
+    let dram_bytes = lab.sizes.dram_bytes / 16 * 16;
+    bandwidth::read(
+        lab,
+        bandwidth::Reader::PLAIN,
+        dram_bytes,
+        1,
+        Level::Global,
+        "a buffer far larger than L2, read once",
+        format!("{}, every byte from DRAM", bytes(dram_bytes)),
+    )
+}
+
+/// The outer levels: host memory read by kernels, the TMA path, then the nearest peer GPU (if
+/// any), with their checks.
+#[allow(clippy::type_complexity)]
+fn outer_levels(
+    lab: &Lab,
+    steps: u32,
+    memcpy_gbs: Option<f64>,
+) -> Result<(Vec<Vec<String>>, Vec<(&'static str, Check)>)> {
+    let host = lab.phases.step("host memory levels", || {
+        crate::demos::host_memory::measure_all(
+            lab,
+            &crate::demos::host_memory::Options::for_hierarchy(steps).for_sanitizer(crate::lab::sanitizer::on(lab)),
+        )
+    })?;
+    let mut outer = host.hierarchy_rows();
+    let mut outer_checks: Vec<(&'static str, Check)> = host.checks.iter().map(|c| ("host memory", c.clone())).collect();
+    outer_checks.extend(host.mapped_sweep.iter().map(|(_, r)| ("mapped strided_read", r.check.clone())));
+    if let Some((row, check)) = lab.phases.step("TMA path", || tma_path::row(lab, lab.sizes.dram_bytes, memcpy_gbs))? {
+        outer.push(row);
+        outer_checks.push(("TMA path", check));
+    }
+    if let Some(peer) = lab.phases.step("peer GPU", || crate::demos::peer::nearest_level(lab, 16 << 20, steps))? {
+        outer.push(peer.hierarchy_row());
+        outer_checks.extend(peer.checks.into_iter().map(|c| ("peer GPU", c)));
+    }
+    Ok((outer, outer_checks))
+}
+
 /// The "L2 persisting" row: `hot_stream_read` at the hot size whose reuse distance is just past
 /// the L2 (the lesson's `demos::l2::persisting`), or the one line saying why it is skipped.
 fn persisting_row(lab: &Lab) -> Result<Result<Vec<String>, String>> {
@@ -378,6 +400,22 @@ fn persisting_row(lab: &Lab) -> Result<Result<Vec<String>, String>> {
 /// `36 cycles (18.2 ns)`.
 fn latency_text(l: &Latency) -> String {
     format!("{:.0} cycles ({:.1} ns)", l.cycles, l.ns)
+}
+
+/// The seed's level, latency and bandwidth of its row `i`.
+fn seed(i: usize) -> (String, String, String) {
+    (SEED[i].0.to_string(), SEED[i].1.to_string(), SEED[i].2.to_string())
+}
+
+/// One row of the table: the level and the seed's latency and bandwidth, then the measured
+/// latency, the measured bandwidth, and what measured them.
+fn table_row((level, seed_lat, seed_bw): (String, String, String), lat: String, bw: String, by: String) -> Vec<String> {
+    vec![level, seed_lat, lat, seed_bw, bw, by]
+}
+
+/// A kernel row's rate as the table writes a bandwidth.
+fn gbs(row: &KernelRow) -> String {
+    format!("{:.0} GB/s", row.rate.value())
 }
 
 /// The plateau holding the ladder's smallest (`first`) or largest size, else that point alone.
@@ -427,84 +465,8 @@ impl Measured {
     pub fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
         let header =
             ["level", "seed latency", "measured latency", "seed bandwidth", "measured bandwidth", "measured by"];
-        let (l1, l1_where) = end_latency(&self.series(|p| &p.default), &self.default_plateaus, true);
-        let (l2, l2_where) = end_latency(&self.series(|p| &p.l2_only), &self.l2_plateaus, true);
-        let (dram, dram_where) = end_latency(&self.series(|p| &p.default), &self.default_plateaus, false);
-        let ns = |cycles: f64| cycles / self.measured_clock_ghz();
-        let at = |cycles: f64| format!("{cycles:.0} cycles ({:.0} ns)", ns(cycles));
-        let gbs = |row: &KernelRow| format!("{:.0} GB/s", row.rate.value());
-        let (broadcast, serialized) = &self.constant;
-        let seed = |i: usize| (SEED[i].0.to_string(), SEED[i].1.to_string(), SEED[i].2.to_string());
-        let mut rows = Vec::new();
-        let mut push = |(level, seed_lat, seed_bw): (String, String, String), lat: String, bw: String, by: String| {
-            rows.push(vec![level, seed_lat, lat, seed_bw, bw, by]);
-        };
-        push(
-            seed(0),
-            format!("{} per dependent FMA", latency_text(&self.register)),
-            "-".into(),
-            "register_chain".into(),
-        );
-        push(
-            ("shared memory".into(), SEED[1].1.into(), SEED[1].2.into()),
-            format!(
-                "address chase {}; index chase (j = s[j]) {}",
-                latency_text(&self.shared),
-                latency_text(&self.shared_index)
-            ),
-            format!("{} (all SMs)", gbs(&self.shared_read)),
-            "chase_shared, chase_shared_index; shared_bank_probe stride 1".into(),
-        );
-        push(
-            ("L1 (global loads)".into(), SEED[1].1.into(), SEED[1].2.into()),
-            at(l1),
-            "-".into(),
-            format!("chase_global, {l1_where}"),
-        );
-        push(
-            seed(2),
-            at(l2),
-            format!(
-                "{} with many short blocks ({} in L2); one grid of 8 blocks/SM: {}, one load in flight per thread: {}",
-                gbs(&self.l2_read_chunks),
-                bytes(self.l2_bytes / 4),
-                gbs(&self.l2_read),
-                gbs(&self.l2_read_plain)
-            ),
-            format!("chase_global_cg, {l2_where}; read_cg_chunks, read_cg_unrolled, read_cg"),
-        );
-        match &self.persisting {
-            Ok(r) => push((r[0].clone(), r[1].clone(), r[3].clone()), r[2].clone(), r[4].clone(), r[5].clone()),
-            Err(why) => {
-                push(("L2 persisting".into(), "-".into(), "-".into()), "-".into(), "skipped".into(), why.clone())
-            }
-        }
-        push(
-            seed(3),
-            at(dram),
-            format!(
-                "read {}, memcpy {}, clock x bus {:.0} GB/s",
-                gbs(&self.dram_read),
-                self.memcpy_gbs.map_or("not measured".into(), |g| format!("{g:.0} GB/s")),
-                self.theoretical_gbs
-            ),
-            format!("chase_global, {dram_where}; read_cg; cuMemcpyDtoD"),
-        );
-        push(
-            seed(4),
-            format!("broadcast {}; 32 addresses {}", latency_text(broadcast), latency_text(serialized)),
-            "-".into(),
-            "const_chase, one warp".into(),
-        );
-        push(seed(5), format!("{} (L1 hit)", latency_text(&self.local)), "-".into(), "chase_local".into());
-        for t in &self.transfers {
-            push(
-                (format!("bus, {} ({})", t.direction, t.memory), "-".into(), "-".into()),
-                "-".into(),
-                format!("{:.1} GB/s", t.gbs),
-                format!("cuMemcpy*Async, {}", bytes(t.bytes)),
-            );
-        }
+        let mut rows = self.on_chip_rows();
+        rows.extend(self.off_chip_rows());
         // Distributed shared memory sits right below the shared-memory row.
         if let Some(row) = &self.dsmem {
             let at = rows.iter().position(|r| r[0] == "shared memory").map_or(rows.len(), |i| i + 1);
@@ -512,6 +474,96 @@ impl Measured {
         }
         rows.extend(self.outer.iter().cloned());
         (header.map(String::from).to_vec(), rows)
+    }
+
+    /// `cycles` as the table writes a latency, with ns at the ladder's measured clock.
+    fn at(&self, cycles: f64) -> String {
+        format!("{cycles:.0} cycles ({:.0} ns)", cycles / self.measured_clock_ghz())
+    }
+
+    /// The rows of the registers, shared memory, L1, L2 and the L2's persisting window.
+    fn on_chip_rows(&self) -> Vec<Vec<String>> {
+        let (l1, l1_where) = end_latency(&self.series(|p| &p.default), &self.default_plateaus, true);
+        let (l2, l2_where) = end_latency(&self.series(|p| &p.l2_only), &self.l2_plateaus, true);
+        let shared_seed = || (SEED[1].1.to_string(), SEED[1].2.to_string());
+        let mut rows = vec![
+            table_row(
+                seed(0),
+                format!("{} per dependent FMA", latency_text(&self.register)),
+                "-".into(),
+                "register_chain".into(),
+            ),
+            table_row(
+                ("shared memory".into(), shared_seed().0, shared_seed().1),
+                format!(
+                    "address chase {}; index chase (j = s[j]) {}",
+                    latency_text(&self.shared),
+                    latency_text(&self.shared_index)
+                ),
+                format!("{} (all SMs)", gbs(&self.shared_read)),
+                "chase_shared, chase_shared_index; shared_bank_probe stride 1".into(),
+            ),
+            table_row(
+                ("L1 (global loads)".into(), shared_seed().0, shared_seed().1),
+                self.at(l1),
+                "-".into(),
+                format!("chase_global, {l1_where}"),
+            ),
+            table_row(
+                seed(2),
+                self.at(l2),
+                format!(
+                    "{} with many short blocks ({} in L2); one grid of 8 blocks/SM: {}, one load in flight per thread: {}",
+                    gbs(&self.l2_read_chunks),
+                    bytes(self.l2_bytes / 4),
+                    gbs(&self.l2_read),
+                    gbs(&self.l2_read_plain)
+                ),
+                format!("chase_global_cg, {l2_where}; read_cg_chunks, read_cg_unrolled, read_cg"),
+            ),
+        ];
+        rows.push(match &self.persisting {
+            Ok(r) => table_row((r[0].clone(), r[1].clone(), r[3].clone()), r[2].clone(), r[4].clone(), r[5].clone()),
+            Err(why) => {
+                table_row(("L2 persisting".into(), "-".into(), "-".into()), "-".into(), "skipped".into(), why.clone())
+            }
+        });
+        rows
+    }
+
+    /// The rows of DRAM, constant and local memory, and each direction of the bus.
+    fn off_chip_rows(&self) -> Vec<Vec<String>> {
+        let (dram, dram_where) = end_latency(&self.series(|p| &p.default), &self.default_plateaus, false);
+        let (broadcast, serialized) = &self.constant;
+        let mut rows = vec![
+            table_row(
+                seed(3),
+                self.at(dram),
+                format!(
+                    "read {}, memcpy {}, clock x bus {:.0} GB/s",
+                    gbs(&self.dram_read),
+                    self.memcpy_gbs.map_or("not measured".into(), |g| format!("{g:.0} GB/s")),
+                    self.theoretical_gbs
+                ),
+                format!("chase_global, {dram_where}; read_cg; cuMemcpyDtoD"),
+            ),
+            table_row(
+                seed(4),
+                format!("broadcast {}; 32 addresses {}", latency_text(broadcast), latency_text(serialized)),
+                "-".into(),
+                "const_chase, one warp".into(),
+            ),
+            table_row(seed(5), format!("{} (L1 hit)", latency_text(&self.local)), "-".into(), "chase_local".into()),
+        ];
+        rows.extend(self.transfers.iter().map(|t| {
+            table_row(
+                (format!("bus, {} ({})", t.direction, t.memory), "-".into(), "-".into()),
+                "-".into(),
+                format!("{:.1} GB/s", t.gbs),
+                format!("cuMemcpy*Async, {}", bytes(t.bytes)),
+            )
+        }));
+        rows
     }
 
     /// The ladder as a table: size, cycles and ns with default caching and with L2 only.
