@@ -80,111 +80,157 @@ pub fn one_block_per_sm_smem(smem_per_sm: u32, reserved_per_block: u32) -> u32 {
 /// Measures the chain from each of the first `timed_sms` SM numbers (every SM when `None` or
 /// more) after SM `warm_sm` brought it into L2.
 pub fn measure(lab: &Lab, warm_sm: u32, timed_sms: Option<u32>) -> Result<Partitions> {
-    let gpu = &lab.gpu;
-    let info = &gpu.info;
-    let sms = info.sms;
-    let smem = one_block_per_sm_smem(info.smem_per_sm, info.smem_reserved_per_block);
-    if smem > info.smem_per_block_optin {
-        refuse!(
-            "the L2 partition probe needs {smem} bytes of shared memory per block to keep one block per SM (limit {})",
-            info.smem_per_block_optin
-        );
-    }
-    crate::gpu::kernel::allow_dynamic_smem(gpu, "chase_l2_on_sm", smem)?;
-    let flush_bytes = sanitizer::bytes(lab, (2 * info.l2_bytes as usize).next_multiple_of(READ_CG_VECTOR_BYTES));
-    let chain_bytes = CHAIN_LINES * LINE_BYTES;
-    let (flush_blocks, flush_threads) = sanitizer::grid(lab, BLOCK);
-    ensure_free("the L2 partition probe", flush_bytes + chain_bytes + 4 * flush_threads)?;
-    let flush = poisoned::<u32>(flush_bytes / 4)?;
-    let mut flush_out = poisoned::<u32>(flush_threads)?;
+    let sms = lab.gpu.info.sms;
+    let mut probe = Probe::new(lab, warm_sm)?;
+    let next = chain::random_cycle(CHAIN_LINES, 0x12);
+    let chain = upload_chain(&next, CHAIN_LINES * LINE_BYTES)?;
+    let (hops, missed) = probe.every_sm(&chain, &next, timed_sms.map_or(sms, |n| n.min(sms)))?;
+    // One SM over growing footprints: one launch walks the chain once untimed, once timed.
+    let footprints = sanitizer::sweep(lab, sweep_footprints(lab.gpu.info.l2_bytes as usize))
+        .into_iter()
+        .enumerate()
+        .map(|(k, fp)| probe.footprint(k, fp))
+        .collect::<Result<Vec<_>>>()?;
+    let all: Vec<f64> = hops.iter().flat_map(|h| &h.1).copied().collect();
+    let check = verify::exact_u32(&probe.got, |i| probe.want[i]);
+    Ok(Partitions { warm_sm, split: two_means(&all), hops, missed, check, footprints })
+}
+
+/// A chain of `bytes` in device memory, its slots holding `next` as global addresses.
+fn upload_chain(next: &[u32], bytes: usize) -> Result<DeviceBuffer<u64>> {
     // SAFETY: written whole by the image copy below before any read.
-    let mut buffer = unsafe { DeviceBuffer::<u64>::uninitialized(chain_bytes / 8) }
+    let mut buffer = unsafe { DeviceBuffer::<u64>::uninitialized(bytes / 8) }
         .map_err(|e| anyhow::anyhow!("alloc: {}", describe(e)))?;
     let base = buffer.as_device_ptr().as_raw();
-    let next = chain::random_cycle(CHAIN_LINES, 0x12);
-    buffer.copy_from(&chain::global_image(&next, base)[..]).map_err(|e| anyhow::anyhow!("upload: {}", describe(e)))?;
-    let steps = CHAIN_LINES as u32;
-    let record_words = CHASE_SM_HEADER_WORDS + CHAIN_LINES;
-    // The chase starts at slot 0; where it ends, as a byte offset from the chain's base.
-    let want_end = chain::walk(&next, 0, steps as u64) * LINE_BYTES as u32;
-    let mut hops = Vec::with_capacity(sms as usize);
-    let (mut got, mut want, mut missed) = (Vec::new(), Vec::new(), Vec::new());
-    for sm in 0..timed_sms.map_or(sms, |n| n.min(sms)) {
-        let flush_launch = launches::read_cg(
-            crate::probes::bandwidth::read_shape(flush_blocks),
-            &flush,
-            (flush_bytes / READ_CG_VECTOR_BYTES) as u32,
+    buffer.copy_from(&chain::global_image(next, base)[..]).map_err(|e| anyhow::anyhow!("upload: {}", describe(e)))?;
+    Ok(buffer)
+}
+
+/// Per SM reached, the cycles of each hop, in chain order (as in [`Partitions::hops`]).
+type SmHops = Vec<(u32, Vec<f64>)>;
+
+/// What every chase of the probe shares: the one-block-per-SM launch, the L2 flush before it,
+/// and the SM numbers and chain ends seen beside those wanted (checked together at the end).
+struct Probe<'a> {
+    lab: &'a Lab,
+    warm_sm: u32,
+    smem: u32,
+    flush_bytes: usize,
+    flush_blocks: u32,
+    // Before `flush`: fields drop in order, so the last allocated is freed first.
+    flush_out: DeviceBuffer<u32>,
+    flush: DeviceBuffer<u32>,
+    got: Vec<u32>,
+    want: Vec<u32>,
+}
+
+impl<'a> Probe<'a> {
+    /// Refuses a GPU where one block cannot hold an SM, then allocates the flush buffers.
+    fn new(lab: &'a Lab, warm_sm: u32) -> Result<Self> {
+        let gpu = &lab.gpu;
+        let info = &gpu.info;
+        let smem = one_block_per_sm_smem(info.smem_per_sm, info.smem_reserved_per_block);
+        if smem > info.smem_per_block_optin {
+            refuse!(
+                "the L2 partition probe needs {smem} bytes of shared memory per block to keep one block per SM (limit {})",
+                info.smem_per_block_optin
+            );
+        }
+        crate::gpu::kernel::allow_dynamic_smem(gpu, "chase_l2_on_sm", smem)?;
+        let flush_bytes = sanitizer::bytes(lab, (2 * info.l2_bytes as usize).next_multiple_of(READ_CG_VECTOR_BYTES));
+        let chain_bytes = CHAIN_LINES * LINE_BYTES;
+        let (flush_blocks, flush_threads) = sanitizer::grid(lab, BLOCK);
+        ensure_free("the L2 partition probe", flush_bytes + chain_bytes + 4 * flush_threads)?;
+        let flush = poisoned::<u32>(flush_bytes / 4)?;
+        let flush_out = poisoned::<u32>(flush_threads)?;
+        Ok(Probe { lab, warm_sm, smem, flush_bytes, flush_blocks, flush_out, flush, got: Vec::new(), want: Vec::new() })
+    }
+
+    /// Enqueues a read of twice the L2, so no line of a chain is left in it.
+    fn flush(&mut self) -> Result<()> {
+        launches::read_cg(
+            crate::probes::bandwidth::read_shape(self.flush_blocks),
+            &self.flush,
+            (self.flush_bytes / READ_CG_VECTOR_BYTES) as u32,
             1,
-            &mut flush_out,
-        );
-        flush_launch.enqueue(gpu)?;
-        let mut warm_out = upload(&vec![u64::MAX; record_words])?;
-        launches::chase_l2_on_sm(shapes::chase_l2_on_sm(sms, smem), base, warm_sm, steps, 0, &mut warm_out)
-            .enqueue(gpu)?;
-        let mut out = upload(&vec![u64::MAX; record_words])?;
-        launches::chase_l2_on_sm(shapes::chase_l2_on_sm(sms, smem), base, sm, 0, steps, &mut out).enqueue(gpu)?;
-        if let Err(e) = gpu.stream.synchronize() {
+            &mut self.flush_out,
+        )
+        .enqueue(&self.lab.gpu)
+    }
+
+    /// Enqueues a chase of the chain at `base` by the block on SM `sm`: `warm` hops untimed,
+    /// then `timed` hops timed.
+    fn chase(&self, base: u64, sm: u32, warm: u32, timed: u32, out: &mut DeviceBuffer<u64>) -> Result<()> {
+        let shape = shapes::chase_l2_on_sm(self.lab.gpu.info.sms, self.smem);
+        launches::chase_l2_on_sm(shape, base, sm, warm, timed, out).enqueue(&self.lab.gpu)
+    }
+
+    /// Waits for the enqueued chases, refusing on a failed one.
+    fn synchronize(&self) -> Result<()> {
+        if let Err(e) = self.lab.gpu.stream.synchronize() {
             refuse!("kernel `chase_l2_on_sm` failed: {}", describe(e));
         }
-        let (warm_record, record) = (download(&warm_out)?, download(&out)?);
-        if warm_record[0] != warm_sm as u64 {
-            refuse!("the L2 partition probe found no block on SM {warm_sm} to bring the lines into L2");
-        }
-        // A record left poisoned: no block ran on this SM number.
-        if record.iter().all(|&w| w == u64::MAX) {
-            missed.push(sm);
-            continue;
-        }
-        // The SM that chased, and where its walk ended.
-        let end = u32::try_from(record[2].wrapping_sub(base)).unwrap_or(u32::MAX);
-        got.extend([u32::try_from(record[0]).unwrap_or(u32::MAX), end]);
-        want.extend([sm, want_end]);
-        hops.push((sm, record[CHASE_SM_HEADER_WORDS..].iter().map(|&c| c as f64).collect::<Vec<_>>()));
+        Ok(())
     }
-    // One SM over growing footprints: one launch walks the chain once untimed, once timed.
-    let mut footprints = Vec::new();
-    for (k, fp) in sanitizer::sweep(lab, sweep_footprints(info.l2_bytes as usize)).into_iter().enumerate() {
+
+    /// Notes a chase's record for the check (it should name SM `sm` and end at byte `end` of
+    /// the chain at `base`) and returns its timed hops, cycles.
+    fn timed_hops(&mut self, record: &[u64], base: u64, sm: u32, end: u32) -> Vec<f64> {
+        // The SM that chased, and where its walk ended.
+        let got_end = u32::try_from(record[2].wrapping_sub(base)).unwrap_or(u32::MAX);
+        self.got.extend([u32::try_from(record[0]).unwrap_or(u32::MAX), got_end]);
+        self.want.extend([sm, end]);
+        record[CHASE_SM_HEADER_WORDS..].iter().map(|&c| c as f64).collect()
+    }
+
+    /// Times every hop of `chain` (the cycle `next`) from each SM number below `timed_sms`,
+    /// each after a flush and `warm_sm`'s walk: the hops per SM reached, the SM numbers missed.
+    fn every_sm(&mut self, chain: &DeviceBuffer<u64>, next: &[u32], timed_sms: u32) -> Result<(SmHops, Vec<u32>)> {
+        let base = chain.as_device_ptr().as_raw();
+        let steps = CHAIN_LINES as u32;
+        let record_words = CHASE_SM_HEADER_WORDS + CHAIN_LINES;
+        // The chase starts at slot 0; where it ends, as a byte offset from the chain's base.
+        let want_end = chain::walk(next, 0, steps as u64) * LINE_BYTES as u32;
+        let mut hops = Vec::with_capacity(self.lab.gpu.info.sms as usize);
+        let mut missed = Vec::new();
+        for sm in 0..timed_sms {
+            self.flush()?;
+            let mut warm_out = upload(&vec![u64::MAX; record_words])?;
+            self.chase(base, self.warm_sm, steps, 0, &mut warm_out)?;
+            let mut out = upload(&vec![u64::MAX; record_words])?;
+            self.chase(base, sm, 0, steps, &mut out)?;
+            self.synchronize()?;
+            let (warm_record, record) = (download(&warm_out)?, download(&out)?);
+            if warm_record[0] != self.warm_sm as u64 {
+                refuse!("the L2 partition probe found no block on SM {} to bring the lines into L2", self.warm_sm);
+            }
+            // A record left poisoned: no block ran on this SM number.
+            if record.iter().all(|&w| w == u64::MAX) {
+                missed.push(sm);
+                continue;
+            }
+            hops.push((sm, self.timed_hops(&record, base, sm, want_end)));
+        }
+        Ok((hops, missed))
+    }
+
+    /// The `k`th footprint of the sweep, `fp` bytes: a fresh chain, flushed, walked by
+    /// `warm_sm` once to bring it in and once more timed.
+    fn footprint(&mut self, k: usize, fp: usize) -> Result<Footprint> {
         let lines = fp / LINE_BYTES;
         ensure_free("the L2 partition sweep", fp + 8 * (CHASE_SM_HEADER_WORDS + lines))?;
         let next = chain::random_cycle(lines, 0x13 + k as u64);
-        // SAFETY: written whole by the image copy below before any read.
-        let mut chain_buffer = unsafe { DeviceBuffer::<u64>::uninitialized(fp / 8) }
-            .map_err(|e| anyhow::anyhow!("alloc: {}", describe(e)))?;
+        let chain_buffer = upload_chain(&next, fp)?;
         let start = chain_buffer.as_device_ptr().as_raw();
-        chain_buffer
-            .copy_from(&chain::global_image(&next, start)[..])
-            .map_err(|e| anyhow::anyhow!("upload: {}", describe(e)))?;
-        launches::read_cg(
-            crate::probes::bandwidth::read_shape(flush_blocks),
-            &flush,
-            (flush_bytes / READ_CG_VECTOR_BYTES) as u32,
-            1,
-            &mut flush_out,
-        )
-        .enqueue(gpu)?;
+        self.flush()?;
         let mut out = upload(&vec![u64::MAX; CHASE_SM_HEADER_WORDS + lines])?;
-        launches::chase_l2_on_sm(
-            shapes::chase_l2_on_sm(sms, smem),
-            start,
-            warm_sm,
-            lines as u32,
-            lines as u32,
-            &mut out,
-        )
-        .enqueue(gpu)?;
-        if let Err(e) = gpu.stream.synchronize() {
-            refuse!("kernel `chase_l2_on_sm` failed: {}", describe(e));
-        }
+        self.chase(start, self.warm_sm, lines as u32, lines as u32, &mut out)?;
+        self.synchronize()?;
         let record = download(&out)?;
-        let end = u32::try_from(record[2].wrapping_sub(start)).unwrap_or(u32::MAX);
-        got.extend([u32::try_from(record[0]).unwrap_or(u32::MAX), end]);
-        want.extend([warm_sm, chain::walk(&next, 0, 2 * lines as u64) * LINE_BYTES as u32]);
-        let timed: Vec<f64> = record[CHASE_SM_HEADER_WORDS..].iter().map(|&c| c as f64).collect();
-        footprints.push(Footprint { bytes: fp, shares: band_shares(&timed), median: median(&timed) });
+        let end = chain::walk(&next, 0, 2 * lines as u64) * LINE_BYTES as u32;
+        let timed = self.timed_hops(&record, start, self.warm_sm, end);
+        Ok(Footprint { bytes: fp, shares: band_shares(&timed), median: median(&timed) })
     }
-    let all: Vec<f64> = hops.iter().flat_map(|h| &h.1).copied().collect();
-    let check = verify::exact_u32(&got, |i| want[i]);
-    Ok(Partitions { warm_sm, split: two_means(&all), hops, missed, check, footprints })
 }
 
 /// The median of `v` (0 for none).

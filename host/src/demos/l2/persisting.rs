@@ -159,7 +159,6 @@ pub fn measure_sizes(
     ensure_free("the persisting-L2 lesson", stream_bytes + largest.max(twin_bytes) + twin_bytes + 4 * threads)?;
     // Both buffers are generated chunk by chunk into pinned staging and their sums computed
     // from the same formulas: the host never holds the 1 GiB stream.
-    let hot_word = |i: usize| reference::strided_word(i).rotate_left(7);
     let (stream, hot) = lab.phases.time(Kind::Inputs, || {
         let (stream_len, hot_len) = (stream_bytes / 4, largest.max(twin_bytes) / 4);
         let (stream, hot): (DeviceBuffer<u32>, DeviceBuffer<u32>) = (poisoned(stream_len)?, poisoned(hot_len)?);
@@ -170,7 +169,7 @@ pub fn measure_sizes(
         })?;
         anyhow::Ok((stream, hot))
     })?;
-    let mut out = poisoned::<u32>(threads)?;
+    let out = poisoned::<u32>(threads)?;
     let l2_bytes = gpu.info.l2_bytes as usize;
     // The carve-out the driver grants for the device's maximum (it rounds the request).
     let carve_out = match l2::granted_carve_out(limits.max_carve_out) {
@@ -181,63 +180,19 @@ pub fn measure_sizes(
         }
     };
     let hinted_in_ptx = crate::ptx::needs_newer(gpu.ptx, "hot_stream_read_evict_first").is_none();
-    let stream_vectors = (stream_bytes / READ_CG_VECTOR_BYTES) as u32;
-    // The sums of the reads of the first `hot_bytes` of the hot buffer (`on_stream`: the
-    // stream itself is the hot buffer), the same for every variant: computed once per buffer.
-    let sums = |hot_bytes: usize, on_stream: bool| {
-        let stream_words = (stream_bytes / 4, reference::strided_word);
-        lab.phases.time(Kind::Checks, || match on_stream {
-            true => reference::hot_stream_sums(stream_words, (hot_bytes / 4, reference::strided_word), threads),
-            false => reference::hot_stream_sums(stream_words, (hot_bytes / 4, hot_word), threads),
-        })
-    };
-    // One timed, checked launch of `variant` over that hot buffer, its sums `want`.
-    let mut run = |variant: Variant, hot_bytes: usize, on_stream: bool, window_bytes: usize, want: &[u32]| {
-        let hot_vectors = (hot_bytes / READ_CG_VECTOR_BYTES) as u32;
-        let hot_buffer = if on_stream { &stream } else { &hot };
-        let launch = match variant {
-            Variant::EvictFirst => launches::hot_stream_read_evict_first(
-                crate::demos::l2::policies::shapes::hot_stream_read_evict_first(blocks),
-                &stream,
-                stream_vectors,
-                hot_buffer,
-                hot_vectors - 1,
-                &mut out,
-            ),
-            _ => launches::hot_stream_read(
-                shapes::hot_stream_read(blocks),
-                &stream,
-                stream_vectors,
-                hot_buffer,
-                hot_vectors - 1,
-                &mut out,
-            ),
-        };
-        let work = Work { flop: 0.0, bytes: 2.0 * stream_bytes as f64, level: Level::Global };
-        let (lesson, how) = variant.describe(on_stream);
-        let size = format!("hot {}, {how}", bytes(hot_bytes));
-        let prediction = format!("hot {} re-read every {} of traffic", bytes(hot_bytes), bytes(2 * hot_bytes));
-        let run = KernelRun { launch, lesson, prediction, work, size, reset: &|| poison(&out) };
-        let check = || Ok((verify::exact_u32(&download(&out)?, |g| want[g]), "checksums"));
-        let _window = if variant == Variant::Window {
-            let ratio = hit_ratio(window_bytes as f64, carve_out as f64) as f32;
-            Some(Window::open(gpu, carve_out, hot_buffer.as_device_ptr().as_raw(), window_bytes, ratio)?)
-        } else {
-            None
-        };
-        measure(lab, run, check)
-    };
+    let mut bench = Bench { lab, stream_bytes, blocks, threads, carve_out, out, hot, stream };
     let bounds = Bounds {
-        all_hit: run(Variant::Plain, twin_bytes, true, 0, &sums(twin_bytes, true))?,
-        all_miss: run(Variant::Plain, twin_bytes, false, 0, &sums(twin_bytes, false))?,
+        all_hit: bench.run(Variant::Plain, twin_bytes, true, 0, &bench.sums(twin_bytes, true))?,
+        all_miss: bench.run(Variant::Plain, twin_bytes, false, 0, &bench.sums(twin_bytes, false))?,
     };
     let mut points = Vec::new();
     for &hot_bytes in sizes {
         let window_bytes = hot_bytes.min(limits.max_window);
-        let want = sums(hot_bytes, false);
-        let without = run(Variant::Plain, hot_bytes, false, 0, &want)?;
-        let with = run(Variant::Window, hot_bytes, false, window_bytes, &want)?;
-        let hinted = if hinted_in_ptx { Some(run(Variant::EvictFirst, hot_bytes, false, 0, &want)?) } else { None };
+        let want = bench.sums(hot_bytes, false);
+        let without = bench.run(Variant::Plain, hot_bytes, false, 0, &want)?;
+        let with = bench.run(Variant::Window, hot_bytes, false, window_bytes, &want)?;
+        let hinted =
+            if hinted_in_ptx { Some(bench.run(Variant::EvictFirst, hot_bytes, false, 0, &want)?) } else { None };
         let model =
             HotStream { l2_bytes: l2_bytes as f64, hot_bytes: hot_bytes as f64, stream_bytes: stream_bytes as f64 };
         let ratio = hit_ratio(window_bytes as f64, carve_out as f64);
@@ -245,6 +200,83 @@ pub fn measure_sizes(
     }
     l2::reset_persisting_lines()?;
     Ok(Ok(Persisting { limits, carve_out, l2_bytes, stream_bytes, bounds, points }))
+}
+
+/// Word `i` of the hot buffer: the stream's formula, rotated so the two buffers differ.
+fn hot_word(i: usize) -> u32 {
+    reference::strided_word(i).rotate_left(7)
+}
+
+/// The buffers and grid every timed launch of the lesson shares.
+struct Bench<'a> {
+    lab: &'a Lab,
+    stream_bytes: usize,
+    blocks: u32,
+    threads: usize,
+    carve_out: usize,
+    // In the reverse of their allocation: fields drop in order, so the last is freed first.
+    out: DeviceBuffer<u32>,
+    hot: DeviceBuffer<u32>,
+    stream: DeviceBuffer<u32>,
+}
+
+impl Bench<'_> {
+    /// The sums of the reads of the first `hot_bytes` of the hot buffer (`on_stream`: the
+    /// stream itself is the hot buffer), the same for every variant: computed once per buffer.
+    fn sums(&self, hot_bytes: usize, on_stream: bool) -> Vec<u32> {
+        let stream_words = (self.stream_bytes / 4, reference::strided_word);
+        self.lab.phases.time(Kind::Checks, || match on_stream {
+            true => reference::hot_stream_sums(stream_words, (hot_bytes / 4, reference::strided_word), self.threads),
+            false => reference::hot_stream_sums(stream_words, (hot_bytes / 4, hot_word), self.threads),
+        })
+    }
+
+    /// One timed, checked launch of `variant` over the first `hot_bytes` of the hot buffer (of
+    /// the stream, `on_stream`), its sums `want`; a window of `window_bytes` for the window.
+    fn run(
+        &mut self,
+        variant: Variant,
+        hot_bytes: usize,
+        on_stream: bool,
+        window_bytes: usize,
+        want: &[u32],
+    ) -> Result<KernelRow> {
+        let stream_vectors = (self.stream_bytes / READ_CG_VECTOR_BYTES) as u32;
+        let hot_vectors = (hot_bytes / READ_CG_VECTOR_BYTES) as u32;
+        let hot_buffer = if on_stream { &self.stream } else { &self.hot };
+        let launch = match variant {
+            Variant::EvictFirst => launches::hot_stream_read_evict_first(
+                crate::demos::l2::policies::shapes::hot_stream_read_evict_first(self.blocks),
+                &self.stream,
+                stream_vectors,
+                hot_buffer,
+                hot_vectors - 1,
+                &mut self.out,
+            ),
+            _ => launches::hot_stream_read(
+                shapes::hot_stream_read(self.blocks),
+                &self.stream,
+                stream_vectors,
+                hot_buffer,
+                hot_vectors - 1,
+                &mut self.out,
+            ),
+        };
+        let out = &self.out;
+        let work = Work { flop: 0.0, bytes: 2.0 * self.stream_bytes as f64, level: Level::Global };
+        let (lesson, how) = variant.describe(on_stream);
+        let size = format!("hot {}, {how}", bytes(hot_bytes));
+        let prediction = format!("hot {} re-read every {} of traffic", bytes(hot_bytes), bytes(2 * hot_bytes));
+        let run = KernelRun { launch, lesson, prediction, work, size, reset: &|| poison(out) };
+        let check = || Ok((verify::exact_u32(&download(out)?, |g| want[g]), "checksums"));
+        let _window = if variant == Variant::Window {
+            let ratio = hit_ratio(window_bytes as f64, self.carve_out as f64) as f32;
+            Some(Window::open(&self.lab.gpu, self.carve_out, hot_buffer.as_device_ptr().as_raw(), window_bytes, ratio)?)
+        } else {
+            None
+        };
+        measure(self.lab, run, check)
+    }
 }
 
 /// The three ways the lesson reads the hot buffer amid the stream.
