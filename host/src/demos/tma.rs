@@ -279,18 +279,6 @@ pub fn curve_series_name(k: u32) -> String {
 /// one line below cc 9.0 and for a matrix [`check_matrix`] refuses (`run-demos --only tma`
 /// refuses it before any work).
 pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
-    let section = |kernels, sweep, checks, notes, series| {
-        Section {
-        name: "tma".into(),
-        title: "TMA: tiles moved by the tensor memory accelerator".into(),
-        lesson: "One thread starts a bulk copy that a copy engine carries out, global to shared and back, without registers; an mbarrier counts the bytes in. It reaches HBM speed only with enough bytes in flight per SM, and its swizzle lays a tile out so that column reads avoid bank conflicts.".into(),
-        kernels,
-        sweep,
-        checks,
-        notes,
-        series,
-    }
-    };
     let info = &lab.gpu.info;
     if info.cc < NEEDS_CC {
         return Ok(section(vec![], None, vec![], vec![skip_line(info.cc)], vec![]));
@@ -299,7 +287,6 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     if let Err(why) = check_matrix(rows, cols) {
         return Ok(section(vec![], None, vec![], vec![format!("skipped: {why}")], vec![]));
     }
-    let n = rows * cols;
     let (stored_in, stored_out) = layouts(rows, cols);
     // One output buffer for every kernel: the copies' padded matrix, the TMA transposes' padded
     // transpose, and the LSU transpose's transpose of the padded input (`pitch x rows`, dense).
@@ -310,234 +297,484 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     // generator (0.5-1.1 against 2.7-3.0 ns per element, measured on one x86-64 core). The transposes'
     // checks use the generator at the source index: a gather down the input's columns would
     // miss the cache.
-    let input_host = lab.phases.time(Kind::Inputs, || reference::random_f32(n, SEED));
+    let input_host = lab.phases.time(Kind::Inputs, || reference::random_f32(rows * cols, SEED));
     let staging = RefCell::new(Staging::<f32>::new(n_out)?);
     let input = poisoned::<f32>(n_in)?;
     let pitched = (cols, stored_in.pitch);
     staging.borrow_mut().upload_pitched(&lab.gpu, &input, pitched, 0.0, |i| input_host[i])?;
-    let copied = Expected::new(Want::Input(&input_host), stored_in);
-    let want_transposed = Want::Transposed { seed: SEED, rows, cols };
-    let transposed = Expected::new(want_transposed, stored_out);
-    // The LSU transpose of the padded `rows x pitch` input: its first `cols` rows, `rows` apart.
-    let lsu_transposed = Expected::new(want_transposed, Stored { rows: cols, cols: rows, pitch: rows });
-    let check = |output: &DeviceBuffer<f32>, want: &Expected| want.check(&lab.gpu, &mut staging.borrow_mut(), output);
     let mut output = poisoned::<f32>(n_out)?;
-    let (in_addr, out_addr) = (input.as_device_ptr().as_raw(), output.as_device_ptr().as_raw());
-    let (r, c, pitch) = (rows as u32, cols as u32, stored_in.pitch as u32);
-    // Bytes read and written: the tensor maps move the matrix, the 1-D and LSU kernels its padded
-    // rows.
-    let (bytes, padded_bytes) = (2.0 * 4.0 * n as f64, 2.0 * 4.0 * n_in as f64);
-    let size = format!("{rows}x{cols}");
-    let sms = crate::lab::sanitizer::sms(lab);
-    let plan = Plan::new(crate::lab::sanitizer::on(lab));
-    // The pipeline sweeps: every configuration checked exactly, then timed; the kernel rows
-    // run each kernel's fastest.
-    let copy_maps = COPY_BOXES
-        .iter()
-        .filter(|&&(box_rows, box_cols)| plan.copy.iter().any(|p| (p.box_rows, p.box_cols) == (box_rows, box_cols)))
-        .map(|&b| {
-            let map = |addr| lab.place_map(&boxed(addr, stored_in, b, Swizzle::None));
-            Ok((b, map(in_addr)?, map(out_addr)?))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let t_specs = (
-        spec(in_addr, stored_in, box_cols(Swizzle::B128.mode()), Swizzle::B128),
-        spec(out_addr, stored_out, TILE, Swizzle::None),
-    );
-    let (map_t_in, map_out_t) = (lab.place_map(&t_specs.0)?, lab.place_map(&t_specs.1)?);
-    let bulk_launch = |p: &Pipeline, out: &mut DeviceBuffer<f32>| {
-        let n = n_in as u32;
-        launches::tma_bulk_copy(
-            shapes::tma_bulk_copy(p.grid(sms, 1, n), p.box_bytes(), p.stages),
-            &input,
-            out,
-            n,
-            p.box_bytes(),
-            p.stages,
-            p.hint,
-        )
-    };
-    let copy_with = |p: &Pipeline, map_in: MapSlot, map_out: MapSlot| {
-        launches::tma_copy(
-            shapes::tma_copy(p.grid(sms, r, c), p.box_rows, p.box_cols, p.stages),
-            map_in,
-            map_out,
-            r,
-            c,
-            p.box_rows,
-            p.box_cols,
-            p.stages,
-            p.hint,
-        )
-    };
-    let copy_launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| {
-        let (_, map_in, map_out) = copy_maps.iter().find(|m| m.0 == (p.box_rows, p.box_cols)).expect("a swept box");
-        copy_with(p, *map_in, *map_out)
-    };
-    let transpose_launch = |p: &Pipeline, maps: (MapSlot, MapSlot), mode: u32| {
-        launches::tma_transpose(
-            shapes::tma_transpose(p.grid(sms, r, c), p.stages),
-            maps.0,
-            maps.1,
-            r,
-            c,
-            mode,
-            p.stages,
-            p.hint,
-        )
-    };
-    let transpose_sweep_launch =
-        |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (map_t_in, map_out_t), Swizzle::B128.mode());
+    let lesson = LessonRun::new(lab, &input_host, &input, output.as_device_ptr().as_raw(), &staging)?;
     let mut sweeps = Sweeps { staging: &staging, checks: Vec::new(), left_out: Vec::new() };
-    let (bulk, copy, transpose_sweep) = lab.phases.step("pipeline sweeps", || {
-        let mut bulk =
-            Swept::of(sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, padded_bytes, &plan.bulk, bulk_launch)?);
-        let mut copy = Swept::of(sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &plan.copy, copy_launch)?);
-        let mut transpose_sweep = Swept::of(sweeps.run(
-            lab,
-            "tma_transpose",
-            &mut output,
-            &transposed,
-            bytes,
-            &plan.transpose,
-            transpose_sweep_launch,
-        )?);
-        // The L2 hint at each kernel's fastest points only (the demo's time): the rows run the
-        // fastest point of all, hinted or not.
-        let hinted = hinted_configs(&bulk.plain, plan.hinted);
-        bulk.hinted = sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, padded_bytes, &hinted, bulk_launch)?;
-        let hinted = hinted_configs(&copy.plain, plan.hinted);
-        copy.hinted = sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &hinted, copy_launch)?;
-        let (hinted, launch) = (hinted_configs(&transpose_sweep.plain, plan.hinted), transpose_sweep_launch);
-        transpose_sweep.hinted = sweeps.run(lab, "tma_transpose", &mut output, &transposed, bytes, &hinted, launch)?;
-        Ok::<_, anyhow::Error>((bulk, copy, transpose_sweep))
-    })?;
-    let bulk_best = bulk.fastest(BULK_DEFAULT);
-    let copy_best = copy.fastest(COPY_DEFAULT);
-    let transpose_best = transpose_sweep.fastest(TRANSPOSE_DEFAULT);
-    // The tensor maps' L2 promotion at each kernel's fastest configuration, every setting
-    // checked, then timed; the rows use the fastest (maps of both matrices promoted alike).
-    let copy_box = (copy_best.box_rows, copy_best.box_cols);
-    let copy_specs =
-        (boxed(in_addr, stored_in, copy_box, Swizzle::None), boxed(out_addr, stored_in, copy_box, Swizzle::None));
-    let mut copy_l2 = Vec::new();
-    let mut transpose_l2 = Vec::new();
-    lab.phases.step("L2 promotion", || {
-        for &l2 in &plan.promotions {
-            let (m_in, m_out) = (promoted(lab, copy_specs.0, l2)?, promoted(lab, copy_specs.1, l2)?);
-            let launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| copy_with(p, m_in, m_out);
-            let points = sweeps.run(lab, "tma_copy", &mut output, &copied, bytes, &[copy_best], launch)?;
-            copy_l2.extend(points.into_iter().map(|p| (l2, p)));
-            let (t_in, t_out) = (promoted(lab, t_specs.0, l2)?, promoted(lab, t_specs.1, l2)?);
-            let launch =
-                |p: &Pipeline, _: &mut DeviceBuffer<f32>| transpose_launch(p, (t_in, t_out), Swizzle::B128.mode());
-            let points =
-                sweeps.run(lab, "tma_transpose", &mut output, &transposed, bytes, &[transpose_best], launch)?;
-            transpose_l2.extend(points.into_iter().map(|p| (l2, p)));
-        }
-        Ok::<_, anyhow::Error>(())
-    })?;
-    let (copy_promotion, transpose_promotion) = (fastest_promotion(&copy_l2), fastest_promotion(&transpose_l2));
-    let copy_maps_best = (promoted(lab, copy_specs.0, copy_promotion)?, promoted(lab, copy_specs.1, copy_promotion)?);
-    let map_out_t_best = promoted(lab, t_specs.1, transpose_promotion)?;
-    // Launches hold device addresses, not borrows: built before `reset` borrows the output.
-    let copies = [
-        (
-            launches::copy(transpose::shapes::copy(r, pitch), &input, &mut output, r, pitch),
-            Path::Lsu(4 * 4),
-            "LSU copy: 4 floats per thread through registers",
-        ),
-        (
-            bulk_launch(&bulk_best, &mut output),
-            Path::Ring(bulk_best),
-            "1-D cp.async.bulk through shared buffers (the sweep's fastest configuration)",
-        ),
-        (
-            copy_with(&copy_best, copy_maps_best.0, copy_maps_best.1),
-            Path::Ring(copy_best),
-            "2-D tensor copies through shared buffers (the sweep's fastest configuration)",
-        ),
-    ];
-    let lsu_transpose = launches::transpose_vectorized(
-        transpose::shapes::transpose_vectorized(r, pitch),
-        &input,
-        &mut output,
-        r,
-        pitch,
-    );
-    let reset = || poison(&output);
-    let timed = |launch: Launch, path: Path, lesson: &'static str, extra: &str, size: String, want: &Expected| {
-        // The LSU kernels and the 1-D bulk copy (boxes of one row) move the padded rows; the
-        // tensor maps the matrix.
-        let moved = match path {
-            Path::Lsu(_) => padded_bytes,
-            Path::Ring(p) if p.box_rows == 1 => padded_bytes,
-            _ => bytes,
-        };
-        let run = KernelRun {
-            launch,
-            lesson,
-            prediction: String::new(),
-            work: Work::global_bytes(moved),
-            size,
-            reset: &reset,
-        };
-        let row = measure(lab, run, || Ok((check(&output, want)?, "exact")))?;
-        Ok::<_, anyhow::Error>(KernelRow { prediction: path.in_flight(&row) + extra, ..row })
-    };
-    let mut kernels = Vec::new();
-    for (launch, path, lesson) in copies {
-        let extra = match path {
-            Path::Ring(p) if p.box_rows > 1 => format!("; L2 promotion {}", copy_promotion.name()),
-            _ => String::new(),
-        };
-        kernels.push(timed(launch, path, lesson, &extra, size.clone(), &copied)?);
-    }
-    kernels.push(timed(
-        lsu_transpose,
-        Path::Lsu(16 * 4),
-        "LSU transpose: 64x65 tile, 128-bit loads and stores",
-        "; shared column read 2-way",
-        size.clone(),
-        &lsu_transposed,
-    )?);
-    let mut swizzle_rows = Vec::new();
-    for sw in Swizzle::ALL {
-        let mode = sw.mode();
-        let map = promoted(lab, spec(in_addr, stored_in, box_cols(mode), sw), transpose_promotion)?;
-        let (plain, swizzled, ideal) = column_read_wavefronts(mode);
-        let row = timed(
-            transpose_launch(&transpose_best, (map, map_out_t_best), mode),
-            Path::Ring(transpose_best),
-            "tensor-copy transpose: tiles in and out by TMA, transposed in shared memory (the sweep's fastest configuration)",
-            &format!("; float4 column read {}-way; L2 promotion {}", swizzled / ideal, transpose_promotion.name()),
-            format!("{size} swizzle {}", sw.name()),
-            &transposed,
-        )?;
-        swizzle_rows.push((
-            sw,
-            plain,
-            swizzled,
-            ideal,
-            row.timing.median_ms,
-            row.rate.value(),
-            row.check.summary("exact"),
-        ));
-        kernels.push(row);
-    }
+    let swept = lab.phases.step("pipeline sweeps", || lesson.pipeline_sweeps(&mut sweeps, &mut output))?;
+    let best = swept.fastest();
+    let l2 = lab.phases.step("L2 promotion", || lesson.promotions(&mut sweeps, &mut output, best))?;
+    let (mut kernels, swizzles) = lesson.kernel_rows(&mut output, best, &l2)?;
     drop(output);
     kernels.extend(lab.phases.step("SGEMM rungs 6 and 7", || async_rungs(lab))?);
     let mut output = poisoned::<f32>(n_out)?;
-    let curve_points = lab.phases.step("bulk-copy curve", || {
-        sweeps.run(lab, "tma_bulk_copy", &mut output, &copied, padded_bytes, &plan.curve, bulk_launch)
-    })?;
-    let curve = BULK_BLOCKS_PER_SM.iter().map(|&k| {
-        let points = curve_points
-            .iter()
-            .filter(|p| p.config.blocks == Blocks::PerSm(k))
-            .map(|p| (p.config.box_bytes() as f64, p.gbs, format!("{} KiB", p.config.box_bytes() / 1024)));
-        Series::labelled(&curve_series_name(k), "bytes per copy", "GB/s (read + written)", points)
-    });
+    let curve =
+        lab.phases.step("bulk-copy curve", || lesson.sweep_bulk(&mut sweeps, &mut output, &lesson.plan.curve))?;
+    let series = series(&curve, &swizzles, &swept);
+    let mut notes = lesson.notes(&kernels, inputs.memcpy_gbs(), &swept, &l2);
+    notes.push(curve_note(&curve));
+    notes.extend(sweeps.left_out_note());
+    Ok(section(kernels, Some(swizzle_table(&swizzles)), sweeps.checks, notes, series))
+}
+
+/// The lesson's section: its kernel rows, the swizzle table, the sweeps' checks, notes and
+/// chart series.
+fn section(
+    kernels: Vec<KernelRow>,
+    sweep: Option<(Vec<String>, Vec<Vec<String>>)>,
+    checks: Vec<Check>,
+    notes: Vec<String>,
+    series: Vec<Series>,
+) -> Section {
+    Section {
+        name: "tma".into(),
+        title: "TMA: tiles moved by the tensor memory accelerator".into(),
+        lesson: "One thread starts a bulk copy that a copy engine carries out, global to shared and back, without registers; an mbarrier counts the bytes in. It reaches HBM speed only with enough bytes in flight per SM, and its swizzle lays a tile out so that column reads avoid bank conflicts.".into(),
+        kernels,
+        sweep,
+        checks,
+        notes,
+        series,
+    }
+}
+
+/// A kernel's tensor maps: its input's and its output's.
+type Maps = (MapSlot, MapSlot);
+
+/// A kernel row to measure: its launch, its path into shared memory, its one-line lesson.
+type Row = (Launch, Path, &'static str);
+
+/// What the lesson's steps share: the matrix's layouts and buffers, the sweeps' tensor maps,
+/// the plan, and what each output must be. It borrows the buffers [`run`] allocates.
+struct LessonRun<'a> {
+    lab: &'a Lab,
+    stored_in: Stored,
+    stored_out: Stored,
+    input: &'a DeviceBuffer<f32>,
+    /// Pinned chunks every row's output is checked through.
+    staging: &'a RefCell<Staging<f32>>,
+    copied: Expected<'a>,
+    transposed: Expected<'a>,
+    lsu_transposed: Expected<'a>,
+    /// Device addresses of the input and of the output.
+    addrs: (u64, u64),
+    /// Rows, columns and the input's pitch, as the kernels take them.
+    r: u32,
+    c: u32,
+    pitch: u32,
+    /// Bytes one launch reads and writes: the matrix's, and its padded rows'.
+    bytes: f64,
+    padded_bytes: f64,
+    /// The rows' size label, `rows x cols`.
+    size: String,
+    sms: u32,
+    plan: Plan,
+    /// The `tma_copy` sweep's maps of each box it uses.
+    copy_maps: Vec<((u32, u32), Maps)>,
+    /// `tma_transpose`'s map specs (input 128-byte swizzled, output), and the sweep's slots.
+    t_specs: (TiledSpec, TiledSpec),
+    t_maps: Maps,
+}
+
+/// The two tensor maps of a copy of the matrix `stored` between `addrs` (input, output), box
+/// `b`, no swizzle.
+fn copy_specs(stored: Stored, (in_addr, out_addr): (u64, u64), b: (u32, u32)) -> (TiledSpec, TiledSpec) {
+    (boxed(in_addr, stored, b, Swizzle::None), boxed(out_addr, stored, b, Swizzle::None))
+}
+
+/// Places the maps ([`copy_specs`]) of each box of [`COPY_BOXES`] that `plan`'s `tma_copy`
+/// sweep uses, input then output.
+fn place_copy_maps(lab: &Lab, plan: &Plan, stored: Stored, addrs: (u64, u64)) -> Result<Vec<((u32, u32), Maps)>> {
+    COPY_BOXES
+        .iter()
+        .filter(|&&(box_rows, box_cols)| plan.copy.iter().any(|p| (p.box_rows, p.box_cols) == (box_rows, box_cols)))
+        .map(|&b| {
+            let (map_in, map_out) = copy_specs(stored, addrs, b);
+            Ok((b, (lab.place_map(&map_in)?, lab.place_map(&map_out)?)))
+        })
+        .collect()
+}
+
+/// The three pipelined kernels' sweeps.
+struct SweptKernels {
+    bulk: Swept,
+    copy: Swept,
+    transpose: Swept,
+}
+
+/// Each pipelined kernel's configuration for the rows.
+#[derive(Clone, Copy)]
+struct Fastest {
+    bulk: Pipeline,
+    copy: Pipeline,
+    transpose: Pipeline,
+}
+
+impl SweptKernels {
+    /// Each kernel's fastest checked configuration, hinted or not, or its default.
+    fn fastest(&self) -> Fastest {
+        Fastest {
+            bulk: self.bulk.fastest(BULK_DEFAULT),
+            copy: self.copy.fastest(COPY_DEFAULT),
+            transpose: self.transpose.fastest(TRANSPOSE_DEFAULT),
+        }
+    }
+
+    /// Each sweep, by its kernel's name.
+    fn by_kernel(&self) -> [(&'static str, &Swept); 3] {
+        [("tma_bulk_copy", &self.bulk), ("tma_copy", &self.copy), ("tma_transpose", &self.transpose)]
+    }
+
+    /// The sweeps' own points for their charts and notes: the hinted re-runs of the fastest
+    /// points have a note of their own.
+    fn plain(&self) -> [(&'static str, &[Point]); 3] {
+        self.by_kernel().map(|(kernel, swept)| (kernel, swept.plain.as_slice()))
+    }
+}
+
+/// The L2 promotions tried at each map kernel's fastest configuration: a point per setting.
+struct Promotions {
+    copy: Vec<(L2Promotion, Point)>,
+    transpose: Vec<(L2Promotion, Point)>,
+}
+
+/// One swizzle mode's row of the table: the bank model's wavefronts of the column read, and
+/// `tma_transpose`'s median ms, GB/s and check.
+struct SwizzleRow {
+    swizzle: Swizzle,
+    plain: u32,
+    swizzled: u32,
+    ideal: u32,
+    ms: f64,
+    gbs: f64,
+    check: String,
+}
+
+impl<'a> LessonRun<'a> {
+    /// The lesson on `lab.sizes.transpose`: `input` holds `input_host` in padded rows, the
+    /// output is at `out_addr`; places the sweeps' maps, the copy's then the transpose's.
+    fn new(
+        lab: &'a Lab,
+        input_host: &'a [f32],
+        input: &'a DeviceBuffer<f32>,
+        out_addr: u64,
+        staging: &'a RefCell<Staging<f32>>,
+    ) -> Result<LessonRun<'a>> {
+        let (rows, cols) = lab.sizes.transpose;
+        let (stored_in, stored_out) = layouts(rows, cols);
+        let in_addr = input.as_device_ptr().as_raw();
+        let plan = Plan::new(crate::lab::sanitizer::on(lab));
+        let copy_maps = place_copy_maps(lab, &plan, stored_in, (in_addr, out_addr))?;
+        let t_specs = (
+            spec(in_addr, stored_in, box_cols(Swizzle::B128.mode()), Swizzle::B128),
+            spec(out_addr, stored_out, TILE, Swizzle::None),
+        );
+        let t_maps = (lab.place_map(&t_specs.0)?, lab.place_map(&t_specs.1)?);
+        let want_transposed = Want::Transposed { seed: SEED, rows, cols };
+        Ok(LessonRun {
+            lab,
+            stored_in,
+            stored_out,
+            input,
+            staging,
+            copied: Expected::new(Want::Input(input_host), stored_in),
+            transposed: Expected::new(want_transposed, stored_out),
+            // The LSU transpose of the padded `rows x pitch` input: its first `cols` rows, `rows`
+            // apart.
+            lsu_transposed: Expected::new(want_transposed, Stored { rows: cols, cols: rows, pitch: rows }),
+            addrs: (in_addr, out_addr),
+            r: rows as u32,
+            c: cols as u32,
+            pitch: stored_in.pitch as u32,
+            // Bytes read and written: the tensor maps move the matrix, the 1-D and LSU kernels its
+            // padded rows.
+            bytes: 2.0 * 4.0 * (rows * cols) as f64,
+            padded_bytes: 2.0 * 4.0 * stored_in.elements() as f64,
+            size: format!("{rows}x{cols}"),
+            sms: crate::lab::sanitizer::sms(lab),
+            plan,
+            copy_maps,
+            t_specs,
+            t_maps,
+        })
+    }
+
+    /// `tma_bulk_copy` of the padded input into `out` at `p`.
+    fn bulk(&self, p: &Pipeline, out: &mut DeviceBuffer<f32>) -> Launch {
+        let n = self.stored_in.elements() as u32;
+        let shape = shapes::tma_bulk_copy(p.grid(self.sms, 1, n), p.box_bytes(), p.stages);
+        launches::tma_bulk_copy(shape, self.input, out, n, p.box_bytes(), p.stages, p.hint)
+    }
+
+    /// `tma_copy` of the matrix at `p` through `maps`.
+    fn copy(&self, p: &Pipeline, (map_in, map_out): Maps) -> Launch {
+        let (r, c) = (self.r, self.c);
+        let shape = shapes::tma_copy(p.grid(self.sms, r, c), p.box_rows, p.box_cols, p.stages);
+        launches::tma_copy(shape, map_in, map_out, r, c, p.box_rows, p.box_cols, p.stages, p.hint)
+    }
+
+    /// `tma_transpose` of the matrix at `p` through `maps`, the input's swizzled by `mode`.
+    fn transpose(&self, p: &Pipeline, (map_in, map_out): Maps, mode: u32) -> Launch {
+        let (r, c) = (self.r, self.c);
+        let shape = shapes::tma_transpose(p.grid(self.sms, r, c), p.stages);
+        launches::tma_transpose(shape, map_in, map_out, r, c, mode, p.stages, p.hint)
+    }
+
+    /// The `tma_copy` sweep's maps of `p`'s box.
+    fn swept_copy_maps(&self, p: &Pipeline) -> Maps {
+        self.copy_maps.iter().find(|m| m.0 == (p.box_rows, p.box_cols)).expect("a swept box").1
+    }
+
+    /// `tma_bulk_copy` checked and timed at `configs` ([`Sweeps::run`]).
+    fn sweep_bulk(
+        &self,
+        sweeps: &mut Sweeps,
+        output: &mut DeviceBuffer<f32>,
+        configs: &[Pipeline],
+    ) -> Result<Vec<Point>> {
+        let launch = |p: &Pipeline, out: &mut DeviceBuffer<f32>| self.bulk(p, out);
+        sweeps.run(self.lab, "tma_bulk_copy", output, &self.copied, self.padded_bytes, configs, launch)
+    }
+
+    /// `tma_copy` checked and timed at `configs`, each through the maps `maps` gives it.
+    fn sweep_copy(
+        &self,
+        sweeps: &mut Sweeps,
+        output: &mut DeviceBuffer<f32>,
+        configs: &[Pipeline],
+        maps: impl Fn(&Pipeline) -> Maps,
+    ) -> Result<Vec<Point>> {
+        let launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| self.copy(p, maps(p));
+        sweeps.run(self.lab, "tma_copy", output, &self.copied, self.bytes, configs, launch)
+    }
+
+    /// `tma_transpose` (128-byte swizzle) checked and timed at `configs` through `maps`.
+    fn sweep_transpose(
+        &self,
+        sweeps: &mut Sweeps,
+        output: &mut DeviceBuffer<f32>,
+        configs: &[Pipeline],
+        maps: Maps,
+    ) -> Result<Vec<Point>> {
+        let launch = |p: &Pipeline, _: &mut DeviceBuffer<f32>| self.transpose(p, maps, Swizzle::B128.mode());
+        sweeps.run(self.lab, "tma_transpose", output, &self.transposed, self.bytes, configs, launch)
+    }
+
+    /// The pipeline sweeps: every configuration checked exactly, then timed; the kernel rows
+    /// run each kernel's fastest.
+    fn pipeline_sweeps(&self, sweeps: &mut Sweeps, output: &mut DeviceBuffer<f32>) -> Result<SweptKernels> {
+        let (plan, swept_maps) = (&self.plan, |p: &Pipeline| self.swept_copy_maps(p));
+        let mut bulk = Swept::of(self.sweep_bulk(sweeps, output, &plan.bulk)?);
+        let mut copy = Swept::of(self.sweep_copy(sweeps, output, &plan.copy, swept_maps)?);
+        let mut transpose = Swept::of(self.sweep_transpose(sweeps, output, &plan.transpose, self.t_maps)?);
+        // The L2 hint at each kernel's fastest points only (the demo's time): the rows run the
+        // fastest point of all, hinted or not.
+        bulk.hinted = self.sweep_bulk(sweeps, output, &hinted_configs(&bulk.plain, plan.hinted))?;
+        copy.hinted = self.sweep_copy(sweeps, output, &hinted_configs(&copy.plain, plan.hinted), swept_maps)?;
+        let hinted = hinted_configs(&transpose.plain, plan.hinted);
+        transpose.hinted = self.sweep_transpose(sweeps, output, &hinted, self.t_maps)?;
+        Ok(SweptKernels { bulk, copy, transpose })
+    }
+
+    /// The slots of `specs` (input, then output) with the L2 promotion `l2`.
+    fn promoted_maps(&self, (map_in, map_out): (TiledSpec, TiledSpec), l2: L2Promotion) -> Result<Maps> {
+        Ok((promoted(self.lab, map_in, l2)?, promoted(self.lab, map_out, l2)?))
+    }
+
+    /// The tensor maps' L2 promotion at each kernel's fastest configuration (`best`), every
+    /// setting checked, then timed; the rows use the fastest (maps of both matrices promoted
+    /// alike).
+    fn promotions(&self, sweeps: &mut Sweeps, output: &mut DeviceBuffer<f32>, best: Fastest) -> Result<Promotions> {
+        let copy_specs = copy_specs(self.stored_in, self.addrs, (best.copy.box_rows, best.copy.box_cols));
+        let mut l2s = Promotions { copy: Vec::new(), transpose: Vec::new() };
+        for &l2 in &self.plan.promotions {
+            let maps = self.promoted_maps(copy_specs, l2)?;
+            let points = self.sweep_copy(sweeps, output, &[best.copy], |_| maps)?;
+            l2s.copy.extend(points.into_iter().map(|p| (l2, p)));
+            let maps = self.promoted_maps(self.t_specs, l2)?;
+            let points = self.sweep_transpose(sweeps, output, &[best.transpose], maps)?;
+            l2s.transpose.extend(points.into_iter().map(|p| (l2, p)));
+        }
+        Ok(l2s)
+    }
+
+    /// The kernel rows, each pipelined kernel at its fastest configuration (`best`) and L2
+    /// promotion (of `l2`); and the swizzle table's rows.
+    fn kernel_rows(
+        &self,
+        output: &mut DeviceBuffer<f32>,
+        best: Fastest,
+        l2: &Promotions,
+    ) -> Result<(Vec<KernelRow>, Vec<SwizzleRow>)> {
+        let (copy_l2, transpose_l2) = (fastest_promotion(&l2.copy), fastest_promotion(&l2.transpose));
+        let copy_specs = copy_specs(self.stored_in, self.addrs, (best.copy.box_rows, best.copy.box_cols));
+        let copy_maps = self.promoted_maps(copy_specs, copy_l2)?;
+        let map_out_t = promoted(self.lab, self.t_specs.1, transpose_l2)?;
+        let mut kernels = self.copy_rows(output, best, copy_maps, copy_l2)?;
+        let (transposes, swizzles) = self.swizzle_rows(output, best.transpose, map_out_t, transpose_l2)?;
+        kernels.extend(transposes);
+        Ok((kernels, swizzles))
+    }
+
+    /// The rows of the LSU copy, the 1-D bulk and the tensor copy at their fastest
+    /// configurations (`best`; the tensor copy through `maps`, promoted by `l2`), then the LSU
+    /// transpose.
+    fn copy_rows(
+        &self,
+        output: &mut DeviceBuffer<f32>,
+        best: Fastest,
+        maps: Maps,
+        l2: L2Promotion,
+    ) -> Result<Vec<KernelRow>> {
+        let (r, pitch) = (self.r, self.pitch);
+        // Launches hold device addresses, not borrows: built before `reset` borrows the output.
+        let copies: [Row; 3] = [
+            (
+                launches::copy(transpose::shapes::copy(r, pitch), self.input, output, r, pitch),
+                Path::Lsu(4 * 4),
+                "LSU copy: 4 floats per thread through registers",
+            ),
+            (
+                self.bulk(&best.bulk, output),
+                Path::Ring(best.bulk),
+                "1-D cp.async.bulk through shared buffers (the sweep's fastest configuration)",
+            ),
+            (
+                self.copy(&best.copy, maps),
+                Path::Ring(best.copy),
+                "2-D tensor copies through shared buffers (the sweep's fastest configuration)",
+            ),
+        ];
+        let shape = transpose::shapes::transpose_vectorized(r, pitch);
+        let lsu_transpose = launches::transpose_vectorized(shape, self.input, output, r, pitch);
+        let mut kernels = Vec::new();
+        for row in copies {
+            let extra = match row.1 {
+                Path::Ring(p) if p.box_rows > 1 => format!("; L2 promotion {}", l2.name()),
+                _ => String::new(),
+            };
+            kernels.push(self.timed(output, row, &extra, self.size.clone(), &self.copied)?);
+        }
+        let row = (lsu_transpose, Path::Lsu(16 * 4), "LSU transpose: 64x65 tile, 128-bit loads and stores");
+        kernels.push(self.timed(output, row, "; shared column read 2-way", self.size.clone(), &self.lsu_transposed)?);
+        Ok(kernels)
+    }
+
+    /// `tma_transpose`'s rows at `best` under every swizzle mode, the input's map promoted by
+    /// `l2` beside the output's `map_out`; each with the bank model's column reads.
+    fn swizzle_rows(
+        &self,
+        output: &DeviceBuffer<f32>,
+        best: Pipeline,
+        map_out: MapSlot,
+        l2: L2Promotion,
+    ) -> Result<(Vec<KernelRow>, Vec<SwizzleRow>)> {
+        let (mut kernels, mut rows) = (Vec::new(), Vec::new());
+        for swizzle in Swizzle::ALL {
+            let mode = swizzle.mode();
+            let map = promoted(self.lab, spec(self.addrs.0, self.stored_in, box_cols(mode), swizzle), l2)?;
+            let (plain, swizzled, ideal) = column_read_wavefronts(mode);
+            let row = (
+                self.transpose(&best, (map, map_out), mode),
+                Path::Ring(best),
+                "tensor-copy transpose: tiles in and out by TMA, transposed in shared memory (the sweep's fastest configuration)",
+            );
+            let extra = format!("; float4 column read {}-way; L2 promotion {}", swizzled / ideal, l2.name());
+            let size = format!("{} swizzle {}", self.size, swizzle.name());
+            let row = self.timed(output, row, &extra, size, &self.transposed)?;
+            let (ms, gbs, check) = (row.timing.median_ms, row.rate.value(), row.check.summary("exact"));
+            rows.push(SwizzleRow { swizzle, plain, swizzled, ideal, ms, gbs, check });
+            kernels.push(row);
+        }
+        Ok((kernels, rows))
+    }
+
+    /// `row` measured, its output checked exactly against `want`; its prediction the bytes in
+    /// flight of its path, then `extra`.
+    fn timed(
+        &self,
+        output: &DeviceBuffer<f32>,
+        (launch, path, lesson): Row,
+        extra: &str,
+        size: String,
+        want: &Expected,
+    ) -> Result<KernelRow> {
+        // The LSU kernels and the 1-D bulk copy (boxes of one row) move the padded rows; the
+        // tensor maps the matrix.
+        let moved = match path {
+            Path::Lsu(_) => self.padded_bytes,
+            Path::Ring(p) if p.box_rows == 1 => self.padded_bytes,
+            _ => self.bytes,
+        };
+        let work = Work::global_bytes(moved);
+        let run = KernelRun { launch, lesson, prediction: String::new(), work, size, reset: &|| poison(output) };
+        let check = || want.check(&self.lab.gpu, &mut self.staging.borrow_mut(), output);
+        let row = measure(self.lab, run, || Ok((check()?, "exact")))?;
+        Ok(KernelRow { prediction: path.in_flight(&row) + extra, ..row })
+    }
+
+    /// The notes up to the curve's: the padding, the goals, each sweep, bytes in flight, the L2
+    /// hint and the L2 promotions.
+    fn notes(&self, kernels: &[KernelRow], memcpy: Option<f64>, swept: &SweptKernels, l2: &Promotions) -> Vec<String> {
+        let mut notes: Vec<String> = padding_note(self.stored_in, self.stored_out).into_iter().collect();
+        notes.extend(goal_notes(kernels, memcpy));
+        for (kernel, points) in swept.plain() {
+            notes.extend(sweep_note(kernel, points, memcpy));
+        }
+        let lsu_copy = &kernels[0];
+        let lsu_kib = f64::from(16 * lsu_copy.shape.threads_per_block() * lsu_copy.occupancy.active_blocks) / 1024.0;
+        notes.extend(in_flight_note((lsu_kib, lsu_copy.rate.value()), &swept.copy.plain, memcpy));
+        notes.push(HINT_NOTE.into());
+        for (kernel, swept) in swept.by_kernel() {
+            notes.extend(hint_note(kernel, swept));
+        }
+        notes.push(promotion_note("tma_copy", &l2.copy));
+        notes.push(promotion_note("tma_transpose", &l2.transpose));
+        notes
+    }
+}
+
+/// The charts' series: the bulk-copy curve (one per blocks per SM), the swizzle modes
+/// ([`swizzle_series`]), then each sweep's own points ([`pipeline_series`]).
+fn series(curve: &[Point], swizzles: &[SwizzleRow], swept: &SweptKernels) -> Vec<Series> {
+    let mut series: Vec<Series> = BULK_BLOCKS_PER_SM
+        .iter()
+        .map(|&k| {
+            let points = curve
+                .iter()
+                .filter(|p| p.config.blocks == Blocks::PerSm(k))
+                .map(|p| (p.config.box_bytes() as f64, p.gbs, format!("{} KiB", p.config.box_bytes() / 1024)));
+            Series::labelled(&curve_series_name(k), "bytes per copy", "GB/s (read + written)", points)
+        })
+        .collect();
+    series.extend(swizzle_series(swizzles));
+    for (kernel, points) in swept.plain() {
+        series.extend(pipeline_series(kernel, points));
+    }
+    series
+}
+
+/// The swizzle chart: `tma_transpose`'s time per mode against the fastest mode's, and the bank
+/// model's column-read wavefronts per ideal with the map's swizzle and without.
+fn swizzle_series(rows: &[SwizzleRow]) -> [Series; 3] {
+    let fastest = rows.iter().map(|r| r.ms).fold(f64::INFINITY, f64::min);
+    let by_mode = |name: &str, y: &str, value: &dyn Fn(&SwizzleRow) -> f64| {
+        let points = rows.iter().map(|r| (r.swizzle.mode() as f64, value(r), r.swizzle.name()));
+        Series::labelled(name, "swizzle mode", y, points)
+    };
+    [
+        by_mode(names::MEASURED, "tma_transpose time / fastest mode", &|r| r.ms / fastest),
+        by_mode(names::BANK_MODEL, "column read: wavefronts / ideal", &|r| (r.swizzled / r.ideal) as f64),
+        by_mode(UNSWIZZLED_MODEL, "column read: wavefronts / ideal", &|r| (r.plain / r.ideal) as f64),
+    ]
+}
+
+/// The swizzle table: header and a row per mode.
+fn swizzle_table(rows: &[SwizzleRow]) -> (Vec<String>, Vec<Vec<String>>) {
     let header = [
         "swizzle",
         "box (rows x f32)",
@@ -547,71 +784,21 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         "GB/s",
         "check",
     ];
-    let sweep_rows = swizzle_rows
+    let cells = rows
         .iter()
-        .map(|(sw, plain, swizzled, ideal, ms, gbs, check)| {
+        .map(|r| {
             vec![
-                sw.name(),
-                format!("64 x {}", box_cols(sw.mode())),
-                format!("{}-way ({plain} wavefronts)", plain / ideal),
-                format!("{}-way ({swizzled} wavefronts)", swizzled / ideal),
-                format!("{ms:.3}"),
-                format!("{gbs:.0}"),
-                check.clone(),
+                r.swizzle.name(),
+                format!("64 x {}", box_cols(r.swizzle.mode())),
+                format!("{}-way ({} wavefronts)", r.plain / r.ideal, r.plain),
+                format!("{}-way ({} wavefronts)", r.swizzled / r.ideal, r.swizzled),
+                format!("{:.3}", r.ms),
+                format!("{:.0}", r.gbs),
+                r.check.clone(),
             ]
         })
         .collect();
-    let fastest_mode = swizzle_rows.iter().map(|r| r.4).fold(f64::INFINITY, f64::min);
-    let mut series: Vec<Series> = curve.collect();
-    series.push(Series::labelled(
-        names::MEASURED,
-        "swizzle mode",
-        "tma_transpose time / fastest mode",
-        swizzle_rows.iter().map(|r| (r.0.mode() as f64, r.4 / fastest_mode, r.0.name())),
-    ));
-    series.push(Series::labelled(
-        names::BANK_MODEL,
-        "swizzle mode",
-        "column read: wavefronts / ideal",
-        swizzle_rows.iter().map(|r| (r.0.mode() as f64, (r.2 / r.3) as f64, r.0.name())),
-    ));
-    series.push(Series::labelled(
-        UNSWIZZLED_MODEL,
-        "swizzle mode",
-        "column read: wavefronts / ideal",
-        swizzle_rows.iter().map(|r| (r.0.mode() as f64, (r.1 / r.3) as f64, r.0.name())),
-    ));
-    let memcpy = inputs.memcpy_gbs();
-    // The sweeps' own points for their charts and notes: the hinted re-runs of the fastest
-    // points have a note of their own.
-    let sweeps_plain =
-        [("tma_bulk_copy", &bulk.plain), ("tma_copy", &copy.plain), ("tma_transpose", &transpose_sweep.plain)];
-    for (kernel, points) in sweeps_plain {
-        series.extend(pipeline_series(kernel, points));
-    }
-    let mut notes: Vec<String> = padding_note(stored_in, stored_out).into_iter().collect();
-    notes.extend(goal_notes(&kernels, memcpy));
-    for (kernel, points) in sweeps_plain {
-        notes.extend(sweep_note(kernel, points, memcpy));
-    }
-    let lsu_copy = &kernels[0];
-    let lsu_kib = f64::from(16 * lsu_copy.shape.threads_per_block() * lsu_copy.occupancy.active_blocks) / 1024.0;
-    notes.extend(in_flight_note((lsu_kib, lsu_copy.rate.value()), &copy.plain, memcpy));
-    notes.push(HINT_NOTE.into());
-    for (kernel, swept) in [("tma_bulk_copy", &bulk), ("tma_copy", &copy), ("tma_transpose", &transpose_sweep)] {
-        notes.extend(hint_note(kernel, swept));
-    }
-    notes.push(promotion_note("tma_copy", &copy_l2));
-    notes.push(promotion_note("tma_transpose", &transpose_l2));
-    notes.push(curve_note(&curve_points));
-    notes.extend(sweeps.left_out_note());
-    Ok(section(
-        kernels,
-        Some((header.iter().map(|s| s.to_string()).collect(), sweep_rows)),
-        sweeps.checks,
-        notes,
-        series,
-    ))
+    (header.iter().map(|s| s.to_string()).collect(), cells)
 }
 
 /// How a kernel gets its data into shared memory (or registers), and the bytes one block keeps
