@@ -6,8 +6,12 @@
 //! Since nothing then resolves from the `libcuda.so` the build links against, the linker's
 //! `--as-needed` (rustc's default on Linux) leaves it out of the binary's needed libraries:
 //! `--help`, `occupancy`, `inspect`, `report` run anywhere, and a GPU command on a machine
-//! without a driver ends with [`library`]'s one-line refusal. Why this and not lazy binding or a
-//! launcher: ARCHITECTURE.md, "Starting without a driver".
+//! without a driver ends with [`library`]'s one-line refusal.
+//!
+//! Other means, and why not: removing the needed entry after the link (patchelf) and relying on
+//! lazy binding breaks under `LD_BIND_NOW`, full RELRO and any address-taken driver function,
+//! and needs a post-link step, so the binary cargo tests would differ from the bundled one; a
+//! launcher that runs a second, driver-linked binary makes the bundle two files.
 //!
 //! A driver function cust starts calling, that is missing from [`forward!`]'s list below, is
 //! resolved from `libcuda.so` again, and the binary needs the driver to start:
