@@ -1,9 +1,12 @@
-//! `unsafe` stays in the device API: lines that mention `unsafe` in the lesson files
+//! `unsafe` stays in the device API, or says why: lines that mention `unsafe` in the lesson files
 //! (`kernels-gpu/src/**/*.rs` outside `device.rs` and `device/`), target 0.
 //!
-//! The lessons written on the API (`copy` and the transposes, the matmuls, the probes, the
-//! hierarchy and L2 probes, the clusters and TMA lessons, and the whole SGEMM ladder) have 0.
-//! Only [`RAW_BY_DESIGN`] may have some, exactly the count listed.
+//! The lessons written on the typed API (`copy` and the transposes, the matmuls, the probes, the
+//! hierarchy and L2 probes, the clusters and TMA lessons) have 0. Only [`RAW_BY_DESIGN`] and the
+//! SGEMM ladder's files ([`SGEMM_UNSAFE`]) may have some, exactly the count listed; every
+//! `unsafe {` block of the ladder has a `// SAFETY:` comment just above it, and every `unsafe fn`
+//! of the ladder a `# Safety` section in its doc comment. `README.md` states the totals, which
+//! are checked here too.
 
 use std::path::{Path, PathBuf};
 
@@ -19,23 +22,37 @@ const RAW_BY_DESIGN: [(&str, usize, &str); 1] = [(
 
 /// The SGEMM ladder (rungs 2 to 9 and `sgemm/mod.rs`'s shared helpers) is on
 /// `kernels-gpu/src/device/gemm.rs`: the operands (`Gemm`: scalar accesses with their bounds
-/// tests, 128-bit ones on the caller's word, checked in the `checked` build), places in the
-/// dynamic shared memory (`Shared`: 32/64/128-bit accesses, `ldmatrix`), the `cp.async` source
-/// of a tile, the block barrier; with the same PTX (`host/tests/zero_cost.rs`). They are not on
-/// the typed `SharedTile` phases: `cp.async` writes a stage outside the barrier phases (the
-/// write lands at `cp.async.wait_group` plus a barrier, later than the instruction), the stages
-/// are a ring of 2 to 4 tiles whose phases differ per stage, and `ldmatrix` reads a tile into
-/// another lane's registers; so `device::gemm` states the phase discipline as an invariant
-/// instead of a type.
-const SGEMM_FILES: [&str; 8] = [
-    "sgemm/mod.rs",
-    "sgemm/scalar.rs",
-    "sgemm/vector.rs",
-    "sgemm/async_copy.rs",
-    "sgemm/copy.rs",
-    "sgemm/staged.rs",
-    "sgemm/tuned.rs",
-    "sgemm/tensor.rs",
+/// tests; 128-bit ones, `unsafe fn`, on the caller's word, checked in the `checked` build),
+/// places in the dynamic shared memory (`Shared`: made by the `unsafe fn`s `Shared::at` and
+/// `Shared::add`, whose callers vouch for its safe 32/64/128-bit accesses and `ldmatrix`), the
+/// `cp.async` source of a tile (`copy_chunk_inside`, `unsafe fn`, for interior chunks), the block
+/// barrier; with the same PTX (`host/tests/zero_cost.rs`). They are not on the typed
+/// `SharedTile` phases: `cp.async` writes a stage outside the barrier phases (the write lands at
+/// `cp.async.wait_group` plus a barrier, later than the instruction), the stages are a ring of 2
+/// to 4 tiles whose phases differ per stage, and `ldmatrix` reads a tile into another lane's
+/// registers; so `device::gemm` states the phase discipline as an invariant instead of a type.
+///
+/// Each file's lines that mention `unsafe`, exactly, and why: calls of `device::gemm`'s
+/// `unsafe fn`s, each `unsafe {` with its `// SAFETY:` reason, and the ladder's own `unsafe fn`
+/// helpers that exist to make such a call under a precondition of their caller.
+const SGEMM_UNSAFE: [(&str, usize, &str); 9] = [
+    ("sgemm/mod.rs", 2, "`store_results` (`unsafe fn`: its caller's columns are multiples of 4) and its `store4_c`"),
+    ("sgemm/scalar.rs", 6, "rungs 2 and 3: the tiles' places (`Shared::at`, `Shared::add`)"),
+    (
+        "sgemm/vector.rs",
+        14,
+        "rungs 4 to 6: interior 128-bit loads and stores, the tiles' places, `Stage::nth` (`unsafe fn`) and its calls",
+    ),
+    ("sgemm/async_copy.rs", 4, "rung 7: `copy_chunk_inside` on interior steps, the stages it fills and reads"),
+    ("sgemm/copy.rs", 2, "`copy_tile` (`unsafe fn`: its caller's places) and its `Shared::add`"),
+    (
+        "sgemm/staged.rs",
+        12,
+        "rung 8 `Registers`: interior 128-bit loads, the stages' places (`stage`, `unsafe fn`), `store_results`",
+    ),
+    ("sgemm/tuned.rs", 7, "rung 8 `AsyncCopy`: the stages' places, `copy_tile`, `store_results`"),
+    ("sgemm/tensor.rs", 5, "rung 9: the stages' places, `copy_tile`, the `ldmatrix` and fragment places"),
+    ("sgemm/split_k.rs", 0, "on `Tiles::registers_tile` and the typed views"),
 ];
 
 /// Every `.rs` file under `dir`, as paths relative to `root`.
@@ -55,6 +72,27 @@ fn unsafe_lines(text: &str) -> usize {
     text.lines().filter(|l| l.contains("unsafe")).count()
 }
 
+/// The comment lines (`//`, `///`) just above line `i` of `lines`, nearest first.
+fn comments_above<'a>(lines: &[&'a str], i: usize) -> impl Iterator<Item = &'a str> {
+    lines[..i].iter().rev().map(|l| l.trim_start()).take_while(|l| l.starts_with("//"))
+}
+
+/// The lines (from 1) of `text` that open an `unsafe {` block with no `// SAFETY:` comment among
+/// the comment lines just above, and those that declare an `unsafe fn` with no `# Safety`
+/// section in the doc comment (and attributes) just above.
+fn unjustified_unsafe(text: &str) -> Vec<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let block = |i: usize| comments_above(&lines, i).any(|l| l.starts_with("// SAFETY:"));
+    let function = |i: usize| {
+        let above = lines[..i].iter().rev().map(|l| l.trim_start());
+        above.take_while(|l| l.starts_with("///") || l.starts_with("#[")).any(|l| l == "/// # Safety")
+    };
+    (0..lines.len())
+        .filter(|&i| (lines[i].contains("unsafe {") && !block(i)) || (lines[i].contains("unsafe fn") && !function(i)))
+        .map(|i| i + 1)
+        .collect()
+}
+
 #[test]
 fn lesson_files_hold_no_unsafe_beyond_the_listed_ones() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels-gpu/src");
@@ -71,16 +109,43 @@ fn lesson_files_hold_no_unsafe_beyond_the_listed_ones() {
         .collect();
     assert!(lessons.iter().any(|(f, _)| f == "transpose.rs") && lessons.len() >= 9, "{lessons:?}");
     for (file, n) in &lessons {
-        match RAW_BY_DESIGN.iter().find(|(raw, ..)| raw == file) {
-            // Exactly: fewer would mean the raw kernel lost what it shows, more new raw code.
-            Some((_, most, why)) => assert_eq!(n, most, "kernels-gpu/src/{file} is raw by design ({why})"),
+        let listed = RAW_BY_DESIGN.iter().chain(&SGEMM_UNSAFE).find(|(name, ..)| name == file);
+        match listed {
+            // Exactly: fewer would mean the raw kernel lost what it shows (or a ladder file's
+            // count went stale), more new unsafe code.
+            Some((_, count, why)) => {
+                assert_eq!(n, count, "kernels-gpu/src/{file}: lines with `unsafe`, listed for: {why}")
+            }
             None => assert_eq!(*n, 0, "kernels-gpu/src/{file}: {n} lines with `unsafe` (move them into device/)"),
         }
     }
     // Every lesson named here exists, so a renamed file cannot leave the count unchecked.
     let has = |f: &str| lessons.iter().any(|(l, _)| l == f);
-    for file in SGEMM_FILES.iter().chain(&["transpose.rs", "matmul.rs", "probes.rs", "hierarchy.rs", "l2.rs"]) {
+    let named = SGEMM_UNSAFE.iter().map(|(f, ..)| *f);
+    for file in named.chain(["transpose.rs", "matmul.rs", "probes.rs", "hierarchy.rs", "l2.rs"]) {
         assert!(has(file), "kernels-gpu/src/{file} is gone: update this test");
+    }
+}
+
+#[test]
+fn the_readme_states_these_counts() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+    let text = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let race = RAW_BY_DESIGN[0].1;
+    let lines: usize = SGEMM_UNSAFE.iter().map(|(_, n, _)| n).sum();
+    let files = SGEMM_UNSAFE.iter().filter(|(_, n, _)| *n > 0).count();
+    for claim in [format!("{race} lines in `race.rs`"), format!("{lines} lines in {files} files of the SGEMM ladder")] {
+        assert!(text.contains(&claim), "README.md (\"Safe kernels at zero cost\") should say: {claim}");
+    }
+}
+
+#[test]
+fn every_unsafe_of_the_sgemm_ladder_says_why() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels-gpu/src");
+    for (file, ..) in SGEMM_UNSAFE {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let bare = unjustified_unsafe(&text);
+        assert!(bare.is_empty(), "kernels-gpu/src/{file}: lines {bare:?} lack their `// SAFETY:` or `# Safety`");
     }
 }
 
@@ -103,4 +168,27 @@ fn the_raw_kernel_by_design_is_the_race_lessons_and_nothing_else() {
 fn the_counter_sees_unsafe_blocks_functions_and_attributes() {
     let text = "#[unsafe(no_mangle)]\npub unsafe extern \"ptx-kernel\" fn k() {\n    let v = 1;\n    unsafe { f() }\n}";
     assert_eq!(unsafe_lines(text), 3);
+}
+
+#[test]
+fn the_safety_check_sees_a_block_or_function_without_its_reason() {
+    let text = "\
+/// Doc.
+///
+/// # Safety
+///
+/// `i` is in bounds.
+#[inline(always)]
+unsafe fn f(i: u32) {
+    // SAFETY: the caller's word,
+    // on two lines.
+    unsafe { g(i) };
+    // A comment, not a reason.
+    unsafe { g(i) };
+    let x = 1;
+    unsafe { g(x) };
+}
+/// No safety section.
+pub(super) unsafe fn h() {}";
+    assert_eq!(unjustified_unsafe(text), [12, 14, 17]);
 }

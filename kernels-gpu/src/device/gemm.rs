@@ -1,7 +1,7 @@
-//! What the SGEMM ladder (`sgemm/`) needs beneath its lessons, behind safe signatures: the
-//! operands of one product ([`Gemm`]), a place in the block's dynamic shared
-//! memory ([`Shared`]: plain, 64- and 128-bit loads and stores, `ldmatrix`), the `cp.async`
-//! source of a tile ([`AsyncSource`]) and the block barrier of the ladder ([`block_barrier`]).
+//! What the SGEMM ladder (`sgemm/`) needs beneath its lessons: the operands of one product
+//! ([`Gemm`]), a place in the block's dynamic shared memory ([`Shared`]: plain, 64- and 128-bit
+//! loads and stores, `ldmatrix`), the `cp.async` source of a tile ([`AsyncSource`]) and the
+//! block barrier of the ladder ([`block_barrier`]).
 //! The wrappers compile to the raw-pointer code they replace (`host/tests/zero_cost.rs` pins
 //! every `sgemm_*` entry's memory instructions and registers).
 //!
@@ -12,16 +12,16 @@
 //!    module doc of `sgemm`); for a split-K launch ([`Gemm::partial`]) `C` is one `m x n` slice of
 //!    the workspace. The `*_or_zero`/`store_c` accessors check their index; the vector
 //!    ones ([`Gemm::load4_a`], [`Gemm::load4_b`], [`Gemm::store4_c`]) take the caller's word
-//!    that the 4 elements lie inside one row (checked only in the `checked` build, which traps);
-//!    so does [`AsyncSource::copy_chunk_inside`] for its 16 bytes. By Rust's rules these, and
-//!    [`Shared::at`]/[`Shared::add`] for invariant 2, would be `unsafe fn`: a safe caller that
-//!    breaks the invariant reads or writes out of bounds in the release build. They stay safe
-//!    in signature so that the lesson files hold no `unsafe`, and each caller proves its
-//!    condition where it calls them (the interior tests of `sgemm/`); the API's typed views and
-//!    tiles, not these, are the lab's example of bounds the types enforce.
+//!    that the 4 elements lie inside one row (checked only in the `checked` build, which traps),
+//!    and so does [`AsyncSource::copy_chunk_inside`] for its 16 bytes. These, and
+//!    [`Shared::at`]/[`Shared::add`] for invariant 2, are `unsafe fn`: a caller that breaks the
+//!    invariant reads or writes out of bounds in the release build. Every call site in the
+//!    lesson files (`sgemm/`) carries its `// SAFETY:` reason, most often an interior test; the
+//!    API's typed views and tiles, not these, are the lab's example of bounds the types enforce.
 //! 2. **Shared memory.** Every [`Shared`] place lies inside the dynamic shared bytes the
 //!    launch gives (the configuration's `smem_bytes`, `memlab_contracts::sgemm`), aligned to
-//!    its access (checked in the `checked` build against `%dynamic_smem_size`).
+//!    its access (checked in the `checked` build against `%dynamic_smem_size`): the callers of
+//!    [`Shared::at`]/[`Shared::add`] vouch for it.
 //! 3. **Phases.** A stage is written (by stores or by `cp.async`) only between the barrier that
 //!    ends its last read and the barrier (after `cp.async.wait_group`) that publishes it; the
 //!    ladder's loops keep this by construction (`sgemm/copy.rs`'s `pipeline`, the two stages
@@ -105,26 +105,41 @@ impl Gemm {
         }
     }
 
-    /// `A[row][col .. col + 4]` by one 128-bit load. The caller has established that the 4
-    /// elements lie inside row `row` of `A` and that `k` and `col` are multiples of 4.
+    /// `A[row][col .. col + 4]` by one 128-bit load, with no bounds test (checked only in the
+    /// `checked` build, which traps).
+    ///
+    /// # Safety
+    ///
+    /// The 4 elements lie inside one row of `A`: `row < m` and `col + 4 <= k`; and `k` and `col`
+    /// are multiples of 4, so that the load is 16-byte aligned (invariant 1 of the module).
     #[inline(always)]
-    pub fn load4_a(&self, row: u32, col: u32) -> [f32; 4] {
+    pub unsafe fn load4_a(&self, row: u32, col: u32) -> [f32; 4] {
         check(row < self.m && col + 4 <= self.k && self.k % 4 == 0 && col % 4 == 0);
         // SAFETY: 4 floats inside the matrix, 16-byte aligned (invariant 1 and the caller's word).
         unsafe { load4(self.a.add((row * self.k + col) as usize)) }
     }
 
     /// `B[row][col .. col + 4]` by one 128-bit load; as [`Gemm::load4_a`] with `n` for `k`.
+    ///
+    /// # Safety
+    ///
+    /// The 4 elements lie inside one row of `B`: `row < k` and `col + 4 <= n`; and `n` and `col`
+    /// are multiples of 4 (invariant 1 of the module).
     #[inline(always)]
-    pub fn load4_b(&self, row: u32, col: u32) -> [f32; 4] {
+    pub unsafe fn load4_b(&self, row: u32, col: u32) -> [f32; 4] {
         check(row < self.k && col + 4 <= self.n && self.n % 4 == 0 && col % 4 == 0);
         // SAFETY: as for `load4_a`.
         unsafe { load4(self.b.add((row * self.n + col) as usize)) }
     }
 
     /// `C[row][col .. col + 4] = v` by one 128-bit store; as [`Gemm::load4_a`] for `C`.
+    ///
+    /// # Safety
+    ///
+    /// The 4 elements lie inside one row of `C`: `row < m` and `col + 4 <= n`; and `n` and `col`
+    /// are multiples of 4 (invariant 1 of the module).
     #[inline(always)]
-    pub fn store4_c(&self, row: u32, col: u32, v: [f32; 4]) {
+    pub unsafe fn store4_c(&self, row: u32, col: u32, v: [f32; 4]) {
         check(row < self.m && col + 4 <= self.n && self.n % 4 == 0 && col % 4 == 0);
         // SAFETY: as for `load4_a`.
         unsafe { store4(self.c.add((row * self.n + col) as usize), v) }
@@ -146,22 +161,39 @@ impl Gemm {
 }
 
 /// A place in the block's dynamic shared memory, in floats from its start (invariants 2 and 3
-/// of the module). Copy, like the address it is.
+/// of the module). Copy, like the address it is. Only the `unsafe` [`Shared::at`] and
+/// [`Shared::add`] make one, and their callers vouch for every access made through it: so its
+/// accesses ([`Shared::load`], .., [`Shared::ldmatrix_x4`]) are safe.
 #[derive(Clone, Copy)]
 pub struct Shared(*mut f32);
 
 impl Shared {
     /// Float `i` of the block's dynamic shared memory.
+    ///
+    /// # Safety
+    ///
+    /// The place lies inside the launch's dynamic shared bytes, is aligned for every access
+    /// made through it (or through a place [`Shared::add`] derives from it, which inherits
+    /// these conditions), and every such access keeps the phase discipline of invariant 3 of
+    /// the module: [`Shared::load`], [`Shared::store`], [`Shared::ldmatrix_x4`] and the others
+    /// are safe because they rely on this.
     #[inline(always)]
-    pub fn at(i: u32) -> Self {
-        Self(arch::dynamic_shared::<f32>()).add(i)
+    pub unsafe fn at(i: u32) -> Self {
+        // SAFETY: the caller's word (as above) for the place `i` floats from the start.
+        unsafe { Self(arch::dynamic_shared::<f32>()).add(i) }
     }
 
     /// The place `i` floats further on.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Shared::at`], for the new place: it lies inside the launch's dynamic shared
+    /// bytes, aligned for every access made through it, and every such access keeps the phase
+    /// discipline of invariant 3 of the module.
     #[inline(always)]
-    pub fn add(self, i: u32) -> Self {
-        // SAFETY: every place lies inside the dynamic shared memory (invariant 2; its accesses
-        // are checked in the `checked` build).
+    pub unsafe fn add(self, i: u32) -> Self {
+        // SAFETY: the new place lies inside the dynamic shared memory, the same allocation as
+        // `self` (the caller's word; its accesses are checked in the `checked` build).
         Self(unsafe { self.0.add(i as usize) })
     }
 
@@ -258,18 +290,25 @@ impl AsyncSource {
                 let inside = row < self.rows && col + q < self.cols;
                 // SAFETY: inside the matrix (invariant 1).
                 let src = if inside { unsafe { self.ptr.add((row * self.cols + col + q) as usize) } } else { self.ptr };
-                // SAFETY: as above, 4 bytes.
+                // SAFETY: as above, 4 bytes; `dst + q` (`q < 4`) lies inside the 16 bytes this
+                // copy writes at `dst`, which `dst`'s maker vouched for (`Shared::add`).
                 unsafe { super::cp_async::<4>(dst.add(q).0, src, if inside { 4 } else { 0 }) };
             }
         }
     }
 
     /// Starts the copy of the 4 floats at `(row, col ..)` to `dst` by one 16-byte copy with no
-    /// bounds test: the caller has established that they lie inside row `row` and that `cols`
-    /// and `col` are multiples of 4 (as for [`Gemm::load4_a`]; checked only in the `checked`
-    /// build, which traps). `dst` as for [`AsyncSource::copy_chunk`].
+    /// bounds test (checked only in the `checked` build, which traps). `dst` as for
+    /// [`AsyncSource::copy_chunk`].
+    ///
+    /// # Safety
+    ///
+    /// The 16 bytes lie inside the source matrix, in one row: `row < rows` and `col + 4 <=
+    /// cols`, with `cols` and `col` multiples of 4 (invariant 1 of the module, as for
+    /// [`Gemm::load4_a`]); and `dst` is a 16-byte-aligned place of a stage being written
+    /// (invariants 2 and 3).
     #[inline(always)]
-    pub fn copy_chunk_inside(&self, dst: Shared, row: u32, col: u32) {
+    pub unsafe fn copy_chunk_inside(&self, dst: Shared, row: u32, col: u32) {
         dst.check(16);
         check(row < self.rows && col + 4 <= self.cols && self.cols % 4 == 0 && col % 4 == 0);
         // SAFETY: 16 readable, 16-byte aligned bytes (invariant 1 and the caller's word).

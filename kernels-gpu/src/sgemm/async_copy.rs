@@ -30,7 +30,11 @@ impl Stage<A_PITCH> {
         let (br, bc) = block.b_at(t, k0);
         let (src, dst) = (block.g.b_source(), self.b_slot(t));
         if block.interior(k0) {
-            src.copy_chunk_inside(dst, br, bc);
+            // SAFETY: interior step (`Block::interior`: the tile inside `C`, `n` a multiple of 4,
+            // `k0 + BK <= k`), `t < 256` (the caller's `thread_idx_x()`): `br < k0 + BK <= k`,
+            // `bc + 4 <= col0 + TILE <= n`, `bc` a multiple of 4; `dst` is this thread's 16-byte
+            // slot of a stage being written (`Stage::b_slot`, the loop's phases).
+            unsafe { src.copy_chunk_inside(dst, br, bc) };
         } else {
             src.copy_chunk(dst, br, bc);
         }
@@ -65,7 +69,9 @@ pub fn sgemm_7_async_copy(a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>,
     // so that the count of groups always matches the count of steps.
     for s in 0..STAGES - 1 {
         if s < steps {
-            let stage = Stage::<A_PITCH>::nth(s);
+            // SAFETY: stage `s < STAGES - 1` of the launch's `STAGES`, filled before any read;
+            // the barrier after its group's wait publishes it.
+            let stage = unsafe { Stage::<A_PITCH>::nth(s) };
             stage.copy_b(&block, t, s * BK);
             stage.put_a(t, block.fetch_a(t, s * BK));
         }
@@ -80,14 +86,18 @@ pub fn sgemm_7_async_copy(a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>,
         // has finished step s - 1, whose stage is filled next.
         cp_async_wait::<{ STAGES - 2 }>();
         block_barrier();
-        let (next, to) = (s + STAGES - 1, Stage::<A_PITCH>::nth(fill));
+        // SAFETY: `fill < STAGES` (a ring index), the stage read in step s - 1, which every
+        // thread finished before the barrier above; published after a later wait and barrier.
+        let (next, to) = (s + STAGES - 1, unsafe { Stage::<A_PITCH>::nth(fill) });
         let a_next = if next < steps {
             to.copy_b(&block, t, next * BK);
             Some(block.fetch_a(t, next * BK))
         } else {
             None
         };
-        Stage::<A_PITCH>::nth(read).multiply(place, &mut acc);
+        // SAFETY: `read < STAGES` (a ring index), the stage of step s, published by the wait
+        // and barrier above.
+        unsafe { Stage::<A_PITCH>::nth(read) }.multiply(place, &mut acc);
         if let Some(a_next) = a_next {
             to.put_a(t, a_next);
         }

@@ -7,10 +7,16 @@ use crate::device::{cp_async_commit, cp_async_wait};
 
 /// Starts thread `t`'s copies of the `rows x cols` tile of `src` at `(row0, col0)`: chunks `t`,
 /// `t + threads`, .. of the tile's `rows cols / 4` (row-major, `cols / 4` per row), chunk
-/// `(r, c)` going to `dst + place(r, c)` floats (16-byte aligned, inside the stage). Sizes are
-/// constants of the caller, so the loop unrolls.
+/// `(r, c)` going to `dst + place(r, c)` floats. Sizes are constants of the caller, so the loop
+/// unrolls.
+///
+/// # Safety
+///
+/// `t < threads`, and for every chunk `(r, c)` of the tile (`r < rows`, `c < cols / 4`)
+/// `dst + place(r, c)` is a 16-byte-aligned place inside a stage being written (invariants 2
+/// and 3 of `device::gemm`).
 #[inline(always)]
-pub(super) fn copy_tile(
+pub(super) unsafe fn copy_tile(
     src: &AsyncSource,
     dst: Shared,
     (rows, cols): (u32, u32),
@@ -21,7 +27,9 @@ pub(super) fn copy_tile(
     for i in 0..rows * cols / 4 / threads {
         let chunk = t + i * threads;
         let (r, c) = (chunk / (cols / 4), chunk % (cols / 4));
-        src.copy_chunk(dst.add(place(r, c)), row0 + r, col0 + 4 * c);
+        // SAFETY: `chunk < rows cols / 4` (`t < threads`), so `(r, c)` is a chunk of the tile:
+        // the caller's word for its place.
+        src.copy_chunk(unsafe { dst.add(place(r, c)) }, row0 + r, col0 + 4 * c);
     }
 }
 

@@ -110,9 +110,13 @@ use crate::device::gemm::Gemm;
 /// Stores a thread's `TM x TN` results of rung 8: row `i` at `row(i)`, its columns in chunks of
 /// 4 starting at `col(h)`. One 128-bit store per chunk when `n` is a multiple of 4 (a chunk that
 /// starts inside a row then ends inside it, 16-byte aligned), else 4 guarded scalar ones.
+///
+/// # Safety
+///
+/// `col(h)` is a multiple of 4 for every `h < TN / 4`.
 #[cfg(target_feature = "sm_80")]
 #[inline(always)]
-fn store_results<const TM: usize, const TN: usize>(
+unsafe fn store_results<const TM: usize, const TN: usize>(
     g: &Gemm,
     acc: &[[f32; TN]; TM],
     row: impl Fn(usize) -> u32,
@@ -124,7 +128,9 @@ fn store_results<const TM: usize, const TN: usize>(
             let col = col(h);
             let v = [acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]];
             if g.n % 4 == 0 && row < g.m && col < g.n {
-                g.store4_c(row, col, v);
+                // SAFETY: `row < m`; `col < n` with `col` (the caller's word) and `n` multiples of
+                // 4, so `col + 4 <= n`.
+                unsafe { g.store4_c(row, col, v) };
             } else {
                 unrolled(4, |q| g.store_c(row, col + q as u32, v[q]));
             }

@@ -26,8 +26,12 @@ fn register_blocked<
 >(
     g: Gemm,
 ) {
-    let a_tile = Shared::at(0);
-    let b_tile = a_tile.add(BM * BK);
+    // SAFETY: the `A` tile, floats `0 .. BM BK` of the launch's `(BM + BN) BK` dynamic shared
+    // floats (its launch contract); the loop below writes it only between the barrier that ends
+    // its last read and the one that publishes it, and reads it only after that one (invariant 3).
+    let a_tile = unsafe { Shared::at(0) };
+    // SAFETY: the `B` tile, floats `BM BK .. (BM + BN) BK`; its phases as the `A` tile's.
+    let b_tile = unsafe { a_tile.add(BM * BK) };
     let t = thread_idx_x();
     let (row0, col0) = (block_idx_y() * BM, block_idx_x() * BN);
     let thread_row = (t / (BN / TN as u32)) * TM as u32;
@@ -38,11 +42,14 @@ fn register_blocked<
         // Consecutive threads load consecutive elements of a tile row: coalesced.
         for q in 0..BM * BK / THREADS {
             let e = t + q * THREADS;
-            a_tile.add(e).store(g.a_or_zero(row0 + e / BK, k0 + e % BK));
+            // SAFETY: `e < BM BK` (`t < THREADS` by the launch contract, `q < BM BK / THREADS`):
+            // inside the `A` tile, before the barrier that publishes it.
+            unsafe { a_tile.add(e) }.store(g.a_or_zero(row0 + e / BK, k0 + e % BK));
         }
         for q in 0..BK * BN / THREADS {
             let e = t + q * THREADS;
-            b_tile.add(e).store(g.b_or_zero(k0 + e / BN, col0 + e % BN));
+            // SAFETY: `e < BK BN`, as for the `A` tile: inside the `B` tile.
+            unsafe { b_tile.add(e) }.store(g.b_or_zero(k0 + e / BN, col0 + e % BN));
         }
         block_barrier();
         // BK, TM, TN <= 8: the branches on them fold away.
@@ -52,12 +59,16 @@ fn register_blocked<
                 let mut b = [0.0f32; TN];
                 unroll!(j in 0..8 => {
                     if j < TN {
-                        b[j] = b_tile.add(d * BN + thread_col).add(j as u32).load();
+                        // SAFETY: `d < BK` and `thread_col + j < BN` (`t < THREADS`, `j < TN`):
+                        // inside the `B` tile, after the barrier that published it.
+                        b[j] = unsafe { b_tile.add(d * BN + thread_col).add(j as u32) }.load();
                     }
                 });
                 unroll!(i in 0..8 => {
                     if i < TM {
-                        let a = a_tile.add((thread_row + i as u32) * BK + d).load();
+                        // SAFETY: `thread_row + i < BM` (`t < THREADS`, `i < TM`) and `d < BK`:
+                        // inside the `A` tile, after the barrier that published it.
+                        let a = unsafe { a_tile.add((thread_row + i as u32) * BK + d) }.load();
                         unroll!(j in 0..8 => {
                             if j < TN {
                                 acc[i][j] = fma(a, b[j], acc[i][j]);

@@ -47,9 +47,17 @@ tiles_impl! {
     const STAGE_FLOATS: u32 = BK * Self::PITCH + BK * BN;
 
     /// Stage `i` of the block's dynamic shared memory.
+    ///
+    /// # Safety
+    ///
+    /// `i < 2`, the launch's two stages (`Tuned::smem_bytes`), and every access through the
+    /// stage keeps invariant 3 of `device::gemm`: writes between the barrier that ends its last
+    /// read and the one that publishes it, reads after that one.
     #[inline(always)]
-    fn stage(i: u32) -> Shared {
-        Shared::at(i * Self::STAGE_FLOATS)
+    unsafe fn stage(i: u32) -> Shared {
+        // SAFETY: stage `i` lies inside the shared memory, 16-byte aligned (`STAGE_FLOATS` is a
+        // multiple of 4), its phases kept: the caller's word.
+        unsafe { Shared::at(i * Self::STAGE_FLOATS) }
     }
 
     /// Where this thread's chunk `i` lies in a tile of `cols` floats per row: (row, column).
@@ -68,11 +76,17 @@ tiles_impl! {
         if blk.vector && k0 + BK <= g.k {
             unrolled(Self::A_CHUNKS, |i| {
                 let (r, c) = Self::at(blk, i, BK);
-                a[i] = g.load4_a(blk.row0 + r, k0 + c);
+                // SAFETY: interior step (`vector`: the tile inside `C`, `k` and `n` multiples of
+                // 4; `k0 + BK <= k`) and `blk.t < THREADS` (`registers_tile`'s `thread_idx_x()`),
+                // so `(r, c)` is a chunk of the `BM x BK` tile: `row0 + r < row0 + BM <= m`,
+                // `k0 + c + 4 <= k0 + BK <= k`, `k0 + c` a multiple of 4 (`k0 = s BK`).
+                a[i] = unsafe { g.load4_a(blk.row0 + r, k0 + c) };
             });
             unrolled(Self::B_CHUNKS, |i| {
                 let (r, c) = Self::at(blk, i, BN);
-                b[i] = g.load4_b(k0 + r, blk.col0 + c);
+                // SAFETY: as for `A`, a chunk of the `BK x BN` tile: `k0 + r < k0 + BK <= k`,
+                // `col0 + c + 4 <= col0 + BN <= n`, `col0 + c` a multiple of 4.
+                b[i] = unsafe { g.load4_b(k0 + r, blk.col0 + c) };
             });
         } else {
             unrolled(Self::A_CHUNKS, |i| {
@@ -91,14 +105,20 @@ tiles_impl! {
     /// `B` as it lies (one 128-bit store).
     #[inline(always)]
     fn put(blk: &Staged, st: u32, (a, b): Chunks) {
-        let s = Self::stage(st);
+        // SAFETY: `st < 2` (`registers_tile` passes `first % 2` or `(s + 1) % 2`), written there
+        // after the barrier that ends its last read, before the one that publishes it.
+        let s = unsafe { Self::stage(st) };
         unrolled(Self::A_CHUNKS, |i| {
             let (r, c) = Self::at(blk, i, BK);
-            unrolled(4, |q| s.add((c + q as u32) * Self::PITCH + r).store(a[i][q]));
+            // SAFETY: `(r, c)` is a chunk of the `BM x BK` tile (`blk.t < THREADS`), so
+            // `(c + q) PITCH + r < BK PITCH` (`r < BM < PITCH`): inside the transposed `A` tile.
+            unrolled(4, |q| unsafe { s.add((c + q as u32) * Self::PITCH + r) }.store(a[i][q]));
         });
         unrolled(Self::B_CHUNKS, |i| {
             let (r, c) = Self::at(blk, i, BN);
-            s.add(BK * Self::PITCH + r * BN + c).store4(b[i]);
+            // SAFETY: `(r, c)` is a chunk of the `BK x BN` tile: inside the `B` tile, 16-byte
+            // aligned (`BK PITCH`, `BN` and `c` multiples of 4).
+            unsafe { s.add(BK * Self::PITCH + r * BN + c) }.store4(b[i]);
         });
     }
 
@@ -108,17 +128,24 @@ tiles_impl! {
     #[inline(always)]
     fn multiply(st: u32, (a_off, b_off): (u32, u32), acc: &mut [[f32; TN]; TM]) {
         let (lane_rows, lane_cols) = (WM / TM as u32, WN / TN as u32);
-        let a_s = Self::stage(st).add(a_off);
-        let b_s = Self::stage(st).add(BK * Self::PITCH + b_off);
+        // SAFETY: `st < 2` (`registers_tile` passes `s % 2`), read there after the barrier that
+        // published it; `a_off = wrow + 4 lr < BM`, the thread's first row of the `A` tile.
+        let a_s = unsafe { Self::stage(st).add(a_off) };
+        // SAFETY: as above; `b_off = wcol + 4 lc < BN`, its first column of the `B` tile.
+        let b_s = unsafe { Self::stage(st).add(BK * Self::PITCH + b_off) };
         unrolled(BK as usize, |d| {
             let d = d as u32;
             let (mut av, mut bv) = ([0.0f32; TM], [0.0f32; TN]);
             unrolled(TM / 4, |i| {
-                let v = a_s.add(d * Self::PITCH + 4 * lane_rows * i as u32).load4();
+                // SAFETY: depth `d < BK`, rows `a_off + 4 lane_rows i .. + 4 <= wrow + WM <= BM`
+                // (`lr < lane_rows`, `i < TM / 4`): inside the `A` tile, 16-byte aligned.
+                let v = unsafe { a_s.add(d * Self::PITCH + 4 * lane_rows * i as u32) }.load4();
                 unrolled(4, |q| av[4 * i + q] = v[q]);
             });
             unrolled(TN / 4, |h| {
-                let v = b_s.add(d * BN + 4 * lane_cols * h as u32).load4();
+                // SAFETY: depth `d < BK`, columns `b_off + 4 lane_cols h .. + 4 <= wcol + WN <=
+                // BN` (`lc < lane_cols`, `h < TN / 4`): inside the `B` tile, 16-byte aligned.
+                let v = unsafe { b_s.add(d * BN + 4 * lane_cols * h as u32) }.load4();
                 unrolled(4, |q| bv[4 * h + q] = v[q]);
             });
             unrolled(TM, |i| unrolled(TN, |j| acc[i][j] = fma(av[i], bv[j], acc[i][j])));
@@ -166,6 +193,8 @@ tiles_impl! {
         }
         let row = |i: usize| row0 + wrow + 4 * lr + 4 * lane_rows * (i / 4) as u32 + (i % 4) as u32;
         let col = |h: usize| col0 + wcol + 4 * lc + 4 * lane_cols * h as u32;
-        store_results(&g, &acc, row, col);
+        // SAFETY: `col(h)` is a multiple of 4: `col0 = tx BN` and `wcol`, a multiple of `WN`, are
+        // (`BN` and `WN` are multiples of 4 in every configuration), and so are the other terms.
+        unsafe { store_results(&g, &acc, row, col) };
     }
 }

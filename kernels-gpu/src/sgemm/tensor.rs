@@ -78,15 +78,27 @@ fn tensor_tf32<const SWIZZLE: bool>(g: Gemm) {
     let (row0, col0) = (block_idx_y() * TILE, block_idx_x() * TILE);
     let (am, bm) = (g.a_source(), g.b_source());
     let stage_floats = 2 * TILE * BK;
-    let stage = |i: u32| Shared::at(i * stage_floats);
+    // SAFETY: `i < STAGES`, the launch's stages (`STAGES * stage_floats` floats): only `fill`
+    // and `compute` call it, with the stage indices `pipeline` hands them, and `pipeline` runs
+    // them in the phases of invariant 3 (`fill` writes, `compute` reads).
+    let stage = |i: u32| unsafe { Shared::at(i * stage_floats) };
     let mut acc = [[[0.0f32; 4]; NT]; MT];
     let fill = |st: u32, s: u32| {
         let (a_s, k0) = (stage(st), s * BK);
-        copy_tile(&am, a_s, (TILE, BK), (row0, k0), (t, THREADS), place_a);
-        copy_tile(&bm, a_s.add(TILE * BK), (BK, TILE), (k0, col0), (t, THREADS), place_b);
+        // SAFETY: `t < THREADS` (the launch's block); `place_a` maps the chunks of the
+        // `TILE x BK` tile to `4 j`, `j < TILE BK / 4` (`swizzle_a` permutes inside lines of 8
+        // chunks), and `place_b` those of the `BK x TILE` tile to `r TILE + 4 j`, `j < TILE / 4`
+        // (`swizzle_b_tf32` likewise): multiples of 4 floats inside the stage's `A` and `B`
+        // tiles, in the stage `pipeline` gives `fill` to write.
+        unsafe {
+            copy_tile(&am, a_s, (TILE, BK), (row0, k0), (t, THREADS), place_a);
+            copy_tile(&bm, a_s.add(TILE * BK), (BK, TILE), (k0, col0), (t, THREADS), place_b);
+        }
     };
     let compute = |st: u32| {
-        let (a_s, b_s) = (stage(st), stage(st).add(TILE * BK));
+        // SAFETY: the stage's `B` tile, after its `A` tile; `pipeline` gives `compute` the stage
+        // to read.
+        let (a_s, b_s) = (stage(st), unsafe { stage(st).add(TILE * BK) });
         unrolled(BK as usize / 8, |ks| {
             let ks = ks as u32;
             // Lane l addresses row l % 8 (+ 8 for matrices 1 and 3) at depth chunk l / 16 of
@@ -95,7 +107,9 @@ fn tensor_tf32<const SWIZZLE: bool>(g: Gemm) {
             unrolled(MT, |mt| {
                 let row = wrow + 16 * mt as u32 + l % 8 + 8 * ((l / 8) % 2);
                 let chunk = 2 * ks + l / 16;
-                af[mt] = a_s.add(place_a(row, chunk)).ldmatrix_x4();
+                // SAFETY: `row < wrow + 64 <= TILE` and `chunk < BK / 4`: `place_a` puts the
+                // lane's 16-byte row inside the `A` tile, 16-byte aligned.
+                af[mt] = unsafe { a_s.add(place_a(row, chunk)) }.ldmatrix_x4();
             });
             let mut bf = [[0u32; 2]; NT];
             unrolled(NT, |nt| {
@@ -103,7 +117,9 @@ fn tensor_tf32<const SWIZZLE: bool>(g: Gemm) {
                 unrolled(2, |half| {
                     let kr = 8 * ks + q + 4 * half as u32;
                     let at = place_b(kr, col / 4) + col % 4;
-                    bf[nt][half] = b_s.add(at).load().to_bits();
+                    // SAFETY: `kr < BK` and `col < wcol + 32 <= TILE`: float `col` of row `kr`
+                    // of the `B` tile, its chunk placed by `place_b`.
+                    bf[nt][half] = unsafe { b_s.add(at) }.load().to_bits();
                 });
             });
             unrolled(MT, |mt| unrolled(NT, |nt| acc[mt][nt] = mma_tf32(af[mt], bf[nt], acc[mt][nt])));

@@ -36,27 +36,44 @@ fn async_copy(g: Gemm) {
     let (wrow, wcol) = ((w / (BN / WN)) * WM, (w % (BN / WN)) * WN);
     let (row0, col0) = (block_idx_y() * BM, block_idx_x() * BN);
     let (a, b) = (g.a_source(), g.b_source());
-    let stage = |i: u32| Shared::at(i * stage_floats);
+    // SAFETY: `i < STAGES`, the launch's stages (`Tuned::smem_bytes`; `stage_floats` a multiple
+    // of 4): only `fill` and `compute` call it, with the stage indices `pipeline` hands them, and
+    // `pipeline` runs them in the phases of invariant 3 (`fill` writes, `compute` reads).
+    let stage = |i: u32| unsafe { Shared::at(i * stage_floats) };
     let mut acc = [[0.0f32; TN]; TM];
     let fill = |st: u32, s: u32| {
         let (a_s, k0) = (stage(st), s * BK);
-        copy_tile(&a, a_s, (BM, BK), (row0, k0), (t, threads), |r, c| r * pitch + 4 * c);
-        copy_tile(&b, a_s.add(BM * pitch), (BK, BN), (k0, col0), (t, threads), |r, c| r * BN + 4 * c);
+        // SAFETY: `t < threads` (the launch's block); chunk `(r, c)` of the `BM x BK` tile goes
+        // to `r pitch + 4 c`, inside the stage's `A` tile (`4 c + 4 <= BK < pitch`), and chunk
+        // `(r, c)` of the `BK x BN` tile to `BM pitch + r BN + 4 c`, inside its `B` tile:
+        // multiples of 4 floats, in the stage `pipeline` gives `fill` to write.
+        unsafe {
+            copy_tile(&a, a_s, (BM, BK), (row0, k0), (t, threads), |r, c| r * pitch + 4 * c);
+            copy_tile(&b, a_s.add(BM * pitch), (BK, BN), (k0, col0), (t, threads), |r, c| r * BN + 4 * c);
+        }
     };
     let compute = |st: u32| {
         // The thread's first row of A and first column of B in this stage.
-        let a_s = stage(st).add((wrow + lr) * pitch);
-        let b_s = stage(st).add(BM * pitch + wcol + 4 * lc);
+        // SAFETY: row `wrow + lr < BM` of the stage's `A` tile, which `pipeline` gives `compute`
+        // to read.
+        let a_s = unsafe { stage(st).add((wrow + lr) * pitch) };
+        // SAFETY: column `wcol + 4 lc < BN` of the stage's `B` tile, as above.
+        let b_s = unsafe { stage(st).add(BM * pitch + wcol + 4 * lc) };
         unrolled(BK as usize / 2, |kp| {
             let kp = kp as u32;
             let mut a2 = [[0.0f32; 2]; TM];
             unrolled(TM, |i| {
-                a2[i] = a_s.add(i as u32 * lane_rows * pitch + 2 * kp).load2();
+                // SAFETY: row `wrow + lr + lane_rows i < wrow + WM <= BM` (`lr < lane_rows`,
+                // `i < TM`), columns `2 kp .. + 2 <= BK`: inside the `A` tile, 8-byte aligned.
+                a2[i] = unsafe { a_s.add(i as u32 * lane_rows * pitch + 2 * kp) }.load2();
             });
             unrolled(2, |d| {
                 let mut bv = [0.0f32; TN];
                 unrolled(TN / 4, |h| {
-                    let v = b_s.add((2 * kp + d as u32) * BN + 4 * lane_cols * h as u32).load4();
+                    // SAFETY: depth `2 kp + d < BK`, columns `wcol + 4 lc + 4 lane_cols h .. + 4 <=
+                    // wcol + WN <= BN` (`lc < lane_cols`, `h < TN / 4`): inside the `B` tile,
+                    // 16-byte aligned.
+                    let v = unsafe { b_s.add((2 * kp + d as u32) * BN + 4 * lane_cols * h as u32) }.load4();
                     unrolled(4, |j| bv[4 * h + j] = v[j]);
                 });
                 unrolled(TM, |i| unrolled(TN, |j| acc[i][j] = fma(a2[i][d], bv[j], acc[i][j])));
@@ -66,7 +83,9 @@ fn async_copy(g: Gemm) {
     pipeline::<STAGES>(g.k.div_ceil(BK), fill, compute);
     let row = |i: usize| row0 + wrow + lr + lane_rows * i as u32;
     let col = |h: usize| col0 + wcol + 4 * lc + 4 * lane_cols * h as u32;
-    store_results(&g, &acc, row, col);
+    // SAFETY: `col(h)` is a multiple of 4: `col0 = block_idx_x() BN` and `wcol`, a multiple of
+    // `WN`, are (`BN` and `WN` are multiples of 4 in every configuration), and so are the others.
+    unsafe { store_results(&g, &acc, row, col) };
 }
 }
 

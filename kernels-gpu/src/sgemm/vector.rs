@@ -117,7 +117,12 @@ impl Block {
         let g = &self.g;
         let ((ar, ac), (br, bc)) = (self.a_at(t, k0), self.b_at(t, k0));
         if self.interior(k0) {
-            Staged { a: g.load4_a(ar, ac), b: g.load4_b(br, bc) }
+            // SAFETY: interior step (`vector`, from `Block::new`: the tile inside `C`, `k` and `n`
+            // multiples of 4; and `k0 + BK <= k`), `t < 256` (every caller passes its
+            // `thread_idx_x()`, blocks of 256 threads) and `k0` a multiple of `BK` (callers'
+            // `s * BK`): `ar < row0 + TILE <= m`, `ac + 4 <= k0 + BK <= k`, `br < k0 + BK <= k`,
+            // `bc + 4 <= col0 + TILE <= n`, `ac` and `bc` multiples of 4.
+            unsafe { Staged { a: g.load4_a(ar, ac), b: g.load4_b(br, bc) } }
         } else {
             // One branch for A and B together: built from `fetch_a` and a separately branched
             // load of B, rung 6 takes 147 registers instead of 126 (ptxas, sm_90), half the
@@ -139,7 +144,8 @@ impl Block {
         let g = &self.g;
         let (ar, ac) = self.a_at(t, k0);
         if self.interior(k0) {
-            g.load4_a(ar, ac)
+            // SAFETY: as in `Block::fetch`: `ar < m`, `ac + 4 <= k`, `k` and `ac` multiples of 4.
+            unsafe { g.load4_a(ar, ac) }
         } else {
             let mut a = [0.0; 4];
             unroll!(q in 0..4 => {
@@ -160,7 +166,11 @@ impl Block {
                     let col = self.col0 + place.cols[half];
                     let v = [acc[i][4 * half], acc[i][4 * half + 1], acc[i][4 * half + 2], acc[i][4 * half + 3]];
                     if self.vector {
-                        self.g.store4_c(row, col, v);
+                        // SAFETY: `vector` (`Block::new`): the tile lies inside `C` and `n` is a
+                        // multiple of 4; `place` is `Layout::place` of a thread index `< 256` (its
+                        // callers'), so `row < row0 + TILE <= m` and `col + 4 <= col0 + TILE <= n`,
+                        // `col` a multiple of 4.
+                        unsafe { self.g.store4_c(row, col, v) };
                     } else {
                         unroll!(q in 0..4 => {
                             self.g.store_c(row, col + q as u32, v[q]);
@@ -187,10 +197,20 @@ impl<const A_PITCH: u32> Stage<A_PITCH> {
     const FLOATS: u32 = BK * (A_PITCH + TILE);
 
     /// Stage `i` of the block's dynamic shared memory.
+    ///
+    /// # Safety
+    ///
+    /// The launch's dynamic shared memory holds more than `i` stages of [`Stage::FLOATS`]
+    /// floats, and the stage is written only between the barrier that ends its last read and
+    /// the one that publishes it, read only after that one (invariant 3 of `device::gemm`).
     #[inline(always)]
-    pub(super) fn nth(i: u32) -> Self {
-        let a = Shared::at(i * Self::FLOATS);
-        Stage { a, b: a.add(BK * A_PITCH) }
+    pub(super) unsafe fn nth(i: u32) -> Self {
+        // SAFETY: both tiles lie inside stage `i` (`BK A_PITCH + BK TILE` floats, a multiple of
+        // 4, so 16-byte aligned), inside the shared memory, its phases kept: the caller's word.
+        unsafe {
+            let a = Shared::at(i * Self::FLOATS);
+            Stage { a, b: a.add(BK * A_PITCH) }
+        }
     }
 
     /// Writes thread `t`'s staged floats: `A` transposed (4 scalar stores), `B` as one 128-bit
@@ -207,7 +227,9 @@ impl<const A_PITCH: u32> Stage<A_PITCH> {
     pub(super) fn put_a(&self, t: u32, a: [f32; 4]) {
         let (ar, ac) = (t / 2, 4 * (t % 2));
         unroll!(q in 0..4 => {
-            self.a.add((ac + q as u32) * A_PITCH + ar).store(a[q]);
+            // SAFETY: row `ac + q < BK` of the `A` tile, column `ar < 128 <= A_PITCH` (`t < 256`:
+            // every caller passes its `thread_idx_x()`, blocks of 256 threads).
+            unsafe { self.a.add((ac + q as u32) * A_PITCH + ar) }.store(a[q]);
         });
     }
 
@@ -215,7 +237,9 @@ impl<const A_PITCH: u32> Stage<A_PITCH> {
     /// go: 16-byte aligned.
     #[inline(always)]
     pub(super) fn b_slot(&self, t: u32) -> Shared {
-        self.b.add((t / 32) * TILE + 4 * (t % 32))
+        // SAFETY: row `t / 32 < BK` of the `B` tile, columns `4 (t % 32) .. + 4 <= TILE`, a
+        // multiple of 4 (`t < 256`: every caller passes its `thread_idx_x()`).
+        unsafe { self.b.add((t / 32) * TILE + 4 * (t % 32)) }
     }
 
     /// `acc += A_tile * B_tile` for the thread's `8 x 8` results: per depth `d`, two 128-bit
@@ -224,9 +248,14 @@ impl<const A_PITCH: u32> Stage<A_PITCH> {
     pub(super) fn multiply(&self, place: Place, acc: &mut [[f32; 8]; 8]) {
         unroll!(d in 0..8 => {
             let d = d as u32;
-            let (a_row, b_row) = (self.a.add(d * A_PITCH), self.b.add(d * TILE));
-            let (a0, a1) = (a_row.add(place.rows[0]).load4(), a_row.add(place.rows[1]).load4());
-            let (b0, b1) = (b_row.add(place.cols[0]).load4(), b_row.add(place.cols[1]).load4());
+            // SAFETY: depth `d < BK`: row `d` of each tile.
+            let (a_row, b_row) = unsafe { (self.a.add(d * A_PITCH), self.b.add(d * TILE)) };
+            // SAFETY: `place` is `Layout::place` of a thread index `< 256` (its callers'), so its
+            // rows and columns are multiples of 4 with `.. + 4 <= 128 <= A_PITCH`, `TILE`: inside
+            // the row, 16-byte aligned (`A_PITCH` and `TILE` multiples of 4).
+            let (a0, a1) = unsafe { (a_row.add(place.rows[0]).load4(), a_row.add(place.rows[1]).load4()) };
+            // SAFETY: as above.
+            let (b0, b1) = unsafe { (b_row.add(place.cols[0]).load4(), b_row.add(place.cols[1]).load4()) };
             let (a, b) = (concat(a0, a1), concat(b0, b1));
             unroll!(i in 0..8 => {
                 unroll!(j in 0..8 => {
@@ -258,7 +287,9 @@ fn tiled_128<const A_PITCH: u32, const STAGES: u32>(g: Gemm, layout: Layout) {
     let mut acc = [[0.0f32; 8]; 8];
     let steps = g.k.div_ceil(BK);
     if STAGES == 1 {
-        let stage = Stage::<A_PITCH>::nth(0);
+        // SAFETY: stage 0 of the launch's one (launch contract); each step writes it before one
+        // barrier and reads it between that and the next (invariant 3).
+        let stage = unsafe { Stage::<A_PITCH>::nth(0) };
         for s in 0..steps {
             stage.put(t, block.fetch(t, s * BK));
             block_barrier();
@@ -267,14 +298,18 @@ fn tiled_128<const A_PITCH: u32, const STAGES: u32>(g: Gemm, layout: Layout) {
             block_barrier();
         }
     } else {
-        Stage::<A_PITCH>::nth(0).put(t, block.fetch(t, 0));
+        // SAFETY: stage 0 of the launch's `STAGES` (2 or more here), written before any read and
+        // published by the barrier below.
+        unsafe { Stage::<A_PITCH>::nth(0) }.put(t, block.fetch(t, 0));
         block_barrier();
         for s in 0..steps {
             let next = if s + 1 < steps { Some(block.fetch(t, (s + 1) * BK)) } else { None };
-            Stage::<A_PITCH>::nth(s % 2).multiply(place, &mut acc);
+            // SAFETY: stage `s % 2 < 2 <= STAGES`, read after the barrier that published it.
+            unsafe { Stage::<A_PITCH>::nth(s % 2) }.multiply(place, &mut acc);
             if let Some(next) = next {
-                // Stage (s + 1) % 2 was last read in step s - 1, before the previous barrier.
-                Stage::<A_PITCH>::nth((s + 1) % 2).put(t, next);
+                // SAFETY: stage `(s + 1) % 2 < 2`, last read in step s - 1, before the previous
+                // barrier; published by the barrier below.
+                unsafe { Stage::<A_PITCH>::nth((s + 1) % 2) }.put(t, next);
             }
             block_barrier();
         }
