@@ -347,12 +347,16 @@ mod tests {
 
     #[test]
     fn every_demo_that_launches_kernels_is_in_some_run() {
-        // The demo names as `host/src/registry.rs` registers them in `DEMOS`.
-        // Whitespace folded, so an entry that rustfmt wraps over lines reads as one.
-        let registry = include_str!("../../host/src/registry.rs").split_whitespace().collect::<Vec<_>>().join(" ");
-        let names: Vec<&str> = registry.split("Demo { name: \"").skip(1).map(|s| &s[..s.find('"').unwrap()]).collect();
+        // The lessons `host/src/registry.rs` lists in `DEMOS`, each by its module's `LESSON`,
+        // whose name is the module's.
+        let registry = include_str!("../../host/src/registry.rs");
+        let pieces: Vec<&str> = registry.split("::LESSON,").collect();
+        let names: Vec<&str> = pieces[..pieces.len() - 1]
+            .iter()
+            .filter_map(|s| s.rsplit(|c: char| !(c.is_alphanumeric() || c == '_')).next())
+            .collect();
         assert!(names.len() >= 11 && names.contains(&"l2") && names.contains(&"occupancy"), "{names:?}");
-        for name in names {
+        for &name in &names {
             let covered = all_args().any(|args| {
                 // The hierarchy demo runs as its own command (the same measurements).
                 let only = args.split(" --only ").nth(1).map(|rest| rest.split(" --").next().unwrap());
@@ -379,8 +383,13 @@ mod tests {
             }
             owners += 1;
             let demo = path.file_stem().unwrap().to_str().unwrap();
-            let ok = ["race", "roofline"].contains(&demo) || registry.contains(&format!("Demo {{ name: \"{demo}\""));
+            let ok = ["race", "roofline"].contains(&demo) || names.contains(&demo);
             assert!(ok, "{} launches kernels and belongs to no demo", path.display());
+            // A registered lesson's entry carries its module's name.
+            if names.contains(&demo) {
+                let named = text.contains(&format!("Lesson::new(\"{demo}\""));
+                assert!(named, "{}: its LESSON is not named `{demo}`", file.display());
+            }
         }
         assert!(owners >= 10, "{owners} lesson modules own launch shapes");
     }

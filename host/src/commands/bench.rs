@@ -2,7 +2,7 @@
 //! nvcc into a cubin and loaded as a second module in the same context), timed alternately in
 //! one process, plus the memcpy and cuBLAS ceilings; prints the table and writes it as JSON.
 //!
-//! It runs the demos whose kernels have twins ([`crate::registry::Demo::twins`]) through the same runner
+//! It runs the demos whose kernels have twins ([`crate::lab::Lesson::twins`]) through the same runner
 //! and measure path as `run-demos`, with the twins attached to the lab: for each kernel a demo
 //! measures, [`crate::lab::measure`] checks both results, then times `--rounds` rounds of one Rust
 //! launch and one twin launch back to back (Rust, twin, Rust, twin, ...) after two warm-up
@@ -25,7 +25,7 @@ use crate::gpu::context::load_ptx_text;
 use crate::gpu::cublas::NO_CUBLAS;
 use crate::gpu::timing::Repeats;
 use crate::gpu::{Gpu, describe};
-use crate::lab::{Lab, Level, Rate, Section, Sizes, TwinRow, Twins};
+use crate::lab::{Lab, Lesson, Level, Rate, Section, Sizes, TwinRow, Twins};
 use crate::present::table::{self, Layout};
 use crate::ptx;
 use crate::series::names;
@@ -180,9 +180,16 @@ pub fn run(args: Args) -> Result<bool> {
     if let Some(path) = &args.json {
         crate::present::output::check_file("--json", path)?;
     }
-    // The autotune file the SGEMM lesson reads ($MEMLAB_TUNED), before any GPU work.
-    if args.only.is_empty() || args.only.iter().any(|d| d == "sgemm") {
-        crate::tuned::TunedFile::load()?;
+    let sizes =
+        args.shapes.apply(Sizes { repeats: Repeats { warmup: 3, runs: args.rounds as usize }, ..Sizes::default() });
+    // The checked build has every kernel, so `--checked` also times the demos without twins.
+    let selected: Vec<&'static Lesson> = crate::registry::DEMOS
+        .iter()
+        .filter(|d| (d.twins || args.checked) && (args.only.is_empty() || args.only.iter().any(|o| o == d.name)))
+        .collect();
+    // Each lesson's refusals of these sizes, before the driver is asked anything.
+    for lesson in &selected {
+        (lesson.check)(&sizes, !args.only.is_empty())?;
     }
     let ordinals = super::multi::resolve(&args.device)?;
     let several = ordinals.len() > 1;
@@ -193,7 +200,7 @@ pub fn run(args: Args) -> Result<bool> {
     }
     let (mut passed, mut figures) = (true, Vec::new());
     for (&ordinal, json) in ordinals.iter().zip(&json_paths) {
-        let (ok, f) = run_on(&args, ordinal, json.as_deref())?;
+        let (ok, f) = run_on(&args, ordinal, sizes.clone(), &selected, json.as_deref())?;
         passed &= ok;
         figures.push(f);
     }
@@ -207,22 +214,21 @@ pub fn run(args: Args) -> Result<bool> {
 
 /// The comparison on one device; returns whether every result was right, and its figures
 /// (memcpy, then each kernel's speed ratio) for the side-by-side table.
-fn run_on(args: &Args, ordinal: u32, json_path: Option<&std::path::Path>) -> Result<(bool, Vec<(String, String)>)> {
+fn run_on(
+    args: &Args,
+    ordinal: u32,
+    sizes: Sizes,
+    selected: &[&Lesson],
+    json_path: Option<&std::path::Path>,
+) -> Result<(bool, Vec<(String, String)>)> {
     let gpu = Gpu::open(ordinal, None)?;
     let against = if args.checked { Against::Checked } else { Against::Twins };
     let module = comparison_module(args, &gpu, against, ordinal)?;
     println!("# memlab bench on {}\n\n{}\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
     let rounds = args.rounds as usize;
-    let sizes = args.shapes.apply(Sizes { repeats: Repeats { warmup: 3, runs: rounds }, ..Sizes::default() });
     let twins = Twins { module, rounds, rows: RefCell::default(), missing: RefCell::default() };
     let lab = Lab { twins: Some(twins), ..Lab::new(gpu, sizes) };
-    // The checked build has every kernel, so `--checked` also times the demos without twins.
-    let compared = |d: &crate::registry::Demo| d.twins || against == Against::Checked;
-    let selected: Vec<&crate::registry::Demo> = crate::registry::DEMOS
-        .iter()
-        .filter(|d| compared(d) && (args.only.is_empty() || args.only.iter().any(|o| o == d.name)))
-        .collect();
-    let (inputs, sections) = crate::registry::run_all(&lab, &selected, |_, _| ())?;
+    let (inputs, sections) = crate::registry::run_all(&lab, selected, |_, _| ())?;
     let memcpy = inputs.memcpy_gbs();
     let cublas = cublas_rates(&sections);
     let twins = lab.twins.as_ref().expect("the lab has twins");

@@ -96,24 +96,19 @@ pub fn run(args: Args) -> Result<bool> {
         sizes.matmul_naive = (m, n, k);
     }
     sizes.sweep = args.sizes.clone().unwrap_or_default();
-    // Asked for by name, a matrix the TMA lesson cannot describe is refused before the driver is
-    // asked anything; among all the demos, the lesson is skipped with a note instead.
-    if args.only.iter().any(|d| d == "tma") {
-        demos::tma::check_matrix(sizes.transpose.0, sizes.transpose.1)?;
-    }
-    // The autotune file the SGEMM lesson reads ($MEMLAB_TUNED) is checked before any GPU work.
-    if args.only.is_empty() || args.only.iter().any(|d| d == "sgemm") {
-        crate::tuned::TunedFile::load()?;
-    }
-    // The paths as given are checked before the driver is asked for the devices; each device's
-    // own (suffixed when several run, in the same folders) once they are known.
-    args.outputs.for_device(0, false)?;
     let selected = if args.only.is_empty() {
         crate::registry::NAMES.to_vec()
     } else {
         args.only.iter().map(String::as_str).collect()
     };
     let selected = selected.into_iter().map(crate::registry::find).collect::<Result<Vec<_>>>()?;
+    // Each lesson's refusals of these sizes, before the driver is asked anything.
+    for lesson in &selected {
+        (lesson.check)(&sizes, !args.only.is_empty())?;
+    }
+    // The paths as given are checked before the driver is asked for the devices; each device's
+    // own (suffixed when several run, in the same folders) once they are known.
+    args.outputs.for_device(0, false)?;
     // Host memory before the driver is asked anything: the demos run one after another, so the
     // largest one counts.
     let need = selected.iter().map(|d| (d.name, (d.host_bytes)(&sizes))).max_by_key(|p| p.1);
@@ -161,7 +156,7 @@ pub fn run_figures(record: &RunRecord) -> Vec<(String, String)> {
 /// the way (a size the device has no memory for, a shape it cannot launch) prints nothing as a
 /// result; returns whether every check passed, and the run's record.
 fn run_on(
-    selected: &[&'static crate::registry::Demo],
+    selected: &[&'static crate::lab::Lesson],
     sizes: Sizes,
     ordinal: u32,
     outputs: &super::Outputs,

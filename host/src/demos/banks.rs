@@ -8,6 +8,7 @@ use memlab_contracts::probes::{BANK_PROBE_SMEM, BANK_PROBE_UNROLL, BLOCK, WIDE_P
 
 use crate::gpu::launch::LaunchShape;
 use crate::lab::Inputs;
+use crate::lab::Lesson;
 use crate::lab::{
     KernelRow, KernelRun, Lab, Level, Section, Work, download, ensure_free, measure, poison, poisoned, upload,
 };
@@ -166,6 +167,9 @@ pub fn measure_stride(lab: &Lab, stride: usize) -> Result<KernelRow> {
     ensure_free("the bank probe", 4 * threads)?;
     measure_on(lab, &mut poisoned::<u32>(threads)?, stride)
 }
+
+/// This lesson's entry in the registry of `run-demos`.
+pub const LESSON: Lesson = Lesson::new("banks", run);
 
 /// Runs the stride sweep with every SM full of probe blocks.
 pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {

@@ -63,6 +63,7 @@ use crate::gpu::kernel::{attributes, function};
 use crate::gpu::launch::LaunchShape;
 use crate::lab::GEMM_COUNT_SIZE;
 use crate::lab::Inputs;
+use crate::lab::Lesson;
 use crate::lab::{
     KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, download, ensure_free, f32_bytes, measure,
     model_blocks, poison, poisoned, upload,
@@ -193,6 +194,9 @@ pub struct AtSize {
     /// Every check of this size.
     pub checks: Vec<Check>,
 }
+
+/// This lesson's entry in the registry of `run-demos`.
+pub const LESSON: Lesson = Lesson::new("clusters", run);
 
 /// Runs the lesson (skipped in one line below cc 9.0).
 pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {

@@ -14,6 +14,7 @@ use crate::lab::Inputs;
 use crate::lab::{
     KernelRow, KernelRun, Lab, Section, Work, check_staged, ensure_free, f32_bytes, measure, poison, poisoned,
 };
+use crate::lab::{Lesson, Sizes};
 use crate::launches;
 use crate::probes::strided::{self};
 use crate::reference::{self, STRIDED_READS_PER_THREAD};
@@ -79,6 +80,14 @@ fn alignment_sweep(
         points.push((offset, measure(lab, run, check)?));
     }
     Ok(points)
+}
+
+/// This lesson's entry in the registry of `run-demos`.
+pub const LESSON: Lesson = Lesson::new("coalescing", run).with_host_bytes(host_bytes);
+
+/// The staging of the strided sweep's input.
+fn host_bytes(sizes: &Sizes) -> usize {
+    crate::lab::staging_bytes((sizes.strided_bytes / 4, 1))
 }
 
 /// Runs the stride sweep over a buffer of `lab.sizes.strided_bytes` in the device's memory, then

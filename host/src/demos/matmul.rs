@@ -15,6 +15,7 @@ use crate::probes::gemm::{MatmulLaunch, Operands, matmul_launch, square_tiles};
 use crate::gpu::context::load_entries;
 use crate::gpu::describe;
 use crate::gpu::launch::LaunchShape;
+use crate::lab::{Lesson, Sizes};
 use crate::model::tiling::{MatmulShape, naive_global_loads, tiled_global_loads};
 use crate::verify::Check;
 use crate::{ptx, reference, verify};
@@ -66,6 +67,14 @@ const TILED: [Kernel; 2] = [
 
 /// Seeds of the demo's `A` and `B` ([`reference::input_f32`]).
 pub const SEEDS: (u64, u64) = (1, 2);
+
+/// This lesson's entry in the registry of `run-demos`.
+pub const LESSON: Lesson = Lesson::new("matmul", run).with_host_bytes(host_bytes);
+
+/// The tiled and the naive shapes' operands, the larger.
+fn host_bytes(sizes: &Sizes) -> usize {
+    crate::probes::gemm::host_bytes(sizes.matmul).max(crate::probes::gemm::host_bytes(sizes.matmul_naive))
+}
 
 /// Runs the naive kernel at `lab.sizes.matmul_naive` and the tiled ones at `lab.sizes.matmul`.
 pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {

@@ -11,6 +11,7 @@ use crate::gpu::memory::copy_on_device;
 use crate::gpu::staging::Staging;
 use crate::gpu::timing::time;
 use crate::lab::{Ceiling, Inputs, Lab, Section, ensure_free, f32_bytes, poisoned};
+use crate::lab::{Lesson, Sizes};
 use crate::reference;
 
 /// Seed of the copied matrix ([`reference::input_f32`]).
@@ -44,6 +45,9 @@ pub fn measure_at(lab: &Lab, (rows, cols): (usize, usize)) -> Result<Ceiling> {
     let timing = time(&lab.gpu, lab.sizes.repeats, copy)?;
     Ok(Ceiling { matrix: (rows, cols), timing, check })
 }
+
+/// This lesson's entry in the registry of `run-demos`.
+pub const LESSON: Lesson = Lesson::new("memcpy", run).with_memcpy().with_host_bytes(Sizes::matrix_staging_bytes);
 
 /// The ceiling's section, from the run's measurement (measured here when the run has none).
 pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {

@@ -16,6 +16,7 @@ use crate::gpu::kernel::{allow_dynamic_smem_of, attributes_of, occupancy_of};
 use crate::gpu::launch::LaunchShape;
 use crate::gpu::staging::Staging;
 use crate::lab::Inputs;
+use crate::lab::Lesson;
 use crate::lab::{KernelRow, KernelRun, Lab, Level, Section, Work, download, measure, poison, poisoned};
 use crate::launches;
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
@@ -92,6 +93,9 @@ pub fn timed(lab: &Lab) -> Result<KernelRow> {
     };
     measure(lab, run, check)
 }
+
+/// This lesson's entry in the registry of `run-demos`.
+pub const LESSON: Lesson = Lesson::new("occupancy", run);
 
 /// Runs the sweep and compares every configuration, then times the uncapped kernel.
 pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {

@@ -21,6 +21,7 @@ use crate::gpu::tensor_map::{Element, L2Promotion, MapSlot, Swizzle, TiledSpec};
 use crate::gpu::timing::{Timing, time};
 use crate::lab::Inputs;
 use crate::lab::{KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, ensure_free, measure};
+use crate::lab::{Lesson, Sizes};
 use crate::launches;
 use crate::series::{Series, names};
 use crate::verify::{self, Check, MatmulStreamed, Precision};
@@ -342,6 +343,14 @@ fn skipped(cc: (u32, u32)) -> String {
         "tensor ladder skipped: its kernels are sm_90a PTX (wgmma, setmaxnreg), which loads on cc 9.0 only; this device is cc {}.{}",
         cc.0, cc.1
     )
+}
+
+/// This lesson's entry in the registry of `run-demos`.
+pub const LESSON: Lesson = Lesson::new("tensor", run).with_host_bytes(lesson_host_bytes);
+
+/// The largest shape's [`host_bytes`].
+fn lesson_host_bytes(sizes: &Sizes) -> usize {
+    sizes.tensor.iter().map(|&s| host_bytes(s)).max().unwrap_or(0)
 }
 
 /// Checks every rung at the odd sizes (every element), then times each at each of

@@ -31,6 +31,7 @@ use crate::lab::Inputs;
 use crate::lab::{
     KernelRow, KernelRun, Lab, Section, Work, ensure_free, f32_bytes, measure, poison, poisoned, recheck_exact_staged,
 };
+use crate::lab::{Lesson, Sizes};
 use crate::launches;
 use crate::model::banks::WarpRequest;
 use crate::phases::Kind;
@@ -273,6 +274,26 @@ pub fn column_read_wavefronts(mode: u32) -> (u32, u32, u32) {
 /// Name of the bulk-copy curve's series for `k` blocks per SM.
 pub fn curve_series_name(k: u32) -> String {
     format!("{k} block{} per SM", if k == 1 { "" } else { "s" })
+}
+
+/// This lesson's entry in the registry of `run-demos`.
+pub const LESSON: Lesson = Lesson::new("tma", run).with_memcpy().with_host_bytes(host_bytes).with_check(check);
+
+/// The input (the copies' expected output), the staging of every checked output, and SGEMM
+/// rungs 6 and 7's operands (at the first SGEMM size) beside it.
+fn host_bytes(sizes: &Sizes) -> usize {
+    crate::lab::f32_bytes(&[sizes.transpose.0 * sizes.transpose.1])
+        + crate::lab::staging_bytes(sizes.transpose)
+        + sizes.sgemm.first().map_or(0, |&s| crate::probes::gemm::host_bytes(s))
+}
+
+/// Asked for by name, a matrix the lesson cannot describe is refused before the driver is asked
+/// anything; among all the lessons, it is skipped with a note instead.
+fn check(sizes: &Sizes, named: bool) -> Result<()> {
+    match named {
+        true => check_matrix(sizes.transpose.0, sizes.transpose.1),
+        false => Ok(()),
+    }
 }
 
 /// Runs the lesson on `lab.sizes.transpose`, stored with padded rows ([`layouts`]); skipped in

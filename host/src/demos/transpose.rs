@@ -23,6 +23,7 @@ use crate::lab::check_staged;
 use crate::lab::{
     KernelRow, KernelRun, Lab, Section, Work, check_u32_elements, ensure_free, f32_bytes, measure, poison, poisoned,
 };
+use crate::lab::{Lesson, Sizes};
 use crate::launches;
 use crate::model::banks::WarpRequest;
 use crate::model::coalescing::{RowSweep, WarpAccess};
@@ -204,6 +205,10 @@ fn prediction(launch: &Launch, (rows, cols): (usize, usize)) -> String {
 fn all_kernels() -> Vec<(TransposeLaunch, &'static str)> {
     KERNELS.iter().chain(&ANY_SIZE_KERNELS).copied().collect()
 }
+
+/// This lesson's entry in the registry of `run-demos`.
+pub const LESSON: Lesson =
+    Lesson::new("transpose", run).with_memcpy_sweep().with_host_bytes(Sizes::matrix_staging_bytes);
 
 /// Runs copy and the transposes on `lab.sizes.transpose`; at a size whose rows are not whole
 /// sectors, each again at the nearest aligned size, its row right below, with a note of the

@@ -5,6 +5,7 @@
 
 pub mod buffers;
 pub mod inputs;
+pub mod lesson;
 pub mod measure;
 pub mod rows;
 pub mod sanitizer;
@@ -20,6 +21,7 @@ pub use buffers::{
     poisoned, recheck_exact_staged, staging_bytes, upload,
 };
 pub use inputs::{Ceiling, Inputs};
+pub use lesson::Lesson;
 pub use measure::{KernelRun, measure, measure_then, model_blocks, occupancy_command};
 pub use rows::{KernelRow, Level, Rate, Section, Work};
 pub use sizes::{CLUSTER_READ_ITERS, GEMM_COUNT_SIZE, ODD_GEMM_SIZES, Sizes};

@@ -59,6 +59,14 @@ pub struct Sizes {
     pub sanitizer: bool,
 }
 
+impl Sizes {
+    /// Host bytes of pinned staging for the run's transpose-shaped matrices (`--transpose` and
+    /// each of `--sizes`): the copy and transpose lessons' peak.
+    pub fn matrix_staging_bytes(&self) -> usize {
+        self.sweep.iter().chain([&self.transpose]).map(|&s| super::staging_bytes(s)).max().unwrap_or(0)
+    }
+}
+
 impl Default for Sizes {
     fn default() -> Self {
         Sizes {

@@ -21,6 +21,7 @@ use memlab_contracts::hierarchy::{READ_CG_UNROLL, READ_CG_VECTOR_BYTES};
 use memlab_contracts::probes::BLOCK;
 
 use crate::lab::Inputs;
+use crate::lab::Lesson;
 use crate::lab::sizes::bytes;
 use crate::lab::{KernelRow, Lab, Level, Section};
 use crate::launches;
@@ -78,6 +79,9 @@ pub struct Measured {
     /// The L2, bytes.
     pub l2_bytes: usize,
 }
+
+/// This lesson's entry in the registry of `run-demos`.
+pub const LESSON: Lesson = Lesson::new("l2", run);
 
 /// Runs the lesson (the `run-demos` entry).
 pub fn run(lab: &Lab, _inputs: &Inputs) -> Result<Section> {

@@ -22,6 +22,7 @@ use crate::lab::Inputs;
 use crate::lab::{
     KernelRow, KernelRun, Lab, Level, Section, Work, ensure_free, f32_bytes, measure, measure_then, poison, poisoned,
 };
+use crate::lab::{Lesson, Sizes};
 use crate::launches;
 use crate::model::split_k::{self, Machine, Plan};
 use crate::model::tiling::{MatmulShape, block_tiled_global_loads};
@@ -463,6 +464,19 @@ pub fn measure_rung(lab: &Lab, rung: &Rung, ops: &mut Operands) -> Result<Kernel
     let precision = rung.precision;
     let run = KernelRun { launch, lesson: rung.lesson, prediction, work, size: ops.label(), reset: &|| poison(&ops.c) };
     measure(lab, run, || ops.check_in(&lab.gpu, precision))
+}
+
+/// This lesson's entry in the registry of `run-demos`.
+pub const LESSON: Lesson = Lesson::new("sgemm", run).with_host_bytes(host_bytes).with_check(check);
+
+/// The largest shape's operands.
+fn host_bytes(sizes: &Sizes) -> usize {
+    sizes.sgemm.iter().map(|&s| crate::probes::gemm::host_bytes(s)).max().unwrap_or(0)
+}
+
+/// The autotune file rung 8 reads (`$MEMLAB_TUNED`), read before any GPU work.
+fn check(_: &Sizes, _: bool) -> Result<()> {
+    TunedFile::load().map(drop)
 }
 
 /// Runs every rung on [`ODD_GEMM_SIZES`](crate::lab::ODD_GEMM_SIZES) (checked, untimed), rung 8 in the configurations the autotune

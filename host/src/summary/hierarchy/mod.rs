@@ -72,6 +72,7 @@ use anyhow::Result;
 use crate::lab::Inputs;
 use crate::lab::sizes::bytes;
 use crate::lab::{KernelRow, Lab, Level, Section};
+use crate::lab::{Lesson, Sizes};
 use crate::probes::{bandwidth, chain, latency};
 use crate::series::{Series, names};
 use crate::verify::Check;
@@ -184,6 +185,15 @@ pub struct Measured {
     pub peak_clock_ghz: f64,
     /// The DRAM figure from memory clock x bus width, GB/s.
     pub theoretical_gbs: f64,
+}
+
+/// This lesson's entry in the registry of `run-demos`.
+pub const LESSON: Lesson = Lesson::new("hierarchy", run).with_memcpy().without_twins().with_host_bytes(host_bytes);
+
+/// The host <-> device copies: one pageable and one pinned buffer; the DRAM read and the TMA
+/// path go through staging.
+fn host_bytes(sizes: &Sizes) -> usize {
+    (2 * Options::default().transfer_bytes).max(crate::lab::staging_bytes((sizes.dram_bytes / 4, 1)))
 }
 
 /// Runs the demo with the default options (the `run-demos` entry).
