@@ -80,12 +80,29 @@ pub fn check_kernel(ptx: &Ptx, name: &str) -> Result<(), crate::error::Refusal> 
     if names.len() <= LISTED {
         return Err(crate::error::Refusal(format!("unknown kernel `{name}`: the {arch} PTX has {}", names.join(", "))));
     }
+    // A cc 9.0 device loads the tensor ladder's sm_90a PTX beside it: `--list` shows both.
+    let (mut names, mut arch) = (names, format!("{arch} PTX has"));
+    if ptx.arch != TENSOR.arch && runs_tensor(ptx.cc) {
+        names.extend(kernel_names(TENSOR.text));
+        arch = format!("{} and {} PTX have", ptx.arch, TENSOR.arch);
+    }
     let (count, (major, minor)) = (names.len(), ptx.cc);
     Err(crate::error::Refusal(format!(
-        "unknown kernel `{name}`: the {arch} PTX has {count} kernels; closest: {} (`memlab inspect --list --cc \
+        "unknown kernel `{name}`: the {arch} {count} kernels; closest: {} (`memlab inspect --list --cc \
          {major}.{minor}` prints them all)",
-        crate::model::gpus::closest(name, names, 3).join(", ")
+        closest_kernels(name, &names).join(", ")
     )))
+}
+
+/// The kernels `name` may have meant: those whose name holds it (case aside: `sgemm_8` names a
+/// family, `TRANSPOSE_PADDED` a kernel), up to [`LISTED`]; else the 3 nearest by spelling.
+fn closest_kernels<'a>(name: &str, names: &[&'a str]) -> Vec<&'a str> {
+    let query = name.to_lowercase();
+    let holding: Vec<&str> = names.iter().copied().filter(|n| n.contains(&query)).take(LISTED).collect();
+    match holding.is_empty() {
+        true => crate::model::gpus::closest(&query, names.iter().copied(), 3),
+        false => holding,
+    }
 }
 
 /// PTX instructions the older targets lack, most specific first (`cp.async.bulk.tensor` and
@@ -431,6 +448,16 @@ mod tests {
         let err = check_kernel(&ALL[0], "transpose_pading").unwrap_err().0;
         assert!(err.starts_with(&format!("unknown kernel `transpose_pading`: the {} PTX has ", ALL[0].arch)), "{err}");
         assert!(err.contains("kernels; closest: transpose_padded, ") && err.ends_with("prints them all)"), "{err}");
+        // A name held by kernels' names, or one in capitals, lists those kernels.
+        let sm90 = for_device((9, 0)).unwrap();
+        let err = check_kernel(sm90, "TRANSPOSE_PADDED").unwrap_err().0;
+        assert!(err.contains("closest: transpose_padded (`memlab"), "{err}");
+        // cc 9.0 counts the sm_90a PTX's kernels too, as `--list` shows them.
+        let all = kernel_names(sm90.text).len() + kernel_names(TENSOR.text).len();
+        assert!(err.contains(&format!("the sm_90 and sm_90a PTX have {all} kernels")), "{err}");
+        let tuned: Vec<&str> = kernel_names(sm90.text).into_iter().filter(|n| n.starts_with("sgemm_8")).collect();
+        let err = check_kernel(sm90, "sgemm_8").unwrap_err().0;
+        assert!(tuned.len() > 1 && tuned.iter().take(LISTED).all(|t| err.contains(t)), "{err}");
         for p in &ALL {
             assert!(check_kernel(p, "matmul_tiled_32_missing_barrier").is_ok());
             let err = check_kernel(p, "matmul_tiled_64").unwrap_err().0;

@@ -113,6 +113,17 @@ mod tests {
         let sweep = Sizes { sweep: vec![(16384, 16384)], ..Sizes::default() };
         assert!((by("transpose").host_bytes)(&sweep) >= (by("transpose").host_bytes)(&Sizes::default()));
         assert_eq!((by("banks").host_bytes)(&huge), 0);
+        // A host-memory refusal names the lesson and the options to make smaller, each a real
+        // option of `run-demos`.
+        assert_eq!(by("tma").host_need(), "the tma demo at its --transpose and --sgemm");
+        assert_eq!(by("banks").host_need(), "the banks demo");
+        use clap::Args as _;
+        let command = crate::commands::run_demos::Args::augment_args(clap::Command::new("run-demos"));
+        let options: Vec<String> =
+            command.get_arguments().filter_map(|a| a.get_long()).map(|l| format!("--{l}")).collect();
+        for flag in DEMOS.iter().flat_map(|d| d.host_flags) {
+            assert!(options.iter().any(|o| o == flag), "{flag} is no option of run-demos: {options:?}");
+        }
     }
 
     #[test]

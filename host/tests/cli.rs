@@ -185,13 +185,14 @@ fn peer_and_host_memory_sizes_are_refused_before_touching_the_gpu() {
 }
 
 #[test]
-fn collectives_without_nccl_are_skipped_with_one_line() {
+fn collectives_ask_the_driver_before_looking_for_nccl() {
+    // No driver here: refused like every GPU command, even with no NCCL either (on a GPU machine
+    // without NCCL, `collectives::skipped_line` is the whole output, exit 0).
     let o = memlab_env(&["collectives"], &[("MEMLAB_NCCL", "/nonexistent/libnccl.so.2")]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(out.lines().count(), 1, "{out}");
-    assert_eq!(out.trim_end(), "collectives: skipped: NCCL not found (set MEMLAB_NCCL=/path/to/libnccl.so.2)");
-    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no usable NVIDIA driver or GPU"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
 }
 
 #[test]

@@ -112,7 +112,7 @@ fn ex9_255_registers_give_12_5_percent_and_32_give_100() {
 fn hardware_rules_on_cc_9_0() {
     // 33 registers round to 1280 per warp: 48 warps, 6 blocks of 256 (Simple would say 7).
     let out = ok(&["occupancy", "--cc", "9.0", "--threads", "256", "--regs", "33"]);
-    assert!(has(&out, "cc 9.0 (Hopper), Hardware rules"), "{out}");
+    assert!(has(&out, "cc 9.0 (Hopper), hardware rules"), "{out}");
     assert_eq!(row(&out, &["registers"])[1..3], ["6", "10240 registers"]);
     assert!(has(&out, "occupancy: 75.0% (limited by registers)"), "{out}");
     // 100 KiB + 1 KiB reserved per block: 2 blocks in 228 KiB.
@@ -163,6 +163,14 @@ fn kernel_figures_come_from_ptxas() {
     assert!(has(&out, "168 registers per thread (ptxas -arch=sm_90 on the sm_90 PTX)"), "{out}");
     // 168 * 32 = 5376 per warp: 3 warps per sub-partition, 12 per SM, one block of 8 warps.
     assert!(has(&out, "occupancy: 12.5% (limited by registers)"), "{out}");
+}
+
+#[test]
+fn the_tensor_ladders_figures_come_from_the_sm_90a_ptx() {
+    // A cc 9.0 device loads the sm_90a PTX beside the sm_90 one; ptxas assembles it for sm_90a.
+    let out = ok(&["occupancy", "--kernel", "tensor_1_wgmma", "--threads", "128"]);
+    assert!(has(&out, "(ptxas -arch=sm_90a on the sm_90a PTX)"), "{out}");
+    assert!(has(&out, "`tensor_1_wgmma`: 128 threads per block"), "{out}");
 }
 
 #[test]

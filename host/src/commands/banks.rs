@@ -196,7 +196,7 @@ fn warp_request(args: &Args, width: Width, pattern: &Pattern, array: u64, warp: 
         if addr.saturating_add(w) > array {
             refuse!(
                 "thread {t} accesses bytes {addr}..{}, past the end of the {array}-byte shared array: allowed byte \
-                 offsets 0..={} (set --array, --offset or the pattern)",
+                 offsets 0..={} (set --array, --offset, --block or the pattern)",
                 addr.saturating_add(w),
                 array.saturating_sub(w)
             );

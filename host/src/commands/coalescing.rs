@@ -6,6 +6,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cli::count;
 use crate::expr::Expr;
 use crate::model::coalescing::{Instruction, SEGMENT_BYTES, WarpTraffic};
 use crate::{cli, present::report, refuse};
@@ -227,13 +228,17 @@ fn print_text(a: &Answer) {
     }
     println!("{}\n", report::table(header.map(String::from), rows));
     let l2 = format!(
-        "L2: {} distinct sectors = {} B (a sector counted once however many instructions touch it); {} useful B",
-        t.l2_sectors, a.l2_bytes, t.useful_bytes
+        "L2: {} = {} B (a sector counted once however many instructions touch it); {} useful B",
+        count(t.l2_sectors, "distinct sector"),
+        a.l2_bytes,
+        t.useful_bytes
     );
     println!("{}", report::wrap(&l2));
     let dram = format!(
-        "DRAM: {} distinct 64-byte sector pairs = {} B when they miss in L2 (a miss reads the sector's pair: {})",
-        t.dram_fetches, a.dram_bytes, DRAM_SOURCE
+        "DRAM: {} = {} B when they miss in L2 (a miss reads the sector's pair: {})",
+        count(t.dram_fetches, "distinct 64-byte sector pair"),
+        a.dram_bytes,
+        DRAM_SOURCE
     );
     println!("{}", report::wrap(&dram));
     let efficiency = format!(

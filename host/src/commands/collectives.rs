@@ -45,11 +45,13 @@ pub fn run(args: Args) -> Result<bool> {
             args.max_bytes
         );
     }
+    // The driver first: without one (or without a GPU) this is a GPU command like the others,
+    // refused in one line; with GPUs but without NCCL the measurement is skipped.
+    let ordinals = multi::resolve(&args.device)?;
     let Some(nccl) = Nccl::load()? else {
         println!("{}", skipped_line());
         return Ok(true);
     };
-    let ordinals = multi::resolve(&args.device)?;
     if ordinals.len() < 2 {
         println!("collectives: skipped: {} device chosen, collectives need two or more", ordinals.len());
         return Ok(true);

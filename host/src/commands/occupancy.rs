@@ -123,8 +123,11 @@ fn sm(args: &Args) -> Result<(ArchLimits, String, Mode)> {
 fn kernel_figures(kernel: &str, arch: &ArchLimits) -> Result<(u32, u32, String)> {
     let cc = if arch.major == 0 { (9, 0) } else { (arch.major, arch.minor) };
     let Some(p) = ptx::for_device(cc) else { refuse!("no embedded PTX runs on cc {}.{}", cc.0, cc.1) };
+    // The tensor ladder's kernels are in the sm_90a PTX, which a cc 9.0 device loads beside it.
+    let tensor = ptx::runs_tensor(cc).then_some(&ptx::TENSOR);
+    let p = tensor.filter(|t| ptx::kernel_names(t.text).contains(&kernel)).unwrap_or(p);
     ptx::check_kernel(p, kernel)?;
-    let sass_arch = format!("sm_{}{}", cc.0, cc.1);
+    let sass_arch = if p.arch == ptx::TENSOR.arch { p.arch.to_string() } else { format!("sm_{}{}", cc.0, cc.1) };
     let k = match ptxas::run_entry(p.text, &sass_arch, kernel) {
         Ok(Some(k)) => k,
         Ok(None) => refuse!("ptxas reported nothing for `{kernel}`"),
@@ -517,8 +520,9 @@ pub fn run(args: Args) -> Result<bool> {
     let what = args.kernel.as_deref().map_or(String::new(), |k| format!("`{k}`: "));
     let layout = Layout::current();
     let title = format!(
-        "Occupancy on {sm_name}, {mode:?} rules: {what}{} threads per block, {regs} registers per thread ({source}), \
+        "Occupancy on {sm_name}, {} rules: {what}{} threads per block, {regs} registers per thread ({source}), \
          {} B static + {dynamic} B dynamic shared memory per block{}",
+        format!("{mode:?}").to_lowercase(),
         args.threads,
         static_smem,
         if args.opt_in { ", opted in above 48 KiB" } else { "" }

@@ -111,9 +111,9 @@ pub fn run(args: Args) -> Result<bool> {
     args.outputs.for_device(0, false)?;
     // Host memory before the driver is asked anything: the demos run one after another, so the
     // largest one counts.
-    let need = selected.iter().map(|d| (d.name, (d.host_bytes)(&sizes))).max_by_key(|p| p.1);
-    if let Some((demo, bytes)) = need {
-        host_ram::ensure(&format!("the {demo} demo"), bytes)?;
+    let need = selected.iter().map(|d| (d, (d.host_bytes)(&sizes))).max_by_key(|p| p.1);
+    if let Some((lesson, bytes)) = need {
+        host_ram::ensure(&lesson.host_need(), bytes)?;
     }
     let ordinals = super::multi::resolve(&args.device)?;
     let several = ordinals.len() > 1;

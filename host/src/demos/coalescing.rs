@@ -83,7 +83,7 @@ fn alignment_sweep(
 }
 
 /// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson = Lesson::new("coalescing", run).with_host_bytes(host_bytes);
+pub const LESSON: Lesson = Lesson::new("coalescing", run).with_host_bytes(host_bytes, &["--strided-bytes"]);
 
 /// The staging of the strided sweep's input.
 fn host_bytes(sizes: &Sizes) -> usize {

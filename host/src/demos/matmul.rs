@@ -69,7 +69,7 @@ const TILED: [Kernel; 2] = [
 pub const SEEDS: (u64, u64) = (1, 2);
 
 /// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson = Lesson::new("matmul", run).with_host_bytes(host_bytes);
+pub const LESSON: Lesson = Lesson::new("matmul", run).with_host_bytes(host_bytes, &["--matmul", "--matmul-naive"]);
 
 /// The tiled and the naive shapes' operands, the larger.
 fn host_bytes(sizes: &Sizes) -> usize {

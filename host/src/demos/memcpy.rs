@@ -47,7 +47,8 @@ pub fn measure_at(lab: &Lab, (rows, cols): (usize, usize)) -> Result<Ceiling> {
 }
 
 /// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson = Lesson::new("memcpy", run).with_memcpy().with_host_bytes(Sizes::matrix_staging_bytes);
+pub const LESSON: Lesson =
+    Lesson::new("memcpy", run).with_memcpy().with_host_bytes(Sizes::matrix_staging_bytes, &["--transpose", "--sizes"]);
 
 /// The ceiling's section, from the run's measurement (measured here when the run has none).
 pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {

@@ -346,7 +346,7 @@ fn skipped(cc: (u32, u32)) -> String {
 }
 
 /// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson = Lesson::new("tensor", run).with_host_bytes(lesson_host_bytes);
+pub const LESSON: Lesson = Lesson::new("tensor", run).with_host_bytes(lesson_host_bytes, &["--tensor"]);
 
 /// The largest shape's [`host_bytes`].
 fn lesson_host_bytes(sizes: &Sizes) -> usize {

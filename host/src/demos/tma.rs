@@ -277,7 +277,8 @@ pub fn curve_series_name(k: u32) -> String {
 }
 
 /// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson = Lesson::new("tma", run).with_memcpy().with_host_bytes(host_bytes).with_check(check);
+pub const LESSON: Lesson =
+    Lesson::new("tma", run).with_memcpy().with_host_bytes(host_bytes, &["--transpose", "--sgemm"]).with_check(check);
 
 /// The input (the copies' expected output), the staging of every checked output, and SGEMM
 /// rungs 6 and 7's operands (at the first SGEMM size) beside it.

@@ -207,8 +207,9 @@ fn all_kernels() -> Vec<(TransposeLaunch, &'static str)> {
 }
 
 /// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson =
-    Lesson::new("transpose", run).with_memcpy_sweep().with_host_bytes(Sizes::matrix_staging_bytes);
+pub const LESSON: Lesson = Lesson::new("transpose", run)
+    .with_memcpy_sweep()
+    .with_host_bytes(Sizes::matrix_staging_bytes, &["--transpose", "--sizes"]);
 
 /// Runs copy and the transposes on `lab.sizes.transpose`; at a size whose rows are not whole
 /// sectors, each again at the nearest aligned size, its row right below, with a note of the

@@ -22,6 +22,8 @@ pub struct Lesson {
     /// Host bytes it holds at its peak for the run's sizes: its pinned staging and what its CPU
     /// references keep. Checked before any work ([`crate::host_ram`]).
     pub host_bytes: fn(&Sizes) -> usize,
+    /// The options `host_bytes` follows, for the refusal (`--transpose`, `--sgemm`).
+    pub host_flags: &'static [&'static str],
     /// Refuses, before any GPU work, what it cannot run at the run's sizes; `named` when the
     /// user asked for it by name (`--only`), so that a lesson may skip itself with a note among
     /// all the others instead.
@@ -39,6 +41,7 @@ impl Lesson {
             uses_memcpy_sweep: false,
             twins: true,
             host_bytes: |_| 0,
+            host_flags: &[],
             check: |_, _| Ok(()),
         }
     }
@@ -58,9 +61,18 @@ impl Lesson {
         Lesson { twins: false, ..self }
     }
 
-    /// This lesson, holding `host_bytes(sizes)` of host memory at its peak.
-    pub const fn with_host_bytes(self, host_bytes: fn(&Sizes) -> usize) -> Lesson {
-        Lesson { host_bytes, ..self }
+    /// This lesson, holding `host_bytes(sizes)` of host memory at its peak, which the options
+    /// `flags` set.
+    pub const fn with_host_bytes(self, host_bytes: fn(&Sizes) -> usize, flags: &'static [&'static str]) -> Lesson {
+        Lesson { host_bytes, host_flags: flags, ..self }
+    }
+
+    /// What needs the host memory, as a refusal names it: the lesson and its options.
+    pub fn host_need(&self) -> String {
+        match self.host_flags {
+            [] => format!("the {} demo", self.name),
+            flags => format!("the {} demo at its {}", self.name, flags.join(" and ")),
+        }
     }
 
     /// This lesson, refusing with `check` before any GPU work.

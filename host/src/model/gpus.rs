@@ -78,6 +78,19 @@ pub fn help() -> String {
 /// A one-line message listing the capabilities and names known.
 pub fn resolve(text: &str) -> Result<&'static ArchLimits, String> {
     let upper = text.trim().to_ascii_uppercase().split_whitespace().collect::<Vec<_>>().join(" ");
+    if !upper.is_empty() && upper.len() <= 2 && upper.chars().all(|c| c.is_ascii_digit()) {
+        let same: Vec<String> =
+            ARCHS.iter().filter(|a| a.major.to_string() == upper).map(|a| format!("{}.{}", a.major, a.minor)).collect();
+        return Err(format!(
+            "`{text}` is a major version alone: give major.minor ({}; all known: {})",
+            if same.is_empty() {
+                "none known with that major".to_string()
+            } else {
+                format!("e.g. {}", same.join(", "))
+            },
+            capabilities()
+        ));
+    }
     let name = ["NVIDIA ", "GEFORCE ", "TESLA "].iter().fold(upper.as_str(), |n, p| n.strip_prefix(p).unwrap_or(n));
     let cc = if let Some((major, minor)) = name.split_once('.') {
         major.parse().ok().zip(minor.parse().ok())
@@ -145,6 +158,9 @@ mod tests {
         assert!(e.contains("sm_89") && e.contains(&format!("one of {} GPU names (closest: ", GPUS.len())), "{e}");
         let e = resolve("RTX 4099").unwrap_err();
         assert!(e.contains("(closest: RTX 4090, "), "{e}");
+        let e = resolve("9").unwrap_err();
+        assert!(e.starts_with("`9` is a major version alone: give major.minor (e.g. 9.0; all known: "), "{e}");
+        assert!(resolve("4").unwrap_err().contains("none known with that major"));
         assert!(resolve("sm_61").is_err() && resolve("6.1").is_err() && resolve("sm_").is_err());
     }
 

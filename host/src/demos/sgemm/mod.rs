@@ -467,7 +467,7 @@ pub fn measure_rung(lab: &Lab, rung: &Rung, ops: &mut Operands) -> Result<Kernel
 }
 
 /// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson = Lesson::new("sgemm", run).with_host_bytes(host_bytes).with_check(check);
+pub const LESSON: Lesson = Lesson::new("sgemm", run).with_host_bytes(host_bytes, &["--sgemm"]).with_check(check);
 
 /// The largest shape's operands.
 fn host_bytes(sizes: &Sizes) -> usize {

@@ -188,7 +188,8 @@ pub struct Measured {
 }
 
 /// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson = Lesson::new("hierarchy", run).with_memcpy().without_twins().with_host_bytes(host_bytes);
+pub const LESSON: Lesson =
+    Lesson::new("hierarchy", run).with_memcpy().without_twins().with_host_bytes(host_bytes, &["--dram-bytes"]);
 
 /// The host <-> device copies: one pageable and one pinned buffer; the DRAM read and the TMA
 /// path go through staging.
