@@ -527,7 +527,7 @@ pub fn run(args: Args) -> Result<bool> {
         static_smem,
         if args.opt_in { ", opted in above 48 KiB" } else { "" }
     );
-    println!("{}\n", table::text(layout, &title));
+    println!("{}\n", table::wrap(layout, &title, "", "  "));
     println!("{}\n", limits_table(&arch, &res, &o));
     print_explanation(&args, &arch, &res, &o, mode);
     if let Some(dir) = &args.chart {

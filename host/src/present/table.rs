@@ -230,10 +230,39 @@ pub fn wrap(layout: Layout, paragraph: &str, first: &str, rest: &str) -> String 
                 .initial_indent(first)
                 .subsequent_indent(rest)
                 .break_words(true)
+                .word_separator(textwrap::WordSeparator::Custom(unit_words))
                 .word_splitter(textwrap::WordSplitter::NoHyphenation);
             textwrap::fill(paragraph, options)
         }
     }
+}
+
+/// Units a line never begins with when a number ends the line before (`49152 B` stays whole).
+const UNITS: [&str; 10] = ["B", "KiB", "MiB", "GiB", "GB/s", "TFLOP/s", "ms", "ns", "cycles", "%"];
+
+/// Words of `line` at its spaces, a number and the unit after it counting as one word.
+fn unit_words(line: &str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> + '_> {
+    let mut words = Vec::new();
+    let mut start = 0;
+    let mut spaces = line.match_indices(' ').map(|(i, _)| i).peekable();
+    while let Some(i) = spaces.next() {
+        let mut end = i + 1;
+        while line[end..].starts_with(' ') {
+            end += 1;
+            spaces.next();
+        }
+        let next = line[end..].split(' ').next().unwrap_or("");
+        let unit = UNITS.iter().any(|u| next.trim_end_matches([',', ';', ')', '.', ':']) == *u);
+        if unit && line[start..i].ends_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        words.push(textwrap::core::Word::from(&line[start..end]));
+        start = end;
+    }
+    if start < line.len() {
+        words.push(textwrap::core::Word::from(&line[start..]));
+    }
+    Box::new(words.into_iter())
 }
 
 /// `text` in lines of at most `width` characters, broken at spaces and after the separators of
@@ -285,6 +314,19 @@ pub fn fits(text: &str, width: u16) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_number_keeps_its_unit_on_its_line() {
+        let text = "0 B static + 49152 B dynamic shared memory, at 3878 GB/s; 12 KiB";
+        for width in 14..40 {
+            let wrapped = wrap(Layout::Terminal(width), text, "", "  ");
+            for line in wrapped.lines() {
+                let first = line.trim_start().split(' ').next().unwrap();
+                assert!(!UNITS.contains(&first.trim_end_matches([',', ';'])), "width {width}: {wrapped}");
+            }
+            assert_eq!(wrapped.split_whitespace().collect::<Vec<_>>(), text.split_whitespace().collect::<Vec<_>>());
+        }
+    }
 
     #[test]
     fn lines_break_at_spaces_and_path_separators_only() {
