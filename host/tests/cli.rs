@@ -185,6 +185,15 @@ fn peer_and_host_memory_sizes_are_refused_before_touching_the_gpu() {
 }
 
 #[test]
+fn a_lesson_asked_for_by_name_refuses_its_sizes_before_the_gpu() {
+    // The TMA lesson's matrix past 2^32 - 1 elements: refused in run-demos and bench alike when
+    // named; among all the lessons it would be skipped with a note instead.
+    for command in ["run-demos", "bench"] {
+        assert_refused(&[command, "--only", "tma", "--transpose", "65536x65536"], "4294967296 elements");
+    }
+}
+
+#[test]
 fn collectives_ask_the_driver_before_looking_for_nccl() {
     // No driver here: refused like every GPU command, even with no NCCL either (on a GPU machine
     // without NCCL, `collectives::skipped_line` is the whole output, exit 0).

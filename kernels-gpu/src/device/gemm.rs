@@ -18,6 +18,10 @@
 //!    invariant reads or writes out of bounds in the release build. Every call site in the
 //!    lesson files (`sgemm/`) carries its `// SAFETY:` reason, most often an interior test; the
 //!    API's typed views and tiles, not these, are the lab's example of bounds the types enforce.
+//!    Module-private helpers in `sgemm/` that take a thread or stage index from their caller
+//!    (`Block::fetch`, `Stage::put`, ..) rely on it being the launch's: each says so in its
+//!    `// SAFETY:` comment. [`Gemm::partial`]'s `split` is the launch's, as its buffers are, and
+//!    [`Gemm`]'s sizes are the launch's: a lesson reads them and never writes them.
 //! 2. **Shared memory.** Every [`Shared`] place lies inside the dynamic shared bytes the
 //!    launch gives (the configuration's `smem_bytes`, `memlab_contracts::sgemm`), aligned to
 //!    its access (checked in the `checked` build against `%dynamic_smem_size`): the callers of
@@ -174,9 +178,10 @@ impl Shared {
     ///
     /// The place lies inside the launch's dynamic shared bytes, is aligned for every access
     /// made through it (or through a place [`Shared::add`] derives from it, which inherits
-    /// these conditions), and every such access keeps the phase discipline of invariant 3 of
-    /// the module: [`Shared::load`], [`Shared::store`], [`Shared::ldmatrix_x4`] and the others
-    /// are safe because they rely on this.
+    /// these conditions), every such access keeps the phase discipline of invariant 3 of the
+    /// module, and an [`Shared::ldmatrix_x4`] through it is reached by every lane of the warp
+    /// (invariant 4): [`Shared::load`], [`Shared::store`], [`Shared::ldmatrix_x4`] and the
+    /// others are safe because they rely on this.
     #[inline(always)]
     pub unsafe fn at(i: u32) -> Self {
         // SAFETY: the caller's word (as above) for the place `i` floats from the start.
