@@ -567,5 +567,12 @@ fn report_refuses_a_file_that_is_not_a_run() {
     std::fs::write(&path, "{\"hello\": 1}").unwrap();
     let line = refused(&["report", path.to_str().unwrap(), "--out", "/tmp/x"]);
     assert!(line.contains("is not a memlab run record: missing field"), "{line}");
+    // Valid JSON of another shape is named as such, not in the parser's words.
+    std::fs::write(&path, "[]").unwrap();
+    let line = refused(&["report", path.to_str().unwrap(), "--out", "/tmp/x"]);
+    assert!(
+        line.contains("is not a memlab run record: it holds an array, where `run-demos --json` writes an object"),
+        "{line}"
+    );
     std::fs::remove_file(path).unwrap();
 }

@@ -27,7 +27,13 @@ impl RunRecord {
                 "{} is a `memlab bench` record; report reads run-demos records (`memlab run-demos --json FILE`)",
                 path.display()
             ),
-            Err(e) => crate::refuse!("{} is not a memlab run record: {e}", path.display()),
+            Err(e) => match top_level(&text) {
+                Some(found) => crate::refuse!(
+                    "{} is not a memlab run record: it holds {found}, where `run-demos --json` writes an object",
+                    path.display()
+                ),
+                None => crate::refuse!("{} is not a memlab run record: {e}", path.display()),
+            },
         };
         if let Err(e) = check(&record) {
             crate::refuse!("{} is refused: {e}", path.display());
@@ -35,6 +41,19 @@ impl RunRecord {
         record.fill_occupancy_commands();
         record.rebuild_roofline();
         Ok(record)
+    }
+}
+
+/// What JSON `text` holds at its top level when that is valid JSON but not an object: "an
+/// array", "a number", ... (`None` for an object or for text that is not JSON).
+fn top_level(text: &str) -> Option<&'static str> {
+    match serde_json::from_str(text).ok()? {
+        serde_json::Value::Object(_) => None,
+        serde_json::Value::Array(_) => Some("an array"),
+        serde_json::Value::String(_) => Some("a string"),
+        serde_json::Value::Number(_) => Some("a number"),
+        serde_json::Value::Bool(_) => Some("a boolean"),
+        serde_json::Value::Null => Some("null"),
     }
 }
 
