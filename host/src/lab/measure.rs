@@ -110,18 +110,19 @@ pub fn measure_then(
         run.launch.enqueue(gpu)?;
         then.map_or(Ok(()), |t| t.enqueue(gpu))
     };
-    let timing = match lab.twins.as_ref() {
-        Some(twins) => match twin_functions(twins, name, then) {
-            Ok(functions) => {
-                let twin = TwinRun { twins, functions, then, attrs, checked: &checked, check_kind };
-                time_against_twin(lab, &run, twin, &rust, &check)?
-            }
-            Err(_) => {
+    let twin = lab.twins.as_ref().map(|twins| (twins, twin_functions(twins, name, then)));
+    let timing = match twin {
+        Some((twins, Ok(functions))) => {
+            let twin = TwinRun { twins, functions, then, attrs, checked: &checked, check_kind };
+            time_against_twin(lab, &run, twin, &rust, &check)?
+        }
+        // No twins, or none of this kernel: timed alone.
+        alone => {
+            if let Some((twins, Err(_))) = alone {
                 note_missing(twins, name);
-                lab.phases.time(Kind::Timed, || timing::time(gpu, lab.sizes.repeats, rust))?
             }
-        },
-        None => lab.phases.time(Kind::Timed, || timing::time(gpu, lab.sizes.repeats, rust))?,
+            lab.phases.time(Kind::Timed, || timing::time(gpu, lab.sizes.repeats, rust))?
+        }
     };
     let occupancy = kernel::occupancy(gpu, name, shape.threads_per_block(), shape.smem_bytes)?;
     lab.measured.borrow_mut().push(MeasuredLaunch {
