@@ -25,6 +25,22 @@ pub fn dims<const N: usize>(text: &str) -> Result<[usize; N], String> {
     Ok(out)
 }
 
+/// Parses a matrix `ROWSxCOLS` as [`dims`], into `(rows, cols)`.
+///
+/// # Errors
+/// As for [`dims`].
+pub fn matrix(text: &str) -> Result<(usize, usize), String> {
+    dims::<2>(text).map(|[rows, cols]| (rows, cols))
+}
+
+/// Parses a GEMM shape `MxNxK` as [`dims`], into `(m, n, k)`.
+///
+/// # Errors
+/// As for [`dims`].
+pub fn gemm(text: &str) -> Result<(usize, usize, usize), String> {
+    dims::<3>(text).map(|[m, n, k]| (m, n, k))
+}
+
 /// Most sizes one `--sizes` sweep takes.
 pub const MAX_SWEEP_SIZES: usize = 32;
 
@@ -167,6 +183,17 @@ pub fn cubed(size: &str) -> String {
         [a, b, c] if a == b && b == c => format!("{a}³"),
         _ => size.to_string(),
     }
+}
+
+/// What options `T` parse to from an empty command line: their defaults, written once in their
+/// `default_value` attributes.
+///
+/// # Panics
+/// When a default fails its own parser, a mistake in the attribute (each lesson's tests parse
+/// its defaults).
+pub fn defaults<T: clap::Args + clap::FromArgMatches>() -> T {
+    let matches = T::augment_args(clap::Command::new("defaults")).get_matches_from(["defaults"]);
+    T::from_arg_matches(&matches).expect("the options' defaults parse")
 }
 
 #[cfg(test)]

@@ -345,7 +345,7 @@ mod tests {
     fn run_demos_takes_a_list_of_sizes() {
         let cli = Cli::try_parse_from(["memlab", "run-demos", "--sizes", "1000x999, 8192x8191,8192x8192"]).unwrap();
         let Command::RunDemos(args) = cli.command else { panic!("run-demos parses as run-demos") };
-        assert_eq!(args.sizes, Some(vec![(1000, 999), (8192, 8191), (8192, 8192)]));
+        assert_eq!(args.lessons.lessons.transpose.sweep(), [(1000, 999), (8192, 8191), (8192, 8192)]);
         let Err(e) = Cli::try_parse_from(["memlab", "run-demos", "--sizes", "8x8,8x8"]) else {
             panic!("a size named twice is refused")
         };

@@ -97,7 +97,10 @@ fn bank_iters_must_be_a_multiple_of_the_unroll() {
     for command in ["run-demos", "hierarchy"] {
         let o = memlab(&[command, "--bank-iters", "12"]);
         assert_eq!(o.status.code(), Some(2), "{command}");
-        assert_eq!(stderr(&o).trim(), "error: --bank-iters 12 must be a multiple of 8 (the probe's unroll)");
+        assert_eq!(
+            stderr(&o).trim(),
+            "error: invalid value '12' for '--bank-iters <BANK_ITERS>': 12 loads must be a multiple of 8 (the probe's unroll), 8 to 16777216"
+        );
         assert!(o.stdout.is_empty(), "{command}");
     }
 }
@@ -111,8 +114,8 @@ fn cluster_options_are_refused_before_touching_the_gpu() {
         ),
         (&["run-demos", "--clusters", "0"][..], "cluster size 0 is outside 1..=16"),
         (&["run-demos", "--clusters", "two"][..], "cluster size `two` is not a whole number"),
-        (&["run-demos", "--cluster-reads", "4"][..], "4 is not in 8..=16777216"),
-        (&["hierarchy", "--cluster-reads", "4"][..], "4 is not in 8..=16777216"),
+        (&["run-demos", "--cluster-reads", "0"][..], "0 reads must be a positive multiple of 8"),
+        (&["hierarchy", "--cluster-reads", "33554432"][..], "at most 16777216"),
         (
             &["bench", "--only", "hierarchy"][..],
             "bench --only hierarchy: that demo's kernels have no CUDA C++ twins (demos with twins: memcpy,",
@@ -125,7 +128,7 @@ fn cluster_options_are_refused_before_touching_the_gpu() {
         assert_eq!(o.status.code(), Some(2), "{command}");
         assert_eq!(
             stderr(&o).trim(),
-            "error: --cluster-reads 12 must be a positive multiple of 8 (the read kernel's unroll)"
+            "error: invalid value '12' for '--cluster-reads <CLUSTER_READS>': 12 reads must be a positive multiple of 8 (the read kernel's unroll), at most 16777216"
         );
         assert!(o.stdout.is_empty(), "{command}");
     }
@@ -139,9 +142,15 @@ fn hierarchy_refuses_bad_sizes_before_touching_the_gpu() {
             "error: --ladder-max 3000 must be a power of two of at least 4096",
         ),
         (&["hierarchy", "--ladder-max", "2KiB"][..], "error: --ladder-max 2048 must be a power of two"),
-        (&["hierarchy", "--dram-bytes", "100"][..], "error: --dram-bytes 100 must be a multiple of 16"),
+        (
+            &["hierarchy", "--dram-bytes", "100"][..],
+            "'--dram-bytes <DRAM_BYTES>': --dram-bytes 100 must be a multiple of 16",
+        ),
         // The hierarchy's DRAM size is its own option in run-demos too, not --strided-bytes.
-        (&["run-demos", "--dram-bytes", "100"][..], "error: --dram-bytes 100 must be a multiple of 16"),
+        (
+            &["run-demos", "--dram-bytes", "100"][..],
+            "'--dram-bytes <DRAM_BYTES>': --dram-bytes 100 must be a multiple of 16",
+        ),
         (&["hierarchy", "--steps", "8"][..], "8 is not in 64..=4194304"),
     ] {
         assert_refused(args, needle);

@@ -4,9 +4,10 @@
 
 use std::process::{Command, Output};
 
-use memlab::lab::{Section, Sizes};
+use memlab::lab::Section;
 use memlab::present::charts::{self, SizesChart};
 use memlab::present::report_dir::RunRecord;
+use memlab::registry::Options;
 use memlab::series::{Series, names};
 
 fn memlab(args: &[&str]) -> Output {
@@ -14,9 +15,10 @@ fn memlab(args: &[&str]) -> Output {
 }
 
 /// Exit 2, one line on stderr containing `needle`, nothing on stdout.
-/// Host bytes demo `name` declares for `sizes`.
-fn host_bytes(name: &str, sizes: &Sizes) -> usize {
-    (memlab::registry::find(name).unwrap().host_bytes)(sizes)
+/// Host bytes demo `name` declares at the lesson flags `flags`.
+fn host_bytes(name: &str, flags: &[&str]) -> usize {
+    let options = Options::from_flags(flags).unwrap();
+    (memlab::registry::find(name).unwrap().host_bytes)(&options, &options.lessons.shared())
 }
 
 fn assert_refused(args: &[&str], needle: &str) {
@@ -34,8 +36,8 @@ fn products_hold_no_host_copy_of_their_matrices() {
     // before the GPU. Its operands are staged and its check samples 128 rows of A (k = 1) and
     // 128 columns of B, so the host check passes and the run stops at the
     // driver (this machine has none).
-    let product = (1_000_000, 1_000_000, 1);
-    let huge = Sizes { matmul: product, matmul_naive: product, sgemm: vec![product], ..Sizes::default() };
+    let product = "1000000x1000000x1";
+    let huge = ["--matmul", product, "--sgemm", product];
     for demo in ["matmul", "sgemm"] {
         assert_eq!(host_bytes(demo, &huge), (128 << 20) + 4 * (128 + 128), "{demo}");
     }
@@ -63,11 +65,10 @@ fn host_bytes_follow_the_sizes() {
     assert_eq!(pitched.input(999), 0.0);
     assert_eq!(pitched.input(1000), memlab::reference::input_f32(memlab::demos::transpose::SEED, 999));
     assert_eq!(Stored::dense((8191, 8192)).label(), "8191x8192");
-    let sizes = Sizes::default();
+    let sizes: [&str; 0] = [];
     // The transposes stream through two 64 MiB staging chunks, whatever the matrix.
     assert_eq!(host_bytes("transpose", &sizes), 128 << 20);
-    let small = Sizes { transpose: (100, 10), ..Sizes::default() };
-    assert_eq!(host_bytes("transpose", &small), 2 * 4000);
+    assert_eq!(host_bytes("transpose", &["--transpose", "100x10"]), 2 * 4000);
     // SGEMM stages A, B and C through two 64 MiB chunks and keeps the 128 rows of A and 128
     // columns of B its sampled check compares: 8 MiB at 8192^3.
     assert_eq!(host_bytes("sgemm", &sizes), (128 << 20) + (8 << 20));
@@ -76,14 +77,13 @@ fn host_bytes_follow_the_sizes() {
     assert_eq!(host_bytes("tma", &sizes), (256 << 20) + (128 << 20) + (128 << 20) + (4 << 20));
     assert_eq!(host_bytes("matmul", &sizes), (128 << 20) + (4 << 20));
     // A full check (at most 2^28 multiply-adds) keeps all of A and B.
-    let odd = Sizes { sgemm: vec![(517, 389, 263)], ..Sizes::default() };
-    assert_eq!(host_bytes("sgemm", &odd), 2 * 4 * 517 * 389 + 4 * (517 * 263 + 389 * 263));
+    assert_eq!(host_bytes("sgemm", &["--sgemm", "517x389x263"]), 2 * 4 * 517 * 389 + 4 * (517 * 263 + 389 * 263));
     assert_eq!(host_bytes("coalescing", &sizes), 128 << 20);
     assert_eq!(host_bytes("banks", &sizes), 0);
     // The transfers' pageable and pinned buffers of 256 MiB (the DRAM read and the TMA path
     // are staged), whatever the DRAM read's size.
     assert_eq!(host_bytes("hierarchy", &sizes), 2 * (256 << 20));
-    assert_eq!(host_bytes("hierarchy", &Sizes { dram_bytes: 16 << 30, ..sizes.clone() }), 2 * (256 << 20));
+    assert_eq!(host_bytes("hierarchy", &["--dram-bytes", "16GiB"]), 2 * (256 << 20));
 }
 
 #[test]

@@ -200,10 +200,10 @@ fn demos_are_registered_once_in_run_order() {
             "coalescing",
             "banks",
             "occupancy",
-            "hierarchy",
             "clusters",
             "l2",
-            "tma"
+            "tma",
+            "hierarchy"
         ]
     );
     let mut sorted = names.to_vec();

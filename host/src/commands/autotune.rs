@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use crate::demos::sgemm::autotune;
 use crate::gpu::Gpu;
-use crate::lab::{Lab, Sizes};
+use crate::lab::{Lab, Settings};
 use crate::present::report;
 use crate::tuned::{ShapeClass, TunedFile};
 
@@ -41,7 +41,7 @@ pub fn run(args: Args) -> Result<bool> {
         None => None,
     };
     let gpu = Gpu::open(args.device, None)?;
-    let lab = Lab::new(gpu, Sizes { repeats: args.runs.repeats(), ..Sizes::default() });
+    let lab = Lab::new(gpu, Settings { repeats: args.runs.repeats(), ..Settings::default() });
     let sweep = autotune::sweep(&lab, &ShapeClass::ALL)?;
     let info = &lab.gpu.info;
     println!(

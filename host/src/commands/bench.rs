@@ -25,9 +25,10 @@ use crate::gpu::context::load_ptx_text;
 use crate::gpu::cublas::NO_CUBLAS;
 use crate::gpu::timing::Repeats;
 use crate::gpu::{Gpu, describe};
-use crate::lab::{Lab, Lesson, Level, Rate, Section, Sizes, TwinRow, Twins};
+use crate::lab::{Lab, Level, Rate, Section, Settings, TwinRow, Twins};
 use crate::present::table::{self, Layout};
 use crate::ptx;
+use crate::registry::Lesson;
 use crate::series::names;
 use crate::{present::report, refuse};
 
@@ -54,14 +55,14 @@ pub struct Args {
     /// Alternating rounds per kernel (medians are reported).
     #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: u32,
-    /// Problem shapes.
+    /// Every lesson's options.
     #[command(flatten)]
-    pub shapes: super::Shapes,
+    pub lessons: crate::registry::Options,
 }
 
 /// The demos whose kernels have CUDA C++ twins.
 fn twinned() -> Vec<&'static str> {
-    crate::registry::DEMOS.iter().filter(|d| d.twins).map(|d| d.name).collect()
+    crate::registry::DEMOS.iter().filter(|d| d.needs.twins).map(|d| d.name).collect()
 }
 
 /// The ceiling a rate is read against.
@@ -180,16 +181,16 @@ pub fn run(args: Args) -> Result<bool> {
     if let Some(path) = &args.json {
         crate::present::output::check_file("--json", path)?;
     }
-    let sizes =
-        args.shapes.apply(Sizes { repeats: Repeats { warmup: 3, runs: args.rounds as usize }, ..Sizes::default() });
+    let settings = Settings { repeats: Repeats { warmup: 3, runs: args.rounds as usize }, sanitizer: false };
+    let shared = args.lessons.lessons.shared();
     // The checked build has every kernel, so `--checked` also times the demos without twins.
     let selected: Vec<&'static Lesson> = crate::registry::DEMOS
         .iter()
-        .filter(|d| (d.twins || args.checked) && (args.only.is_empty() || args.only.iter().any(|o| o == d.name)))
+        .filter(|d| (d.needs.twins || args.checked) && (args.only.is_empty() || args.only.iter().any(|o| o == d.name)))
         .collect();
     // Each lesson's refusals of these sizes, before the driver is asked anything.
     for lesson in &selected {
-        (lesson.check)(&sizes, !args.only.is_empty())?;
+        (lesson.check)(&args.lessons, &shared, !args.only.is_empty())?;
     }
     let ordinals = super::multi::resolve(&args.device)?;
     let several = ordinals.len() > 1;
@@ -200,7 +201,7 @@ pub fn run(args: Args) -> Result<bool> {
     }
     let (mut passed, mut figures) = (true, Vec::new());
     for (&ordinal, json) in ordinals.iter().zip(&json_paths) {
-        let (ok, f) = run_on(&args, ordinal, sizes.clone(), &selected, json.as_deref())?;
+        let (ok, f) = run_on(&args, ordinal, settings, &selected, json.as_deref())?;
         passed &= ok;
         figures.push(f);
     }
@@ -217,7 +218,7 @@ pub fn run(args: Args) -> Result<bool> {
 fn run_on(
     args: &Args,
     ordinal: u32,
-    sizes: Sizes,
+    settings: Settings,
     selected: &[&Lesson],
     json_path: Option<&std::path::Path>,
 ) -> Result<(bool, Vec<(String, String)>)> {
@@ -227,8 +228,8 @@ fn run_on(
     println!("# memlab bench on {}\n\n{}\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
     let rounds = args.rounds as usize;
     let twins = Twins { module, rounds, rows: RefCell::default(), missing: RefCell::default() };
-    let lab = Lab { twins: Some(twins), ..Lab::new(gpu, sizes) };
-    let (inputs, sections) = crate::registry::run_all(&lab, selected, |_, _| ())?;
+    let lab = Lab { twins: Some(twins), ..Lab::new(gpu, settings) };
+    let (inputs, sections) = crate::registry::run_all(&lab, selected, &args.lessons, |_, _| ())?;
     let memcpy = inputs.memcpy_gbs();
     let cublas = cublas_rates(&sections);
     let twins = lab.twins.as_ref().expect("the lab has twins");

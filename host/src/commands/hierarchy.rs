@@ -6,7 +6,7 @@ use anyhow::Result;
 use crate::demos::memcpy;
 use crate::gpu::Gpu;
 use crate::lab::Inputs;
-use crate::lab::{Lab, Sizes};
+use crate::lab::{Lab, Settings};
 use crate::summary::hierarchy::{self, LADDER_MIN, Options};
 use crate::{cli, present::report, refuse};
 
@@ -26,9 +26,15 @@ pub struct Args {
     /// Bytes of each host <-> device copy (B, K/KB/KiB, M/MB/MiB, G/GB/GiB; K = 1024 B).
     #[arg(long, default_value = "256MiB", value_parser = cli::bytes)]
     pub transfer_bytes: usize,
-    /// The probes' sizes.
+    /// The DRAM read.
     #[command(flatten)]
-    pub probes: super::ProbeSizes,
+    pub dram: hierarchy::Dram,
+    /// The shared-memory row's probe.
+    #[command(flatten)]
+    pub banks: crate::demos::banks::Options,
+    /// The distributed-shared-memory row's read.
+    #[command(flatten)]
+    pub cluster_reads: crate::demos::clusters::Reads,
     /// For compute-sanitizer: every kernel, but grids that fill the GPU, L2 passes and fixed
     /// buffers shrink to a few blocks (figures mean nothing); prints the kernels launched.
     #[arg(long)]
@@ -45,14 +51,14 @@ pub fn run(args: Args) -> Result<bool> {
     {
         refuse!("--ladder-max {max} must be a power of two of at least {LADDER_MIN} bytes (4KiB)");
     }
-    let sizes = args.probes.apply(Sizes { sanitizer: args.sanitizer, ..Sizes::default() })?;
+    let settings = Settings { sanitizer: args.sanitizer, ..Settings::default() };
     if args.transfer_bytes < 4 {
         refuse!("--transfer-bytes {} must be at least 4 bytes", args.transfer_bytes);
     }
     let ordinals = super::multi::resolve(&args.device)?;
     let (mut passed, mut figures) = (true, Vec::new());
     for &ordinal in &ordinals {
-        let (ok, table) = run_on(&args, ordinal, sizes.clone())?;
+        let (ok, table) = run_on(&args, ordinal, settings)?;
         passed &= ok;
         // level -> "latency; bandwidth", the measured columns.
         figures.push(table.into_iter().map(|r| (r[0].clone(), format!("{}; {}", r[2], r[4]))).collect());
@@ -70,13 +76,23 @@ pub fn run(args: Args) -> Result<bool> {
 
 /// Measures and prints the table on one device; returns whether every check passed and the
 /// table's rows.
-fn run_on(args: &Args, ordinal: u32, sizes: Sizes) -> Result<(bool, Vec<Vec<String>>)> {
+fn run_on(args: &Args, ordinal: u32, settings: Settings) -> Result<(bool, Vec<Vec<String>>)> {
     let gpu = Gpu::open(ordinal, None)?;
     println!("# memlab hierarchy on {}\n\n{}\n", gpu.info.name, report::device(ordinal, &gpu.info, gpu.ptx.arch));
-    let lab = Lab::new(gpu, sizes);
-    let opts = Options { ladder_max: args.ladder_max, steps: args.steps, transfer_bytes: args.transfer_bytes };
-    // The memcpy ceiling, measured by its owner and passed in.
-    let inputs = Inputs { memcpy: Some(memcpy::measure(&lab)?), ..Inputs::default() };
+    let lab = Lab::new(gpu, settings);
+    let opts = Options {
+        dram: args.dram,
+        banks: args.banks.clone(),
+        cluster_reads: args.cluster_reads,
+        ladder_max: args.ladder_max,
+        steps: args.steps,
+        transfer_bytes: args.transfer_bytes,
+        ..Options::default()
+    };
+    // The memcpy ceiling at the transposes' default matrix, measured by its owner and passed in.
+    let shared = cli::defaults::<crate::registry::Options>().lessons.shared();
+    let memcpy = Some(memcpy::measure(&lab, shared.matrix)?);
+    let inputs = Inputs { shared, memcpy, memcpy_sweep: Vec::new() };
     let measured = hierarchy::measure_all(&lab, &opts, &inputs)?;
     let section = measured.section();
     println!("{}", report::section(&section, inputs.memcpy_gbs()));

@@ -9,7 +9,7 @@ use crate::cli::{self, Devices};
 use crate::demos::host_memory::{self, Options};
 use crate::gpu::Gpu;
 use crate::gpu::timing::Repeats;
-use crate::lab::{Lab, Sizes};
+use crate::lab::{Lab, Settings};
 use crate::present::report;
 
 /// Options of `host-memory`.
@@ -45,8 +45,8 @@ pub fn run(args: Args) -> Result<bool> {
     let mut passed = true;
     for ordinal in multi::resolve(&args.device)? {
         let gpu = Gpu::open(ordinal, None)?;
-        let sizes = Sizes { repeats: Repeats { warmup: 1, runs: args.runs as usize }, ..Sizes::default() };
-        let lab = Lab::new(gpu, sizes);
+        let settings = Settings { repeats: Repeats { warmup: 1, runs: args.runs as usize }, ..Settings::default() };
+        let lab = Lab::new(gpu, settings);
         let measured = host_memory::measure_all(&lab, &opts)?;
         let mut out = format!("# memlab host-memory on GPU {ordinal} ({})\n\n", lab.gpu.info.name);
         for s in measured.sections(opts.mapped_bytes) {

@@ -2,10 +2,10 @@
 
 use anyhow::Result;
 
-use crate::demos;
 use crate::gpu::Gpu;
-use crate::lab::{Lab, Sizes};
+use crate::lab::{Lab, Settings};
 use crate::present::report_dir::{self, RunRecord};
+use crate::registry::{Lesson, Options};
 use crate::{cli, host_ram, phases, present::report, progress};
 
 /// Options of `run-demos`.
@@ -18,35 +18,9 @@ pub struct Args {
     /// Demos to run (default: all, in the listed order).
     #[arg(long, num_args = 1.., value_parser = clap::builder::PossibleValuesParser::new(crate::registry::NAMES))]
     pub only: Vec<String>,
-    /// Problem shapes.
+    /// Every lesson's options.
     #[command(flatten)]
-    pub shapes: super::Shapes,
-    /// Also sweep copy and the transposes over these matrices, ROWSxCOLS,... (with memcpy at
-    /// each; a table, a chart in --report, and --json), e.g. 1000x999,8191x8192,8192x8192.
-    #[arg(long, value_parser = cli::size_list)]
-    pub sizes: Option<cli::SizeList>,
-    /// Naive matmul shape, MxNxK (default: the tiled shape).
-    #[arg(long, value_parser = cli::dims::<3>)]
-    pub matmul_naive: Option<[usize; 3]>,
-    /// Bytes spanned by the strided-read buffer (B, KiB, MiB, GiB).
-    #[arg(long, default_value = "1GiB", value_parser = strided_bytes)]
-    pub strided_bytes: usize,
-    /// The hierarchy probes' sizes.
-    #[command(flatten)]
-    pub probes: super::ProbeSizes,
-    /// Blocks per thread-block cluster the clusters demo sweeps, a list like 2,4,8,16 (1 to
-    /// 16; above 8 is non-portable, cc 9.0).
-    #[arg(long, value_delimiter = ',', default_values = ["2", "4", "8", "16"], value_parser = demos::clusters::cluster_size)]
-    pub clusters: Vec<u32>,
-    /// Bytes of the L2 lesson's streamed buffer, read once amid the hot one (a multiple of 16).
-    #[arg(long, default_value = "1GiB", value_parser = l2_bytes)]
-    pub l2_stream_bytes: usize,
-    /// Bytes of the L2 lesson's bandwidth read (a multiple of 16; default: a quarter of the L2).
-    #[arg(long, value_parser = l2_bytes)]
-    pub l2_read_bytes: Option<usize>,
-    /// SMs the L2 partition probe times, the first SM numbers (default: every SM).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub l2_partition_sms: Option<u32>,
+    pub lessons: crate::registry::Options,
     /// For compute-sanitizer: every kernel at the sizes given, but grids that fill the GPU, L2
     /// passes, footprint sweeps and fixed buffers shrink to a few blocks (figures mean nothing);
     /// prints the kernels launched. Its figures are not measurements, so it writes no --json
@@ -58,6 +32,10 @@ pub struct Args {
     /// and print their counters beside the models' figures (a `counters` section).
     #[arg(long, conflicts_with = "sanitizer")]
     pub counters: bool,
+    /// The lessons' options from a JSON file instead of the flags (how `--counters` runs the
+    /// lab again under Nsight Compute at the parent's options).
+    #[arg(long, hide = true, value_name = "FILE")]
+    pub lesson_options: Option<std::path::PathBuf>,
     /// Timed and warm-up runs.
     #[command(flatten)]
     pub runs: super::Runs,
@@ -66,36 +44,21 @@ pub struct Args {
     pub outputs: super::Outputs,
 }
 
-/// `--strided-bytes`: a byte count the strided-read sweep can use.
-fn strided_bytes(text: &str) -> Result<usize, String> {
-    crate::probes::strided::check_bytes(cli::bytes(text)?)
-}
-
-/// `--l2-stream-bytes`, `--l2-read-bytes`: byte counts the L2 lesson's readers can use.
-fn l2_bytes(text: &str) -> Result<usize, String> {
-    demos::l2::check_bytes(cli::bytes(text)?).map_err(|e| e.to_string())
-}
-
 /// Runs the demos on each chosen device, then puts the devices side by side; returns whether
 /// every check passed.
-pub fn run(args: Args) -> Result<bool> {
+pub fn run(mut args: Args) -> Result<bool> {
+    if let Some(path) = &args.lesson_options {
+        let read = std::fs::read_to_string(path).map_err(|e| e.to_string());
+        match read.and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string())) {
+            Ok(lessons) => args.lessons = lessons,
+            Err(e) => crate::refuse!("--lesson-options {}: {e}", path.display()),
+        }
+    }
     if args.sanitizer {
         eprintln!("sanitizer footprints: every result is checked, but no figure is a measurement");
     }
-    let mut sizes = args.probes.apply(args.shapes.apply(Sizes {
-        strided_bytes: args.strided_bytes,
-        cluster_sizes: args.clusters.clone(),
-        l2_stream_bytes: args.l2_stream_bytes,
-        l2_read_bytes: args.l2_read_bytes,
-        l2_partition_sms: args.l2_partition_sms,
-        repeats: args.runs.repeats(),
-        sanitizer: args.sanitizer,
-        ..Sizes::default()
-    }))?;
-    if let Some([m, n, k]) = args.matmul_naive {
-        sizes.matmul_naive = (m, n, k);
-    }
-    sizes.sweep = args.sizes.clone().unwrap_or_default();
+    let settings = Settings { repeats: args.runs.repeats(), sanitizer: args.sanitizer };
+    let shared = args.lessons.lessons.shared();
     let selected = if args.only.is_empty() {
         crate::registry::NAMES.to_vec()
     } else {
@@ -104,14 +67,14 @@ pub fn run(args: Args) -> Result<bool> {
     let selected = selected.into_iter().map(crate::registry::find).collect::<Result<Vec<_>>>()?;
     // Each lesson's refusals of these sizes, before the driver is asked anything.
     for lesson in &selected {
-        (lesson.check)(&sizes, !args.only.is_empty())?;
+        (lesson.check)(&args.lessons, &shared, !args.only.is_empty())?;
     }
     // The paths as given are checked before the driver is asked for the devices; each device's
     // own (suffixed when several run, in the same folders) once they are known.
     args.outputs.for_device(0, false)?;
     // Host memory before the driver is asked anything: the demos run one after another, so the
     // largest one counts.
-    let need = selected.iter().map(|d| (d, (d.host_bytes)(&sizes))).max_by_key(|p| p.1);
+    let need = selected.iter().map(|d| (d, (d.host_bytes)(&args.lessons, &shared))).max_by_key(|p| p.1);
     if let Some((lesson, bytes)) = need {
         host_ram::ensure(&lesson.host_need(), bytes)?;
     }
@@ -120,7 +83,7 @@ pub fn run(args: Args) -> Result<bool> {
     let outputs = ordinals.iter().map(|&o| args.outputs.for_device(o, several)).collect::<Result<Vec<_>>>()?;
     let (mut passed, mut figures) = (true, Vec::new());
     for (&ordinal, outputs) in ordinals.iter().zip(&outputs) {
-        let (ok, record) = run_on(&selected, sizes.clone(), ordinal, outputs, args.counters)?;
+        let (ok, record) = run_on(&selected, (&args.lessons, settings), ordinal, outputs, args.counters)?;
         passed &= ok;
         figures.push(run_figures(&record));
     }
@@ -156,14 +119,14 @@ pub fn run_figures(record: &RunRecord) -> Vec<(String, String)> {
 /// the way (a size the device has no memory for, a shape it cannot launch) prints nothing as a
 /// result; returns whether every check passed, and the run's record.
 fn run_on(
-    selected: &[&'static crate::lab::Lesson],
-    sizes: Sizes,
+    selected: &[&'static Lesson],
+    (options, settings): (&Options, Settings),
     ordinal: u32,
     outputs: &super::Outputs,
     counters: bool,
 ) -> Result<(bool, RunRecord)> {
     let opened = std::time::Instant::now();
-    let lab = Lab::new(Gpu::open(ordinal, None)?, sizes);
+    let lab = Lab::new(Gpu::open(ordinal, None)?, settings);
     // Driver start-up and the module's JIT, before any demo.
     lab.phases.record("open device", opened.elapsed().as_secs_f64());
     let mut out = format!(
@@ -172,10 +135,10 @@ fn run_on(
         report::device(ordinal, &lab.gpu.info, lab.gpu.ptx.arch)
     );
     let bar = progress::bar(selected.len());
-    let sanitizer = lab.sizes.sanitizer;
+    let sanitizer = lab.settings.sanitizer;
     // Where each demo's checked launches start in `lab.measured`, for --counters.
     let mut starts = Vec::new();
-    let (inputs, mut sections) = crate::registry::run_all(&lab, selected, |demo, done| match done {
+    let (inputs, mut sections) = crate::registry::run_all(&lab, selected, options, |demo, done| match done {
         // A sanitizer run stopped by a time limit says in its log which demo it was in.
         false if sanitizer => eprintln!("sanitizer run: {} ...", demo.name),
         false => {
@@ -199,7 +162,9 @@ fn run_on(
         out += &format!("{}\n", report::section(&roofline, memcpy_gbs));
         sections.push(roofline);
     }
-    if let Some(counted) = counters.then(|| crate::counters::run(&lab, &starts, ordinal)).transpose()?.flatten() {
+    if let Some(counted) =
+        counters.then(|| crate::counters::run(&lab, options, &starts, ordinal)).transpose()?.flatten()
+    {
         out += &format!("{}\n", report::section(&counted, memcpy_gbs));
         sections.push(counted);
     }

@@ -16,6 +16,7 @@ use anyhow::{Result, bail};
 
 use crate::lab::MeasuredLaunch;
 use crate::lab::{Lab, Section};
+use crate::registry::Options;
 use expect::Counter;
 use parse::Profiled;
 
@@ -62,7 +63,7 @@ impl Line {
 ///
 /// # Errors
 /// The binary's own path is unknown, or ncu's output does not match the run's launches.
-pub fn run(lab: &Lab, starts: &[(&str, usize)], ordinal: u32) -> Result<Option<Section>> {
+pub fn run(lab: &Lab, options: &Options, starts: &[(&str, usize)], ordinal: u32) -> Result<Option<Section>> {
     let measured = lab.measured.borrow();
     let (demos, launches) = profiled_launches(&measured, starts);
     if demos.is_empty() {
@@ -77,7 +78,9 @@ pub fn run(lab: &Lab, starts: &[(&str, usize)], ordinal: u32) -> Result<Option<S
     let dir = std::env::temp_dir().join(format!("memlab-counters-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let report = dir.join("counters");
-    let child = ncu::child_args(&demos, &lab.sizes, ordinal);
+    let options_file = dir.join("lesson-options.json");
+    std::fs::write(&options_file, serde_json::to_string(options)?)?;
+    let child = ncu::child_args(&demos, &options_file, ordinal);
     eprintln!("counters: {} {}", ncu.display(), shell_words(&ncu::profile_args(&report, &exe, &child)));
     let outcome = ncu::run(&ncu, &ncu::profile_args(&report, &exe, &child), &report);
     let _ = std::fs::remove_dir_all(&dir);
@@ -88,7 +91,7 @@ pub fn run(lab: &Lab, starts: &[(&str, usize)], ordinal: u32) -> Result<Option<S
             return Ok(None);
         }
     };
-    let lines = table(&launches, &parse::raw_csv(&csv)?, lab.sizes.strided_bytes)?;
+    let lines = table(&launches, &parse::raw_csv(&csv)?, options.lessons.coalescing.bytes)?;
     Ok(Some(section(&lines, &demos)))
 }
 

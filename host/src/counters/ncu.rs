@@ -8,7 +8,6 @@ use std::process::Command;
 use anyhow::{Context, Result};
 
 use super::expect::METRICS;
-use crate::lab::Sizes;
 
 /// Where CUDA's installer puts `ncu` when it is on no `PATH`.
 pub const DEFAULT_NCU: &str = "/usr/local/cuda/bin/ncu";
@@ -27,22 +26,13 @@ pub fn find(ncu: Option<OsString>, path: Option<OsString>, fallback: &Path) -> O
     on_path.or_else(|| fallback.is_file().then(|| fallback.to_path_buf()))
 }
 
-/// The `run-demos` options of the profiled child: the same lesson sizes on the same device, the
-/// demos given, one timed run and no warm-up (only the checked launch is profiled).
-pub fn child_args(demos: &[&str], sizes: &Sizes, ordinal: u32) -> Vec<String> {
-    let dims = |d: &[usize]| d.iter().map(usize::to_string).collect::<Vec<_>>().join("x");
-    let (m, n, k) = sizes.matmul;
-    let (nm, nn, nk) = sizes.matmul_naive;
+/// The `run-demos` options of the profiled child: the lessons' options the parent ran at (the
+/// JSON file `options`, which `--lesson-options` reads back) on the same device, the demos
+/// given, one timed run and no warm-up (only the checked launch is profiled).
+pub fn child_args(demos: &[&str], options: &Path, ordinal: u32) -> Vec<String> {
     let mut args: Vec<String> = ["run-demos", "--device", &ordinal.to_string(), "--only"].map(String::from).into();
     args.extend(demos.iter().map(|d| d.to_string()));
-    args.extend(["--transpose".into(), dims(&[sizes.transpose.0, sizes.transpose.1])]);
-    args.extend(["--matmul".into(), dims(&[m, n, k]), "--matmul-naive".into(), dims(&[nm, nn, nk])]);
-    for (flag, shapes) in [("--sgemm", &sizes.sgemm), ("--tensor", &sizes.tensor)] {
-        args.push(flag.into());
-        args.extend(shapes.iter().map(|&(m, n, k)| dims(&[m, n, k])));
-    }
-    args.extend(["--strided-bytes".into(), format!("{}B", sizes.strided_bytes)]);
-    args.extend(["--bank-iters".into(), sizes.bank_iters.to_string()]);
+    args.extend(["--lesson-options".into(), options.display().to_string()]);
     args.extend(["--runs", "1", "--warmup", "0"].map(String::from));
     args
 }
@@ -132,18 +122,10 @@ mod tests {
 
     #[test]
     fn the_child_runs_the_lessons_at_the_runs_sizes_once() {
-        let sizes = Sizes {
-            transpose: (4096, 2048),
-            sgemm: vec![(1024, 1024, 1024), (517, 389, 263)],
-            tensor: vec![(2048, 2048, 2048)],
-            ..Sizes::default()
-        };
-        let args = child_args(&["transpose", "sgemm"], &sizes, 1).join(" ");
+        let args = child_args(&["transpose", "sgemm"], Path::new("/tmp/o.json"), 1).join(" ");
         assert_eq!(
             args,
-            "run-demos --device 1 --only transpose sgemm --transpose 4096x2048 --matmul 4096x4096x4096 \
-             --matmul-naive 4096x4096x4096 --sgemm 1024x1024x1024 517x389x263 --tensor 2048x2048x2048 \
-             --strided-bytes 1073741824B --bank-iters 16384 --runs 1 --warmup 0"
+            "run-demos --device 1 --only transpose sgemm --lesson-options /tmp/o.json --runs 1 --warmup 0"
         );
         let profile = profile_args(Path::new("/tmp/r"), Path::new("/opt/memlab"), &["run-demos".into()]);
         let profile: Vec<String> = profile.iter().map(|a| a.to_string_lossy().into_owned()).collect();

@@ -89,15 +89,29 @@ impl WideCase {
 /// Strides swept, in 4-byte words; 0 is the broadcast (every lane reads one word).
 pub const STRIDES: [usize; 8] = [1, 2, 4, 8, 16, 32, 33, 0];
 
-/// `--bank-iters`: the probe's loads per thread, a multiple of its unroll (8).
+/// Most loads per thread `--bank-iters` takes: enough for any timing, far from a `u32` sum.
+pub const MAX_ITERS: usize = 1 << 24;
+
+/// The banks lesson's options (the hierarchy's shared-memory row reads them too).
+#[derive(clap::Args, Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[group(skip)]
+pub struct Options {
+    /// Shared-memory loads per thread in the bank probe (a multiple of 8, at most 2^24).
+    #[arg(id = "bank-iters", long = "bank-iters", value_name = "BANK_ITERS", default_value = "16384", value_parser = iters)]
+    pub iters: usize,
+}
+
+/// `--bank-iters`: the probe's loads per thread, a multiple of its unroll (8), at most
+/// [`MAX_ITERS`].
 ///
 /// # Errors
-/// A refusal naming the rule.
-pub fn check_iters(iters: u32) -> Result<usize> {
-    if !iters.is_multiple_of(BANK_PROBE_UNROLL as u32) {
-        crate::refuse!("--bank-iters {iters} must be a multiple of {BANK_PROBE_UNROLL} (the probe's unroll)");
+/// A one-line refusal naming the rule.
+pub fn iters(text: &str) -> Result<usize, String> {
+    let iters: usize = text.parse().map_err(|_| format!("`{text}` is not a whole number of loads"))?;
+    if iters == 0 || iters > MAX_ITERS || !iters.is_multiple_of(BANK_PROBE_UNROLL) {
+        return Err(format!("{iters} loads must be a multiple of {BANK_PROBE_UNROLL} (the probe's unroll), 8 to {MAX_ITERS}"));
     }
-    Ok(iters as usize)
+    Ok(iters)
 }
 
 /// The bank model's serialization factor for lane `t` reading word `t * stride`.
@@ -106,9 +120,8 @@ fn bank_factor(stride: usize) -> u32 {
 }
 
 /// The probe at `stride` on `out` (one word per thread of a full GPU), measured.
-fn measure_on(lab: &Lab, out: &mut DeviceBuffer<u32>, stride: usize) -> Result<KernelRow> {
+fn measure_on(lab: &Lab, out: &mut DeviceBuffer<u32>, stride: usize, iters: usize) -> Result<KernelRow> {
     let (blocks, threads) = crate::lab::sanitizer::grid(lab, BLOCK);
-    let iters = lab.sizes.bank_iters;
     let launch = launches::shared_bank_probe(shapes::shared_bank_probe(blocks), out, stride as u32, iters as u32);
     launch.shape.require_whole_warps(launch.kernel, lab.gpu.info.max_threads_per_block)?;
     // Shared-memory load bandwidth: 4 bytes per lane per load.
@@ -129,9 +142,8 @@ fn measure_on(lab: &Lab, out: &mut DeviceBuffer<u32>, stride: usize) -> Result<K
 }
 
 /// The wide probe of `case` on `out`, measured.
-fn measure_wide(lab: &Lab, out: &mut DeviceBuffer<u32>, case: &WideCase) -> Result<KernelRow> {
+fn measure_wide(lab: &Lab, out: &mut DeviceBuffer<u32>, case: &WideCase, iters: usize) -> Result<KernelRow> {
     let (blocks, threads) = crate::lab::sanitizer::grid(lab, BLOCK);
-    let iters = lab.sizes.bank_iters;
     let offsets = case.offsets();
     assert!(offsets.iter().all(|&o| o % case.width == 0 && o < WIDE_PROBE_MAX_OFFSET as u64), "{case:?}");
     let offsets_dev = upload(&offsets.map(|o| o as u32))?;
@@ -162,27 +174,35 @@ fn measure_wide(lab: &Lab, out: &mut DeviceBuffer<u32>, case: &WideCase) -> Resu
 ///
 /// # Errors
 /// Not enough device memory, or a launch refusal.
-pub fn measure_stride(lab: &Lab, stride: usize) -> Result<KernelRow> {
+pub fn measure_stride(lab: &Lab, stride: usize, iters: usize) -> Result<KernelRow> {
     let (_, threads) = crate::lab::sanitizer::grid(lab, BLOCK);
     ensure_free("the bank probe", 4 * threads)?;
-    measure_on(lab, &mut poisoned::<u32>(threads)?, stride)
+    measure_on(lab, &mut poisoned::<u32>(threads)?, stride, iters)
 }
 
-/// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson = Lesson::new("banks", run);
+/// The lesson: shared-memory banks.
+pub struct Banks;
+
+impl Lesson for Banks {
+    const NAME: &'static str = "banks";
+    type Options = Options;
+
+    fn run(lab: &Lab, _: &Inputs, options: &Options) -> Result<Section> {
+        run(lab, options.iters)
+    }
+}
 
 /// Runs the stride sweep with every SM full of probe blocks.
-pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
+fn run(lab: &Lab, iters: usize) -> Result<Section> {
     let (blocks, threads) = crate::lab::sanitizer::grid(lab, BLOCK);
-    let iters = lab.sizes.bank_iters;
     ensure_free("the bank probe", 4 * threads)?;
     let mut out = poisoned::<u32>(threads)?;
     let mut points = Vec::new();
     for stride in STRIDES {
-        points.push((stride, measure_on(lab, &mut out, stride)?));
+        points.push((stride, measure_on(lab, &mut out, stride, iters)?));
     }
     let wide =
-        WIDE_CASES.iter().map(|case| Ok((case, measure_wide(lab, &mut out, case)?))).collect::<Result<Vec<_>>>()?;
+        WIDE_CASES.iter().map(|case| Ok((case, measure_wide(lab, &mut out, case, iters)?))).collect::<Result<Vec<_>>>()?;
     let base_ms = points[0].1.timing.median_ms;
     let header = ["access", "median ms", "time vs 4 B stride 1", "model wavefronts", "within 25%", "check"];
     let row = |access: String, row: &KernelRow, model: u32| {

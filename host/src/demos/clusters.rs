@@ -130,17 +130,43 @@ pub const CHAIN_BYTES: usize = 16 << 10;
 pub const L2_CHAIN_BYTES: usize = 1 << 20;
 /// Timed loads per chase.
 pub const STEPS: u32 = 4096;
-/// `--cluster-reads`: a multiple of the read kernel's unroll.
+/// Most 16-byte reads per thread `--cluster-reads` takes.
+pub const MAX_READS: u32 = 1 << 24;
+
+/// `--cluster-reads`: a positive multiple of the read kernel's unroll, at most [`MAX_READS`].
 ///
 /// # Errors
-/// A refusal naming the rule.
-pub fn check_reads(reads: u32) -> Result<u32> {
-    if reads == 0 || !reads.is_multiple_of(READ_UNROLL) {
-        crate::refuse!(
-            "--cluster-reads {reads} must be a positive multiple of {READ_UNROLL} (the read kernel's unroll)"
-        );
+/// A one-line refusal naming the rule.
+pub fn reads(text: &str) -> Result<u32, String> {
+    let reads: u32 = text.parse().map_err(|_| format!("`{text}` is not a whole number of reads"))?;
+    if reads == 0 || reads > MAX_READS || !reads.is_multiple_of(READ_UNROLL) {
+        return Err(format!(
+            "{reads} reads must be a positive multiple of {READ_UNROLL} (the read kernel's unroll), at most {MAX_READS}"
+        ));
     }
     Ok(reads)
+}
+
+/// The distributed-shared-memory read's length (the hierarchy's DSMEM row reads it too).
+#[derive(clap::Args, Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[group(skip)]
+pub struct Reads {
+    /// 16-byte reads per thread of the distributed-shared-memory read (a multiple of 8).
+    #[arg(id = "cluster-reads", long = "cluster-reads", value_name = "CLUSTER_READS", default_value = "4096", value_parser = reads)]
+    pub reads: u32,
+}
+
+/// The clusters lesson's options.
+#[derive(clap::Args, Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[group(skip)]
+pub struct Options {
+    /// Blocks per thread-block cluster the clusters demo sweeps, a list like 2,4,8,16 (1 to
+    /// 16; above 8 is non-portable, cc 9.0).
+    #[arg(id = "clusters", long = "clusters", value_name = "CLUSTERS", value_delimiter = ',', default_values_t = CLUSTER_SIZES, value_parser = cluster_size)]
+    pub sizes: Vec<u32>,
+    /// The read's length.
+    #[command(flatten)]
+    pub reads: Reads,
 }
 /// Barriers `cluster_barrier` times.
 pub const BARRIER_ITERS: u32 = 1024;
@@ -195,11 +221,21 @@ pub struct AtSize {
     pub checks: Vec<Check>,
 }
 
-/// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson = Lesson::new("clusters", run);
+/// The lesson: thread-block clusters and distributed shared memory.
+pub struct Clusters;
 
-/// Runs the lesson (skipped in one line below cc 9.0).
-pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
+impl Lesson for Clusters {
+    const NAME: &'static str = "clusters";
+    type Options = Options;
+
+    fn run(lab: &Lab, inputs: &Inputs, options: &Options) -> Result<Section> {
+        run(lab, options, inputs.shared.matmul)
+    }
+}
+
+/// Runs the lesson (skipped in one line below cc 9.0), its cluster GEMM at `matmul`.
+fn run(lab: &Lab, options: &Options, matmul: (usize, usize, usize)) -> Result<Section> {
+    let reads = options.reads.reads;
     let cc = lab.gpu.info.cc;
     if cc < CLUSTER_CC {
         return Ok(skipped(cc));
@@ -208,23 +244,22 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
         lab.phases.step("latency probes", || latency::shared(lab, CHAIN_BYTES, STEPS))?;
     let (own_window, own_check) = lab.phases.step("latency probes", || dsmem_chase(lab, 2, 0, STEPS))?;
     let (l2, l2_check) = lab.phases.step("latency probes", || l2_latency(lab))?;
-    let local_read = read_bandwidth(lab, CLUSTER_SIZES[0], 0)?;
+    let local_read = read_bandwidth(lab, CLUSTER_SIZES[0], 0, reads)?;
     // Only the cluster matmul of the counting build: the JIT compiles every kernel of a module.
     let counting = lab.phases.step("load the counting kernel", || {
         load_entries(&ptx::COUNTING_SM90, &[launches::entry::matmul_dsmem_32.name], None)
     })?;
     let units = units(lab);
     let mut sizes = Vec::new();
-    for &cluster in &lab.sizes.cluster_sizes {
-        sizes.push(
-            lab.phases
-                .step("cluster sizes", || at_size(lab, &counting, cluster, matmul_cluster(cluster), &units.layout))?,
-        );
+    for &cluster in &options.sizes {
+        let at = || at_size(lab, &counting, (cluster, matmul_cluster(cluster)), reads, &units.layout);
+        sizes.push(lab.phases.step("cluster sizes", at)?);
     }
-    let matmul = lab.phases.step("matmul rows", || matmul_rows(lab))?;
+    let k = matmul.2;
+    let matmul = lab.phases.step("matmul rows", || matmul_rows(lab, matmul, &options.sizes))?;
     let mut checks = vec![local_check, own_check, l2_check];
     checks.extend(sizes.iter().flat_map(|s| s.checks.iter().cloned()));
-    let mut notes = notes(lab, &local, &own_window, &l2, &local_read, &sizes, &matmul);
+    let mut notes = notes(lab, &local, &own_window, &l2, &local_read, &sizes, (&matmul, k));
     notes.insert(2, occupancy_note(&sizes, &units));
     let mut kernels = vec![local_read];
     kernels.extend(sizes.iter().map(|s| s.read.clone()));
@@ -255,9 +290,15 @@ fn skipped(cc: (u32, u32)) -> Section {
 }
 
 /// Everything measured at one cluster size.
-fn at_size(lab: &Lab, counting: &Module, cluster: u32, matmul_cluster: (u32, u32), units: &[u32]) -> Result<AtSize> {
+fn at_size(
+    lab: &Lab,
+    counting: &Module,
+    (cluster, matmul_cluster): (u32, (u32, u32)),
+    reads: u32,
+    units: &[u32],
+) -> Result<AtSize> {
     let (remote, chase_check) = dsmem_chase(lab, cluster, cluster - 1, STEPS)?;
-    let read = read_bandwidth(lab, cluster, 1)?;
+    let read = read_bandwidth(lab, cluster, 1, reads)?;
     let (barrier_cycles, barrier_check) = barrier(lab, cluster)?;
     let clusters_at_once = occupancy(lab, cluster, units)?;
     let (counted, count_check) = count_loads(lab, counting, matmul_cluster)?;
@@ -309,7 +350,7 @@ fn l2_latency(lab: &Lab) -> Result<(Latency, Check)> {
 /// `cluster_shared_read` in clusters of `cluster`, as many as the GPU holds at once, each
 /// block reading the block `peer_offset` ranks further (its own with `ld.shared` when 0);
 /// checked thread by thread.
-pub fn read_bandwidth(lab: &Lab, cluster: u32, peer_offset: u32) -> Result<KernelRow> {
+pub fn read_bandwidth(lab: &Lab, cluster: u32, peer_offset: u32, reads: u32) -> Result<KernelRow> {
     let gpu = &lab.gpu;
     let probe_shape = row_of(cluster, READ_THREADS, READ_SMEM);
     let f = function(gpu, "cluster_shared_read")?;
@@ -321,7 +362,6 @@ pub fn read_bandwidth(lab: &Lab, cluster: u32, peer_offset: u32) -> Result<Kerne
     let blocks = clusters * cluster;
     let threads = (blocks * READ_THREADS) as usize;
     let mut out = poisoned::<u32>(threads)?;
-    let reads = lab.sizes.cluster_reads;
     let launch = launches::cluster_shared_read(shapes::cluster_shared_read(blocks), reads, peer_offset, &mut out)
         .in_clusters((cluster, 1));
     let (lesson, prediction) = if peer_offset == 0 {
@@ -524,8 +564,7 @@ fn count_loads(lab: &Lab, module: &Module, cluster: (u32, u32)) -> Result<(Count
 }
 
 /// `matmul_tiled_32` and `matmul_dsmem_32` in every cluster shape at the run's matmul size.
-fn matmul_rows(lab: &Lab) -> Result<Vec<KernelRow>> {
-    let (m, n, k) = lab.sizes.matmul;
+fn matmul_rows(lab: &Lab, (m, n, k): (usize, usize, usize), clusters: &[u32]) -> Result<Vec<KernelRow>> {
     check_u32_elements("the clusters demo", &[m * k, k * n, m * n])?;
     ensure_free("the clusters demo", f32_bytes(&[m * k, k * n, m * n]))?;
     let (a_host, b_host) = (reference::random_f32(m * k, 1), reference::random_f32(k * n, 2));
@@ -540,7 +579,7 @@ fn matmul_rows(lab: &Lab) -> Result<Vec<KernelRow>> {
         "32x32 tiles, each block loads both of its tiles",
         size.clone(),
     )];
-    for cluster in lab.sizes.cluster_sizes.iter().map(|&s| matmul_cluster(s)) {
+    for cluster in clusters.iter().map(|&s| matmul_cluster(s)) {
         let loads = cluster_tiled_global_loads(shape, DSMEM_TILE as u64, (cluster.0 as u64, cluster.1 as u64));
         let launch = launches::matmul_dsmem_32(shapes::matmul_dsmem_32(cluster, mu, nu), &a, &b, &mut c, mu, nu, ku)
             .in_clusters(cluster);
@@ -630,7 +669,7 @@ fn notes(
     l2: &Latency,
     local_read: &KernelRow,
     sizes: &[AtSize],
-    matmul: &[KernelRow],
+    (matmul, k): (&[KernelRow], usize),
 ) -> Vec<String> {
     let mut notes = vec![
         format!(
@@ -646,7 +685,7 @@ fn notes(
         ),
     ];
     if let Some((base, rest)) = matmul.split_first() {
-        let steps = lab.sizes.matmul.2.div_ceil(DSMEM_TILE as usize) as f64;
+        let steps = k.div_ceil(DSMEM_TILE as usize) as f64;
         let step_cycles = |row: &KernelRow| {
             let slots = (lab.gpu.info.sms * row.occupancy.active_blocks) as f64;
             let blocks = row.shape.grid.0 as f64 * row.shape.grid.1 as f64;
@@ -685,13 +724,13 @@ fn notes(
 /// The hierarchy table's "distributed shared memory" row (six columns) and its checks, `None`
 /// below cc 9.0: the remote chase (`steps` timed loads) and the next-block read at cluster
 /// size 2.
-pub fn hierarchy_row(lab: &Lab, steps: u32) -> Result<Option<(Vec<String>, Vec<Check>)>> {
+pub fn hierarchy_row(lab: &Lab, steps: u32, reads: Reads) -> Result<Option<(Vec<String>, Vec<Check>)>> {
     if lab.gpu.info.cc < CLUSTER_CC {
         return Ok(None);
     }
     let cluster = CLUSTER_SIZES[0];
     let (remote, chase_check) = dsmem_chase(lab, cluster, cluster - 1, steps)?;
-    let read = read_bandwidth(lab, cluster, 1)?;
+    let read = read_bandwidth(lab, cluster, 1, reads.reads)?;
     let row = vec![
         "distributed shared memory".into(),
         "-".into(),
@@ -737,8 +776,10 @@ mod tests {
 
     #[test]
     fn read_sums_depend_on_the_peer_read() {
-        let own = read_sums(2, 0, crate::lab::CLUSTER_READ_ITERS);
-        let next = read_sums(2, 1, crate::lab::CLUSTER_READ_ITERS);
+        let reads = crate::cli::defaults::<Reads>().reads;
+        assert_eq!(reads, 4096);
+        let own = read_sums(2, 0, reads);
+        let next = read_sums(2, 1, reads);
         assert_eq!(own.len(), 2 * READ_THREADS as usize);
         // Rank 0 reading rank 1 sums what rank 1 reading itself sums, and not what it reads
         // of its own memory.
@@ -754,7 +795,7 @@ mod tests {
             of_t.dedup();
             assert_eq!(of_t.len(), 16, "thread {t}");
         }
-        let sums = read_sums(16, 0, crate::lab::CLUSTER_READ_ITERS);
+        let sums = read_sums(16, 0, reads);
         for (r, t) in (0..16).flat_map(|r| (0..threads).map(move |t| (r, t))) {
             assert_ne!(sums[r * threads + t], sums[(r + 1) % 16 * threads + t], "rank {r} thread {t}");
         }
@@ -762,7 +803,7 @@ mod tests {
         let by_hand = (0..8).map(|j| (0..4).fold(0u32, |s, w| s.wrapping_add(read_word(4 * 256 * j + w, 0))));
         assert_eq!(
             own[0],
-            by_hand.fold(0u32, |s, v| s.wrapping_add(v.wrapping_mul(crate::lab::CLUSTER_READ_ITERS / 8)))
+            by_hand.fold(0u32, |s, v| s.wrapping_add(v.wrapping_mul(reads / 8)))
         );
     }
 }

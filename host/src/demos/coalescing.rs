@@ -14,7 +14,7 @@ use crate::lab::Inputs;
 use crate::lab::{
     KernelRow, KernelRun, Lab, Section, Work, check_staged, ensure_free, f32_bytes, measure, poison, poisoned,
 };
-use crate::lab::{Lesson, Sizes};
+use crate::lab::{Lesson, Shared};
 use crate::launches;
 use crate::probes::strided::{self};
 use crate::reference::{self, STRIDED_READS_PER_THREAD};
@@ -82,18 +82,42 @@ fn alignment_sweep(
     Ok(points)
 }
 
-/// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson = Lesson::new("coalescing", run).with_host_bytes(host_bytes, &["--strided-bytes"]);
-
-/// The staging of the strided sweep's input.
-fn host_bytes(sizes: &Sizes) -> usize {
-    crate::lab::staging_bytes((sizes.strided_bytes / 4, 1))
+/// The coalescing lesson's options.
+#[derive(clap::Args, Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[group(skip)]
+pub struct Options {
+    /// Bytes spanned by the strided-read buffer (B, KiB, MiB, GiB).
+    #[arg(id = "strided-bytes", long = "strided-bytes", value_name = "STRIDED_BYTES", default_value = "1GiB", value_parser = strided_bytes)]
+    pub bytes: usize,
 }
 
-/// Runs the stride sweep over a buffer of `lab.sizes.strided_bytes` in the device's memory, then
-/// the alignment sweep over the same buffer.
-pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
-    let words = lab.sizes.strided_bytes / 4;
+/// `--strided-bytes`: a byte count the strided-read sweep can use.
+fn strided_bytes(text: &str) -> Result<usize, String> {
+    strided::check_bytes(crate::cli::bytes(text)?)
+}
+
+/// The lesson: coalesced and strided global loads.
+pub struct Coalescing;
+
+impl Lesson for Coalescing {
+    const NAME: &'static str = "coalescing";
+    const HOST_FLAGS: &'static [&'static str] = &["--strided-bytes"];
+    type Options = Options;
+
+    fn run(lab: &Lab, _: &Inputs, options: &Options) -> Result<Section> {
+        run(lab, options.bytes)
+    }
+
+    /// The staging of the strided sweep's input.
+    fn host_bytes(options: &Options, _: &Shared) -> usize {
+        crate::lab::staging_bytes((options.bytes / 4, 1))
+    }
+}
+
+/// Runs the stride sweep over a buffer of `bytes` in the device's memory, then the alignment
+/// sweep over the same buffer.
+fn run(lab: &Lab, bytes: usize) -> Result<Section> {
+    let words = bytes / 4;
     let max_threads = words / STRIDED_READS_PER_THREAD;
     // The input, the sweep's partial sums, the alignment sweep's.
     ensure_free("the strided-read demo", f32_bytes(&[words, max_threads, max_threads]))?;
@@ -125,7 +149,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     }
     Ok(Section {
         name: "coalescing".into(),
-        title: format!("Global-memory coalescing: strided_read over {} MiB", lab.sizes.strided_bytes >> 20),
+        title: format!("Global-memory coalescing: strided_read over {} MiB", bytes >> 20),
         lesson: "A warp's loads are served in 32-byte sectors: once lanes are 32 bytes or more apart, every 4-byte load drags in a whole sector.".into(),
         kernels,
         sweep: Some(sweep),

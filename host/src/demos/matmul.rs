@@ -15,7 +15,7 @@ use crate::probes::gemm::{MatmulLaunch, Operands, matmul_launch, square_tiles};
 use crate::gpu::context::load_entries;
 use crate::gpu::describe;
 use crate::gpu::launch::LaunchShape;
-use crate::lab::{Lesson, Sizes};
+use crate::lab::{Lesson, Shared};
 use crate::model::tiling::{MatmulShape, naive_global_loads, tiled_global_loads};
 use crate::verify::Check;
 use crate::{ptx, reference, verify};
@@ -68,17 +68,46 @@ const TILED: [Kernel; 2] = [
 /// Seeds of the demo's `A` and `B` ([`reference::input_f32`]).
 pub const SEEDS: (u64, u64) = (1, 2);
 
-/// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson = Lesson::new("matmul", run).with_host_bytes(host_bytes, &["--matmul", "--matmul-naive"]);
-
-/// The tiled and the naive shapes' operands, the larger.
-fn host_bytes(sizes: &Sizes) -> usize {
-    crate::probes::gemm::host_bytes(sizes.matmul).max(crate::probes::gemm::host_bytes(sizes.matmul_naive))
+/// The matmul lesson's options.
+#[derive(clap::Args, Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[group(skip)]
+pub struct Options {
+    /// Tiled (and by default naive) matmul shape, MxNxK (the clusters lesson's DSMEM GEMM runs
+    /// at it too).
+    #[arg(id = "matmul", long = "matmul", value_name = "MATMUL", default_value = "4096x4096x4096", value_parser = crate::cli::gemm)]
+    pub tiled: (usize, usize, usize),
+    /// Naive matmul shape, MxNxK (default: the tiled shape).
+    #[arg(id = "matmul-naive", long = "matmul-naive", value_name = "MATMUL_NAIVE", value_parser = crate::cli::gemm)]
+    pub naive: Option<(usize, usize, usize)>,
 }
 
-/// Runs the naive kernel at `lab.sizes.matmul_naive` and the tiled ones at `lab.sizes.matmul`.
-pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
-    let (naive_size, tiled_size) = (lab.sizes.matmul_naive, lab.sizes.matmul);
+impl Options {
+    /// The naive kernel's shape.
+    pub fn naive(&self) -> (usize, usize, usize) {
+        self.naive.unwrap_or(self.tiled)
+    }
+}
+
+/// The lesson: global memory and tiling.
+pub struct Matmul;
+
+impl Lesson for Matmul {
+    const NAME: &'static str = "matmul";
+    const HOST_FLAGS: &'static [&'static str] = &["--matmul", "--matmul-naive"];
+    type Options = Options;
+
+    fn run(lab: &Lab, _: &Inputs, options: &Options) -> Result<Section> {
+        run(lab, options.naive(), options.tiled)
+    }
+
+    /// The tiled and the naive shapes' operands, the larger.
+    fn host_bytes(options: &Options, _: &Shared) -> usize {
+        crate::probes::gemm::host_bytes(options.tiled).max(crate::probes::gemm::host_bytes(options.naive()))
+    }
+}
+
+/// Runs the naive kernel at `naive_size` and the tiled ones at `tiled_size`.
+fn run(lab: &Lab, naive_size: (usize, usize, usize), tiled_size: (usize, usize, usize)) -> Result<Section> {
     let mut kernels = Vec::new();
     if naive_size == tiled_size {
         kernels.extend(run_case(lab, tiled_size, &[NAIVE, TILED[0], TILED[1]])?);

@@ -11,27 +11,19 @@ use crate::gpu::memory::copy_on_device;
 use crate::gpu::staging::Staging;
 use crate::gpu::timing::time;
 use crate::lab::{Ceiling, Inputs, Lab, Section, ensure_free, f32_bytes, poisoned};
-use crate::lab::{Lesson, Sizes};
+use crate::lab::{Lesson, Needs, NoOptions, Shared};
 use crate::reference;
 
 /// Seed of the copied matrix ([`reference::input_f32`]).
 pub const SEED: u64 = 11;
 
-/// Copies the `lab.sizes.transpose` matrix once (checked), then times the copies.
-///
-/// # Errors
-/// Not enough device memory, or a driver failure.
-pub fn measure(lab: &Lab) -> Result<Ceiling> {
-    measure_at(lab, lab.sizes.transpose)
-}
-
-/// [`measure`] for a `rows x cols` f32 matrix. The source is generated and uploaded chunk by
+/// Copies a `rows x cols` f32 matrix once (checked), then times the copies. The source is generated and uploaded chunk by
 /// chunk, and the copy checked chunk by chunk against the generator, so host memory holds two
 /// staging chunks, not the matrix.
 ///
 /// # Errors
 /// Not enough device memory, or a driver failure.
-pub fn measure_at(lab: &Lab, (rows, cols): (usize, usize)) -> Result<Ceiling> {
+pub fn measure(lab: &Lab, (rows, cols): (usize, usize)) -> Result<Ceiling> {
     let n = rows * cols;
     ensure_free("the memcpy ceiling", f32_bytes(&[n, n]))?;
     let mut staging = Staging::<f32>::new(n)?;
@@ -42,19 +34,33 @@ pub fn measure_at(lab: &Lab, (rows, cols): (usize, usize)) -> Result<Ceiling> {
     copy()?;
     lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!(describe(e)))?;
     let check = crate::lab::check_staged(&lab.gpu, &mut staging, &dst, dst.len(), |i| reference::input_f32(SEED, i))?;
-    let timing = time(&lab.gpu, lab.sizes.repeats, copy)?;
+    let timing = time(&lab.gpu, lab.settings.repeats, copy)?;
     Ok(Ceiling { matrix: (rows, cols), timing, check })
 }
 
-/// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson =
-    Lesson::new("memcpy", run).with_memcpy().with_host_bytes(Sizes::matrix_staging_bytes, &["--transpose", "--sizes"]);
+/// The lesson: the ceiling every other rate is a share of, at the transposes' matrix.
+pub struct Memcpy;
+
+impl Lesson for Memcpy {
+    const NAME: &'static str = "memcpy";
+    const NEEDS: Needs = Needs { memcpy: true, ..Needs::TWINS };
+    const HOST_FLAGS: &'static [&'static str] = &["--transpose", "--sizes"];
+    type Options = NoOptions;
+
+    fn run(lab: &Lab, inputs: &Inputs, _: &NoOptions) -> Result<Section> {
+        run(lab, inputs)
+    }
+
+    fn host_bytes(_: &NoOptions, shared: &Shared) -> usize {
+        shared.matrix_staging_bytes()
+    }
+}
 
 /// The ceiling's section, from the run's measurement (measured here when the run has none).
-pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
+fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let measured = match &inputs.memcpy {
         Some(m) => m.clone(),
-        None => measure(lab)?,
+        None => measure(lab, inputs.shared.matrix)?,
     };
     let Ceiling { matrix: (rows, cols), timing, check } = &measured;
     let bytes = measured.bytes();

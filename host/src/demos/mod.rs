@@ -8,20 +8,76 @@
 //! [`crate::lab::Inputs`]. The summaries above them (`summary/`) compose them, and the
 //! registry (`registry.rs`) lists them for `run-demos`.
 
-pub mod banks;
-pub mod clusters;
-pub mod coalescing;
+use crate::lab::{Entry, Lesson, OptionsFor, Shared};
+
+/// Declares the lessons in the order `run-demos` runs them: each module, its lesson type, and
+/// its options as a field of [`Options`]. A new lesson is one line here.
+macro_rules! lessons {
+    ($($module:ident :: $lesson:ident),* $(,)?) => {
+        $(pub mod $module;)*
+
+        /// Every lesson's own flags, one field per lesson (flattened into `run-demos` and
+        /// `bench`).
+        #[derive(clap::Args, Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[group(skip)]
+        pub struct Options {
+            $(
+                #[allow(missing_docs)]
+                #[command(flatten)]
+                pub $module: <$module::$lesson as Lesson>::Options,
+            )*
+        }
+
+        $(
+            impl<O: HasOptions> OptionsFor<$module::$lesson> for O {
+                fn options(&self) -> <$module::$lesson as Lesson>::Options {
+                    self.lessons().$module.clone()
+                }
+            }
+        )*
+
+        /// The lessons' entries, in order, on options `O`.
+        pub const fn lessons<O: HasOptions>() -> [Entry<O>; [$(stringify!($module)),*].len()] {
+            [$(Entry::of::<$module::$lesson>()),*]
+        }
+    };
+}
+
+lessons! {
+    memcpy::Memcpy,
+    transpose::Transpose,
+    matmul::Matmul,
+    sgemm::Sgemm,
+    tensor::Tensor,
+    coalescing::Coalescing,
+    banks::Banks,
+    occupancy::Occupancy,
+    clusters::Clusters,
+    l2::L2,
+    tma::Tma,
+}
+
 pub mod host_memory;
-pub mod l2;
-pub mod matmul;
-pub mod memcpy;
-pub mod occupancy;
 pub mod peer;
 pub mod race;
-pub mod sgemm;
-pub mod tensor;
-pub mod tma;
-pub mod transpose;
+
+/// Options that hold the lessons' [`Options`].
+pub trait HasOptions {
+    /// The lessons' options.
+    fn lessons(&self) -> &Options;
+}
+
+impl Options {
+    /// The sizes several lessons measure at, from the lessons that own them.
+    pub fn shared(&self) -> Shared {
+        Shared {
+            matrix: self.transpose.matrix,
+            sweep: self.transpose.sweep().to_vec(),
+            gemm: self.sgemm.shapes.first().copied(),
+            matmul: self.matmul.tiled,
+        }
+    }
+}
 
 /// One field of the recorded H200 run (`docs/report/run.json`), for the demos' unit tests,
 /// which check their notes against real rows.

@@ -94,11 +94,20 @@ pub fn timed(lab: &Lab) -> Result<KernelRow> {
     measure(lab, run, check)
 }
 
-/// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson = Lesson::new("occupancy", run);
+/// The lesson: occupancy, the model against the driver.
+pub struct Occupancy;
+
+impl Lesson for Occupancy {
+    const NAME: &'static str = "occupancy";
+    type Options = crate::lab::NoOptions;
+
+    fn run(lab: &Lab, _: &Inputs, _: &crate::lab::NoOptions) -> Result<Section> {
+        run(lab)
+    }
+}
 
 /// Runs the sweep and compares every configuration, then times the uncapped kernel.
-pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
+fn run(lab: &Lab) -> Result<Section> {
     let info = &lab.gpu.info;
     let Some(arch) = ArchLimits::for_cc(info.cc.0, info.cc.1) else {
         refuse!("the occupancy model has no data for compute capability {}.{}", info.cc.0, info.cc.1);

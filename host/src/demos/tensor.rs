@@ -21,7 +21,7 @@ use crate::gpu::tensor_map::{Element, L2Promotion, MapSlot, Swizzle, TiledSpec};
 use crate::gpu::timing::{Timing, time};
 use crate::lab::Inputs;
 use crate::lab::{KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, ensure_free, measure};
-use crate::lab::{Lesson, Sizes};
+use crate::lab::{Lesson, Shared};
 use crate::launches;
 use crate::series::{Series, names};
 use crate::verify::{self, Check, MatmulStreamed, Precision};
@@ -334,7 +334,7 @@ fn time_cublas<T: Operand>(lab: &Lab, cublas: Option<&Cublas>, ops: &Operands<T>
     if !check.passed() {
         refuse!("cuBLAS GemmEx ({:?}) returned a wrong result: {}", T::CUBLAS, check.summary(kind));
     }
-    Ok(Some(time(&lab.gpu, lab.sizes.repeats, gemm)?))
+    Ok(Some(time(&lab.gpu, lab.settings.repeats, gemm)?))
 }
 
 /// The lesson's note for a device without sm_90a.
@@ -345,17 +345,36 @@ fn skipped(cc: (u32, u32)) -> String {
     )
 }
 
-/// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson = Lesson::new("tensor", run).with_host_bytes(lesson_host_bytes, &["--tensor"]);
-
-/// The largest shape's [`host_bytes`].
-fn lesson_host_bytes(sizes: &Sizes) -> usize {
-    sizes.tensor.iter().map(|&s| host_bytes(s)).max().unwrap_or(0)
+/// The tensor lesson's options.
+#[derive(clap::Args, Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[group(skip)]
+pub struct Options {
+    /// Tensor-core ladder shapes (BF16), MxNxK each.
+    #[arg(id = "tensor", long = "tensor", value_name = "TENSOR", num_args = 1.., default_values = ["4096x4096x4096", "8192x8192x8192"], value_parser = crate::cli::gemm)]
+    pub shapes: Vec<(usize, usize, usize)>,
 }
 
-/// Checks every rung at the odd sizes (every element), then times each at each of
-/// `lab.sizes.tensor` beside cuBLAS BF16, and rung 2 over [`STAGE_SWEEP`] at the first size.
-pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
+/// The lesson: the wgmma ladder.
+pub struct Tensor;
+
+impl Lesson for Tensor {
+    const NAME: &'static str = "tensor";
+    const HOST_FLAGS: &'static [&'static str] = &["--tensor"];
+    type Options = Options;
+
+    fn run(lab: &Lab, _: &Inputs, options: &Options) -> Result<Section> {
+        run(lab, &options.shapes)
+    }
+
+    /// The largest shape's [`host_bytes`].
+    fn host_bytes(options: &Options, _: &Shared) -> usize {
+        options.shapes.iter().map(|&s| host_bytes(s)).max().unwrap_or(0)
+    }
+}
+
+/// Checks every rung at the odd sizes (every element), then times each at each of `shapes`
+/// beside cuBLAS BF16, and rung 2 over [`STAGE_SWEEP`] at the first size.
+fn run(lab: &Lab, shapes: &[(usize, usize, usize)]) -> Result<Section> {
     let mut section = Section {
         name: "tensor".into(),
         title: "Tensor cores and the Hopper pipeline: C = A * B^T, BF16 or TF32 in, FP32 accumulation".into(),
@@ -383,7 +402,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
     table.push(vec![TF32.name.to_string()]);
     table.push(vec!["cuBLAS GemmEx (TF32)".into()]);
     let mut references = Vec::new();
-    for (i, &size) in lab.sizes.tensor.iter().enumerate() {
+    for (i, &size) in shapes.iter().enumerate() {
         let mut ops = lab.phases.step("operands", || Operands::<u16>::new(lab, size))?;
         header.extend([format!("TFLOP/s {}", ops.label()), "x cuBLAS".into()]);
         let mut rows = table.iter_mut();
@@ -464,7 +483,7 @@ fn stage_sweep(lab: &Lab, ops: &mut Operands<u16>, reference: Option<f64>) -> Re
         if !check.passed() {
             refuse!("{} with {stages} stages: {}", step.rung.name, check.summary(kind));
         }
-        let timing = time(&lab.gpu, lab.sizes.repeats, || launch.enqueue(&lab.gpu))?;
+        let timing = time(&lab.gpu, lab.settings.repeats, || launch.enqueue(&lab.gpu))?;
         points.push(format!("{stages}: {:.1}", timing.tflops(ops.flop())));
     }
     let cublas = reference.map_or(String::new(), |c| format!(" (cuBLAS {c:.1})"));

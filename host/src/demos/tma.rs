@@ -31,7 +31,7 @@ use crate::lab::Inputs;
 use crate::lab::{
     KernelRow, KernelRun, Lab, Section, Work, ensure_free, f32_bytes, measure, poison, poisoned, recheck_exact_staged,
 };
-use crate::lab::{Lesson, Sizes};
+use crate::lab::{Lesson, Needs, NoOptions, Shared};
 use crate::launches;
 use crate::model::banks::WarpRequest;
 use crate::phases::Kind;
@@ -276,36 +276,46 @@ pub fn curve_series_name(k: u32) -> String {
     format!("{k} block{} per SM", if k == 1 { "" } else { "s" })
 }
 
-/// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson =
-    Lesson::new("tma", run).with_memcpy().with_host_bytes(host_bytes, &["--transpose", "--sgemm"]).with_check(check);
+/// The lesson: the Tensor Memory Accelerator, at the transposes' matrix.
+pub struct Tma;
 
-/// The input (the copies' expected output), the staging of every checked output, and SGEMM
-/// rungs 6 and 7's operands (at the first SGEMM size) beside it.
-fn host_bytes(sizes: &Sizes) -> usize {
-    crate::lab::f32_bytes(&[sizes.transpose.0 * sizes.transpose.1])
-        + crate::lab::staging_bytes(sizes.transpose)
-        + sizes.sgemm.first().map_or(0, |&s| crate::probes::gemm::host_bytes(s))
-}
+impl Lesson for Tma {
+    const NAME: &'static str = "tma";
+    const NEEDS: Needs = Needs { memcpy: true, ..Needs::TWINS };
+    const HOST_FLAGS: &'static [&'static str] = &["--transpose", "--sgemm"];
+    type Options = NoOptions;
 
-/// Asked for by name, a matrix the lesson cannot describe is refused before the driver is asked
-/// anything; among all the lessons, it is skipped with a note instead.
-fn check(sizes: &Sizes, named: bool) -> Result<()> {
-    match named {
-        true => check_matrix(sizes.transpose.0, sizes.transpose.1),
-        false => Ok(()),
+    fn run(lab: &Lab, inputs: &Inputs, _: &NoOptions) -> Result<Section> {
+        run(lab, inputs)
+    }
+
+    /// The input (the copies' expected output), the staging of every checked output, and SGEMM
+    /// rungs 6 and 7's operands (at the first SGEMM size) beside it.
+    fn host_bytes(_: &NoOptions, shared: &Shared) -> usize {
+        crate::lab::f32_bytes(&[shared.matrix.0 * shared.matrix.1])
+            + crate::lab::staging_bytes(shared.matrix)
+            + shared.gemm.map_or(0, crate::probes::gemm::host_bytes)
+    }
+
+    /// Asked for by name, a matrix the lesson cannot describe is refused before the driver is
+    /// asked anything; among all the lessons, it is skipped with a note instead.
+    fn check(_: &NoOptions, shared: &Shared, named: bool) -> Result<()> {
+        match named {
+            true => check_matrix(shared.matrix.0, shared.matrix.1),
+            false => Ok(()),
+        }
     }
 }
 
-/// Runs the lesson on `lab.sizes.transpose`, stored with padded rows ([`layouts`]); skipped in
+/// Runs the lesson on the transposes' matrix, stored with padded rows ([`layouts`]); skipped in
 /// one line below cc 9.0 and for a matrix [`check_matrix`] refuses (`run-demos --only tma`
 /// refuses it before any work).
-pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
+fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let info = &lab.gpu.info;
     if info.cc < NEEDS_CC {
         return Ok(section(vec![], None, vec![], vec![skip_line(info.cc)], vec![]));
     }
-    let (rows, cols) = lab.sizes.transpose;
+    let (rows, cols) = inputs.shared.matrix;
     if let Err(why) = check_matrix(rows, cols) {
         return Ok(section(vec![], None, vec![], vec![format!("skipped: {why}")], vec![]));
     }
@@ -325,14 +335,14 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
     let pitched = (cols, stored_in.pitch);
     staging.borrow_mut().upload_pitched(&lab.gpu, &input, pitched, 0.0, |i| input_host[i])?;
     let mut output = poisoned::<f32>(n_out)?;
-    let lesson = LessonRun::new(lab, &input_host, &input, output.as_device_ptr().as_raw(), &staging)?;
+    let lesson = LessonRun::new(lab, (rows, cols), &input_host, &input, output.as_device_ptr().as_raw(), &staging)?;
     let mut sweeps = Sweeps { staging: &staging, checks: Vec::new(), left_out: Vec::new() };
     let swept = lab.phases.step("pipeline sweeps", || lesson.pipeline_sweeps(&mut sweeps, &mut output))?;
     let best = swept.fastest();
     let l2 = lab.phases.step("L2 promotion", || lesson.promotions(&mut sweeps, &mut output, best))?;
     let (mut kernels, swizzles) = lesson.kernel_rows(&mut output, best, &l2)?;
     drop(output);
-    kernels.extend(lab.phases.step("SGEMM rungs 6 and 7", || async_rungs(lab))?);
+    kernels.extend(lab.phases.step("SGEMM rungs 6 and 7", || async_rungs(lab, inputs.shared.gemm))?);
     let mut output = poisoned::<f32>(n_out)?;
     let curve =
         lab.phases.step("bulk-copy curve", || lesson.sweep_bulk(&mut sweeps, &mut output, &lesson.plan.curve))?;
@@ -477,16 +487,16 @@ struct SwizzleRow {
 }
 
 impl<'a> LessonRun<'a> {
-    /// The lesson on `lab.sizes.transpose`: `input` holds `input_host` in padded rows, the
+    /// The lesson on a `rows x cols` matrix: `input` holds `input_host` in padded rows, the
     /// output is at `out_addr`; places the sweeps' maps, the copy's then the transpose's.
     fn new(
         lab: &'a Lab,
+        (rows, cols): (usize, usize),
         input_host: &'a [f32],
         input: &'a DeviceBuffer<f32>,
         out_addr: u64,
         staging: &'a RefCell<Staging<f32>>,
     ) -> Result<LessonRun<'a>> {
-        let (rows, cols) = lab.sizes.transpose;
         let (stored_in, stored_out) = layouts(rows, cols);
         let in_addr = input.as_device_ptr().as_raw();
         let plan = Plan::new(crate::lab::sanitizer::on(lab));
@@ -1106,7 +1116,7 @@ impl Sweeps<'_> {
             })?;
             let passed = check.passed();
             self.checks.push(check);
-            let gbs = lab.phases.time(Kind::Timed, || time(gpu, lab.sizes.repeats, || launch.enqueue(gpu)))?.gbs(bytes);
+            let gbs = lab.phases.time(Kind::Timed, || time(gpu, lab.settings.repeats, || launch.enqueue(gpu)))?.gbs(bytes);
             points.push(Point { config: *p, resident: resident(p, driver), gbs, passed });
         }
         Ok(points)
@@ -1256,11 +1266,11 @@ fn curve_note(points: &[Point]) -> String {
 /// SGEMM rungs 6 (plain loads into shared memory) and 7 (`cp.async`), at the run's first SGEMM
 /// size, for the table of paths into shared memory; each step a block moves its `A` and `B`
 /// tiles (`2 x 128 x 8` floats, 8 KiB) while it computes on the other stage.
-fn async_rungs(lab: &Lab) -> Result<Vec<KernelRow>> {
+fn async_rungs(lab: &Lab, size: Option<(usize, usize, usize)>) -> Result<Vec<KernelRow>> {
     use super::sgemm;
     use crate::probes::gemm::Operands;
     use memlab_contracts::sgemm::{BK, TILE as GEMM_TILE};
-    let Some(&size) = lab.sizes.sgemm.first() else { return Ok(vec![]) };
+    let Some(size) = size else { return Ok(vec![]) };
     let mut ops = Operands::new(&lab.gpu, size)?;
     let step = 2 * GEMM_TILE * BK * 4;
     let rungs = [

@@ -23,7 +23,7 @@ use crate::lab::check_staged;
 use crate::lab::{
     KernelRow, KernelRun, Lab, Section, Work, check_u32_elements, ensure_free, f32_bytes, measure, poison, poisoned,
 };
-use crate::lab::{Lesson, Sizes};
+use crate::lab::{Lesson, Needs, Shared};
 use crate::launches;
 use crate::model::banks::WarpRequest;
 use crate::model::coalescing::{RowSweep, WarpAccess};
@@ -206,16 +206,50 @@ fn all_kernels() -> Vec<(TransposeLaunch, &'static str)> {
     KERNELS.iter().chain(&ANY_SIZE_KERNELS).copied().collect()
 }
 
-/// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson = Lesson::new("transpose", run)
-    .with_memcpy_sweep()
-    .with_host_bytes(Sizes::matrix_staging_bytes, &["--transpose", "--sizes"]);
+/// The transpose lesson's options.
+#[derive(clap::Args, Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[group(skip)]
+pub struct Options {
+    /// Transpose and copy matrix, ROWSxCOLS (the memcpy ceiling and the TMA lesson measure at
+    /// it too).
+    #[arg(id = "transpose", long = "transpose", value_name = "TRANSPOSE", default_value = "8192x8192", value_parser = crate::cli::matrix)]
+    pub matrix: (usize, usize),
+    /// Also sweep copy and the transposes over these matrices, ROWSxCOLS,... (with memcpy at
+    /// each; a table, a chart in --report, and --json), e.g. 1000x999,8191x8192,8192x8192.
+    #[arg(id = "sizes", long = "sizes", value_name = "SIZES", value_parser = crate::cli::size_list)]
+    pub sizes: Option<crate::cli::SizeList>,
+}
 
-/// Runs copy and the transposes on `lab.sizes.transpose`; at a size whose rows are not whole
-/// sectors, each again at the nearest aligned size, its row right below, with a note of the
-/// ratios and of the cause. Then the sweep over `lab.sizes.sweep` when there is one.
-pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
-    let size = lab.sizes.transpose;
+impl Options {
+    /// The sweep's matrices, in order (empty: no sweep).
+    pub fn sweep(&self) -> &[(usize, usize)] {
+        self.sizes.as_deref().unwrap_or_default()
+    }
+}
+
+/// The lesson: copy and the transposes through shared memory.
+pub struct Transpose;
+
+impl Lesson for Transpose {
+    const NAME: &'static str = "transpose";
+    const NEEDS: Needs = Needs { memcpy_sweep: true, ..Needs::TWINS };
+    const HOST_FLAGS: &'static [&'static str] = &["--transpose", "--sizes"];
+    type Options = Options;
+
+    fn run(lab: &Lab, inputs: &Inputs, options: &Options) -> Result<Section> {
+        run(lab, inputs, options)
+    }
+
+    fn host_bytes(_: &Options, shared: &Shared) -> usize {
+        shared.matrix_staging_bytes()
+    }
+}
+
+/// Runs copy and the transposes on the matrix; at a size whose rows are not whole sectors, each
+/// again at the nearest aligned size, its row right below, with a note of the ratios and of the
+/// cause. Then the sweep over `--sizes` when there is one.
+fn run(lab: &Lab, inputs: &Inputs, options: &Options) -> Result<Section> {
+    let size = options.matrix;
     let (rows, cols) = size;
     let aligned = nearest_aligned(size);
     let kernels = kernels_at(size, aligned);
@@ -242,8 +276,8 @@ pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
         notes,
         ..Section::default()
     };
-    if !lab.sizes.sweep.is_empty() {
-        sweep(lab, inputs, &mut section)?;
+    if !options.sweep().is_empty() {
+        sweep(lab, inputs, options.sweep(), &mut section)?;
     }
     Ok(section)
 }
@@ -484,14 +518,14 @@ pub fn nearest_aligned((rows, cols): (usize, usize)) -> (usize, usize) {
     (round(rows), round(cols))
 }
 
-/// The sweep over `lab.sizes.sweep`: a table of GB/s and % of memcpy at each size, dense and,
+/// The sweep over `sizes`: a table of GB/s and % of memcpy at each size, dense and,
 /// for a size that is not a whole number of sectors per row, pitched ([`Stored::pitched`]); the
 /// checks; one chart series per kernel and layout (and memcpy); and a note per unaligned size
 /// whose aligned neighbour was swept.
-fn sweep(lab: &Lab, inputs: &Inputs, section: &mut Section) -> Result<()> {
+fn sweep(lab: &Lab, inputs: &Inputs, sizes: &[(usize, usize)], section: &mut Section) -> Result<()> {
     // Per size: the dense run, and the pitched one where padding changes anything.
     let mut measured: Vec<(Stored, Vec<KernelRow>, Option<Vec<KernelRow>>)> = Vec::new();
-    for &size in &lab.sizes.sweep {
+    for &size in sizes {
         let (dense, pitched) = (Stored::dense(size), Stored::pitched(size));
         let skip = over_the_limit(&pitched, "the pitched layout");
         let pitched_rows =

@@ -1,16 +1,42 @@
-//! What lessons receive from measurements they do not own: the memcpy ceiling, measured once
-//! per run by its owner and passed to every lesson that shows its rates as a share of it.
+//! What lessons receive from what they do not own: the sizes another lesson's options set
+//! ([`Shared`]), and the memcpy ceiling, measured once per run by its owner and passed to every
+//! lesson that shows its rates as a share of it.
 
 use crate::gpu::timing::Timing;
 use crate::verify::Check;
 
-/// What demos receive from measurements they do not own.
-#[derive(Debug, Clone, Default)]
+/// The sizes several lessons measure at, each set by one lesson's option and passed to the
+/// others by the registry, so that their rows compare.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shared {
+    /// The transposes' matrix, `(rows, cols)` of f32 (`--transpose`): the memcpy ceiling and
+    /// the TMA lesson measure at it too.
+    pub matrix: (usize, usize),
+    /// The transposes' sweep (`--sizes`), at each of which the runner measures the ceiling.
+    pub sweep: Vec<(usize, usize)>,
+    /// The first SGEMM shape (`--sgemm`): the TMA lesson times rungs 6 and 7 at it.
+    pub gemm: Option<(usize, usize, usize)>,
+    /// The tiled matmul's shape (`--matmul`): the clusters lesson's DSMEM GEMM runs at it.
+    pub matmul: (usize, usize, usize),
+}
+
+impl Shared {
+    /// Host bytes of pinned staging for the matrices the ceiling is measured at (the matrix
+    /// and each of the sweep): the copy and transpose lessons' peak.
+    pub fn matrix_staging_bytes(&self) -> usize {
+        self.sweep.iter().chain([&self.matrix]).map(|&s| super::staging_bytes(s)).max().unwrap_or(0)
+    }
+}
+
+/// What lessons receive from what they do not own.
+#[derive(Debug, Clone)]
 pub struct Inputs {
+    /// The sizes set by other lessons' options.
+    pub shared: Shared,
     /// The memcpy ceiling, measured once per run by its owner, the memcpy lesson (absent when no demo
     /// of the run reads it).
     pub memcpy: Option<Ceiling>,
-    /// The memcpy ceiling at each size of [`super::Sizes::sweep`], in order (empty without a sweep or
+    /// The memcpy ceiling at each size of [`Shared::sweep`], in order (empty without a sweep or
     /// without the transpose demo, the one that reads it).
     pub memcpy_sweep: Vec<Ceiling>,
 }

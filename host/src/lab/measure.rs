@@ -121,7 +121,7 @@ pub fn measure_then(
             if let Some((twins, Err(_))) = alone {
                 note_missing(twins, name);
             }
-            lab.phases.time(Kind::Timed, || timing::time(gpu, lab.sizes.repeats, rust))?
+            lab.phases.time(Kind::Timed, || timing::time(gpu, lab.settings.repeats, rust))?
         }
     };
     let occupancy = kernel::occupancy(gpu, name, shape.threads_per_block(), shape.smem_bytes)?;

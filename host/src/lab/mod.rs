@@ -1,5 +1,6 @@
-//! The measurement core every lesson stands on: the [`Lab`] (the device, the run's sizes, the
-//! CUDA C++ twins), what lessons receive from each other's measurements ([`Inputs`]), the one path every timed kernel takes ([`measure`]), device buffers and
+//! The measurement core every lesson stands on: the [`Lab`] (the device, the run's settings,
+//! the CUDA C++ twins), what a lesson is ([`Lesson`]), what lessons receive from each other
+//! ([`Inputs`]), the one path every timed kernel takes ([`measure`]), device buffers and
 //! their checks ([`buffers`]), the report's rows ([`rows`]), and the footprints of a
 //! compute-sanitizer run ([`sanitizer`]). Nothing here names a lesson or a kernel.
 
@@ -20,27 +21,43 @@ pub use buffers::{
     check_free, check_staged, check_u32_elements, download, download_first, ensure_free, f32_bytes, full_gpu, poison,
     poisoned, recheck_exact_staged, staging_bytes, upload,
 };
-pub use inputs::{Ceiling, Inputs};
-pub use lesson::Lesson;
+pub use inputs::{Ceiling, Inputs, Shared};
+pub use lesson::{Entry, Lesson, Needs, NoOptions, OptionsFor};
 pub use measure::{KernelRun, measure, measure_then, model_blocks, occupancy_command};
 pub use rows::{KernelRow, Level, Rate, Section, Work};
-pub use sizes::{CLUSTER_READ_ITERS, GEMM_COUNT_SIZE, ODD_GEMM_SIZES, Sizes};
+pub use sizes::{GEMM_COUNT_SIZE, ODD_GEMM_SIZES};
 
 use crate::gpu::Gpu;
 use crate::gpu::kernel::DriverOccupancy;
 use crate::gpu::launch::LaunchShape;
 use crate::gpu::tensor_map::{MapSlot, TensorMaps, TiledSpec};
-use crate::gpu::timing::Timing;
+use crate::gpu::timing::{Repeats, Timing};
 use crate::phases::Phases;
 use crate::verify::Check;
 
-/// The state every lesson shares: the open device, the sizes, and (for `memlab bench`) the CUDA
-/// C++ twins every measured kernel is compared with.
+/// What every lesson of a run is measured with: the timed and warm-up runs, and whether this is
+/// a compute-sanitizer run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// Warm-up and timed runs per kernel.
+    pub repeats: Repeats,
+    /// A compute-sanitizer run: fixed footprints shrink to a few blocks ([`sanitizer`]).
+    pub sanitizer: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { repeats: Repeats { warmup: 3, runs: 20 }, sanitizer: false }
+    }
+}
+
+/// The state every lesson shares: the open device, the run's settings, and (for `memlab bench`)
+/// the CUDA C++ twins every measured kernel is compared with.
 pub struct Lab {
     /// The device and its loaded module.
     pub gpu: Gpu,
-    /// Sizes of this run.
-    pub sizes: Sizes,
+    /// This run's settings.
+    pub settings: Settings,
     /// The twins, when this run compares each kernel with its CUDA C++ twin.
     pub twins: Option<Twins>,
     /// Where the run's wall time goes, per demo.
@@ -67,9 +84,9 @@ pub struct MeasuredLaunch {
 
 impl Lab {
     /// A lab without twins.
-    pub fn new(gpu: Gpu, sizes: Sizes) -> Lab {
+    pub fn new(gpu: Gpu, settings: Settings) -> Lab {
         let (phases, tma_maps, measured) = Default::default();
-        Lab { gpu, sizes, twins: None, phases, tma_maps, measured }
+        Lab { gpu, settings, twins: None, phases, tma_maps, measured }
     }
 
     /// The slot of the tensor map `spec` describes, placed in the lab's module and the twins'.

@@ -39,7 +39,7 @@ pub const ODD_SIZES: [(usize, usize, usize); 2] = [(261, 261, 19), (260, 260, 12
 
 /// Whether this run is a sanitizer run.
 pub fn on(lab: &Lab) -> bool {
-    lab.sizes.sanitizer
+    lab.settings.sanitizer
 }
 
 /// `full` normally, `small` in a sanitizer run.

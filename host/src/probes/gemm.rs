@@ -162,7 +162,7 @@ pub fn time_cublas(lab: &Lab, cublas: Option<&Cublas>, ops: &Operands, precision
         if !check.passed() {
             refuse!("cuBLAS SGEMM ({precision:?}) returned a wrong result: {}", check.summary(kind));
         }
-        time(&lab.gpu, lab.sizes.repeats, || cublas.sgemm(&ops.a, &ops.b, &ops.c, ops.size))
+        time(&lab.gpu, lab.settings.repeats, || cublas.sgemm(&ops.a, &ops.b, &ops.c, ops.size))
     })();
     cublas.allow_tf32(false)?;
     Ok(Some(timed?))

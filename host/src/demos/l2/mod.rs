@@ -53,6 +53,27 @@ pub fn check_bytes(bytes: usize) -> Result<usize> {
     Ok(bytes)
 }
 
+/// `--l2-stream-bytes`, `--l2-read-bytes` as clap parses them: a byte count [`check_bytes`]
+/// takes.
+fn l2_bytes(text: &str) -> Result<usize, String> {
+    check_bytes(crate::cli::bytes(text)?).map_err(|e| e.to_string())
+}
+
+/// The L2 lesson's options (the hierarchy's persisting row reads `--l2-stream-bytes` too).
+#[derive(clap::Args, Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[group(skip)]
+pub struct Options {
+    /// Bytes of the L2 lesson's streamed buffer, read once amid the hot one (a multiple of 16).
+    #[arg(id = "l2-stream-bytes", long = "l2-stream-bytes", value_name = "L2_STREAM_BYTES", default_value = "1GiB", value_parser = l2_bytes)]
+    pub stream_bytes: usize,
+    /// Bytes of the L2 lesson's bandwidth read (a multiple of 16; default: a quarter of the L2).
+    #[arg(id = "l2-read-bytes", long = "l2-read-bytes", value_name = "L2_READ_BYTES", value_parser = l2_bytes)]
+    pub read_bytes: Option<usize>,
+    /// SMs the L2 partition probe times, the first SM numbers (default: every SM).
+    #[arg(id = "l2-partition-sms", long = "l2-partition-sms", value_name = "L2_PARTITION_SMS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub partition_sms: Option<u32>,
+}
+
 /// Blocks per SM of the sweep: powers of two up to what the SM's threads allow.
 pub fn blocks_per_sm(max_threads_per_sm: u32) -> Vec<u32> {
     let most = (max_threads_per_sm / BLOCK).max(1);
@@ -80,20 +101,23 @@ pub struct Measured {
     pub l2_bytes: usize,
 }
 
-/// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson = Lesson::new("l2", run);
+/// The lesson: L2 bandwidth, residency and partitions.
+pub struct L2;
 
-/// Runs the lesson (the `run-demos` entry).
-pub fn run(lab: &Lab, _inputs: &Inputs) -> Result<Section> {
-    Ok(measure(lab)?.section())
+impl Lesson for L2 {
+    const NAME: &'static str = "l2";
+    type Options = Options;
+
+    fn run(lab: &Lab, _: &Inputs, options: &Options) -> Result<Section> {
+        Ok(measure(lab, options)?.section())
+    }
 }
 
 /// Measures the three parts.
-pub fn measure(lab: &Lab) -> Result<Measured> {
+pub fn measure(lab: &Lab, options: &Options) -> Result<Measured> {
     let info = &lab.gpu.info;
-    let footprint = lab
-        .sizes
-        .l2_read_bytes
+    let footprint = options
+        .read_bytes
         .unwrap_or_else(|| crate::lab::sanitizer::bytes(lab, l2_footprint(info.l2_bytes as usize)));
     let mut bandwidth = Vec::new();
     for blocks in blocks_per_sm(info.max_threads_per_sm) {
@@ -116,13 +140,13 @@ pub fn measure(lab: &Lab) -> Result<Measured> {
     let persisting = match persisting::unsupported(info.cc, &limits) {
         Some(why) => Err(why),
         None => {
-            let stream = crate::lab::sanitizer::bytes(lab, lab.sizes.l2_stream_bytes);
+            let stream = crate::lab::sanitizer::bytes(lab, options.stream_bytes);
             let sizes = persisting::hot_sizes(info.l2_bytes as usize, stream);
             lab.phases.step("persisting", || persisting::measure_sizes(lab, limits, stream, &sizes))?
         }
     };
     let chunks = lab.phases.step("chunks", || policies::chunks(lab, footprint))?;
-    let partitions = lab.phases.step("partitions", || partitions::measure(lab, 0, lab.sizes.l2_partition_sms))?;
+    let partitions = lab.phases.step("partitions", || partitions::measure(lab, 0, options.partition_sms))?;
     Ok(Measured { bandwidth, persisting, partitions, footprint, chunks, l2_bytes: info.l2_bytes as usize })
 }
 

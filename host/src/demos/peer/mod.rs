@@ -30,7 +30,7 @@ use crate::gpu::host_memory::PinnedHost;
 use crate::gpu::memory::Owned;
 use crate::gpu::peer::{self, DeviceMemory};
 use crate::gpu::timing::{self, Repeats};
-use crate::lab::{KernelRow, KernelRun, Lab, Section, Sizes, Work, measure};
+use crate::lab::{KernelRow, KernelRun, Lab, Section, Settings, Work, measure};
 use crate::launches;
 use crate::probes::latency::{CHAIN_WARM, Latency, chain_at};
 use crate::probes::strided;
@@ -160,9 +160,8 @@ pub fn run(ordinals: &[u32], opts: &Options) -> Result<PeerRecord> {
         refuse!("the peer lesson needs 2 or more devices, got {n}");
     }
     let topology = Topology::query(ordinals)?;
-    let sizes = Sizes { strided_bytes: opts.strided_bytes, repeats: opts.repeats, ..Sizes::default() };
-    let labs =
-        ordinals.iter().map(|&o| Ok(Lab::new(Gpu::open(o, None)?, sizes.clone()))).collect::<Result<Vec<_>>>()?;
+    let settings = Settings { repeats: opts.repeats, sanitizer: false };
+    let labs = ordinals.iter().map(|&o| Ok(Lab::new(Gpu::open(o, None)?, settings))).collect::<Result<Vec<_>>>()?;
     let gpus: Vec<&Gpu> = labs.iter().map(|l| &l.gpu).collect();
     for (i, j) in ordered_pairs(n) {
         if topology.paths.get(i, j).is_some_and(|p| p.peer_access()) {

@@ -110,7 +110,7 @@ pub fn sweep(lab: &Lab, classes: &[ShapeClass]) -> Result<Sweep> {
             let ok = check.passed() && correct(i);
             checks.push(check);
             let tflops = if ok {
-                Some(time(&lab.gpu, lab.sizes.repeats, || launch.enqueue(&lab.gpu))?.tflops(ops.flop()))
+                Some(time(&lab.gpu, lab.settings.repeats, || launch.enqueue(&lab.gpu))?.tflops(ops.flop()))
             } else {
                 None
             };

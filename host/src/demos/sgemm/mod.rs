@@ -22,7 +22,7 @@ use crate::lab::Inputs;
 use crate::lab::{
     KernelRow, KernelRun, Lab, Level, Section, Work, ensure_free, f32_bytes, measure, measure_then, poison, poisoned,
 };
-use crate::lab::{Lesson, Sizes};
+use crate::lab::{Lesson, Shared};
 use crate::launches;
 use crate::model::split_k::{self, Machine, Plan};
 use crate::model::tiling::{MatmulShape, block_tiled_global_loads};
@@ -466,24 +466,43 @@ pub fn measure_rung(lab: &Lab, rung: &Rung, ops: &mut Operands) -> Result<Kernel
     measure(lab, run, || ops.check_in(&lab.gpu, precision))
 }
 
-/// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson = Lesson::new("sgemm", run).with_host_bytes(host_bytes, &["--sgemm"]).with_check(check);
-
-/// The largest shape's operands.
-fn host_bytes(sizes: &Sizes) -> usize {
-    sizes.sgemm.iter().map(|&s| crate::probes::gemm::host_bytes(s)).max().unwrap_or(0)
+/// The SGEMM lesson's options.
+#[derive(clap::Args, Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[group(skip)]
+pub struct Options {
+    /// SGEMM ladder shapes, MxNxK each (the TMA lesson times rungs 6 and 7 at the first).
+    #[arg(id = "sgemm", long = "sgemm", value_name = "SGEMM", num_args = 1.., default_values = ["4096x4096x4096", "8192x8192x8192"], value_parser = crate::cli::gemm)]
+    pub shapes: Vec<(usize, usize, usize)>,
 }
 
-/// The autotune file rung 8 reads (`$MEMLAB_TUNED`), read before any GPU work.
-fn check(_: &Sizes, _: bool) -> Result<()> {
-    TunedFile::load().map(drop)
+/// The lesson: the SGEMM ladder up to cuBLAS.
+pub struct Sgemm;
+
+impl Lesson for Sgemm {
+    const NAME: &'static str = "sgemm";
+    const HOST_FLAGS: &'static [&'static str] = &["--sgemm"];
+    type Options = Options;
+
+    fn run(lab: &Lab, _: &Inputs, options: &Options) -> Result<Section> {
+        run(lab, &options.shapes)
+    }
+
+    /// The largest shape's operands.
+    fn host_bytes(options: &Options, _: &Shared) -> usize {
+        options.shapes.iter().map(|&s| crate::probes::gemm::host_bytes(s)).max().unwrap_or(0)
+    }
+
+    /// The autotune file rung 8 reads (`$MEMLAB_TUNED`), read before any GPU work.
+    fn check(_: &Options, _: &Shared, _: bool) -> Result<()> {
+        TunedFile::load().map(drop)
+    }
 }
 
 /// Runs every rung on [`ODD_GEMM_SIZES`](crate::lab::ODD_GEMM_SIZES) (checked, untimed), rung 8 in the configurations the autotune
 /// file chooses for the device (every configuration under `--sanitizer`), then each rung on each
-/// of `lab.sizes.sgemm` (checked, timed, next to cuBLAS FP32 and TF32), rung 8 in the
+/// of `shapes` (checked, timed, next to cuBLAS FP32 and TF32), rung 8 in the
 /// configuration chosen for the shape's class.
-pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
+fn run(lab: &Lab, shapes: &[(usize, usize, usize)]) -> Result<Section> {
     let cublas = lab.phases.step("open cuBLAS", || Cublas::open(&lab.gpu))?;
     let (rungs, skipped) = available(lab.gpu.ptx);
     let tuned_all = tuned_available(lab.gpu.ptx);
@@ -505,7 +524,7 @@ pub fn run(lab: &Lab, _: &Inputs) -> Result<Section> {
         tuned_all.len(),
         crate::lab::sanitizer::odd_sizes(lab).map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
     ));
-    for &size in &lab.sizes.sgemm {
+    for &size in shapes {
         ladder.measure_size(lab, size, cublas.as_ref(), &file)?;
     }
     let Ladder { header, table, kernels, references, mut notes, .. } = ladder;

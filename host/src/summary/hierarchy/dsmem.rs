@@ -11,7 +11,7 @@ pub type Row = (Vec<String>, Vec<(&'static str, Check)>);
 
 /// The row (six columns) and its checks, the chase timing `steps` loads; `None` on a device
 /// without thread-block clusters.
-pub fn row(lab: &Lab, steps: u32) -> Result<Option<Row>> {
-    Ok(crate::demos::clusters::hierarchy_row(lab, steps)?
+pub fn row(lab: &Lab, steps: u32, reads: crate::demos::clusters::Reads) -> Result<Option<Row>> {
+    Ok(crate::demos::clusters::hierarchy_row(lab, steps, reads)?
         .map(|(row, checks)| (row, checks.into_iter().map(|c| ("distributed shared memory", c)).collect())))
 }

@@ -72,7 +72,7 @@ use anyhow::Result;
 use crate::lab::Inputs;
 use crate::lab::sizes::bytes;
 use crate::lab::{KernelRow, Lab, Level, Section};
-use crate::lab::{Lesson, Sizes};
+use crate::lab::{Lesson, Needs, Shared};
 use crate::probes::{bandwidth, chain, latency};
 use crate::series::{Series, names};
 use crate::verify::Check;
@@ -80,9 +80,32 @@ use bandwidth::Transfer;
 use ladder::Plateau;
 use latency::{LadderPoint, Latency};
 
-/// What the hierarchy demo measures and how much.
+/// The hierarchy's own flag: the DRAM read's size.
+#[derive(clap::Args, Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[group(skip)]
+pub struct Dram {
+    /// Bytes of the DRAM read (B, K/KB/KiB, M/MB/MiB, G/GB/GiB; K = 1024 B; a multiple of 16).
+    #[arg(id = "dram-bytes", long = "dram-bytes", value_name = "DRAM_BYTES", default_value = "1GiB", value_parser = dram_bytes)]
+    pub bytes: usize,
+}
+
+/// `--dram-bytes` as clap parses it: a byte count [`check_dram_bytes`] takes.
+fn dram_bytes(text: &str) -> Result<usize, String> {
+    check_dram_bytes(crate::cli::bytes(text)?).map_err(|e| e.to_string())
+}
+
+/// What the hierarchy demo measures and how much: its own sizes, and the lessons' whose rows
+/// it shares (the bank probe's, the DSMEM read's, the L2 stream's).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
+    /// The DRAM read.
+    pub dram: Dram,
+    /// The shared-memory row's probe (the banks lesson's `--bank-iters`).
+    pub banks: crate::demos::banks::Options,
+    /// The DSMEM row's read (the clusters lesson's `--cluster-reads`).
+    pub cluster_reads: crate::demos::clusters::Reads,
+    /// The L2 persisting row's stream (the L2 lesson's `--l2-stream-bytes`).
+    pub l2_stream_bytes: usize,
     /// Largest working set of the ladder, bytes (a power of two); `None`: the smallest power of
     /// two at least four times the device's L2 and at least [`LADDER_FLOOR`], halved while it
     /// would take more than half the device's free memory.
@@ -95,7 +118,16 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { ladder_max: None, steps: 4096, transfer_bytes: 256 << 20 }
+        use crate::cli::defaults;
+        Options {
+            dram: defaults(),
+            banks: defaults(),
+            cluster_reads: defaults(),
+            l2_stream_bytes: defaults::<crate::demos::l2::Options>().stream_bytes,
+            ladder_max: None,
+            steps: 4096,
+            transfer_bytes: 256 << 20,
+        }
     }
 }
 
@@ -187,19 +219,24 @@ pub struct Measured {
     pub theoretical_gbs: f64,
 }
 
-/// This lesson's entry in the registry of `run-demos`.
-pub const LESSON: Lesson =
-    Lesson::new("hierarchy", run).with_memcpy().without_twins().with_host_bytes(host_bytes, &["--dram-bytes"]);
+/// The lesson: one latency and bandwidth row per level.
+pub struct Hierarchy;
 
-/// The host <-> device copies: one pageable and one pinned buffer; the DRAM read and the TMA
-/// path go through staging.
-fn host_bytes(sizes: &Sizes) -> usize {
-    (2 * Options::default().transfer_bytes).max(crate::lab::staging_bytes((sizes.dram_bytes / 4, 1)))
-}
+impl Lesson for Hierarchy {
+    const NAME: &'static str = "hierarchy";
+    const NEEDS: Needs = Needs { memcpy: true, memcpy_sweep: false, twins: false };
+    const HOST_FLAGS: &'static [&'static str] = &["--dram-bytes"];
+    type Options = Options;
 
-/// Runs the demo with the default options (the `run-demos` entry).
-pub fn run(lab: &Lab, inputs: &Inputs) -> Result<Section> {
-    Ok(measure_all(lab, &Options::default(), inputs)?.section())
+    fn run(lab: &Lab, inputs: &Inputs, options: &Options) -> Result<Section> {
+        Ok(measure_all(lab, options, inputs)?.section())
+    }
+
+    /// The host <-> device copies: one pageable and one pinned buffer; the DRAM read and the
+    /// TMA path go through staging.
+    fn host_bytes(options: &Options, _: &Shared) -> usize {
+        (2 * options.transfer_bytes).max(crate::lab::staging_bytes((options.dram.bytes / 4, 1)))
+    }
 }
 
 /// `--dram-bytes`: the hierarchy's DRAM read, a multiple of 16 bytes (`read_cg`'s vectors)
@@ -259,17 +296,18 @@ pub fn measure_all(lab: &Lab, opts: &Options, inputs: &Inputs) -> Result<Measure
     let partition_step = ladder::partition_step(&l2_plateaus, l2_bytes);
 
     let (l2_read, l2_read_plain, l2_read_chunks) = lab.phases.step("L2 reads", || l2_reads(lab, l2_bytes))?;
-    let persisting = lab.phases.step("L2 persisting", || persisting_row(lab))?;
-    let dram_read = lab.phases.step("DRAM read", || dram_read(lab))?;
-    let shared_read = lab.phases.step("shared read", || crate::demos::banks::measure_stride(lab, 1))?;
+    let persisting = lab.phases.step("L2 persisting", || persisting_row(lab, opts.l2_stream_bytes))?;
+    let dram_read = lab.phases.step("DRAM read", || dram_read(lab, opts.dram.bytes))?;
+    let shared_read =
+        lab.phases.step("shared read", || crate::demos::banks::measure_stride(lab, 1, opts.banks.iters))?;
     let memcpy_gbs = inputs.memcpy_gbs();
     let repeats = crate::gpu::timing::Repeats { warmup: 1, runs: 5 };
     let transfers = lab.phases.step("host transfers", || bandwidth::transfers(lab, opts.transfer_bytes, repeats))?;
 
-    let (outer, outer_checks) = outer_levels(lab, steps, memcpy_gbs)?;
+    let (outer, outer_checks) = outer_levels(lab, (steps, opts.dram.bytes), memcpy_gbs)?;
 
     // Distributed shared memory (cc 9.0 and newer), between shared memory and L2.
-    let dsmem = lab.phases.step("DSMEM row", || dsmem::row(lab, steps))?;
+    let dsmem = lab.phases.step("DSMEM row", || dsmem::row(lab, steps, opts.cluster_reads))?;
 
     let spill_pair = lab.phases.step("spill pair", || spills::local_array_pair(lab, LOCAL_ARRAY_ITERS))?;
     let sweep = lab.phases.step("register sweep", || spills::register_sweep(lab, PRESSURE_ITERS))?;
@@ -351,8 +389,8 @@ fn l2_reads(lab: &Lab, l2_bytes: usize) -> Result<(KernelRow, KernelRow, KernelR
 }
 
 /// The DRAM row: `--dram-bytes` (whole 16-byte vectors), far larger than L2, read once.
-fn dram_read(lab: &Lab) -> Result<KernelRow> {
-    let dram_bytes = lab.sizes.dram_bytes / 16 * 16;
+fn dram_read(lab: &Lab, dram_bytes: usize) -> Result<KernelRow> {
+    let dram_bytes = dram_bytes / 16 * 16;
     bandwidth::read(
         lab,
         bandwidth::Reader::PLAIN,
@@ -369,7 +407,7 @@ fn dram_read(lab: &Lab) -> Result<KernelRow> {
 #[allow(clippy::type_complexity)]
 fn outer_levels(
     lab: &Lab,
-    steps: u32,
+    (steps, dram_bytes): (u32, usize),
     memcpy_gbs: Option<f64>,
 ) -> Result<(Vec<Vec<String>>, Vec<(&'static str, Check)>)> {
     let host = lab.phases.step("host memory levels", || {
@@ -381,7 +419,7 @@ fn outer_levels(
     let mut outer = host.hierarchy_rows();
     let mut outer_checks: Vec<(&'static str, Check)> = host.checks.iter().map(|c| ("host memory", c.clone())).collect();
     outer_checks.extend(host.mapped_sweep.iter().map(|(_, r)| ("mapped strided_read", r.check.clone())));
-    if let Some((row, check)) = lab.phases.step("TMA path", || tma_path::row(lab, lab.sizes.dram_bytes, memcpy_gbs))? {
+    if let Some((row, check)) = lab.phases.step("TMA path", || tma_path::row(lab, dram_bytes, memcpy_gbs))? {
         outer.push(row);
         outer_checks.push(("TMA path", check));
     }
@@ -394,13 +432,13 @@ fn outer_levels(
 
 /// The "L2 persisting" row: `hot_stream_read` at the hot size whose reuse distance is just past
 /// the L2 (the lesson's `demos::l2::persisting`), or the one line saying why it is skipped.
-fn persisting_row(lab: &Lab) -> Result<Result<Vec<String>, String>> {
+fn persisting_row(lab: &Lab, stream_bytes: usize) -> Result<Result<Vec<String>, String>> {
     use crate::demos::l2::persisting;
     let limits = crate::gpu::l2::limits(&lab.gpu)?;
     if let Some(why) = persisting::unsupported(lab.gpu.info.cc, &limits) {
         return Ok(Err(why));
     }
-    let stream = crate::lab::sanitizer::bytes(lab, lab.sizes.l2_stream_bytes);
+    let stream = crate::lab::sanitizer::bytes(lab, stream_bytes);
     let sizes = persisting::hot_sizes(lab.gpu.info.l2_bytes as usize, stream);
     // The size whose reuse distance is just past the L2 (the third), or the largest that fits.
     let hot = sizes[sizes.len().min(3) - 1];

@@ -143,7 +143,7 @@ pub fn register_sweep(lab: &Lab, iters: u32) -> Result<Vec<KernelRow>> {
         });
         let mut rows = Vec::new();
         for (cap, ptxas_run) in CAPS.into_iter().zip(ptxas_runs) {
-            let capped = Lab::new(Gpu::open_one_kernel(lab.gpu.ordinal, "register_pressure", cap)?, lab.sizes.clone());
+            let capped = Lab::new(Gpu::open_one_kernel(lab.gpu.ordinal, "register_pressure", cap)?, lab.settings);
             let figures = ptxas_run.join().expect("a ptxas run does not panic");
             let run = KernelRun {
                 launch: launches::register_pressure(
