@@ -240,9 +240,10 @@ mod tests {
     fn sample(command: &str, option: &str) -> &'static str {
         match option {
             "sizes" => "1000x999,8192x8192",
-            "matmul_naive" => "512x512x512",
-            "l2_read_bytes" => "64MiB",
-            "l2_partition_sms" => "4",
+            "matmul-naive" => "512x512x512",
+            "l2-read-bytes" => "64MiB",
+            "l2-partition-sms" => "4",
+            "lesson_options" => "lesson-options.json",
             "json" | "report" | "chart" | "write" => "memlab-cli-test-output",
             "cc" => "9.0",
             "regs" | "regs_per_sm" => "64",
