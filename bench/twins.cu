@@ -1683,11 +1683,42 @@ TENSOR_TWIN(tensor_2_pipelined, 256, 128, 1, 1, false)
 TENSOR_TWIN(tensor_3_specialized, 384, 128, 2, 1, true)
 TENSOR_TWIN(tensor_4_wide, 384, 256, 2, 1, true)
 TENSOR_TWIN(tensor_5_multicast, 384, 256, 2, 2, true)
-// Rungs 6 and 7: rung 4 on min(SMs, tiles) persistent blocks, tiles in bands of 8 tile rows
+// Rung 8's epilogue: the consumer's 64 x 256 tile as BF16 into its staging (4 boxes of 64 x 64,
+// 128-byte rows, 16-byte chunk c of row r at c ^ (r % 8)), then 4 TMA stores by its thread 0;
+// first waits for that thread's previous stores to have read the staging. device/wgmma.rs's
+// Staging::store.
+DEV void wg_store_staged(const float* d, unsigned staging, const CUtensorMap* map, unsigned row0, unsigned col0,
+                         unsigned slice) {
+    unsigned t = threadIdx.x % 128, row = 16 * (t / 32) + (t % 32) / 4;
+    if (t == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    asm volatile("barrier.sync.aligned %0, 128;" ::"r"(1 + slice) : "memory");
+#pragma unroll
+    for (unsigned j = 0; j < 32; j++) {
+#pragma unroll
+        for (unsigned h = 0; h < 2; h++) {
+            unsigned r = row + 8 * h, at = staging + j / 8 * 8192 + r * 128 + ((j % 8) ^ (r % 8)) * 16 + 4 * (t % 4);
+            __nv_bfloat162 v = __floats2bfloat162_rn(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(*reinterpret_cast<unsigned*>(&v)) : "memory");
+        }
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("barrier.sync.aligned %0, 128;" ::"r"(1 + slice) : "memory");
+    if (t == 0) {
+        for (unsigned bx = 0; bx < 4; bx++)
+            asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];" ::"l"(map),
+                         "r"(col0 + bx * 64), "r"(row0), "r"(staging + bx * 8192)
+                         : "memory");
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    }
+}
+
+// Rungs 6 to 8: rung 4 on min(SMs, tiles) persistent blocks, tiles in bands of 8 tile rows
 // (memlab_contracts::tensor::tile_origin); the ring's steps run on across tiles. T: the element
 // of A, B and C (BF16 bits, or FP32 multiplied in TF32: 32 per 128-byte row instead of 64).
-template <class T>
-DEV void wg_persistent(unsigned a_slot, unsigned b_slot, T* c, unsigned m, unsigned n, unsigned k, unsigned stages) {
+// STAGED (rung 8): C through the staging after the ring and the map in slot c_slot, not c.
+template <class T, bool STAGED = false>
+DEV void wg_persistent(unsigned a_slot, unsigned b_slot, T* c, unsigned c_slot, unsigned m, unsigned n, unsigned k,
+                       unsigned stages) {
     constexpr bool TF32 = sizeof(T) == 4;
     constexpr unsigned BK = TF32 ? 32 : 64;
     const CUtensorMap *a = &memlab_tma_maps[min(a_slot, 127u)], *b = &memlab_tma_maps[min(b_slot, 127u)];
@@ -1709,6 +1740,9 @@ DEV void wg_persistent(unsigned a_slot, unsigned b_slot, T* c, unsigned m, unsig
             }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        unsigned ring = r.stages * (r.a_bytes + r.b_bytes + 16);
+        unsigned staging = r.base + (ring + 1023) / 1024 * 1024 + (wg - 1) * 64 * 256 * 2;
+        const CUtensorMap* cmap = &memlab_tma_maps[min(c_slot, 127u)];
         for (unsigned t = blockIdx.x, step = 0; t < count; t += gridDim.x, step += steps) {
             unsigned m0, n0;
             origin(t, m0, n0);
@@ -1716,16 +1750,22 @@ DEV void wg_persistent(unsigned a_slot, unsigned b_slot, T* c, unsigned m, unsig
 #pragma unroll
             for (unsigned i = 0; i < 128; i++) d[i] = 0.0f;
             for (unsigned s = 0; s < steps; s++) wg_consume<256, TF32>(r, step + s, wg - 1, d);
-            wg_store<256>(d, c, m, n, m0 + (wg - 1) * 64, n0);
+            if constexpr (STAGED) wg_store_staged(d, staging, cmap, m0 + (wg - 1) * 64, n0, wg - 1);
+            else wg_store<256>(d, c, m, n, m0 + (wg - 1) * 64, n0);
         }
+        if (STAGED && threadIdx.x % 128 == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
     }
 }
 KERNEL void __launch_bounds__(384, 1) tensor_6_persistent(unsigned a_slot, unsigned b_slot, unsigned short* c,
                                                           unsigned m, unsigned n, unsigned k, unsigned stages) {
-    wg_persistent(a_slot, b_slot, c, m, n, k, stages);
+    wg_persistent(a_slot, b_slot, c, 0, m, n, k, stages);
 }
 KERNEL void __launch_bounds__(384, 1) tensor_7_tf32(unsigned a_slot, unsigned b_slot, float* c, unsigned m, unsigned n,
                                                     unsigned k, unsigned stages) {
-    wg_persistent(a_slot, b_slot, c, m, n, k, stages);
+    wg_persistent(a_slot, b_slot, c, 0, m, n, k, stages);
+}
+KERNEL void __launch_bounds__(384, 1) tensor_8_tma_store(unsigned a_slot, unsigned b_slot, unsigned c_slot, unsigned m,
+                                                         unsigned n, unsigned k, unsigned stages) {
+    wg_persistent<unsigned short, true>(a_slot, b_slot, (unsigned short*)nullptr, c_slot, m, n, k, stages);
 }
 #endif

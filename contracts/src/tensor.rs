@@ -54,6 +54,9 @@ pub struct Rung {
     pub cluster: u32,
     /// Whether the warpgroups rebalance registers with `setmaxnreg`.
     pub setmaxnreg: bool,
+    /// Whether each consumer stages its tile of `C` in shared memory for a TMA store
+    /// ([`Rung::staging_bytes`]) instead of storing it from registers.
+    pub tma_store: bool,
 }
 
 impl Rung {
@@ -73,10 +76,24 @@ impl Rung {
     }
 
     /// Dynamic shared bytes with `stages` stages: the alignment slack for the 1024-byte aligned
-    /// ring (the 128-byte swizzle repeats every 1024 bytes), the stages, and a full and an empty
-    /// mbarrier per stage.
+    /// ring (the 128-byte swizzle repeats every 1024 bytes), the stages, a full and an empty
+    /// mbarrier per stage, and the staging of `C` where the rung has one.
     pub const fn smem_bytes(&self, stages: u32) -> u32 {
-        SMEM_ALIGN + stages * self.stage_bytes() + 2 * stages * MBARRIER_BYTES
+        SMEM_ALIGN + self.staging_offset(stages) + self.staging_bytes()
+    }
+
+    /// Bytes from the ring's start to the staging of `C`: the stages and their mbarriers,
+    /// rounded up to the next 1024 bytes (the staging's boxes are 128-byte swizzled too).
+    pub const fn staging_offset(&self, stages: u32) -> u32 {
+        let ring = stages * self.stage_bytes() + 2 * stages * MBARRIER_BYTES;
+        if self.tma_store { ring.div_ceil(SMEM_ALIGN) * SMEM_ALIGN } else { ring }
+    }
+
+    /// Bytes of the staging of `C` for a TMA store: each consumer's `64 x bn` BF16 tile as
+    /// `bn / 64` boxes of [`STORE_BOX`] (128-byte rows); 0 for a rung that stores from
+    /// registers.
+    pub const fn staging_bytes(&self) -> u32 {
+        if self.tma_store { self.consumers * WARPGROUP_ROWS * self.bn * ELEMENT_BYTES } else { 0 }
     }
 
     /// Rows of `B` each block of a cluster loads and multicasts: its share of the tile.
@@ -93,33 +110,51 @@ impl Rung {
 }
 
 /// Rung 1: one warpgroup, one stage, `64 x 128`: load, wait, multiply, wait.
-pub const WGMMA: Rung = Rung { name: "tensor_1_wgmma", bn: 128, consumers: 0, cluster: 1, setmaxnreg: false };
+pub const WGMMA: Rung =
+    Rung { name: "tensor_1_wgmma", bn: 128, consumers: 0, cluster: 1, setmaxnreg: false, tma_store: false };
 /// Rung 2: a producer warpgroup and one consumer, a ring of stages, `64 x 128`.
-pub const PIPELINED: Rung = Rung { name: "tensor_2_pipelined", bn: 128, consumers: 1, cluster: 1, setmaxnreg: false };
+pub const PIPELINED: Rung =
+    Rung { name: "tensor_2_pipelined", bn: 128, consumers: 1, cluster: 1, setmaxnreg: false, tma_store: false };
 /// Rung 3: two consumers, registers moved to them, `128 x 128`.
 pub const SPECIALIZED: Rung =
-    Rung { name: "tensor_3_specialized", bn: 128, consumers: 2, cluster: 1, setmaxnreg: true };
+    Rung { name: "tensor_3_specialized", bn: 128, consumers: 2, cluster: 1, setmaxnreg: true, tma_store: false };
 /// Rung 4: `128 x 256` tiles, `m64n256k16`.
-pub const WIDE: Rung = Rung { name: "tensor_4_wide", bn: 256, consumers: 2, cluster: 1, setmaxnreg: true };
+pub const WIDE: Rung =
+    Rung { name: "tensor_4_wide", bn: 256, consumers: 2, cluster: 1, setmaxnreg: true, tma_store: false };
 /// Rung 5: rung 4 in clusters of 2 along `m`, each block loading half of the shared `B` tile
 /// and multicasting it to both.
-pub const MULTICAST: Rung = Rung { name: "tensor_5_multicast", bn: 256, consumers: 2, cluster: 2, setmaxnreg: true };
+pub const MULTICAST: Rung =
+    Rung { name: "tensor_5_multicast", bn: 256, consumers: 2, cluster: 2, setmaxnreg: true, tma_store: false };
 
 /// Rung 6: rung 4 on a persistent grid (one block per SM) that walks the tiles in bands of
 /// [`GROUP_ROWS`] tile rows ([`tile_origin`]): the producer's ring runs on from one tile into
 /// the next, so the next tile's loads overlap this tile's stores, and the blocks working at
 /// once share their tiles of `A` and `B` in L2.
-pub const PERSISTENT: Rung = Rung { name: "tensor_6_persistent", bn: 256, consumers: 2, cluster: 1, setmaxnreg: true };
+pub const PERSISTENT: Rung =
+    Rung { name: "tensor_6_persistent", bn: 256, consumers: 2, cluster: 1, setmaxnreg: true, tma_store: false };
 
-/// The ladder, in order.
-pub const LADDER: [Rung; 6] = [WGMMA, PIPELINED, SPECIALIZED, WIDE, MULTICAST, PERSISTENT];
+/// Rung 8: rung 6 with its epilogue through shared memory: each consumer writes its BF16 tile
+/// of `C` into a 128-byte-swizzled staging buffer (no bank conflicts) and one thread starts
+/// TMA stores of it, so the consumers go on to the next tile while the copy engine writes `C`
+/// in whole lines. The staging's 64 KiB leave room for 3 stages.
+pub const TMA_STORE: Rung =
+    Rung { name: "tensor_8_tma_store", bn: 256, consumers: 2, cluster: 1, setmaxnreg: true, tma_store: true };
+
+/// The TMA store's box of `C`: `(rows, columns)`, 64 BF16 columns (128 bytes, the 128-byte
+/// swizzle's span) by a warpgroup's 64 rows.
+pub const STORE_BOX: (u32, u32) = (WARPGROUP_ROWS, BK);
+
+/// The BF16 ladder, in order.
+pub const LADDER: [Rung; 7] = [WGMMA, PIPELINED, SPECIALIZED, WIDE, MULTICAST, PERSISTENT, TMA_STORE];
 
 /// Rung 7: rung 6 with FP32 operands and result, multiplied in TF32 (`m64n256k8.f32.tf32.tf32`):
 /// the same pipeline for the inputs an FP32 SGEMM has.
-pub const TF32: Rung = Rung { name: "tensor_7_tf32", bn: 256, consumers: 2, cluster: 1, setmaxnreg: true };
+pub const TF32: Rung =
+    Rung { name: "tensor_7_tf32", bn: 256, consumers: 2, cluster: 1, setmaxnreg: true, tma_store: false };
 
-/// Every entry of the sm_90a PTX: the BF16 ladder, then the TF32 rung.
-pub const RUNGS: [Rung; 7] = [WGMMA, PIPELINED, SPECIALIZED, WIDE, MULTICAST, PERSISTENT, TF32];
+/// Every entry of the sm_90a PTX, in rung order: the TF32 rung is 7, after the BF16 rungs up to
+/// the persistent one.
+pub const RUNGS: [Rung; 8] = [WGMMA, PIPELINED, SPECIALIZED, WIDE, MULTICAST, PERSISTENT, TF32, TMA_STORE];
 
 /// Tile rows per band of the persistent rung's order: tile `t` walks down a band of 8 tile rows
 /// before it moves one tile column right, so 132 blocks at once cover about 8 x 16 tiles: 8
@@ -142,9 +177,16 @@ pub const fn tile_origin(t: u32, (rows, cols): (u32, u32)) -> (u32, u32) {
 }
 
 /// Stages each rung runs with by default: rung 1 has one by design; the others take the
-/// deepest ring that fits the 227 KiB a block may opt into (4 of 48 KiB for `128 x 256`).
+/// deepest ring that fits the 227 KiB a block may opt into (4 of 48 KiB for `128 x 256`, 3
+/// beside the TMA store's 64 KiB of staging).
 pub const fn default_stages(rung: &Rung) -> u32 {
-    if rung.consumers == 0 { 1 } else { 4 }
+    if rung.consumers == 0 {
+        1
+    } else if rung.tma_store {
+        3
+    } else {
+        4
+    }
 }
 
 /// The stage counts the pipeline lesson sweeps (rung 2).
@@ -174,6 +216,13 @@ mod tests {
         // The TF32 rung's rows and steps are the BF16 rungs' bytes.
         assert_eq!((BK_TF32 * 4, MMA_K_TF32 * 4), (BK * ELEMENT_BYTES, MMA_K * ELEMENT_BYTES));
         assert_eq!((BK_TF32 / MMA_K_TF32, TF32.smem_bytes(4)), (BK / MMA_K, WIDE.smem_bytes(4)));
+        // The staging starts on a 1024-byte line after 3 stages and their barriers, and holds
+        // two 64 x 256 BF16 tiles; 4 stages beside it would not fit.
+        assert_eq!(TMA_STORE.staging_offset(3), 3 * 49152 + 1024);
+        assert_eq!(TMA_STORE.smem_bytes(3), 1024 + 3 * 49152 + 1024 + 65536);
+        assert!(TMA_STORE.smem_bytes(default_stages(&TMA_STORE)) <= 232_448);
+        assert!(TMA_STORE.smem_bytes(4) > 232_448);
+        assert_eq!(STORE_BOX.1 * ELEMENT_BYTES, 128);
     }
 
     #[test]

@@ -69,6 +69,25 @@ fn every_rung_feeds_wgmma_from_tma_through_mbarriers() {
         let expected = if tf32 { pairs >= (rung.bn / 8) as usize && pack == 0 } else { pack >= (rung.bn / 8) as usize };
         assert!(expected, "{}: {pack} BF16 packs, {pairs} FP32 pair stores", rung.name);
         assert_eq!(count_ops(b, "st.local") + count_ops(b, "ld.local"), 0, "{}: accumulators in registers", rung.name);
+        // The TMA-store rung writes C only through its staging: a 32-bit shared store per pair
+        // (64 per consumer thread), then TMA stores of the 4 boxes, waited for before the
+        // staging is written again and before the exit.
+        let tma_stores = count_ops(b, "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group");
+        let global_stores = count_ops(b, "st.global");
+        if rung.tma_store {
+            assert_eq!((tma_stores, global_stores), (4, 0), "{}: TMA stores, no st.global", rung.name);
+            assert_eq!(count_ops(b, "st.shared.b32"), (rung.bn / 4) as usize, "{}: one per pair", rung.name);
+            assert_eq!(count_ops(b, "cp.async.bulk.commit_group"), 1, "{}", rung.name);
+            assert_eq!(
+                count_ops(b, "cp.async.bulk.wait_group.read 0"),
+                2,
+                "{}: before a refill, at the end",
+                rung.name
+            );
+            assert!(count_ops(b, "fence.proxy.async.shared::cta") >= 1, "{}: writes before the copy", rung.name);
+        } else {
+            assert_eq!(tma_stores, 0, "{}: stores from registers", rung.name);
+        }
     }
 }
 

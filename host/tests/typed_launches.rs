@@ -274,10 +274,13 @@ fn the_tensor_ladder_has_one_typed_launch_per_rung() {
         .iter()
         .map(|r| *launches::ENTRIES.iter().find(|e| e.name == r.name).expect("a typed launch per rung"))
         .collect();
-    // Two map slots, C, m, n, k, and the stages for every rung but the first.
+    // Two map slots, C (the slot of its map where the rung stores by TMA), m, n, k, and the
+    // stages for every rung but the first.
     let (u, p) = (Param::U32, Param::Ptr);
     assert_eq!(entries[0].params, [u, u, p, u, u, u]);
-    for e in &entries[1..] {
-        assert_eq!(e.params, [u, u, p, u, u, u, u], "{}", e.name);
+    for (e, rung) in entries[1..].iter().zip(&RUNGS[1..]) {
+        let c = if rung.tma_store { u } else { p };
+        assert_eq!(e.params, [u, u, c, u, u, u, u], "{}", e.name);
     }
+    assert_eq!(RUNGS.iter().filter(|r| r.tma_store).count(), 1);
 }

@@ -20,6 +20,9 @@
 //!    runs on from tile to tile, so the next tile's loads overlap this tile's stores.
 //! 7. `tensor_7_tf32`: rung 6 for FP32 operands, multiplied in TF32: the pipeline an FP32
 //!    SGEMM gets from Hopper's tensor cores.
+//! 8. `tensor_8_tma_store`: rung 6 with its epilogue through shared memory: the consumers
+//!    write `C` into a swizzled staging buffer and the copy engine stores it in whole lines
+//!    while they start the next tile.
 //!
 //! Sizes: any `m, n, k >= 1`: the copy engine fills what lies outside `A` or `B` with zeros
 //! and the stores skip what lies outside `C`; the host pads each row's pitch to 16 bytes (TMA's
@@ -28,13 +31,14 @@
 use crate::device::tma::grid_blocks;
 use crate::device::tma::{Map, MapIn};
 use crate::device::wgmma::{
-    Accum, Bf16, Input, Ring, Tf32, leave_cluster, release_registers, store_bf16, take_registers,
+    Accum, Bf16, Input, Ring, Staging, Tf32, leave_cluster, release_registers, store_bf16, take_registers,
 };
 use crate::device::{Block, GlobalOut, block_idx_x, block_idx_y, kernel, thread_idx_x};
 use memlab_contracts::tensor::{
-    BK, CONSUMER_REGS, MMA_K, MULTICAST, PERSISTENT, PIPELINED, PRODUCER_REGS, Rung, SPECIALIZED, WARPGROUP,
+    BK, CONSUMER_REGS, MMA_K, MULTICAST, PERSISTENT, PIPELINED, PRODUCER_REGS, Rung, SPECIALIZED, TMA_STORE, WARPGROUP,
     WARPGROUP_ROWS, WGMMA, WIDE, tile_origin, tiles,
 };
+use memlab_device_api::global::{ReadWrite, Slice};
 
 kernel! {
 /// Rung 1: one warpgroup, one stage: thread 0 loads the `64 x 64` tile of `A` and the
@@ -128,7 +132,8 @@ kernel! {
 /// - Memory level: as rung 4; the blocks working at once read about 8 tiles of `A` and 16 of
 ///   `B` per step, which stay in L2 between them.
 pub fn tensor_6_persistent(block: Block, a: MapIn, b: MapIn, c: GlobalOut<u16>, m: u32, n: u32, k: u32, stages: u32) {
-    persistent::<Bf16>(block, (a.map(), b.map()), c, (m, n, k), stages)
+    let c = Direct::<Bf16> { c: c.slice(m as usize * n as usize), mn: (m, n) };
+    persistent::<Bf16, _>(block, &PERSISTENT, (a.map(), b.map()), (m, n, k), stages, |_, _| c)
 }
 }
 
@@ -142,15 +147,79 @@ kernel! {
 /// - Parameters: the slots of FP32 maps of `A` (box `32 x 128`) and `B` (box `32 x 256`), both
 ///   128-byte swizzled; `c` holds `m n` FP32.
 pub fn tensor_7_tf32(block: Block, a: MapIn, b: MapIn, c: GlobalOut<f32>, m: u32, n: u32, k: u32, stages: u32) {
-    persistent::<Tf32>(block, (a.map(), b.map()), c, (m, n, k), stages)
+    let c = Direct::<Tf32> { c: c.slice(m as usize * n as usize), mn: (m, n) };
+    persistent::<Tf32, _>(block, &PERSISTENT, (a.map(), b.map()), (m, n, k), stages, |_, _| c)
 }
 }
 
-/// Rungs 6 and 7: `min(SMs, tiles)` blocks walk the tiles of [`tile_origin`]'s order; the
-/// producer's ring runs on from one tile into the next.
+kernel! {
+/// Rung 8: rung 6 with its epilogue through shared memory: each consumer warpgroup writes its
+/// `64 x 256` BF16 tile into its own 128-byte-swizzled staging (no bank conflicts), and one of
+/// its threads starts 4 TMA stores of `64 x 64` boxes, so the warpgroup goes on to the next
+/// tile while the copy engine writes `C` in whole 128-byte lines; it waits for those stores to
+/// have read the staging only when it next fills it.
+///
+/// - Launch: block `384 x 1`, grid `min(SMs, tiles) x 1`, as [`tensor_6_persistent`].
+/// - Shared memory: `TMA_STORE.smem_bytes(stages)` = 1024 + 3 x 49152 + 1024 + 65536 bytes at
+///   3 stages (the staging leaves no room for a fourth), dynamic.
+/// - Registers: as [`tensor_6_persistent`].
+/// - Memory level: as rung 6 for `A` and `B`; `C` from registers to shared memory, then by TMA
+///   to global memory.
+/// - Parameters: the maps of `A` and `B` as rung 6; `c` the slot of a BF16 map of `C` (`m x
+///   n`, rows padded to 16 bytes) with box `64 x 64` and the 128-byte swizzle.
+pub fn tensor_8_tma_store(block: Block, a: MapIn, b: MapIn, c: MapIn, m: u32, n: u32, k: u32, stages: u32) {
+    let c = c.map();
+    persistent::<Bf16, _>(block, &TMA_STORE, (a.map(), b.map()), (m, n, k), stages, |ring, slice| {
+        (ring.staging(slice, TMA_STORE.bn), c)
+    })
+}
+}
+
+/// Where a persistent consumer warpgroup puts each finished `64 x 256` tile of `C`.
+trait Epilogue {
+    /// Stores the accumulator at rows `origin.0 ..`, columns `origin.1 ..` of `C`.
+    fn store(&mut self, acc: &[f32; 128], origin: (u32, u32));
+    /// Called once after the last tile.
+    fn finish(&self) {}
+}
+
+/// From registers straight into the `m x n` row-major `C` (rungs 6 and 7): [`Input::store`].
+struct Direct<I: Input> {
+    c: Slice<I::Out, ReadWrite>,
+    mn: (u32, u32),
+}
+
+impl<I: Input> Epilogue for Direct<I> {
+    #[inline(always)]
+    fn store(&mut self, acc: &[f32; 128], origin: (u32, u32)) {
+        I::store(acc, &mut self.c, self.mn, origin)
+    }
+}
+
+/// Through the warpgroup's staging and the map of `C` (rung 8).
+impl Epilogue for (Staging, Map) {
+    #[inline(always)]
+    fn store(&mut self, acc: &[f32; 128], origin: (u32, u32)) {
+        self.0.store(acc, self.1, origin)
+    }
+    #[inline(always)]
+    fn finish(&self) {
+        self.0.finish()
+    }
+}
+
+/// Rungs 6 to 8: `min(SMs, tiles)` blocks of `rung` walk the tiles of [`tile_origin`]'s
+/// order; the producer's ring runs on from one tile into the next, and each consumer
+/// warpgroup hands its finished tiles to the epilogue `epilogue(&ring, slice)` makes.
 #[inline(always)]
-fn persistent<I: Input>(block: Block, maps: (Map, Map), c: GlobalOut<I::Out>, (m, n, k): (u32, u32, u32), stages: u32) {
-    let rung = &PERSISTENT;
+fn persistent<I: Input, E: Epilogue>(
+    block: Block,
+    rung: &Rung,
+    maps: (Map, Map),
+    (m, n, k): (u32, u32, u32),
+    stages: u32,
+    epilogue: impl FnOnce(&Ring, u32) -> E,
+) {
     let ring = Ring::carve(block, (rung.bm(), rung.bn), stages.max(1), (rung.consumers, 1));
     let (grid, steps) = (tiles(rung, m, n), k.div_ceil(I::BK));
     let count = grid.0 * grid.1;
@@ -174,7 +243,7 @@ fn persistent<I: Input>(block: Block, maps: (Map, Map), c: GlobalOut<I::Out>, (m
     } else {
         take_registers::<CONSUMER_REGS>();
         let slice = wg - 1;
-        let mut c = c.slice(m as usize * n as usize);
+        let mut out = epilogue(&ring, slice);
         let (mut t, mut step) = (block_idx_x(), 0);
         while t < count {
             let (m0, n0) = origin(t);
@@ -186,9 +255,10 @@ fn persistent<I: Input>(block: Block, maps: (Map, Map), c: GlobalOut<I::Out>, (m
                     }
                 });
             }
-            I::store(&acc, &mut c, (m, n), (m0 + slice * WARPGROUP_ROWS, n0));
+            out.store(&acc, (m0 + slice * WARPGROUP_ROWS, n0));
             (t, step) = (t + grid_blocks(), step + steps);
         }
+        out.finish();
     }
 }
 

@@ -10,8 +10,8 @@ use std::cell::RefCell;
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::tensor::{
-    BK, BK_TF32, MULTICAST, PERSISTENT, PIPELINED, Rung, SPECIALIZED, STAGE_SWEEP, TF32, WGMMA, WIDE, default_stages,
-    tiles,
+    BK, BK_TF32, MULTICAST, PERSISTENT, PIPELINED, Rung, SPECIALIZED, STAGE_SWEEP, STORE_BOX, TF32, TMA_STORE, WGMMA,
+    WIDE, default_stages, tiles,
 };
 
 use crate::gpu::cublas::{Cublas, GemmKind};
@@ -73,10 +73,16 @@ pub mod shapes {
     pub fn tensor_7_tf32(sms: u32, m: u32, n: u32, stages: u32) -> LaunchShape {
         persistent_shape(sms, m, n, stages)
     }
+
+    /// Rung 8, `tensor_8_tma_store`: rung 6's grid, `c` the slot of a BF16 map of `C` with
+    /// rows padded to 16 bytes; the staging of `C` after the ring.
+    pub fn tensor_8_tma_store(sms: u32, m: u32, n: u32, stages: u32) -> LaunchShape {
+        LaunchShape { smem_bytes: TMA_STORE.smem_bytes(stages), ..persistent_shape(sms, m, n, stages) }
+    }
 }
 
-/// An element type of the ladder's operands on the host: BF16 bit patterns (rungs 1-6) or FP32
-/// multiplied in TF32 (rung 7).
+/// An element type of the ladder's operands on the host: BF16 bit patterns (rungs 1-6 and 8)
+/// or FP32 multiplied in TF32 (rung 7).
 pub trait Operand: cust::memory::DeviceCopy + bytemuck::Pod + Default {
     /// The tensor map's element type.
     const ELEMENT: Element;
@@ -125,9 +131,21 @@ fn persistent_shape(sms: u32, m: u32, n: u32, stages: u32) -> LaunchShape {
     LaunchShape { grid: (blocks, 1), ..rung_shape(&PERSISTENT, m, n, stages) }
 }
 
-/// A rung's typed launch on a device of `sms` SMs with its stages (rung 1 has one stage by
-/// design, and only the persistent rungs size their grid by the SMs).
-type TensorLaunch<T> = fn(u32, MapSlot, MapSlot, &mut DeviceBuffer<T>, u32, u32, u32, u32) -> Launch;
+/// A rung's typed launch on a device of `sms` SMs (`sms, a, b, c, m, n, k, stages`; rung 1 has
+/// one stage by design, and only the persistent rungs size their grid by the SMs), storing
+/// from registers into `C`.
+type StoresLaunch<T> = fn(u32, MapSlot, MapSlot, &mut DeviceBuffer<T>, u32, u32, u32, u32) -> Launch;
+
+/// As [`StoresLaunch`], with the slot of a map of `C` for TMA stores.
+type TmaStoresLaunch = fn(u32, MapSlot, MapSlot, MapSlot, u32, u32, u32, u32) -> Launch;
+
+/// A rung's typed launch, by how it writes `C`.
+enum TensorLaunch<T: Operand> {
+    /// Stores from registers into `C`, `m x n` dense.
+    Stores(StoresLaunch<T>),
+    /// TMA stores through the slot of a map of `C`, rows padded to 16 bytes.
+    TmaStores(TmaStoresLaunch),
+}
 
 /// One step of the ladder: its contract, launch and lesson.
 struct Step<T: Operand> {
@@ -139,54 +157,63 @@ struct Step<T: Operand> {
 /// The TF32 rung: the pipeline of rung 6 for FP32 inputs.
 const TF32_STEP: Step<f32> = Step {
     rung: &TF32,
-    launch: |sms, a, b, c, m, n, k, stages| {
+    launch: TensorLaunch::Stores(|sms, a, b, c, m, n, k, stages| {
         launches::tensor_7_tf32(shapes::tensor_7_tf32(sms, m, n, stages), a, b, c, m, n, k, stages)
-    },
+    }),
     lesson: "7: rung 6 on FP32 inputs multiplied in TF32 (m64n256k8): the same 128-byte rows, 32 floats each",
 };
 
 /// The BF16 ladder's steps, in the order of `memlab_contracts::tensor::LADDER`.
-const STEPS: [Step<u16>; 6] = [
+const STEPS: [Step<u16>; 7] = [
     Step {
         rung: &WGMMA,
-        launch: |_, a, b, c, m, n, k, _| launches::tensor_1_wgmma(shapes::tensor_1_wgmma(m, n), a, b, c, m, n, k),
+        launch: TensorLaunch::Stores(|_, a, b, c, m, n, k, _| {
+            launches::tensor_1_wgmma(shapes::tensor_1_wgmma(m, n), a, b, c, m, n, k)
+        }),
         lesson: "1: wgmma from TMA-filled, 128B-swizzled shared memory; one stage: copy and math take turns",
     },
     Step {
         rung: &PIPELINED,
-        launch: |_, a, b, c, m, n, k, stages| {
+        launch: TensorLaunch::Stores(|_, a, b, c, m, n, k, stages| {
             launches::tensor_2_pipelined(shapes::tensor_2_pipelined(m, n, stages), a, b, c, m, n, k, stages)
-        },
+        }),
         lesson: "2: a producer warpgroup and an mbarrier ring (full: TMA bytes, empty: released): loads in flight behind the math",
     },
     Step {
         rung: &SPECIALIZED,
-        launch: |_, a, b, c, m, n, k, stages| {
+        launch: TensorLaunch::Stores(|_, a, b, c, m, n, k, stages| {
             launches::tensor_3_specialized(shapes::tensor_3_specialized(m, n, stages), a, b, c, m, n, k, stages)
-        },
+        }),
         lesson: "3: two consumer warpgroups share each B tile; setmaxnreg moves the producer's registers to them (40 / 232)",
     },
     Step {
         rung: &WIDE,
-        launch: |_, a, b, c, m, n, k, stages| {
+        launch: TensorLaunch::Stores(|_, a, b, c, m, n, k, stages| {
             launches::tensor_4_wide(shapes::tensor_4_wide(m, n, stages), a, b, c, m, n, k, stages)
-        },
+        }),
         lesson: "4: 128x256 tiles (m64n256k16): fewer bytes loaded per FLOP than 128x128",
     },
     Step {
         rung: &MULTICAST,
-        launch: |_, a, b, c, m, n, k, stages| {
+        launch: TensorLaunch::Stores(|_, a, b, c, m, n, k, stages| {
             launches::tensor_5_multicast(shapes::tensor_5_multicast(m, n, stages), a, b, c, m, n, k, stages)
                 .in_clusters((1, MULTICAST.cluster))
-        },
+        }),
         lesson: "5: clusters of 2 along m: each block loads half of the shared B tile and multicasts it to both",
     },
     Step {
         rung: &PERSISTENT,
-        launch: |sms, a, b, c, m, n, k, stages| {
+        launch: TensorLaunch::Stores(|sms, a, b, c, m, n, k, stages| {
             launches::tensor_6_persistent(shapes::tensor_6_persistent(sms, m, n, stages), a, b, c, m, n, k, stages)
-        },
+        }),
         lesson: "6: one block per SM walks the tiles in bands of 8 rows: the next tile's loads overlap this one's stores",
+    },
+    Step {
+        rung: &TMA_STORE,
+        launch: TensorLaunch::TmaStores(|sms, a, b, c, m, n, k, stages| {
+            launches::tensor_8_tma_store(shapes::tensor_8_tma_store(sms, m, n, stages), a, b, c, m, n, k, stages)
+        }),
+        lesson: "8: rung 6 storing C through swizzled shared memory and TMA: the consumers start the next tile while the copy engine writes",
     },
 ];
 
@@ -201,8 +228,12 @@ pub struct Operands<T: Operand> {
     a: DeviceBuffer<T>,
     /// `B`, `n x pitch`.
     b: DeviceBuffer<T>,
-    /// `C`, `m x n`, poisoned (NaN).
+    /// `C`, `m x n` with rows [`Operands::c_pitch`] apart, poisoned (NaN); room for rows
+    /// padded to 16 bytes, which a TMA store's map needs.
     c: DeviceBuffer<T>,
+    /// Elements between rows of `C` as the last launch wrote it: `n`, or `n` rounded up to 16
+    /// bytes for a TMA store.
+    c_pitch: std::cell::Cell<usize>,
     /// `(m, n, k)`.
     size: (usize, usize, usize),
     /// Elements per row of `A` and `B`: `k` rounded up to 16 bytes.
@@ -217,9 +248,10 @@ impl<T: Operand> Operands<T> {
     /// Not enough device memory, more than `u32::MAX` elements, or an upload failure.
     pub fn new(lab: &Lab, (m, n, k): (usize, usize, usize)) -> Result<Operands<T>> {
         let pitch = T::ELEMENT.padded_pitch(k as u64) as usize;
-        check_u32_elements("the tensor ladder's operands", &[m * pitch, n * pitch, m * n])?;
-        ensure_free("the tensor ladder's operands", size_of::<T>() * (m * pitch + n * pitch + m * n))?;
-        let mut staging = Staging::new((m * pitch).max(n * pitch).max(m * n))?;
+        let c_len = m * T::ELEMENT.padded_pitch(n as u64) as usize;
+        check_u32_elements("the tensor ladder's operands", &[m * pitch, n * pitch, c_len])?;
+        ensure_free("the tensor ladder's operands", size_of::<T>() * (m * pitch + n * pitch + c_len))?;
+        let mut staging = Staging::new((m * pitch).max(n * pitch).max(c_len))?;
         let mut buffers = Vec::new();
         for (rows, seed) in [(m, SEEDS.0), (n, SEEDS.1)] {
             let buf = crate::lab::poisoned::<T>(rows * pitch)?;
@@ -228,23 +260,31 @@ impl<T: Operand> Operands<T> {
         }
         let b = buffers.pop().expect("two buffers");
         let a = buffers.pop().expect("two buffers");
-        Ok(Operands { a, b, c: crate::lab::poisoned(m * n)?, size: (m, n, k), pitch, staging: RefCell::new(staging) })
+        let c = crate::lab::poisoned(c_len)?;
+        Ok(Operands { a, b, c, c_pitch: n.into(), size: (m, n, k), pitch, staging: RefCell::new(staging) })
     }
 
     /// The tensor map of `A` (`rows = m`) or `B` (`rows = n`) with a box of `box_rows` rows of
     /// 128 bytes.
     fn map(&self, lab: &Lab, buf: &DeviceBuffer<T>, rows: usize, box_rows: u32) -> Result<MapSlot> {
-        lab.place_map(&TiledSpec {
+        let spec = Self::spec(buf, (rows, self.size.2, self.pitch), (box_rows, T::BK));
+        lab.place_map(&TiledSpec { l2_promotion: L2Promotion::B256, ..spec })
+    }
+
+    /// A map of the `rows x cols` matrix at `buf` (rows `pitch` apart) with `(rows, cols)`
+    /// boxes, 128-byte swizzled.
+    fn spec(buf: &DeviceBuffer<T>, (rows, cols, pitch): (usize, usize, usize), (box_rows, box_cols): (u32, u32)) -> TiledSpec {
+        TiledSpec {
             address: buf.as_device_ptr().as_raw(),
             element: T::ELEMENT,
             rows: rows as u64,
-            cols: self.size.2 as u64,
-            pitch: self.pitch as u64,
+            cols: cols as u64,
+            pitch: pitch as u64,
             box_rows,
-            box_cols: T::BK,
+            box_cols,
             swizzle: Swizzle::B128,
-            l2_promotion: L2Promotion::B256,
-        })
+            l2_promotion: L2Promotion::None,
+        }
     }
 
     /// The launch of `step` on these operands with `stages` stages.
@@ -252,7 +292,19 @@ impl<T: Operand> Operands<T> {
         let (m, n, k) = self.size;
         let a = self.map(lab, &self.a, m, step.rung.bm())?;
         let b = self.map(lab, &self.b, n, step.rung.b_box_rows())?;
-        Ok((step.launch)(lab.gpu.info.sms, a, b, &mut self.c, m as u32, n as u32, k as u32, stages))
+        let (sms, (m32, n32, k32)) = (lab.gpu.info.sms, (m as u32, n as u32, k as u32));
+        Ok(match &step.launch {
+            TensorLaunch::Stores(launch) => {
+                self.c_pitch.set(n);
+                launch(sms, a, b, &mut self.c, m32, n32, k32, stages)
+            }
+            TensorLaunch::TmaStores(launch) => {
+                let pitch = T::ELEMENT.padded_pitch(n as u64) as usize;
+                self.c_pitch.set(pitch);
+                let c = lab.place_map(&Self::spec(&self.c, (m, n, pitch), STORE_BOX))?;
+                launch(sms, a, b, c, m32, n32, k32, stages)
+            }
+        })
     }
 
     /// Checks `C` against the f64 reference with `T`'s tolerance ([`verify::matmul_samples`]'s
@@ -264,7 +316,8 @@ impl<T: Operand> Operands<T> {
         // The reference reads `B` as `k x n`: element `p n + j` is row `j`, column `p` of `B`.
         let b = |i: usize| T::input(SEEDS.1, (i % n) * k + i / n).value();
         let mut check = MatmulStreamed::new(T::PRECISION, (m, n, k), (samples, verify::SAMPLE_SEED), a, b);
-        self.staging.borrow_mut().download(&lab.gpu, &self.c, |_, chunk| {
+        let layout = (m, n, self.c_pitch.get());
+        self.staging.borrow_mut().download_pitched(&lab.gpu, &self.c, layout, |_, chunk| {
             let values: Vec<f32> = chunk.iter().map(|&v| v.value()).collect();
             check.chunk(&values);
         })?;
@@ -285,12 +338,14 @@ impl<T: Operand> Operands<T> {
 }
 
 /// Host bytes the [`Operands`] of an `m x n x k` product hold at once, of the larger (FP32)
-/// element: the pinned staging and the rows and columns a check compares, as f32.
+/// element: the pinned staging, the rows and columns a check compares, as f32, and the runs a
+/// check of a pitched `C` gathers.
 pub fn host_bytes((m, n, k): (usize, usize, usize)) -> usize {
     let pitch = Element::F32.padded_pitch(k as u64) as usize;
-    let staging = 4 * (m * pitch).max(n * pitch).max(m * n).min(Staging::<f32>::chunk_len());
+    let c_len = m * Element::F32.padded_pitch(n as u64) as usize;
+    let staging = 4 * (m * pitch).max(n * pitch).max(c_len).min(Staging::<f32>::chunk_len());
     let (rows, cols) = verify::sample_grid((m, n), verify::matmul_samples((m, n, k)).0);
-    staging + 4 * (rows + cols) * k + 4 * Staging::<f32>::chunk_len()
+    staging + 4 * (rows + cols) * k + 2 * 4 * Staging::<f32>::chunk_len()
 }
 
 /// Bytes the SMs read from L2 for `rung` over an `m x n x k` product of `T`, as the tiling model
@@ -327,6 +382,7 @@ fn measure_step<T: Operand>(lab: &Lab, step: &Step<T>, ops: &mut Operands<T>, st
 fn time_cublas<T: Operand>(lab: &Lab, cublas: Option<&Cublas>, ops: &Operands<T>) -> Result<Option<Timing>> {
     let Some(cublas) = cublas else { return Ok(None) };
     let gemm = || cublas.gemm_nt(T::CUBLAS, (&ops.a, &ops.b, &ops.c), ops.size, ops.pitch);
+    ops.c_pitch.set(ops.size.1);
     crate::lab::poison(&ops.c)?;
     gemm()?;
     lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!(crate::gpu::describe(e)))?;

@@ -212,7 +212,7 @@ pub(crate) unsafe fn tensor_load_2d(
 /// As for [`tensor_load_2d`]; `src` holds the box, written by this block before a
 /// [`fence_proxy_async_shared`] and a block barrier, and is not written until [`bulk_wait_read`].
 #[inline(always)]
-unsafe fn tensor_store_2d(map: *const TensorMap, x: u32, y: u32, src: SharedAddr, hint: Option<L2Policy>) {
+pub(crate) unsafe fn tensor_store_2d(map: *const TensorMap, x: u32, y: u32, src: SharedAddr, hint: Option<L2Policy>) {
     match hint {
         None => unsafe {
             asm!(

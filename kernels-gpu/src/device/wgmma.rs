@@ -27,11 +27,22 @@
 //!    only after its full barrier completes and reloaded only after every consumer of the
 //!    cluster has released it, after its `wgmma`s completed. A wrong protocol races or hangs;
 //!    it does not reach outside the ring.
+//! 4. A [`Staging`] lies after the ring inside the launch's shared bytes (invariant 1, with
+//!    `Rung::smem_bytes` of a rung with `tma_store`), one per consumer warpgroup, and only its
+//!    warpgroup writes it, between a wait for its previous TMA stores' reads and a barrier of
+//!    those 128 threads (`barrier.sync` with the warpgroup's own id, 1 + its slice); the map of
+//!    `C` is a BF16 map with box `STORE_BOX` and the 128-byte swizzle, whose stores the copy
+//!    engine clips to `C`.
 
 use core::arch::asm;
 
-use super::tma::{Map, SharedAddr, check, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, tensor_load_2d};
-use memlab_contracts::tensor::{BK, BK_TF32, ELEMENT_BYTES, MMA_K, SWIZZLE_ATOM_BYTES, WARPGROUP, WARPGROUP_ROWS};
+use super::tma::{
+    Map, SharedAddr, bulk_commit, bulk_wait_read, check, fence_proxy_async_shared, mbarrier_arrive_expect_tx,
+    mbarrier_init, mbarrier_wait, tensor_load_2d, tensor_store_2d,
+};
+use memlab_contracts::tensor::{
+    BK, BK_TF32, ELEMENT_BYTES, MMA_K, STORE_BOX, SWIZZLE_ATOM_BYTES, WARPGROUP, WARPGROUP_ROWS,
+};
 use memlab_contracts::tma::{MBARRIER_BYTES, SMEM_ALIGN};
 use memlab_device_api::arch::cluster::{cluster_ctarank, cluster_sync, map_shared_rank};
 use memlab_device_api::global::{ReadWrite, Slice};
@@ -376,6 +387,91 @@ unsafe fn tensor_load_2d_multicast(
             k = in(reg16) mask,
         )
     };
+}
+
+/// Bytes of one box of a [`Staging`]: `64 x 64` BF16.
+const BOX_BYTES: u32 = STORE_BOX.0 * STORE_BOX.1 * ELEMENT_BYTES;
+
+/// One consumer warpgroup's staging of its `64 x N` BF16 tile of `C` for TMA stores: `N / 64`
+/// boxes of `64 x 64` ([`STORE_BOX`]), each 64 rows of 128 bytes under the 128-byte swizzle (the
+/// 16-byte chunk `c` of row `r` at chunk `c ^ (r % 8)`), the layout the map of `C` reads.
+/// Thread `t`'s pairs of one 8-column group then fall in 8 different chunks for the 8 rows a
+/// warp writes, so each warp's `st.shared.b32` covers all 32 banks once: no bank conflicts.
+#[derive(Clone, Copy)]
+pub struct Staging {
+    base: SharedAddr,
+    slice: u32,
+}
+
+impl Ring {
+    /// The staging of consumer warpgroup `slice` for `64 x cols` tiles: after the ring's stages
+    /// and barriers on the next 1024-byte line (`Rung::staging_offset`), slices in order.
+    #[inline(always)]
+    pub fn staging(&self, slice: u32, cols: u32) -> Staging {
+        let ring = self.stages * (self.a_bytes + self.b_bytes + 2 * MBARRIER_BYTES);
+        let bytes = WARPGROUP_ROWS * cols * ELEMENT_BYTES;
+        let base = self.base.add(ring.div_ceil(SMEM_ALIGN) * SMEM_ALIGN + slice * bytes);
+        let end = SharedAddr::of(arch::dynamic_shared::<u8>()).add(arch::dynamic_shared_bytes() as u32);
+        check(base.0 + bytes <= end.0);
+        Staging { base, slice }
+    }
+}
+
+impl Staging {
+    /// Writes the warpgroup's accumulator as BF16 (`cvt.rn.bf16x2.f32`) into the staging, then
+    /// one thread starts the TMA stores of its boxes to rows `row0 ..`, columns `col0 ..` of `C`
+    /// through `map` (the copy engine clips what lies outside `C`) and commits them as one bulk
+    /// group. It first waits until that thread's previous group has read the staging. Every
+    /// thread of the warpgroup calls it together (invariant 2), and [`Staging::finish`] last.
+    #[inline(always)]
+    pub fn store<A: Accum>(&self, acc: &A, map: Map, (row0, col0): (u32, u32)) {
+        let t = crate::device::thread_idx_x() % WARPGROUP;
+        if t == 0 {
+            bulk_wait_read::<0>();
+        }
+        self.sync();
+        let row = 16 * (t / 32) + (t % 32) / 4;
+        acc.each_8_columns(|j, v| {
+            let (bx, chunk) = (j / 8, j % 8);
+            for (r, lo, hi) in [(row, v[0], v[1]), (row + 8, v[2], v[3])] {
+                let at = bx * BOX_BYTES + r * 128 + ((chunk ^ (r % 8)) * 16) + 4 * (t % 4);
+                check(at + 4 <= A::N / STORE_BOX.1 * BOX_BYTES);
+                // SAFETY: inside this warpgroup's staging (checked, or by invariant 4), 4-byte
+                // aligned; no TMA store reads it (the wait above) and only this thread writes it.
+                unsafe {
+                    asm!("st.shared.b32 [{a}], {v};", a = in(reg32) self.base.add(at).0, v = in(reg32) bf16x2(lo, hi))
+                };
+            }
+        });
+        fence_proxy_async_shared();
+        self.sync();
+        if t == 0 {
+            for bx in 0..A::N / STORE_BOX.1 {
+                // SAFETY: the box was written by the warpgroup before the fence and the barrier
+                // above, and is not written again before the next call's wait (invariant 4).
+                unsafe { tensor_store_2d(map.0, col0 + bx * STORE_BOX.1, row0, self.base.add(bx * BOX_BYTES), None) };
+            }
+            bulk_commit();
+        }
+    }
+
+    /// Waits until the last stores have read the staging, so the block may exit. Every thread
+    /// of the warpgroup calls it once, after its last [`Staging::store`].
+    #[inline(always)]
+    pub fn finish(&self) {
+        if crate::device::thread_idx_x() % WARPGROUP == 0 {
+            bulk_wait_read::<0>();
+        }
+    }
+
+    /// The barrier of this warpgroup's 128 threads alone (`barrier.sync.aligned`, id 1 + slice:
+    /// id 0 is the block's).
+    #[inline(always)]
+    fn sync(&self) {
+        // SAFETY: the warpgroup's threads reach it together (invariant 2); no other barrier of
+        // the kernel uses this id.
+        unsafe { asm!("barrier.sync.aligned {id}, {n};", id = in(reg32) 1 + self.slice, n = const WARPGROUP) };
+    }
 }
 
 /// Arrives once on the mbarrier at `.shared::cluster` address `bar`
