@@ -34,9 +34,15 @@ pub const ENV: &str = "MEMLAB_TUNED";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ShapeClass {
-    /// `m n <= 1024^2`: at a `128 x 128` tile, 64 blocks or fewer, under half of an H200's 132
-    /// SMs.
+    /// `m n <= 1024^2` and `k < 512`: at a `128 x 128` tile, 64 blocks or fewer, under half of
+    /// an H200's 132 SMs, each with a short `k` loop that a split would cut into a few steps
+    /// (517x389x263 ran at 0.65x cuBLAS split 11 ways, at 0.98x on 64 x 64 tiles, measured on
+    /// the H200).
     Small,
+    /// `m n <= 1024^2` and `k >= 512`: as few blocks, each with a `k` loop deep enough to share
+    /// out (1000^3 ran at 0.91x cuBLAS split 4 ways, at 0.89x on 64 x 64 tiles, measured on
+    /// the H200).
+    SmallDeep,
     /// `m n <= 2048^2`: up to 256 blocks of `128 x 128`, under 2 waves of 2 blocks per SM.
     Medium,
     /// Larger, both sides multiples of 256.
@@ -55,8 +61,9 @@ pub enum ShapeClass {
 
 impl ShapeClass {
     /// Every class, by size first, then the shaped ones.
-    pub const ALL: [ShapeClass; 7] = [
+    pub const ALL: [ShapeClass; 8] = [
         ShapeClass::Small,
+        ShapeClass::SmallDeep,
         ShapeClass::Medium,
         ShapeClass::Large,
         ShapeClass::ThinM,
@@ -72,6 +79,7 @@ impl ShapeClass {
             _ if k <= 128 && c > 1024 * 1024 => ShapeClass::ShortK,
             _ if m <= 256 && n > 256 && n >= 8 * m => ShapeClass::ThinM,
             _ if n <= 256 && m > 256 && m >= 8 * n => ShapeClass::ThinN,
+            _ if c <= 1024 * 1024 && k >= 512 => ShapeClass::SmallDeep,
             _ if c <= 1024 * 1024 => ShapeClass::Small,
             _ if !m.is_multiple_of(256) || !n.is_multiple_of(256) => ShapeClass::Odd,
             _ if c <= 2048 * 2048 => ShapeClass::Medium,
@@ -82,7 +90,8 @@ impl ShapeClass {
     /// The shape `memlab autotune` times the class at.
     pub fn representative(self) -> (usize, usize, usize) {
         match self {
-            ShapeClass::Small => (1024, 1024, 1024),
+            ShapeClass::Small => (1024, 1024, 256),
+            ShapeClass::SmallDeep => (1000, 1000, 1000),
             ShapeClass::Medium => (2048, 2048, 2048),
             ShapeClass::Large => (4096, 4096, 4096),
             ShapeClass::ThinM => (128, 4096, 4096),
@@ -96,6 +105,7 @@ impl ShapeClass {
     pub fn name(self) -> &'static str {
         match self {
             ShapeClass::Small => "small",
+            ShapeClass::SmallDeep => "small_deep",
             ShapeClass::Medium => "medium",
             ShapeClass::Large => "large",
             ShapeClass::ThinM => "thin_m",
@@ -115,7 +125,11 @@ impl ShapeClass {
             ShapeClass::Medium | ShapeClass::Large | ShapeClass::ShortK => {
                 Pick::Plain(config("sgemm_8_128x128x8_w32x64_t8x8_regs").expect("a compiled configuration"))
             }
-            ShapeClass::Small | ShapeClass::ThinM | ShapeClass::ThinN | ShapeClass::Odd => Pick::SplitK,
+            ShapeClass::Small
+            | ShapeClass::SmallDeep
+            | ShapeClass::ThinM
+            | ShapeClass::ThinN
+            | ShapeClass::Odd => Pick::SplitK,
         }
     }
 }
@@ -300,9 +314,10 @@ mod tests {
     #[test]
     fn classes_follow_the_size_of_c() {
         let of = |m, n, k| ShapeClass::of(m, n, k);
-        assert_eq!(of(1024, 1024, 1024), ShapeClass::Small);
+        assert_eq!(of(1024, 1024, 1024), ShapeClass::SmallDeep);
         assert_eq!(of(517, 389, 263), ShapeClass::Small);
-        assert_eq!(of(1000, 1000, 1000), ShapeClass::Small);
+        assert_eq!(of(1000, 1000, 1000), ShapeClass::SmallDeep);
+        assert_eq!(of(1000, 1000, 511), ShapeClass::Small);
         assert_eq!(of(1280, 1024, 1024), ShapeClass::Medium);
         assert_eq!(of(1025, 1024, 1024), ShapeClass::Odd);
         assert_eq!(of(2048, 2048, 2048), ShapeClass::Medium);
@@ -315,7 +330,8 @@ mod tests {
         assert_eq!(of(64, 1 << 20, 1024), ShapeClass::ThinM);
         // Not thin: the short side above 256, or the long one under 8 times it.
         assert_eq!(of(512, 4096, 4096), ShapeClass::Medium);
-        assert_eq!(of(200, 1000, 1000), ShapeClass::Small);
+        assert_eq!(of(200, 1000, 1000), ShapeClass::SmallDeep);
+        assert_eq!(of(200, 1000, 256), ShapeClass::Small);
         for class in ShapeClass::ALL {
             let (m, n, k) = class.representative();
             assert_eq!(of(m, n, k), class);
