@@ -1514,6 +1514,12 @@ DEV void wgmma_n256_tf32(float* d, unsigned long long a, unsigned long long b) {
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
                  : "l"(a), "l"(b));
 }
+// Rung 9's k32 step of FP8 e4m3 inputs (no transpose operands for 8-bit inputs).
+DEV void wgmma_n256_e4m3(float* d, unsigned long long a, unsigned long long b) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, 1, 1, 1;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "l"(a), "l"(b));
+}
 DEV void wg_wait_bar(unsigned bar, unsigned parity) {
     asm volatile("{\n.reg .pred p;\nW: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra W;\n}\n" ::"r"(bar),
                  "r"(parity));
@@ -1584,7 +1590,7 @@ DEV void wg_load(const WgRing& r, unsigned step, const CUtensorMap* a, const CUt
 // Waits for step `step`'s stage, issues its 4 k16 steps (k8 in TF32: the same 32 bytes of a row)
 // into d (the slice's 64 rows of A), waits for them, releases the stage in every block of the
 // cluster.
-template <unsigned N, bool TF32 = false>
+template <unsigned N, bool TF32 = false, bool FP8 = false>
 DEV void wg_consume(const WgRing& r, unsigned step, unsigned slice, float* d) {
     unsigned s = step % r.stages;
     wg_wait_bar(r.full(s), (step / r.stages) & 1);
@@ -1593,6 +1599,7 @@ DEV void wg_consume(const WgRing& r, unsigned step, unsigned slice, float* d) {
     for (unsigned kk = 0; kk < 4; kk++) {
         unsigned long long da = wg_desc(r.a(s) + slice * 64 * 128 + kk * 32), db = wg_desc(r.b(s) + kk * 32);
         if (TF32) wgmma_n256_tf32(d, da, db);
+        else if (FP8) wgmma_n256_e4m3(d, da, db);
         else if (N == 256) wgmma_n256(d, da, db);
         else wgmma_n128(d, da, db);
     }
@@ -1683,12 +1690,12 @@ TENSOR_TWIN(tensor_2_pipelined, 256, 128, 1, 1, false)
 TENSOR_TWIN(tensor_3_specialized, 384, 128, 2, 1, true)
 TENSOR_TWIN(tensor_4_wide, 384, 256, 2, 1, true)
 TENSOR_TWIN(tensor_5_multicast, 384, 256, 2, 2, true)
-// Rung 8's epilogue: the consumer's 64 x 256 tile as BF16 into its staging (4 boxes of 64 x 64,
+// Rungs 8 and 9's epilogue: the consumer's 64 x 256 tile times scale as BF16 into its staging (4 boxes of 64 x 64,
 // 128-byte rows, 16-byte chunk c of row r at c ^ (r % 8)), then 4 TMA stores by its thread 0;
 // first waits for that thread's previous stores to have read the staging. device/wgmma.rs's
 // Staging::store.
-DEV void wg_store_staged(const float* d, unsigned staging, const CUtensorMap* map, unsigned row0, unsigned col0,
-                         unsigned slice) {
+DEV void wg_store_staged(const float* d, float scale, unsigned staging, const CUtensorMap* map, unsigned row0,
+                         unsigned col0, unsigned slice) {
     unsigned t = threadIdx.x % 128, row = 16 * (t / 32) + (t % 32) / 4;
     if (t == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
     asm volatile("barrier.sync.aligned %0, 128;" ::"r"(1 + slice) : "memory");
@@ -1697,7 +1704,7 @@ DEV void wg_store_staged(const float* d, unsigned staging, const CUtensorMap* ma
 #pragma unroll
         for (unsigned h = 0; h < 2; h++) {
             unsigned r = row + 8 * h, at = staging + j / 8 * 8192 + r * 128 + ((j % 8) ^ (r % 8)) * 16 + 4 * (t % 4);
-            __nv_bfloat162 v = __floats2bfloat162_rn(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            __nv_bfloat162 v = __floats2bfloat162_rn(d[4 * j + 2 * h] * scale, d[4 * j + 2 * h + 1] * scale);
             asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(*reinterpret_cast<unsigned*>(&v)) : "memory");
         }
     }
@@ -1712,15 +1719,16 @@ DEV void wg_store_staged(const float* d, unsigned staging, const CUtensorMap* ma
     }
 }
 
-// Rungs 6 to 8: rung 4 on min(SMs, tiles) persistent blocks, tiles in bands of 8 tile rows
+// Rungs 6 to 9: rung 4 on min(SMs, tiles) persistent blocks, tiles in bands of 8 tile rows
 // (memlab_contracts::tensor::tile_origin); the ring's steps run on across tiles. T: the element
 // of A, B and C (BF16 bits, or FP32 multiplied in TF32: 32 per 128-byte row instead of 64).
-// STAGED (rung 8): C through the staging after the ring and the map in slot c_slot, not c.
-template <class T, bool STAGED = false>
-DEV void wg_persistent(unsigned a_slot, unsigned b_slot, T* c, unsigned c_slot, unsigned m, unsigned n, unsigned k,
-                       unsigned stages) {
+// STAGED (rungs 8 and 9): C through the staging after the ring and the map in slot c_slot, not
+// c, scaled by scale. FP8 (rung 9): e4m3 A and B, 128 per 128-byte row, BF16 C.
+template <class T, bool STAGED = false, bool FP8 = false>
+DEV void wg_persistent(unsigned a_slot, unsigned b_slot, T* c, unsigned c_slot, float scale, unsigned m, unsigned n,
+                       unsigned k, unsigned stages) {
     constexpr bool TF32 = sizeof(T) == 4;
-    constexpr unsigned BK = TF32 ? 32 : 64;
+    constexpr unsigned BK = TF32 ? 32 : FP8 ? 128 : 64;
     const CUtensorMap *a = &memlab_tma_maps[min(a_slot, 127u)], *b = &memlab_tma_maps[min(b_slot, 127u)];
     WgRing r = wg_carve(128, 256, stages > 1 ? stages : 1, 2);
     unsigned rows = (m + 127) / 128, cols = (n + 255) / 256, count = rows * cols, steps = (k + BK - 1) / BK;
@@ -1749,8 +1757,8 @@ DEV void wg_persistent(unsigned a_slot, unsigned b_slot, T* c, unsigned c_slot, 
             float d[128];
 #pragma unroll
             for (unsigned i = 0; i < 128; i++) d[i] = 0.0f;
-            for (unsigned s = 0; s < steps; s++) wg_consume<256, TF32>(r, step + s, wg - 1, d);
-            if constexpr (STAGED) wg_store_staged(d, staging, cmap, m0 + (wg - 1) * 64, n0, wg - 1);
+            for (unsigned s = 0; s < steps; s++) wg_consume<256, TF32, FP8>(r, step + s, wg - 1, d);
+            if constexpr (STAGED) wg_store_staged(d, scale, staging, cmap, m0 + (wg - 1) * 64, n0, wg - 1);
             else wg_store<256>(d, c, m, n, m0 + (wg - 1) * 64, n0);
         }
         if (STAGED && threadIdx.x % 128 == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
@@ -1758,14 +1766,18 @@ DEV void wg_persistent(unsigned a_slot, unsigned b_slot, T* c, unsigned c_slot, 
 }
 KERNEL void __launch_bounds__(384, 1) tensor_6_persistent(unsigned a_slot, unsigned b_slot, unsigned short* c,
                                                           unsigned m, unsigned n, unsigned k, unsigned stages) {
-    wg_persistent(a_slot, b_slot, c, 0, m, n, k, stages);
+    wg_persistent(a_slot, b_slot, c, 0, 1.0f, m, n, k, stages);
 }
 KERNEL void __launch_bounds__(384, 1) tensor_7_tf32(unsigned a_slot, unsigned b_slot, float* c, unsigned m, unsigned n,
                                                     unsigned k, unsigned stages) {
-    wg_persistent(a_slot, b_slot, c, 0, m, n, k, stages);
+    wg_persistent(a_slot, b_slot, c, 0, 1.0f, m, n, k, stages);
 }
 KERNEL void __launch_bounds__(384, 1) tensor_8_tma_store(unsigned a_slot, unsigned b_slot, unsigned c_slot, unsigned m,
                                                          unsigned n, unsigned k, unsigned stages) {
-    wg_persistent<unsigned short, true>(a_slot, b_slot, (unsigned short*)nullptr, c_slot, m, n, k, stages);
+    wg_persistent<unsigned short, true>(a_slot, b_slot, (unsigned short*)nullptr, c_slot, 1.0f, m, n, k, stages);
+}
+KERNEL void __launch_bounds__(384, 1) tensor_9_fp8(unsigned a_slot, unsigned b_slot, unsigned c_slot, float scale,
+                                                   unsigned m, unsigned n, unsigned k, unsigned stages) {
+    wg_persistent<unsigned short, true, true>(a_slot, b_slot, (unsigned short*)nullptr, c_slot, scale, m, n, k, stages);
 }
 #endif

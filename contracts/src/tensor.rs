@@ -26,6 +26,14 @@ pub const BK_TF32: u32 = BK * ELEMENT_BYTES / 4;
 /// Depth of one TF32 `wgmma` (`k8` for 32-bit inputs; PTX ISA, "wgmma.mma_async": shapes):
 /// 32 bytes of a row, as [`MMA_K`] BF16.
 pub const MMA_K_TF32: u32 = MMA_K * ELEMENT_BYTES / 4;
+/// Depth of one FP8 stage: 128 e4m3 elements of one byte, the same 128-byte swizzle span.
+pub const BK_FP8: u32 = BK * ELEMENT_BYTES;
+/// Depth of one FP8 `wgmma` (`k32` for 8-bit inputs; PTX ISA, "wgmma.mma_async": shapes): 32
+/// bytes of a row, as [`MMA_K`] BF16.
+pub const MMA_K_FP8: u32 = MMA_K * ELEMENT_BYTES;
+/// The per-tensor scale the FP8 rung's lesson passes (the product of `A`'s and `B`'s): a power
+/// of two, so scaling the FP32 sums is exact and the check stays the BF16 rungs'.
+pub const FP8_SCALE: f32 = 0.125;
 /// Threads of a warpgroup: 4 consecutive warps, the unit that issues `wgmma`.
 pub const WARPGROUP: u32 = 128;
 /// Rows of `C` one warpgroup computes per `wgmma` (`m64`).
@@ -152,9 +160,15 @@ pub const LADDER: [Rung; 7] = [WGMMA, PIPELINED, SPECIALIZED, WIDE, MULTICAST, P
 pub const TF32: Rung =
     Rung { name: "tensor_7_tf32", bn: 256, consumers: 2, cluster: 1, setmaxnreg: true, tma_store: false };
 
+/// Rung 9: rung 8 on FP8 e4m3 operands (`m64n256k32.f32.e4m3.e4m3`), FP32 accumulation, one
+/// per-tensor scale applied to the sums, BF16 `C`: a stage row is 128 elements, the same 128
+/// bytes, so the ring, the swizzle, the descriptors and the staging are rung 8's.
+pub const FP8: Rung =
+    Rung { name: "tensor_9_fp8", bn: 256, consumers: 2, cluster: 1, setmaxnreg: true, tma_store: true };
+
 /// Every entry of the sm_90a PTX, in rung order: the TF32 rung is 7, after the BF16 rungs up to
-/// the persistent one.
-pub const RUNGS: [Rung; 8] = [WGMMA, PIPELINED, SPECIALIZED, WIDE, MULTICAST, PERSISTENT, TF32, TMA_STORE];
+/// the persistent one, and FP8 is 9, after the TMA store.
+pub const RUNGS: [Rung; 9] = [WGMMA, PIPELINED, SPECIALIZED, WIDE, MULTICAST, PERSISTENT, TF32, TMA_STORE, FP8];
 
 /// Tile rows per band of the persistent rung's order: tile `t` walks down a band of 8 tile rows
 /// before it moves one tile column right, so 132 blocks at once cover about 8 x 16 tiles: 8
@@ -223,6 +237,9 @@ mod tests {
         assert!(TMA_STORE.smem_bytes(default_stages(&TMA_STORE)) <= 232_448);
         assert!(TMA_STORE.smem_bytes(4) > 232_448);
         assert_eq!(STORE_BOX.1 * ELEMENT_BYTES, 128);
+        // FP8 rows and steps are the BF16 rungs' bytes too.
+        assert_eq!((BK_FP8, MMA_K_FP8, BK_FP8 / MMA_K_FP8), (128, 32, BK / MMA_K));
+        assert_eq!(FP8.smem_bytes(3), TMA_STORE.smem_bytes(3));
     }
 
     #[test]

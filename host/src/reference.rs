@@ -47,6 +47,47 @@ pub fn bf16_value(bits: u16) -> f32 {
     f32::from_bits(u32::from(bits) << 16)
 }
 
+/// Element `i` of the FP8 e4m3 input of seed `seed`, as its bit pattern: `j / 8` for a `j`
+/// drawn uniformly from `-8..8` ([`input_f32`]'s generator), every one exact in e4m3 (4 significant
+/// bits) and every product of two exact in FP32.
+pub fn input_e4m3(seed: u64, i: usize) -> u8 {
+    /// The e4m3 bits of `j / 8` for `j` in `-8..8`, index `j + 8`.
+    const EIGHTHS: [u8; 16] = {
+        let mut table = [0u8; 16];
+        let mut j = -8i32;
+        while j < 8 {
+            table[(j + 8) as usize] = e4m3_of_eighths(j);
+            j += 1;
+        }
+        table
+    };
+    let j = (input_f32(seed, i) * 8.0).floor() as i32;
+    EIGHTHS[(j.clamp(-8, 7) + 8) as usize]
+}
+
+/// The e4m3 bits (sign, 4 exponent bits of bias 7, 3 mantissa bits; OCP FP8 and PTX ISA,
+/// "Floating point data types") of `j / 8`, `|j| <= 8`: `2^e (1 + m / 8)`.
+const fn e4m3_of_eighths(j: i32) -> u8 {
+    let sign = if j < 0 { 0x80 } else { 0 };
+    let a = j.unsigned_abs();
+    if a == 0 {
+        return 0;
+    }
+    let log = 31 - a.leading_zeros();
+    let mantissa = ((a << 3) >> log) - 8;
+    sign | (((log + 4) as u8) << 3) | mantissa as u8
+}
+
+/// The value of the e4m3 bit pattern `bits` (no infinities; `S.1111.111` is NaN).
+pub fn e4m3_value(bits: u8) -> f32 {
+    let (sign, exp, mantissa) = (if bits & 0x80 != 0 { -1.0 } else { 1.0 }, (bits >> 3) & 0xf, bits & 7);
+    match (exp, mantissa) {
+        (15, 7) => f32::NAN,
+        (0, m) => sign * f32::from(m) / 8.0 * 2f32.powi(-6),
+        (e, m) => sign * (1.0 + f32::from(m) / 8.0) * 2f32.powi(i32::from(e) - 7),
+    }
+}
+
 /// Fills `out` with elements `offset..offset + out.len()` of the input of seed `seed`
 /// ([`input_f32`]), on every core.
 pub fn fill_input(seed: u64, offset: usize, out: &mut [f32]) {
@@ -263,6 +304,23 @@ pub fn chunk_sums(words: &[u32], regions: usize) -> Vec<u32> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn e4m3_inputs_are_the_eighths_and_decode_exactly() {
+        for j in -8..=8 {
+            assert_eq!(super::e4m3_value(super::e4m3_of_eighths(j)), j as f32 / 8.0, "{j}");
+        }
+        // The encodings OCP FP8 gives: 1 = 0x38, -1 = 0xb8, 0.375 = 0x2c, 448 = 0x7e.
+        assert_eq!(
+            [super::e4m3_of_eighths(8), super::e4m3_of_eighths(-8), super::e4m3_of_eighths(3)],
+            [0x38, 0xb8, 0x2c]
+        );
+        assert_eq!(super::e4m3_value(0x7e), 448.0);
+        assert!(super::e4m3_value(0x7f).is_nan());
+        let values: Vec<f32> = (0..4096).map(|i| super::e4m3_value(super::input_e4m3(5, i))).collect();
+        assert!(values.iter().all(|v| (v * 8.0).fract() == 0.0 && (-1.0..1.0).contains(v)));
+        assert!(values.contains(&-1.0) && values.contains(&0.875) && values.contains(&0.0));
+    }
+
     use super::*;
 
     /// Textbook triple loop in f64, written independently of `matmul_element`.

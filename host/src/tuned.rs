@@ -125,11 +125,9 @@ impl ShapeClass {
             ShapeClass::Medium | ShapeClass::Large | ShapeClass::ShortK => {
                 Pick::Plain(config("sgemm_8_128x128x8_w32x64_t8x8_regs").expect("a compiled configuration"))
             }
-            ShapeClass::Small
-            | ShapeClass::SmallDeep
-            | ShapeClass::ThinM
-            | ShapeClass::ThinN
-            | ShapeClass::Odd => Pick::SplitK,
+            ShapeClass::Small | ShapeClass::SmallDeep | ShapeClass::ThinM | ShapeClass::ThinN | ShapeClass::Odd => {
+                Pick::SplitK
+            }
         }
     }
 }

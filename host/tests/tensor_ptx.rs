@@ -6,7 +6,7 @@
 
 use memlab::ptx::ptxas;
 use memlab::ptx::{self, count_ops, entry_body};
-use memlab_contracts::tensor::{CONSUMER_REGS, MULTICAST, PRODUCER_REGS, RUNGS, Rung, TF32};
+use memlab_contracts::tensor::{CONSUMER_REGS, FP8, MULTICAST, PRODUCER_REGS, RUNGS, Rung, TF32};
 
 fn body(rung: &Rung) -> &'static str {
     entry_body(ptx::TENSOR.text, rung.name).unwrap_or_else(|| panic!("the sm_90a PTX lacks {}", rung.name))
@@ -37,9 +37,10 @@ fn every_rung_feeds_wgmma_from_tma_through_mbarriers() {
     for rung in &RUNGS {
         let b = body(rung);
         let tf32 = *rung == TF32;
-        let shape = match tf32 {
-            true => format!("wgmma.mma_async.sync.aligned.m64n{}k8.f32.tf32.tf32", rung.bn),
-            false => format!("wgmma.mma_async.sync.aligned.m64n{}k16.f32.bf16.bf16", rung.bn),
+        let shape = match (tf32, *rung == FP8) {
+            (true, _) => format!("wgmma.mma_async.sync.aligned.m64n{}k8.f32.tf32.tf32", rung.bn),
+            (_, true) => format!("wgmma.mma_async.sync.aligned.m64n{}k32.f32.e4m3.e4m3", rung.bn),
+            _ => format!("wgmma.mma_async.sync.aligned.m64n{}k16.f32.bf16.bf16", rung.bn),
         };
         // Four 32-byte steps per 128-byte stage row (k16 of BF16, k8 of TF32), unrolled,
         // between a fence and a commit, then a wait
@@ -76,6 +77,9 @@ fn every_rung_feeds_wgmma_from_tma_through_mbarriers() {
         let global_stores = count_ops(b, "st.global");
         if rung.tma_store {
             assert_eq!((tma_stores, global_stores), (4, 0), "{}: TMA stores, no st.global", rung.name);
+            // The per-tensor scale: one multiply per result for FP8, none (folded 1.0) for BF16.
+            let scaled = if *rung == FP8 { rung.bn as usize / 2 } else { 0 };
+            assert_eq!(count_ops(b, "mul.rn.f32"), scaled, "{}: scale", rung.name);
             assert_eq!(count_ops(b, "st.shared.b32"), (rung.bn / 4) as usize, "{}: one per pair", rung.name);
             assert_eq!(count_ops(b, "cp.async.bulk.commit_group"), 1, "{}", rung.name);
             assert_eq!(

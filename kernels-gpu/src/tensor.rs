@@ -23,6 +23,8 @@
 //! 8. `tensor_8_tma_store`: rung 6 with its epilogue through shared memory: the consumers
 //!    write `C` into a swizzled staging buffer and the copy engine stores it in whole lines
 //!    while they start the next tile.
+//! 9. `tensor_9_fp8`: rung 8 on FP8 e4m3 operands with a per-tensor scale: 128 elements in
+//!    the same 128-byte rows.
 //!
 //! Sizes: any `m, n, k >= 1`: the copy engine fills what lies outside `A` or `B` with zeros
 //! and the stores skip what lies outside `C`; the host pads each row's pitch to 16 bytes (TMA's
@@ -31,11 +33,11 @@
 use crate::device::tma::grid_blocks;
 use crate::device::tma::{Map, MapIn};
 use crate::device::wgmma::{
-    Accum, Bf16, Input, Ring, Staging, Tf32, leave_cluster, release_registers, store_bf16, take_registers,
+    Accum, Bf16, E4m3, Input, Ring, Staging, Tf32, leave_cluster, release_registers, store_bf16, take_registers,
 };
 use crate::device::{Block, GlobalOut, block_idx_x, block_idx_y, kernel, thread_idx_x};
 use memlab_contracts::tensor::{
-    BK, CONSUMER_REGS, MMA_K, MULTICAST, PERSISTENT, PIPELINED, PRODUCER_REGS, Rung, SPECIALIZED, TMA_STORE, WARPGROUP,
+    BK, CONSUMER_REGS, FP8, MMA_K, MULTICAST, PERSISTENT, PIPELINED, PRODUCER_REGS, Rung, SPECIALIZED, TMA_STORE, WARPGROUP,
     WARPGROUP_ROWS, WGMMA, WIDE, tile_origin, tiles,
 };
 use memlab_device_api::global::{ReadWrite, Slice};
@@ -170,7 +172,25 @@ kernel! {
 pub fn tensor_8_tma_store(block: Block, a: MapIn, b: MapIn, c: MapIn, m: u32, n: u32, k: u32, stages: u32) {
     let c = c.map();
     persistent::<Bf16, _>(block, &TMA_STORE, (a.map(), b.map()), (m, n, k), stages, |ring, slice| {
-        (ring.staging(slice, TMA_STORE.bn), c)
+        (ring.staging(slice, TMA_STORE.bn), c, 1.0)
+    })
+}
+}
+
+kernel! {
+/// Rung 9: rung 8 on FP8 e4m3 `A` and `B` (`m64n256k32.f32.e4m3.e4m3`, 4 per stage), FP32
+/// accumulation, `C = scale * A * B^T` in BF16, `scale` the product of the two per-tensor
+/// scales: each stage row is 128 elements, the same 128 bytes as rung 8's 64 BF16, so the ring,
+/// the swizzle, the descriptors and the staging are rung 8's, for twice the FLOPs per byte.
+///
+/// - Launch, shared memory, registers: as [`tensor_8_tma_store`].
+/// - Memory level: as rung 8, half the bytes of `A` and `B` per FLOP.
+/// - Parameters: the slots of e4m3 maps (bytes) of `A` (box `128 x 128`) and `B` (box `128 x
+///   256`), both 128-byte swizzled; `c` as [`tensor_8_tma_store`]'s; `scale` FP32.
+pub fn tensor_9_fp8(block: Block, a: MapIn, b: MapIn, c: MapIn, scale: f32, m: u32, n: u32, k: u32, stages: u32) {
+    let c = c.map();
+    persistent::<E4m3, _>(block, &FP8, (a.map(), b.map()), (m, n, k), stages, |ring, slice| {
+        (ring.staging(slice, FP8.bn), c, scale)
     })
 }
 }
@@ -196,11 +216,11 @@ impl<I: Input> Epilogue for Direct<I> {
     }
 }
 
-/// Through the warpgroup's staging and the map of `C` (rung 8).
-impl Epilogue for (Staging, Map) {
+/// Through the warpgroup's staging and the map of `C`, scaled (rungs 8 and 9).
+impl Epilogue for (Staging, Map, f32) {
     #[inline(always)]
     fn store(&mut self, acc: &[f32; 128], origin: (u32, u32)) {
-        self.0.store(acc, self.1, origin)
+        self.0.store(acc, self.2, self.1, origin)
     }
     #[inline(always)]
     fn finish(&self) {
@@ -208,7 +228,7 @@ impl Epilogue for (Staging, Map) {
     }
 }
 
-/// Rungs 6 to 8: `min(SMs, tiles)` blocks of `rung` walk the tiles of [`tile_origin`]'s
+/// Rungs 6 to 9: `min(SMs, tiles)` blocks of `rung` walk the tiles of [`tile_origin`]'s
 /// order; the producer's ring runs on from one tile into the next, and each consumer
 /// warpgroup hands its finished tiles to the epilogue `epilogue(&ring, slice)` makes.
 #[inline(always)]

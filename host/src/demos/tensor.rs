@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::tensor::{
-    BK, BK_TF32, MULTICAST, PERSISTENT, PIPELINED, Rung, SPECIALIZED, STAGE_SWEEP, STORE_BOX, TF32, TMA_STORE, WGMMA,
+    BK, BK_FP8, BK_TF32, FP8, FP8_SCALE, MULTICAST, PERSISTENT, PIPELINED, Rung, SPECIALIZED, STAGE_SWEEP, STORE_BOX, TF32, TMA_STORE, WGMMA,
     WIDE, default_stages, tiles,
 };
 
@@ -79,19 +79,29 @@ pub mod shapes {
     pub fn tensor_8_tma_store(sms: u32, m: u32, n: u32, stages: u32) -> LaunchShape {
         LaunchShape { smem_bytes: TMA_STORE.smem_bytes(stages), ..persistent_shape(sms, m, n, stages) }
     }
+
+    /// Rung 9, `tensor_9_fp8`: rung 8 on e4m3 maps of `A` and `B`, `scale` FP32.
+    pub fn tensor_9_fp8(sms: u32, m: u32, n: u32, stages: u32) -> LaunchShape {
+        LaunchShape { smem_bytes: FP8.smem_bytes(stages), ..persistent_shape(sms, m, n, stages) }
+    }
 }
 
-/// An element type of the ladder's operands on the host: BF16 bit patterns (rungs 1-6 and 8)
-/// or FP32 multiplied in TF32 (rung 7).
+/// An element type of the ladder's operands on the host: BF16 bit patterns (rungs 1-6 and 8),
+/// FP32 multiplied in TF32 (rung 7), or FP8 e4m3 bit patterns (rung 9).
 pub trait Operand: cust::memory::DeviceCopy + bytemuck::Pod + Default {
+    /// The element of `C`: BF16 for BF16 and FP8 inputs, FP32 for TF32.
+    type Out: Operand;
     /// The tensor map's element type.
     const ELEMENT: Element;
     /// The check's tolerance.
     const PRECISION: Precision;
-    /// cuBLAS's product of the same inputs.
-    const CUBLAS: GemmKind;
+    /// cuBLAS's product of the same inputs; `None` where `cublasGemmEx` has no such type (FP8
+    /// needs cuBLASLt).
+    const CUBLAS: Option<GemmKind>;
     /// Elements of one 128-byte stage row (the box's inner dimension).
     const BK: u32;
+    /// The per-tensor scale the kernel applies to the sums: 1 but for FP8.
+    const SCALE: f32 = 1.0;
     /// Element `i` of the input stream `seed`.
     fn input(seed: u64, i: usize) -> Self;
     /// The value the element holds.
@@ -99,9 +109,10 @@ pub trait Operand: cust::memory::DeviceCopy + bytemuck::Pod + Default {
 }
 
 impl Operand for u16 {
+    type Out = u16;
     const ELEMENT: Element = Element::Bf16;
     const PRECISION: Precision = Precision::Bf16;
-    const CUBLAS: GemmKind = GemmKind::Bf16;
+    const CUBLAS: Option<GemmKind> = Some(GemmKind::Bf16);
     const BK: u32 = BK;
     fn input(seed: u64, i: usize) -> u16 {
         reference::input_bf16(seed, i)
@@ -112,15 +123,33 @@ impl Operand for u16 {
 }
 
 impl Operand for f32 {
+    type Out = f32;
     const ELEMENT: Element = Element::F32;
     const PRECISION: Precision = Precision::Tf32;
-    const CUBLAS: GemmKind = GemmKind::Tf32;
+    const CUBLAS: Option<GemmKind> = Some(GemmKind::Tf32);
     const BK: u32 = BK_TF32;
     fn input(seed: u64, i: usize) -> f32 {
         reference::input_f32(seed, i)
     }
     fn value(self) -> f32 {
         self
+    }
+}
+
+/// FP8 e4m3 bit patterns. Their products are exact in FP32 and [`FP8_SCALE`] is a power of two,
+/// so the check's tolerance is the BF16 rungs'.
+impl Operand for u8 {
+    type Out = u16;
+    const ELEMENT: Element = Element::E4m3;
+    const PRECISION: Precision = Precision::Bf16;
+    const CUBLAS: Option<GemmKind> = None;
+    const BK: u32 = BK_FP8;
+    const SCALE: f32 = FP8_SCALE;
+    fn input(seed: u64, i: usize) -> u8 {
+        reference::input_e4m3(seed, i)
+    }
+    fn value(self) -> f32 {
+        reference::e4m3_value(self)
     }
 }
 
@@ -134,7 +163,7 @@ fn persistent_shape(sms: u32, m: u32, n: u32, stages: u32) -> LaunchShape {
 /// A rung's typed launch on a device of `sms` SMs (`sms, a, b, c, m, n, k, stages`; rung 1 has
 /// one stage by design, and only the persistent rungs size their grid by the SMs), storing
 /// from registers into `C`.
-type StoresLaunch<T> = fn(u32, MapSlot, MapSlot, &mut DeviceBuffer<T>, u32, u32, u32, u32) -> Launch;
+type StoresLaunch<C> = fn(u32, MapSlot, MapSlot, &mut DeviceBuffer<C>, u32, u32, u32, u32) -> Launch;
 
 /// As [`StoresLaunch`], with the slot of a map of `C` for TMA stores.
 type TmaStoresLaunch = fn(u32, MapSlot, MapSlot, MapSlot, u32, u32, u32, u32) -> Launch;
@@ -142,7 +171,7 @@ type TmaStoresLaunch = fn(u32, MapSlot, MapSlot, MapSlot, u32, u32, u32, u32) ->
 /// A rung's typed launch, by how it writes `C`.
 enum TensorLaunch<T: Operand> {
     /// Stores from registers into `C`, `m x n` dense.
-    Stores(StoresLaunch<T>),
+    Stores(StoresLaunch<T::Out>),
     /// TMA stores through the slot of a map of `C`, rows padded to 16 bytes.
     TmaStores(TmaStoresLaunch),
 }
@@ -161,6 +190,15 @@ const TF32_STEP: Step<f32> = Step {
         launches::tensor_7_tf32(shapes::tensor_7_tf32(sms, m, n, stages), a, b, c, m, n, k, stages)
     }),
     lesson: "7: rung 6 on FP32 inputs multiplied in TF32 (m64n256k8): the same 128-byte rows, 32 floats each",
+};
+
+/// The FP8 rung: rung 8 on e4m3 operands, scaled by [`FP8_SCALE`].
+const FP8_STEP: Step<u8> = Step {
+    rung: &FP8,
+    launch: TensorLaunch::TmaStores(|sms, a, b, c, m, n, k, stages| {
+        launches::tensor_9_fp8(shapes::tensor_9_fp8(sms, m, n, stages), a, b, c, FP8_SCALE, m, n, k, stages)
+    }),
+    lesson: "9: rung 8 on FP8 e4m3 inputs (m64n256k32) with a per-tensor scale: 128 elements in the same 128-byte rows",
 };
 
 /// The BF16 ladder's steps, in the order of `memlab_contracts::tensor::LADDER`.
@@ -230,7 +268,7 @@ pub struct Operands<T: Operand> {
     b: DeviceBuffer<T>,
     /// `C`, `m x n` with rows [`Operands::c_pitch`] apart, poisoned (NaN); room for rows
     /// padded to 16 bytes, which a TMA store's map needs.
-    c: DeviceBuffer<T>,
+    c: DeviceBuffer<T::Out>,
     /// Elements between rows of `C` as the last launch wrote it: `n`, or `n` rounded up to 16
     /// bytes for a TMA store.
     c_pitch: std::cell::Cell<usize>,
@@ -238,7 +276,8 @@ pub struct Operands<T: Operand> {
     size: (usize, usize, usize),
     /// Elements per row of `A` and `B`: `k` rounded up to 16 bytes.
     pitch: usize,
-    staging: RefCell<Staging<T>>,
+    /// The pinned staging of `C`'s downloads.
+    staging: RefCell<Staging<T::Out>>,
 }
 
 impl<T: Operand> Operands<T> {
@@ -248,10 +287,11 @@ impl<T: Operand> Operands<T> {
     /// Not enough device memory, more than `u32::MAX` elements, or an upload failure.
     pub fn new(lab: &Lab, (m, n, k): (usize, usize, usize)) -> Result<Operands<T>> {
         let pitch = T::ELEMENT.padded_pitch(k as u64) as usize;
-        let c_len = m * T::ELEMENT.padded_pitch(n as u64) as usize;
+        let c_len = m * T::Out::ELEMENT.padded_pitch(n as u64) as usize;
         check_u32_elements("the tensor ladder's operands", &[m * pitch, n * pitch, c_len])?;
-        ensure_free("the tensor ladder's operands", size_of::<T>() * (m * pitch + n * pitch + c_len))?;
-        let mut staging = Staging::new((m * pitch).max(n * pitch).max(c_len))?;
+        let bytes = size_of::<T>() * (m * pitch + n * pitch) + size_of::<T::Out>() * c_len;
+        ensure_free("the tensor ladder's operands", bytes)?;
+        let mut staging = Staging::<T>::new((m * pitch).max(n * pitch))?;
         let mut buffers = Vec::new();
         for (rows, seed) in [(m, SEEDS.0), (n, SEEDS.1)] {
             let buf = crate::lab::poisoned::<T>(rows * pitch)?;
@@ -260,8 +300,9 @@ impl<T: Operand> Operands<T> {
         }
         let b = buffers.pop().expect("two buffers");
         let a = buffers.pop().expect("two buffers");
-        let c = crate::lab::poisoned(c_len)?;
-        Ok(Operands { a, b, c, c_pitch: n.into(), size: (m, n, k), pitch, staging: RefCell::new(staging) })
+        drop(staging);
+        let (c, staging) = (crate::lab::poisoned(c_len)?, RefCell::new(Staging::new(c_len)?));
+        Ok(Operands { a, b, c, c_pitch: n.into(), size: (m, n, k), pitch, staging })
     }
 
     /// The tensor map of `A` (`rows = m`) or `B` (`rows = n`) with a box of `box_rows` rows of
@@ -271,12 +312,16 @@ impl<T: Operand> Operands<T> {
         lab.place_map(&TiledSpec { l2_promotion: L2Promotion::B256, ..spec })
     }
 
-    /// A map of the `rows x cols` matrix at `buf` (rows `pitch` apart) with `(rows, cols)`
-    /// boxes, 128-byte swizzled.
-    fn spec(buf: &DeviceBuffer<T>, (rows, cols, pitch): (usize, usize, usize), (box_rows, box_cols): (u32, u32)) -> TiledSpec {
+    /// A map of the `rows x cols` matrix of `E` at `buf` (rows `pitch` apart) with `(rows,
+    /// cols)` boxes, 128-byte swizzled.
+    fn spec<E: Operand>(
+        buf: &DeviceBuffer<E>,
+        (rows, cols, pitch): (usize, usize, usize),
+        (box_rows, box_cols): (u32, u32),
+    ) -> TiledSpec {
         TiledSpec {
             address: buf.as_device_ptr().as_raw(),
-            element: T::ELEMENT,
+            element: E::ELEMENT,
             rows: rows as u64,
             cols: cols as u64,
             pitch: pitch as u64,
@@ -299,7 +344,7 @@ impl<T: Operand> Operands<T> {
                 launch(sms, a, b, &mut self.c, m32, n32, k32, stages)
             }
             TensorLaunch::TmaStores(launch) => {
-                let pitch = T::ELEMENT.padded_pitch(n as u64) as usize;
+                let pitch = T::Out::ELEMENT.padded_pitch(n as u64) as usize;
                 self.c_pitch.set(pitch);
                 let c = lab.place_map(&Self::spec(&self.c, (m, n, pitch), STORE_BOX))?;
                 launch(sms, a, b, c, m32, n32, k32, stages)
@@ -312,7 +357,8 @@ impl<T: Operand> Operands<T> {
     fn check(&self, lab: &Lab) -> Result<(Check, &'static str)> {
         let (m, n, k) = self.size;
         let (samples, what) = verify::matmul_samples(self.size);
-        let a = |i: usize| T::input(SEEDS.0, i).value();
+        // The kernel scales the sums; a power of two scales `A` exactly.
+        let a = |i: usize| T::input(SEEDS.0, i).value() * T::SCALE;
         // The reference reads `B` as `k x n`: element `p n + j` is row `j`, column `p` of `B`.
         let b = |i: usize| T::input(SEEDS.1, (i % n) * k + i / n).value();
         let mut check = MatmulStreamed::new(T::PRECISION, (m, n, k), (samples, verify::SAMPLE_SEED), a, b);
@@ -356,7 +402,7 @@ pub fn l2_bytes<T: Operand>(rung: &Rung, (m, n, k): (usize, usize, usize)) -> f6
     let steps = k.div_ceil(T::BK as usize) as f64;
     let row_bytes = (T::BK as usize * size_of::<T>()) as f64;
     let per_block = (rung.bm() + rung.bn / rung.cluster) as f64 * row_bytes;
-    f64::from(gx) * f64::from(gy) * steps * per_block + (m * n * size_of::<T>()) as f64
+    f64::from(gx) * f64::from(gy) * steps * per_block + (m * n * size_of::<T::Out>()) as f64
 }
 
 /// Checks and times `step` on `ops` with `stages` stages through [`measure`] (and so against its
@@ -380,15 +426,15 @@ fn measure_step<T: Operand>(lab: &Lab, step: &Step<T>, ops: &mut Operands<T>, st
 
 /// Times cuBLAS of `T`'s inputs on `ops` after checking its result; `None` without cuBLAS.
 fn time_cublas<T: Operand>(lab: &Lab, cublas: Option<&Cublas>, ops: &Operands<T>) -> Result<Option<Timing>> {
-    let Some(cublas) = cublas else { return Ok(None) };
-    let gemm = || cublas.gemm_nt(T::CUBLAS, (&ops.a, &ops.b, &ops.c), ops.size, ops.pitch);
+    let (Some(cublas), Some(kind)) = (cublas, T::CUBLAS) else { return Ok(None) };
+    let gemm = || cublas.gemm_nt(kind, (&ops.a, &ops.b, &ops.c), ops.size, ops.pitch);
     ops.c_pitch.set(ops.size.1);
     crate::lab::poison(&ops.c)?;
     gemm()?;
     lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!(crate::gpu::describe(e)))?;
-    let (check, kind) = ops.check(lab)?;
+    let (check, what) = ops.check(lab)?;
     if !check.passed() {
-        refuse!("cuBLAS GemmEx ({:?}) returned a wrong result: {}", T::CUBLAS, check.summary(kind));
+        refuse!("cuBLAS GemmEx ({kind:?}) returned a wrong result: {}", check.summary(what));
     }
     Ok(Some(time(&lab.gpu, lab.settings.repeats, gemm)?))
 }
@@ -433,7 +479,7 @@ impl Lesson for Tensor {
 fn run(lab: &Lab, shapes: &[(usize, usize, usize)]) -> Result<Section> {
     let mut section = Section {
         name: "tensor".into(),
-        title: "Tensor cores and the Hopper pipeline: C = A * B^T, BF16 or TF32 in, FP32 accumulation".into(),
+        title: "Tensor cores and the Hopper pipeline: C = A * B^T, BF16, TF32 or FP8 in, FP32 accumulation".into(),
         lesson: "TMA copies tiles into swizzled shared memory, wgmma reads them from there, and mbarriers pace the stages: each rung hides a wait or removes bytes the SMs read from L2.".into(),
         ..Section::default()
     };
@@ -444,19 +490,12 @@ fn run(lab: &Lab, shapes: &[(usize, usize, usize)]) -> Result<Section> {
     // Load the module first, so that every map placed below lands in it.
     lab.gpu.tensor_module(WGMMA.name)?;
     let cublas = lab.phases.step("open cuBLAS", || Cublas::open(&lab.gpu))?;
-    for size in crate::lab::sanitizer::odd_sizes(lab) {
-        let mut ops = Operands::<u16>::new(lab, size)?;
-        for step in &STEPS {
-            section.checks.push(check_once(lab, &mut ops, step)?);
-        }
-        drop(ops);
-        section.checks.push(check_once(lab, &mut Operands::<f32>::new(lab, size)?, &TF32_STEP)?);
-    }
+    check_odd_sizes(lab, &mut section.checks)?;
     let mut header = vec!["kernel".to_string()];
     let mut table: Vec<Vec<String>> = STEPS.iter().map(|s| vec![s.rung.name.to_string()]).collect();
-    table.push(vec!["cuBLAS GemmEx (BF16)".into()]);
-    table.push(vec![TF32.name.to_string()]);
-    table.push(vec!["cuBLAS GemmEx (TF32)".into()]);
+    for row in ["cuBLAS GemmEx (BF16)", TF32.name, "cuBLAS GemmEx (TF32)", FP8.name, "cuBLAS GemmEx (no FP8)"] {
+        table.push(vec![row.into()]);
+    }
     let mut references = Vec::new();
     for (i, &size) in shapes.iter().enumerate() {
         let mut ops = lab.phases.step("operands", || Operands::<u16>::new(lab, size))?;
@@ -475,14 +514,17 @@ fn run(lab: &Lab, shapes: &[(usize, usize, usize)]) -> Result<Section> {
         if let Some(c) = reference {
             references.push((0.0, c, format!("cuBLAS GemmEx TF32 {}", ops.label())));
         }
+        drop(ops);
+        let mut ops = lab.phases.step("operands", || Operands::<u8>::new(lab, size))?;
+        timed(lab, None, &mut ops, &[FP8_STEP], &mut rows, &mut section.kernels)?;
     }
     section.notes.push(format!(
-        "every rung also checked element by element at {}; tolerance per element 2k 2^-23 sum|a b| for the FP32 sums plus 2^-8 of the result for its rounding to BF16 (the BF16 products are exact); rung 7 (2^-9 + 2^-20 + 2k 2^-23) sum|a b|, TF32's 10-bit mantissas making each product off by less than 2^-9",
+        "every rung also checked element by element at {}; tolerance per element 2k 2^-23 sum|a b| for the FP32 sums plus 2^-8 of the result for its rounding to BF16 (the BF16 products are exact); rung 7 (2^-9 + 2^-20 + 2k 2^-23) sum|a b|, TF32's 10-bit mantissas making each product off by less than 2^-9; rung 9 as the BF16 rungs, its e4m3 inputs multiples of 1/8 in [-1, 1), whose products are exact, scaled by 1/8",
         crate::lab::sanitizer::odd_sizes(lab).map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
     ));
     section.notes.push(match &cublas {
         Some(c) => format!(
-            "cuBLAS from {}: cublasGemmEx, BF16 in and out with CUBLAS_COMPUTE_32F; FP32 in and out with CUBLAS_COMPUTE_32F_FAST_TF32 for rung 7",
+            "cuBLAS from {}: cublasGemmEx, BF16 in and out with CUBLAS_COMPUTE_32F; FP32 in and out with CUBLAS_COMPUTE_32F_FAST_TF32 for rung 7; cublasGemmEx has no FP8 (cuBLASLt's cublasLtMatmul does, which the lab does not call), so rung 9 has no reference here",
             c.path.display()
         ),
         None => crate::gpu::cublas::NO_CUBLAS.into(),
@@ -490,6 +532,20 @@ fn run(lab: &Lab, shapes: &[(usize, usize, usize)]) -> Result<Section> {
     section.sweep = Some((header, table));
     section.series = vec![Series::labelled(names::REFERENCE, "", "TFLOP/s", references)];
     Ok(section)
+}
+
+/// Checks every rung once at each of the odd sizes, every element.
+fn check_odd_sizes(lab: &Lab, checks: &mut Vec<Check>) -> Result<()> {
+    for size in crate::lab::sanitizer::odd_sizes(lab) {
+        let mut ops = Operands::<u16>::new(lab, size)?;
+        for step in &STEPS {
+            checks.push(check_once(lab, &mut ops, step)?);
+        }
+        drop(ops);
+        checks.push(check_once(lab, &mut Operands::<f32>::new(lab, size)?, &TF32_STEP)?);
+        checks.push(check_once(lab, &mut Operands::<u8>::new(lab, size)?, &FP8_STEP)?);
+    }
+    Ok(())
 }
 
 /// Runs `step` once on `ops` at its default stages and checks every element it wrote.
@@ -519,7 +575,10 @@ fn timed<'a, T: Operand>(
         kernels.push(kernel);
     }
     let row = rows.next().expect("a row for cuBLAS");
-    row.extend([reference.map_or("skipped".into(), |c| format!("{c:.1}")), "1.00".into()]);
+    row.extend(match reference {
+        Some(c) => [format!("{c:.1}"), "1.00".into()],
+        None => ["skipped".into(), "-".into()],
+    });
     Ok(reference)
 }
 

@@ -213,16 +213,20 @@ impl Cublas {
     /// # Errors
     /// A cuBLAS error status, sizes above `i32::MAX`, buffers smaller than the sizes, or an
     /// element type that is not `kind`'s.
-    pub fn gemm_nt<T: cust::memory::DeviceCopy>(
+    pub fn gemm_nt<T: cust::memory::DeviceCopy, C: cust::memory::DeviceCopy>(
         &self,
         kind: GemmKind,
-        (a, b, c): (&DeviceBuffer<T>, &DeviceBuffer<T>, &DeviceBuffer<T>),
+        (a, b, c): (&DeviceBuffer<T>, &DeviceBuffer<T>, &DeviceBuffer<C>),
         (m, n, k): (usize, usize, usize),
         pitch: usize,
     ) -> Result<()> {
         let (bytes, data, compute) = kind.types();
-        if std::mem::size_of::<T>() != bytes {
-            refuse!("cuBLAS GemmEx {kind:?}: elements of {} bytes, not {bytes}", std::mem::size_of::<T>());
+        if std::mem::size_of::<T>() != bytes || std::mem::size_of::<C>() != bytes {
+            refuse!(
+                "cuBLAS GemmEx {kind:?}: elements of {} and {} bytes, not {bytes}",
+                std::mem::size_of::<T>(),
+                std::mem::size_of::<C>()
+            );
         }
         if pitch < k || a.len() < m * pitch || b.len() < n * pitch || c.len() < m * n {
             refuse!(
@@ -236,6 +240,7 @@ impl Cublas {
         let (m, n, k, ld) = (dim(m)?, dim(n)?, dim(k)?, dim(pitch)?);
         let (alpha, beta) = (1.0f32, 0.0f32);
         let ptr = |buf: &DeviceBuffer<T>| buf.as_device_ptr().as_raw() as *mut c_void;
+        let c = c.as_device_ptr().as_raw() as *mut c_void;
         let alpha = (&alpha as *const f32).cast();
         let beta = (&beta as *const f32).cast();
         // SAFETY: the buffers hold at least the elements read and written, of the data type's
@@ -258,7 +263,7 @@ impl Cublas {
                 data,
                 ld,
                 beta,
-                ptr(c),
+                c,
                 data,
                 n,
                 compute,

@@ -5,7 +5,9 @@ use cust::device::Device;
 use cust::sys::{CUdevice, CUdevice_attribute as A};
 
 use super::result::check;
-use crate::model::roofline::{bf16_flop_per_clock, fp32_lanes_per_sm, peak_fp32_flops, tf32_flop_per_clock};
+use crate::model::roofline::{
+    bf16_flop_per_clock, fp8_flop_per_clock, fp32_lanes_per_sm, peak_fp32_flops, tf32_flop_per_clock,
+};
 use serde::{Deserialize, Serialize};
 
 /// One device's figures, all as the driver reports them.
@@ -147,6 +149,11 @@ impl DeviceInfo {
     /// The device's dense BF16 tensor-core peak, FLOP/s, as [`DeviceInfo::peak_tf32`].
     pub fn peak_bf16(&self, clock_ghz: Option<f64>) -> Option<f64> {
         self.tensor_peak(clock_ghz, bf16_flop_per_clock(self.cc.0, self.cc.1)?)
+    }
+
+    /// The device's dense FP8 tensor-core peak, FLOP/s, as [`DeviceInfo::peak_tf32`].
+    pub fn peak_fp8(&self, clock_ghz: Option<f64>) -> Option<f64> {
+        self.tensor_peak(clock_ghz, fp8_flop_per_clock(self.cc.0, self.cc.1)?)
     }
 
     fn tensor_peak(&self, clock_ghz: Option<f64>, per_clock: u32) -> Option<f64> {

@@ -31,6 +31,9 @@ pub enum Element {
     F32,
     /// `CU_TENSOR_MAP_DATA_TYPE_BFLOAT16`.
     Bf16,
+    /// FP8 e4m3 bytes, as `CU_TENSOR_MAP_DATA_TYPE_UINT8` (the copy engine moves bytes; only
+    /// `wgmma` reads them as e4m3).
+    E4m3,
 }
 
 impl Element {
@@ -39,6 +42,7 @@ impl Element {
         match self {
             Element::F32 => 7,
             Element::Bf16 => 9,
+            Element::E4m3 => 0,
         }
     }
 
@@ -47,14 +51,16 @@ impl Element {
         match self {
             Element::F32 => 4,
             Element::Bf16 => 2,
+            Element::E4m3 => 1,
         }
     }
 
-    /// Its name in messages: `f32`, `bf16`.
+    /// Its name in messages: `f32`, `bf16`, `e4m3`.
     pub fn name(self) -> &'static str {
         match self {
             Element::F32 => "f32",
             Element::Bf16 => "bf16",
+            Element::E4m3 => "e4m3",
         }
     }
 

@@ -66,6 +66,18 @@ pub fn bf16_flop_per_clock(major: u32, minor: u32) -> Option<u32> {
     BF16_TENSOR_FLOP_PER_CLOCK.iter().find(|t| (t.0, t.1) == (major, minor)).map(|t| t.2)
 }
 
+/// Dense FP8 (e4m3 or e5m2) tensor-core FLOP per clock per SM (FP32 accumulation) by compute
+/// capability, from NVIDIA's whitepaper: H100 SXM5 (cc 9.0) 1978.9 TFLOP/s = 132 SMs x 8192 x
+/// 1.83 GHz, twice its BF16 rate, through `wgmma` ("NVIDIA H100 Tensor Core GPU
+/// Architecture"). Only cc 9.0 is listed: the lab's FP8 kernel is sm_90a PTX.
+pub const FP8_TENSOR_FLOP_PER_CLOCK: [(u32, u32, u32); 1] = [(9, 0, 8192)];
+
+/// Dense FP8 tensor-core FLOP per clock per SM for cc `major.minor`, or `None` (not in
+/// [`FP8_TENSOR_FLOP_PER_CLOCK`]).
+pub fn fp8_flop_per_clock(major: u32, minor: u32) -> Option<u32> {
+    FP8_TENSOR_FLOP_PER_CLOCK.iter().find(|t| (t.0, t.1) == (major, minor)).map(|t| t.2)
+}
+
 /// Bytes one SM's load/store path moves per clock at most: 32 banks of 4 bytes for shared memory
 /// (CUDA C++ Programming Guide, "Shared Memory": each bank delivers 32 bits per clock), the
 /// width of the unified L1/shared data path global accesses take too. The H200's shared-memory
@@ -73,11 +85,15 @@ pub fn bf16_flop_per_clock(major: u32, minor: u32) -> Option<u32> {
 pub const SM_BYTES_PER_CLOCK: u32 = 128;
 
 /// The most FLOP one SM does per clock on any unit, for a bound no measured rate passes: the
-/// dense BF16 tensor-core rate ([`BF16_TENSOR_FLOP_PER_CLOCK`]), or FP32's FMA lanes x 2 where
-/// the table has no tensor rate. An architecture in neither table gets the largest figure known.
+/// dense FP8 tensor-core rate ([`FP8_TENSOR_FLOP_PER_CLOCK`]), else the BF16 one
+/// ([`BF16_TENSOR_FLOP_PER_CLOCK`]), else FP32's FMA lanes x 2. An architecture in no table gets
+/// the largest figure known.
 pub fn max_flop_per_clock(major: u32, minor: u32) -> u32 {
-    let largest = BF16_TENSOR_FLOP_PER_CLOCK.iter().map(|t| t.2).max().unwrap_or(0);
-    bf16_flop_per_clock(major, minor).or_else(|| fp32_lanes_per_sm(major, minor).map(|l| 2 * l)).unwrap_or(largest)
+    let largest = FP8_TENSOR_FLOP_PER_CLOCK.iter().chain(&BF16_TENSOR_FLOP_PER_CLOCK).map(|t| t.2).max().unwrap_or(0);
+    fp8_flop_per_clock(major, minor)
+        .or_else(|| bf16_flop_per_clock(major, minor))
+        .or_else(|| fp32_lanes_per_sm(major, minor).map(|l| 2 * l))
+        .unwrap_or(largest)
 }
 
 /// Peak FP32 throughput, FLOP/s: `sms x lanes x 2 x clock_hz` (an FMA

@@ -112,13 +112,17 @@ pub fn roofline(record: &RunRecord) -> Option<RooflineChart> {
         (Some(peak), Some(memcpy)) => {
             let driver = record.device.peak_fp32(None).map_or(peak, |p| p / 1e12);
             let tensor = record.device.peak_tf32(record.sm_clock_ghz).map(|p| p / 1e12);
-            // The BF16 roof at the FP32 roof's clock: FP32's peak times BF16's FLOP per clock over FP32's.
+            // The BF16 and FP8 roofs at the FP32 roof's clock: FP32's peak times their FLOP per
+            // clock over FP32's.
             let (major, minor) = record.device.cc;
-            let bf16 = crate::model::roofline::bf16_flop_per_clock(major, minor)
-                .zip(crate::model::roofline::fp32_lanes_per_sm(major, minor))
-                .map(|(bf16, lanes)| peak * f64::from(bf16) / f64::from(2 * lanes));
+            let lanes = crate::model::roofline::fp32_lanes_per_sm(major, minor);
+            let at_clock = |per_clock: Option<u32>| {
+                per_clock.zip(lanes).map(|(flop, lanes)| peak * f64::from(flop) / f64::from(2 * lanes))
+            };
+            let bf16 = at_clock(crate::model::roofline::bf16_flop_per_clock(major, minor));
+            let fp8 = at_clock(crate::model::roofline::fp8_flop_per_clock(major, minor));
             RooflineChart::new(&record.sections, peak, memcpy, record.device.theoretical_bandwidth_gbs())
-                .map(|c| c.with_driver_peak(driver).with_tensor_peak(tensor).with_bf16_peak(bf16))
+                .map(|c| c.with_driver_peak(driver).with_tensor_peak(tensor).with_bf16_peak(bf16).with_fp8_peak(fp8))
         }
         _ => None,
     }

@@ -15,7 +15,7 @@ use crate::lab::{KernelRow, Lab, Level, Section, download, poisoned};
 use crate::launches;
 use crate::model::roofline::{
     AboveRoof, Bound, above_roof, arithmetic_intensity, attainable, balance_point, bf16_flop_per_clock, bound,
-    fp32_lanes_per_sm, tf32_flop_per_clock,
+    fp8_flop_per_clock, fp32_lanes_per_sm, tf32_flop_per_clock,
 };
 use crate::refuse;
 use crate::series::{Series, names};
@@ -124,6 +124,11 @@ pub fn is_bf16(kernel: &str) -> bool {
     memlab_contracts::tensor::LADDER.iter().any(|r| r.name == kernel)
 }
 
+/// The tensor ladder's FP8 kernel, placed against the FP8 roof.
+pub fn is_fp8(kernel: &str) -> bool {
+    kernel == memlab_contracts::tensor::FP8.name
+}
+
 /// The kernels that multiply in TF32 (rung 9's `mma.sync`, the tensor ladder's TF32 rung),
 /// placed against the TF32 roof.
 pub fn is_tf32(kernel: &str) -> bool {
@@ -196,6 +201,7 @@ struct Roofs {
     peaks: Peaks,
     tensor: Option<Peaks>,
     bf16: Option<Peaks>,
+    fp8: Option<Peaks>,
     /// Bytes per second.
     bw: f64,
     bw_source: &'static str,
@@ -219,6 +225,7 @@ impl Roofs {
             peaks,
             tensor: pair(info.peak_tf32(None), info.peak_tf32(clock_ghz)),
             bf16: pair(info.peak_bf16(None), info.peak_bf16(clock_ghz)),
+            fp8: pair(info.peak_fp8(None), info.peak_fp8(clock_ghz)),
             bw,
             bw_source,
         })
@@ -250,10 +257,12 @@ fn table_rows(kernels: &[&KernelRow], roofs: &Roofs, above: &mut Vec<(AboveRoof,
             let mut cells = match k.work.level {
                 Level::Global => {
                     // Tensor-core kernels against their input type's roof, the rest against FP32's.
-                    let peaks = match (is_tf32(&k.kernel), roofs.tensor, is_bf16(&k.kernel), roofs.bf16) {
-                        (true, Some(t), _, _) | (_, _, true, Some(t)) => t,
-                        _ => roofs.peaks,
-                    };
+                    let tensor = [
+                        (is_tf32(&k.kernel), roofs.tensor),
+                        (is_bf16(&k.kernel), roofs.bf16),
+                        (is_fp8(&k.kernel), roofs.fp8),
+                    ];
+                    let peaks = tensor.into_iter().find_map(|(is, roof)| roof.filter(|_| is)).unwrap_or(roofs.peaks);
                     let (cells, why) = row(k, peaks, roofs.bw);
                     above.extend(why.map(|w| (w, name.clone())));
                     cells
@@ -284,7 +293,7 @@ fn chart_points(sections: &[Section]) -> Series {
 /// The notes that give each roof's arithmetic: FP32 and the memory roof, then the tensor-core
 /// roofs the run's kernels are placed against.
 fn roof_notes(info: &DeviceInfo, roofs: &Roofs, clock_ghz: Option<f64>, kernels: &[&KernelRow]) -> Vec<String> {
-    let Roofs { lanes, driver_ghz, peaks, tensor, bf16, bw, bw_source } = *roofs;
+    let Roofs { lanes, driver_ghz, peaks, tensor, bf16, fp8, bw, bw_source } = *roofs;
     let clock = match clock_ghz {
         Some(g) => format!(
             "{g:.2} GHz, the SM clock measured under a full FP32 load (sm_clock_under_load); at the driver's peak clock of {driver_ghz:.2} GHz it would be {:.1} TFLOP/s",
@@ -320,6 +329,15 @@ fn roof_notes(info: &DeviceInfo, roofs: &Roofs, clock_ghz: Option<f64>, kernels:
             info.sms,
             bf16_flop_per_clock(info.cc.0, info.cc.1).unwrap_or(0),
             memlab_contracts::tensor::LADDER.iter().map(|r| r.name).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if let Some(t) = fp8.filter(|_| kernels.iter().any(|k| is_fp8(&k.kernel))) {
+        notes.push(format!(
+            "FP8 tensor-core roof {:.0} TFLOP/s = {} SMs x {} FLOP per clock x the same clock, dense (NVIDIA's whitepaper rate, through wgmma): {} is placed against it.",
+            t.measured / 1e12,
+            info.sms,
+            fp8_flop_per_clock(info.cc.0, info.cc.1).unwrap_or(0),
+            memlab_contracts::tensor::FP8.name
         ));
     }
     notes

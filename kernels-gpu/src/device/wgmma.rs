@@ -41,7 +41,7 @@ use super::tma::{
     mbarrier_init, mbarrier_wait, tensor_load_2d, tensor_store_2d,
 };
 use memlab_contracts::tensor::{
-    BK, BK_TF32, ELEMENT_BYTES, MMA_K, STORE_BOX, SWIZZLE_ATOM_BYTES, WARPGROUP, WARPGROUP_ROWS,
+    BK, BK_FP8, BK_TF32, ELEMENT_BYTES, MMA_K, STORE_BOX, SWIZZLE_ATOM_BYTES, WARPGROUP, WARPGROUP_ROWS,
 };
 use memlab_contracts::tma::{MBARRIER_BYTES, SMEM_ALIGN};
 use memlab_device_api::arch::cluster::{cluster_ctarank, cluster_sync, map_shared_rank};
@@ -112,6 +112,10 @@ pub trait Accum: Sized {
     /// (`wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32`; both operands K-major, the only
     /// layout TF32 has): the same 32 bytes of each row as a BF16 `k16` step.
     fn mma_tf32(&mut self, a: Desc, b: Desc);
+    /// `D += A * B` for one `k32` step of FP8 e4m3 inputs
+    /// (`wgmma.mma_async.sync.aligned.m64nNk32.f32.e4m3.e4m3`; both operands K-major, the only
+    /// layout 8-bit inputs have): the same 32 bytes of each row as a BF16 `k16` step.
+    fn mma_e4m3(&mut self, a: Desc, b: Desc);
     /// Calls `f(j, [v0, v1, v2, v3])` for each 8 columns `j` (`0 .. N / 8`) with the
     /// thread's 4 values there, in straight-line code (a loop index into the array would send
     /// it to local memory).
@@ -159,6 +163,12 @@ impl Accum for [f32; 64] {
             32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
     }
     #[inline(always)]
+    fn mma_e4m3(&mut self, a: Desc, b: Desc) {
+        wgmma!("m64n128k32", ".f32.e4m3.e4m3", "1, 1", self, a, b;
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+            32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
+    }
+    #[inline(always)]
     fn each_8_columns(&self, mut f: impl FnMut(u32, [f32; 4])) {
         unroll!(j in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] => {
             f(j as u32, [self[4 * j], self[4 * j + 1], self[4 * j + 2], self[4 * j + 3]])
@@ -186,6 +196,14 @@ impl Accum for [f32; 128] {
     #[inline(always)]
     fn mma_tf32(&mut self, a: Desc, b: Desc) {
         wgmma!("m64n256k8", ".f32.tf32.tf32", "1, 1", self, a, b;
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+            32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
+            64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
+            96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127);
+    }
+    #[inline(always)]
+    fn mma_e4m3(&mut self, a: Desc, b: Desc) {
+        wgmma!("m64n256k32", ".f32.e4m3.e4m3", "1, 1", self, a, b;
             0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
             32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
             64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
@@ -418,13 +436,14 @@ impl Ring {
 }
 
 impl Staging {
-    /// Writes the warpgroup's accumulator as BF16 (`cvt.rn.bf16x2.f32`) into the staging, then
+    /// Writes the warpgroup's accumulator times `scale` as BF16 (`cvt.rn.bf16x2.f32`) into the
+    /// staging, then
     /// one thread starts the TMA stores of its boxes to rows `row0 ..`, columns `col0 ..` of `C`
     /// through `map` (the copy engine clips what lies outside `C`) and commits them as one bulk
     /// group. It first waits until that thread's previous group has read the staging. Every
     /// thread of the warpgroup calls it together (invariant 2), and [`Staging::finish`] last.
     #[inline(always)]
-    pub fn store<A: Accum>(&self, acc: &A, map: Map, (row0, col0): (u32, u32)) {
+    pub fn store<A: Accum>(&self, acc: &A, scale: f32, map: Map, (row0, col0): (u32, u32)) {
         let t = crate::device::thread_idx_x() % WARPGROUP;
         if t == 0 {
             bulk_wait_read::<0>();
@@ -436,10 +455,11 @@ impl Staging {
             for (r, lo, hi) in [(row, v[0], v[1]), (row + 8, v[2], v[3])] {
                 let at = bx * BOX_BYTES + r * 128 + ((chunk ^ (r % 8)) * 16) + 4 * (t % 4);
                 check(at + 4 <= A::N / STORE_BOX.1 * BOX_BYTES);
+                let packed = bf16x2(lo * scale, hi * scale);
                 // SAFETY: inside this warpgroup's staging (checked, or by invariant 4), 4-byte
                 // aligned; no TMA store reads it (the wait above) and only this thread writes it.
                 unsafe {
-                    asm!("st.shared.b32 [{a}], {v};", a = in(reg32) self.base.add(at).0, v = in(reg32) bf16x2(lo, hi))
+                    asm!("st.shared.b32 [{a}], {v};", a = in(reg32) self.base.add(at).0, v = in(reg32) packed)
                 };
             }
         });
@@ -577,6 +597,9 @@ pub enum Bf16 {}
 /// FP32 `A`, `B` and `C`, multiplied in TF32, FP32 accumulation.
 pub enum Tf32 {}
 
+/// FP8 e4m3 `A` and `B`, FP32 accumulation, BF16 `C` (through a [`Staging`]).
+pub enum E4m3 {}
+
 impl Input for Bf16 {
     type Out = u16;
     const BK: u32 = BK;
@@ -600,6 +623,19 @@ impl Input for Tf32 {
     #[inline(always)]
     fn store<A: Accum>(acc: &A, c: &mut Slice<f32, ReadWrite>, mn: (u32, u32), origin: (u32, u32)) {
         store_f32(acc, c, mn, origin)
+    }
+}
+
+impl Input for E4m3 {
+    type Out = u16;
+    const BK: u32 = BK_FP8;
+    #[inline(always)]
+    fn mma<A: Accum>(acc: &mut A, a: Desc, b: Desc) {
+        acc.mma_e4m3(a, b)
+    }
+    #[inline(always)]
+    fn store<A: Accum>(acc: &A, c: &mut Slice<u16, ReadWrite>, mn: (u32, u32), origin: (u32, u32)) {
+        store_bf16(acc, c, mn, origin)
     }
 }
 

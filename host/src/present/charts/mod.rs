@@ -61,6 +61,8 @@ pub(crate) const MODEL_C: RGBColor = RGBColor(0x75, 0x70, 0xb3);
 pub(crate) const MARK: RGBColor = RGBColor(0xd0, 0x10, 0x10);
 /// The BF16 tensor-core roof of the roofline chart.
 pub(crate) const BF16: RGBColor = RGBColor(0x6a, 0x3d, 0x9a);
+/// The FP8 tensor-core roof of the roofline chart.
+pub(crate) const FP8: RGBColor = RGBColor(0x1f, 0x78, 0xb4);
 
 fn register_font() {
     static ONCE: Once = Once::new();

@@ -1,4 +1,4 @@
-//! The roofline: the FP32, TF32 and BF16 roofs over the memcpy bandwidth, every kernel that
+//! The roofline: the FP32, TF32, BF16 and FP8 roofs over the memcpy bandwidth, every kernel that
 //! computes at its intensity, each tagged with a number that a table beside the plot names.
 
 use std::ops::Range;
@@ -9,7 +9,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::key::{self, Sample};
 use super::labels::{self, Rect};
-use super::{BF16, Chart, DrawResult, FONT, MARK, MEASURED, TENSOR, log_label, log_range, log_ticks, series};
+use super::{BF16, Chart, DrawResult, FONT, FP8, MARK, MEASURED, TENSOR, log_label, log_range, log_ticks, series};
 use crate::lab::Section;
 use crate::model::roofline::{AboveRoof, above_roof};
 use crate::series::names;
@@ -23,6 +23,8 @@ pub enum Precision {
     Tf32,
     /// BF16 tensor cores.
     Bf16,
+    /// FP8 tensor cores.
+    Fp8,
 }
 
 impl Precision {
@@ -32,6 +34,7 @@ impl Precision {
             Precision::Fp32 => "FP32",
             Precision::Tf32 => "TF32",
             Precision::Bf16 => "BF16",
+            Precision::Fp8 => "FP8",
         }
     }
 
@@ -40,6 +43,7 @@ impl Precision {
             Precision::Fp32 => MEASURED,
             Precision::Tf32 => TENSOR,
             Precision::Bf16 => BF16,
+            Precision::Fp8 => FP8,
         }
     }
 }
@@ -77,6 +81,8 @@ pub struct RooflineChart {
     pub tensor_tflops: Option<f64>,
     /// Dense BF16 tensor-core peak, TFLOP/s, at the roof's clock (`None`: not in the model).
     pub bf16_tflops: Option<f64>,
+    /// Dense FP8 tensor-core peak, TFLOP/s, at the roof's clock (`None`: not in the model).
+    pub fp8_tflops: Option<f64>,
 }
 
 /// Half-side of a point's marker, pixels.
@@ -94,6 +100,7 @@ impl RooflineChart {
         let precision = |kernel: &str| match kernel {
             k if crate::summary::roofline::is_tf32(k) => Precision::Tf32,
             k if crate::summary::roofline::is_bf16(k) => Precision::Bf16,
+            k if crate::summary::roofline::is_fp8(k) => Precision::Fp8,
             _ => Precision::Fp32,
         };
         let points: Vec<RoofPoint> = sections
@@ -121,6 +128,7 @@ impl RooflineChart {
             points,
             tensor_tflops: None,
             bf16_tflops: None,
+            fp8_tflops: None,
         })
     }
 
@@ -139,6 +147,11 @@ impl RooflineChart {
         RooflineChart { bf16_tflops, ..self }
     }
 
+    /// The same chart with the FP8 tensor-core roof, TFLOP/s.
+    pub fn with_fp8_peak(self, fp8_tflops: Option<f64>) -> Self {
+        RooflineChart { fp8_tflops, ..self }
+    }
+
     /// The balance point, FLOP/byte, against the memcpy roof.
     pub fn balance(&self) -> f64 {
         self.peak_tflops * 1e3 / self.memcpy_gbs
@@ -150,6 +163,7 @@ impl RooflineChart {
             Precision::Fp32 => Some(self.peak_tflops),
             Precision::Tf32 => self.tensor_tflops,
             Precision::Bf16 => self.bf16_tflops,
+            Precision::Fp8 => self.fp8_tflops,
         }
     }
 
@@ -170,7 +184,7 @@ impl RooflineChart {
     /// The axes' ranges: intensity and TFLOP/s, covering every drawn point and every roof's
     /// bend.
     pub fn ranges(&self) -> (Range<f64>, Range<f64>) {
-        let peaks = [Some(self.peak_tflops), self.tensor_tflops, self.bf16_tflops];
+        let peaks = [Some(self.peak_tflops), self.tensor_tflops, self.bf16_tflops, self.fp8_tflops];
         let top = peaks.iter().flatten().fold(self.driver_peak_tflops, |a, &b| a.max(b));
         let drawn: Vec<&RoofPoint> = self.points.iter().filter(|p| self.drawn(p)).collect();
         let bends = peaks.iter().flatten().map(|p| p * 1e3 / self.memcpy_gbs * 2.0);
@@ -243,7 +257,7 @@ impl RooflineChart {
                 format!("FP32 peak at the driver's clock {:.1} TFLOP/s", self.driver_peak_tflops),
             ));
         }
-        for p in [Precision::Tf32, Precision::Bf16] {
+        for p in [Precision::Tf32, Precision::Bf16, Precision::Fp8] {
             if let Some(peak) = self.peak(p) {
                 key.push((
                     Sample::Dashed(p.colour()),
