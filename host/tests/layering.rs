@@ -1,6 +1,6 @@
 //! The layering rules of ARCHITECTURE.md that text can show: raw driver calls only in `gpu/`,
 //! `gpu/` naming no kernel and no demo, records that own their strings, lessons that never name
-//! or run one another; that its map names every contract, demo and command module; and that no
+//! or run one another; that its map names every contract, lesson folder and command module; and that no
 //! function of the workspace's sources is over 80 lines.
 
 use std::fs;
@@ -202,7 +202,7 @@ fn commands_launch_no_kernel_of_their_own() {
 }
 
 #[test]
-fn architecture_names_every_contract_demo_and_command_module() {
+fn architecture_names_every_contract_lesson_folder_and_command_module() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let map = fs::read_to_string(manifest.join("../ARCHITECTURE.md")).unwrap();
     // The bullet that starts with `start`, up to the next bullet of the same or a higher level.
@@ -224,13 +224,17 @@ fn architecture_names_every_contract_demo_and_command_module() {
         names.sort();
         names
     };
-    for (dir, start) in [
-        (manifest.join("../contracts/src"), "- `contracts/` —"),
-        (src().join("demos"), "  - `demos/`:"),
-        (src().join("commands"), "  - `commands/`:"),
+    // A one-file lesson is found through the `lessons!` list the demos' bullet points to; a
+    // lesson that is a folder has parts of its own, which the bullet names.
+    let lesson_folders = modules(src().join("demos")).into_iter().filter(|m| m.ends_with('/')).collect();
+    for (names, start) in [
+        (modules(manifest.join("../contracts/src")), "- `contracts/` —"),
+        ([vec!["lessons!".to_string()], lesson_folders].concat(), "  - `demos/`:"),
+        (modules(src().join("commands")), "  - `commands/`:"),
     ] {
         let text = bullet(start);
-        for name in modules(dir.clone()) {
+        assert!(names.len() >= 3, "{start}: {names:?}");
+        for name in names {
             assert!(text.contains(&format!("`{name}`")), "ARCHITECTURE.md's bullet {start} does not name {name}");
         }
     }
