@@ -1,6 +1,7 @@
 //! The layering rules of ARCHITECTURE.md that text can show: raw driver calls only in `gpu/`,
-//! `gpu/` naming no kernel and no demo, records that own their strings, demos that never run
-//! one another; and that its map names every contract, demo and command module.
+//! `gpu/` naming no kernel and no demo, records that own their strings, lessons that never name
+//! or run one another; that its map names every contract, lesson folder and command module; and that no
+//! function of the workspace's sources is over 80 lines.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -121,18 +122,31 @@ fn lessons_named(rel: &str, text: &str, lessons: &[String]) -> Vec<String> {
     named
 }
 
+/// The lesson modules `demos/mod.rs` declares: the `lessons!` list's modules and its own `pub
+/// mod` lines, sorted.
+fn lesson_modules() -> Vec<String> {
+    let text = fs::read_to_string(src().join("demos/mod.rs")).unwrap();
+    let list = text.split("\nlessons! {").nth(1).and_then(|rest| rest.split('}').next());
+    let list = list.expect("demos/mod.rs has no `lessons! { .. }` list");
+    let mut modules: Vec<String> =
+        list.split(',').filter_map(|entry| entry.trim().split_once("::")).map(|(m, _)| m.trim().to_string()).collect();
+    modules.extend(text.lines().filter_map(|l| l.strip_prefix("pub mod ")?.strip_suffix(';')).map(String::from));
+    modules.sort();
+    modules
+}
+
 #[test]
-fn no_lesson_names_another_but_the_tma_and_peer_baselines() {
+fn no_lesson_names_another() {
     let root = src().join("demos");
-    let lessons: Vec<String> = fs::read_dir(&root)
+    let lessons = lesson_modules();
+    // Every module under demos/ is a declared lesson, so no file escapes the scan.
+    let mut on_disk: Vec<String> = fs::read_dir(&root)
         .unwrap()
-        .filter_map(|e| {
-            let path = e.unwrap().path();
-            let stem = path.file_stem()?.to_str()?.to_string();
-            (stem != "mod").then_some(stem)
-        })
+        .filter_map(|e| Some(e.unwrap().path().file_stem()?.to_str()?.to_string()))
+        .filter(|stem| stem != "mod")
         .collect();
-    assert!(lessons.len() >= 14 && lessons.iter().any(|l| l == "sgemm"), "{lessons:?}");
+    on_disk.sort();
+    assert_eq!(lessons, on_disk, "demos/mod.rs's lessons against the modules under demos/");
     let mut edges = Vec::new();
     for file in sources(&root) {
         let rel = file.strip_prefix(&root).unwrap().display().to_string();
@@ -143,11 +157,7 @@ fn no_lesson_names_another_but_the_tma_and_peer_baselines() {
         let own = rel.split(['/', '.']).next().unwrap().to_string();
         edges.extend(lessons_named(&rel, &text, &lessons).into_iter().map(|other| format!("{own} -> {other}")));
     }
-    edges.sort();
-    edges.dedup();
-    // The TMA lesson times the transposes' copy and vectorized transpose and SGEMM rungs 6 and 7
-    // beside its own paths; the peer lesson runs the copy kernel over the link (ARCHITECTURE.md).
-    assert_eq!(edges, ["peer -> transpose", "tma -> sgemm", "tma -> transpose"]);
+    assert!(edges.is_empty(), "a lesson names another (what several share belongs below them, in probes/): {edges:?}");
     // The scanner sees each form a lesson could use.
     let lessons = ["sgemm".to_string(), "matmul".to_string(), "tma".to_string()];
     assert_eq!(lessons_named("tma.rs", "use super::{Inputs, sgemm};", &lessons), ["sgemm"]);
@@ -192,7 +202,7 @@ fn commands_launch_no_kernel_of_their_own() {
 }
 
 #[test]
-fn architecture_names_every_contract_demo_and_command_module() {
+fn architecture_names_every_contract_lesson_folder_and_command_module() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let map = fs::read_to_string(manifest.join("../ARCHITECTURE.md")).unwrap();
     // The bullet that starts with `start`, up to the next bullet of the same or a higher level.
@@ -214,14 +224,109 @@ fn architecture_names_every_contract_demo_and_command_module() {
         names.sort();
         names
     };
-    for (dir, start) in [
-        (manifest.join("../contracts/src"), "- `contracts/` —"),
-        (src().join("demos"), "  - `demos/`:"),
-        (src().join("commands"), "  - `commands/`:"),
+    // A one-file lesson is found through the `lessons!` list the demos' bullet points to; a
+    // lesson that is a folder has parts of its own, which the bullet names.
+    let lesson_folders = modules(src().join("demos")).into_iter().filter(|m| m.ends_with('/')).collect();
+    for (names, start) in [
+        (modules(manifest.join("../contracts/src")), "- `contracts/` —"),
+        ([vec!["lessons!".to_string()], lesson_folders].concat(), "  - `demos/`:"),
+        (modules(src().join("commands")), "  - `commands/`:"),
     ] {
         let text = bullet(start);
-        for name in modules(dir.clone()) {
+        assert!(names.len() >= 3, "{start}: {names:?}");
+        for name in names {
             assert!(text.contains(&format!("`{name}`")), "ARCHITECTURE.md's bullet {start} does not name {name}");
         }
     }
+}
+
+/// The functions of `text` longer than `limit` lines, as `(line, name, lines)` (line 1-based):
+/// each from its `fn` line to the first line after it that closes a brace at the `fn` line's
+/// indentation (rustfmt's layout); a one-line function is 1 line, a declaration without a body
+/// none. A body whose closing brace is not found is an error naming the line.
+fn long_functions(text: &str, limit: usize) -> Result<Vec<(usize, String, usize)>, String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut long = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(name) = fn_name(line) else { continue };
+        let indent = &line[..line.len() - line.trim_start().len()];
+        // The signature ends at the first line that opens the body or ends a declaration.
+        let Some(open) = (i..lines.len()).find(|&j| lines[j].contains('{') || lines[j].trim_end().ends_with(';'))
+        else {
+            return Err(format!("line {}: `fn {name}` has no body and no `;`", i + 1));
+        };
+        let opened = lines[open].matches('{').count();
+        let length = if !lines[open].contains('{') {
+            continue;
+        } else if opened == lines[open].matches('}').count() && lines[open].trim_end().ends_with('}') {
+            open - i + 1
+        } else {
+            let close = (open + 1..lines.len())
+                .find(|&k| lines[k].strip_prefix(indent).is_some_and(|rest| rest.starts_with('}')))
+                .ok_or_else(|| format!("line {}: `fn {name}` has no `}}` at its indentation", i + 1))?;
+            close - i + 1
+        };
+        if length > limit {
+            long.push((i + 1, name, length));
+        }
+    }
+    Ok(long)
+}
+
+/// The name of the function `line` starts (after its visibility and qualifiers), if it does.
+fn fn_name(line: &str) -> Option<String> {
+    let mut rest = line.trim_start();
+    if rest.starts_with("//") {
+        return None;
+    }
+    loop {
+        let before = rest;
+        if rest.starts_with("pub(") {
+            rest = &rest[rest.find(')')? + 1..];
+        }
+        for qualifier in ["pub ", "const ", "async ", "unsafe ", "default ", "extern \"C\" ", "extern "] {
+            rest = rest.strip_prefix(qualifier).unwrap_or(rest);
+        }
+        rest = rest.trim_start();
+        if rest == before {
+            break;
+        }
+    }
+    let name: String = rest.strip_prefix("fn ")?.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+    (!name.is_empty()).then_some(name)
+}
+
+#[test]
+fn no_function_is_over_80_lines() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let roots =
+        ["host/src", "host/build.rs", "host/build", "xtask/src", "kernels-gpu/src", "device-api/src", "contracts/src"];
+    let mut files = Vec::new();
+    for root in roots {
+        let path = workspace.join(root);
+        let found = if path.is_dir() { sources(&path) } else { vec![path.clone()] };
+        assert!(found.iter().all(|f| f.is_file()) && !found.is_empty(), "no sources at {}", path.display());
+        files.extend(found);
+    }
+    let (mut long, mut longest) = (Vec::new(), 0);
+    for file in &files {
+        let text = fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let rel = file.strip_prefix(workspace).unwrap().display().to_string();
+        let found = long_functions(&text, 0).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        longest = longest.max(found.iter().map(|f| f.2).max().unwrap_or(0));
+        long.extend(
+            found.into_iter().filter(|f| f.2 > 80).map(|(line, name, n)| format!("{rel}:{line} `{name}`: {n} lines")),
+        );
+    }
+    assert!(long.is_empty(), "functions over 80 lines:\n{}", long.join("\n"));
+    // The scan measured real bodies.
+    assert!(longest > 40, "the longest function found is {longest} lines");
+    // The counter's cases: a body, a one-liner, a declaration, a multi-line signature.
+    let text = "fn a() {\n    1;\n}\n    pub(crate) const fn b() -> u32 { 2 }\n    fn c();\npub unsafe fn d(\n    x: u32,\n) -> u32 {\n    x\n}\n";
+    let all = long_functions(text, 0).unwrap();
+    assert_eq!(all, [(1, "a".to_string(), 3), (4, "b".to_string(), 1), (6, "d".to_string(), 5)]);
+    assert_eq!(long_functions(text, 3).unwrap(), [(6, "d".to_string(), 5)]);
+    assert!(long_functions("fn e() {\n    1;\n", 0).unwrap_err().contains("line 1"));
+    assert_eq!(fn_name("pub type F = fn(u32) -> u32;"), None);
+    assert_eq!(fn_name("    // fn f() {"), None);
 }

@@ -187,25 +187,18 @@ fn every_rung_names_the_entry_its_launch_runs() {
 #[test]
 fn demos_are_registered_once_in_run_order() {
     // NAMES is computed from the registry at compile time. (Reading DEMOS itself would link the
-    // demos' driver calls into this test, which then needs libcuda.so.1 to start.)
+    // demos' driver calls into this test, which then needs libcuda.so.1 to start.) Each lesson
+    // runs under its module's name, in the order of `demos/mod.rs`'s `lessons!` list, then the
+    // hierarchy summary.
+    let list = include_str!("../src/demos/mod.rs").split("\nlessons! {").nth(1).and_then(|rest| rest.split('}').next());
+    let modules = list.expect("demos/mod.rs has a `lessons! { .. }` list").split(',');
+    let mut want: Vec<&str> = modules.filter_map(|entry| Some(entry.split_once("::")?.0.trim())).collect();
+    want.push("hierarchy");
     let names = memlab::registry::NAMES;
-    assert_eq!(
-        names,
-        [
-            "memcpy",
-            "transpose",
-            "matmul",
-            "sgemm",
-            "tensor",
-            "coalescing",
-            "banks",
-            "occupancy",
-            "clusters",
-            "l2",
-            "tma",
-            "hierarchy"
-        ]
-    );
+    assert_eq!(names[..], want[..]);
+    // The ceiling every later share is read against runs first.
+    assert_eq!(names[0], "memcpy");
+    assert!(names.len() >= 12 && names.contains(&"sgemm"), "{names:?}");
     let mut sorted = names.to_vec();
     sorted.sort_unstable();
     sorted.dedup();

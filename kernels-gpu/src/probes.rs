@@ -264,3 +264,94 @@ kernel! {
         partial.slice(threads).set(g, sum);
     }
 }
+
+// The reduction lesson: a sum kept in registers against one kept in shared memory.
+use memlab_device_api::shared::{Barrier, SharedSlice};
+
+use crate::device::{block_idx_x, grid_dim_x};
+
+/// The wrapping sum of every thread's `v` over the block, on thread 0 (`None` on the others),
+/// through `words` (one word per thread of the block, `Writing`): each thread stores its
+/// value, then `log2(blockDim.x)` rounds halve the live words, thread `t < s` adding word
+/// `t + s` into the value it keeps in a register and storing it for the next round. Two
+/// barriers a round: one publishes the stores, one ends the reads before the next stores.
+/// Precondition: `blockDim.x` is a power of two and every thread of the block calls it.
+#[inline(always)]
+fn block_sum(barrier: &Barrier, mut words: SharedSlice<u32>, mut v: u32) -> Option<u32> {
+    let t = thread_idx_x();
+    words.set(t as usize, v);
+    let mut words = barrier.sync(words);
+    let mut s = block_dim_x() / 2;
+    while s > 0 {
+        if t < s {
+            v = v.wrapping_add(words.get((t + s) as usize));
+        }
+        let mut next = barrier.sync(words);
+        if t < s {
+            next.set(t as usize, v);
+        }
+        words = barrier.sync(next);
+        s /= 2;
+    }
+    (t == 0).then_some(v)
+}
+
+// ANCHOR: sum_shared
+kernel! {
+    /// Reduction through shared memory: every element passes through a shared-memory tree.
+    /// Thread `g` loads `input[g]` (0 past `n`), and its block sums its `blockDim.x` elements
+    /// in `log2(blockDim.x)` rounds of shared loads and stores; thread 0 writes the block's
+    /// wrapping sum to `partial[blockIdx.x]`. Per element: about 3 shared accesses and
+    /// `(2 log2(blockDim.x) + 1) / blockDim.x` barriers.
+    ///
+    /// - Launch: one-dimensional, `blockDim.x` a power of two, `ceil(n / blockDim.x)` blocks.
+    /// - Shared memory: `4 * blockDim.x` bytes of dynamic shared memory.
+    /// - Memory level: shared (global memory for the one load per element and one store per
+    ///   block). Buffers: `input` holds `n` words, `partial` one word per block.
+    pub fn sum_shared(block: Block, input: GlobalIn<u32>, partial: GlobalOut<u32>, n: u32) {
+        let (barrier, words) = block.carve_slice::<u32>(block_dim_x() as usize);
+        let g = global_idx_x() as usize;
+        let input = input.slice(n as usize);
+        let v = if g < input.len() { input.get(g) } else { 0 };
+        if let Some(sum) = block_sum(&barrier, words, v) {
+            partial.slice(grid_dim_x() as usize).set(block_idx_x() as usize, sum);
+        }
+    }
+}
+// ANCHOR_END: sum_shared
+
+// ANCHOR: sum_registers
+kernel! {
+    /// Reduction in registers: thread `g` adds `input[g]`, `input[g + T]`, `input[g + 2T]`, ...
+    /// (`T` the grid's threads) into four registers, four independent loads in flight, and
+    /// only then does its block sum the `blockDim.x` values once through shared memory, as
+    /// [`sum_shared`] does; thread 0 writes the block's wrapping sum to `partial[blockIdx.x]`.
+    /// Per element: one global load and one add in a register; shared memory and barriers
+    /// once per thread, not per element.
+    ///
+    /// - Launch: one-dimensional, `blockDim.x` a power of two, any number of blocks.
+    /// - Shared memory: `4 * blockDim.x` bytes of dynamic shared memory.
+    /// - Memory level: registers (global memory for the loads, shared memory once per block).
+    ///   Buffers: `input` holds `n` words, `partial` one word per block.
+    pub fn sum_registers(block: Block, input: GlobalIn<u32>, partial: GlobalOut<u32>, n: u32) {
+        let (barrier, words) = block.carve_slice::<u32>(block_dim_x() as usize);
+        let input = input.slice(n as usize);
+        let (mut i, stride) = (global_idx_x() as usize, grid_threads_x() as usize);
+        let mut sums = [0u32; 4];
+        while i + 3 * stride < input.len() {
+            unroll!(k in 0..4 => {
+                sums[k] = sums[k].wrapping_add(input.get(i + k * stride));
+            });
+            i += 4 * stride;
+        }
+        while i < input.len() {
+            sums[0] = sums[0].wrapping_add(input.get(i));
+            i += stride;
+        }
+        let v = sums[0].wrapping_add(sums[1]).wrapping_add(sums[2]).wrapping_add(sums[3]);
+        if let Some(sum) = block_sum(&barrier, words, v) {
+            partial.slice(grid_dim_x() as usize).set(block_idx_x() as usize, sum);
+        }
+    }
+}
+// ANCHOR_END: sum_registers

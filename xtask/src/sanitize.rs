@@ -1,6 +1,8 @@
 //! `cargo xtask sanitize-script DIR`: writes `DIR/sanitize.sh`, which runs every kernel of
 //! `memlab run-demos` under compute-sanitizer's four tools (memcheck, racecheck, synccheck,
-//! initcheck) at awkward sizes and prints one Markdown row per run.
+//! initcheck) at awkward sizes and prints one Markdown row per run. A lesson of the `lessons!`
+//! list that no preset names runs at its defaults ([`lesson_presets`]), so a new lesson is in
+//! the matrix without a line here.
 //!
 //! Every run passes `--sanitizer`: the lessons' fixed footprints (grids that fill every SM,
 //! hundreds of L2 passes, 200 000-block reads, footprint sweeps) shrink to a few blocks while
@@ -26,7 +28,7 @@ const TOOLS: [&str; 4] = ["memcheck", "racecheck", "synccheck", "initcheck"];
 /// and SGEMM kernels there (measured on the H200, run alone: 201 s and 247 s) and `JOBS` can run the
 /// groups side by side; the hierarchy demo, whose sizes follow the device, runs as its own
 /// command with small options.
-const PRESETS: [(&str, &str); 20] = [
+const PRESETS: [(&str, &str); 19] = [
     (
         "1x1",
         "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy transpose matmul sgemm coalescing banks --transpose 1x1 --matmul 1x1x1 --sgemm 1x1x1 --strided-bytes 2KiB --bank-iters 8",
@@ -85,9 +87,39 @@ const PRESETS: [(&str, &str); 20] = [
     // The tensor ladder (sm_90a): every rung at a size past one 128 x 256 tile in neither
     // dimension, a K of 19 that the 16-byte TMA pitch pads to 24 and one k-block covers.
     ("tensor-261x261x19", "run-demos --sanitizer --runs 1 --warmup 0 --only tensor --tensor 261x261x19"),
-    // The occupancy lesson: driver queries, and `register_pressure` timed once.
-    ("occupancy", "run-demos --sanitizer --runs 1 --warmup 0 --only occupancy"),
 ];
+
+/// The arguments every `run-demos` run of the matrix starts with: one timed run, no warm-up,
+/// the sanitizer's footprints.
+const RUN_DEMOS: &str = "run-demos --sanitizer --runs 1 --warmup 0";
+
+/// The lessons of `host/src/demos/mod.rs`'s `lessons!` list, by module name (each lesson's
+/// `--only` name), in run order.
+fn lessons() -> Vec<&'static str> {
+    let list = include_str!("../../host/src/demos/mod.rs");
+    let block = list.split("\nlessons! {").nth(1).and_then(|rest| rest.split('}').next()).unwrap_or_default();
+    block.split(',').filter_map(|entry| Some(entry.split_once("::")?.0.trim())).collect()
+}
+
+/// Whether the `memlab` arguments `args` run demo `name` (in their `--only` list).
+fn runs_demo(args: &str, name: &str) -> bool {
+    let only = args.split(" --only ").nth(1).map(|rest| rest.split(" --").next().unwrap_or_default());
+    only.is_some_and(|o| o.split_whitespace().any(|d| d == name))
+}
+
+/// One preset per lesson that no preset of [`PRESETS`] or [`DEFAULT_PRESETS`] names: the
+/// lesson alone at its defaults, under the sanitizer's footprints (`host/src/lab/sanitizer.rs`),
+/// which keep a lesson's fixed sizes small; a lesson whose defaults are slow under the tools, or
+/// whose edge cases need sizes of their own, has presets above instead.
+fn lesson_presets() -> Vec<(&'static str, String)> {
+    let named = |lesson: &str| PRESETS.iter().chain(&DEFAULT_PRESETS).any(|p| runs_demo(p.1, lesson));
+    lessons().into_iter().filter(|l| !named(l)).map(|l| (l, format!("{RUN_DEMOS} --only {l}"))).collect()
+}
+
+/// Every preset under every tool: [`PRESETS`], then [`lesson_presets`].
+fn presets() -> Vec<(&'static str, String)> {
+    PRESETS.iter().map(|&(preset, sizes)| (preset, sizes.to_string())).chain(lesson_presets()).collect()
+}
 
 /// Racecheck's own sizes for presets whose products take it minutes (measured on the H200, run
 /// alone: 201 s for the matmul kernels at 1000^3 and 247 s for the SGEMM ladder): the same
@@ -100,10 +132,10 @@ const RACECHECK_SIZES: [(&str, &str); 2] = [
 ];
 
 /// The arguments of `tool` at `preset` (whose arguments are `sizes`).
-fn args_of(tool: &str, preset: &str, sizes: &'static str) -> &'static str {
+fn args_of(tool: &str, preset: &str, sizes: &str) -> String {
     match RACECHECK_SIZES.iter().find(|(p, _)| tool == "racecheck" && *p == preset) {
-        Some((_, own)) => own,
-        None => sizes,
+        Some((_, own)) => own.to_string(),
+        None => sizes.to_string(),
     }
 }
 
@@ -126,19 +158,19 @@ const DEFAULT_PRESETS: [(&str, &str); 6] = [
 ];
 
 /// One run: tool, preset name, `memlab` arguments.
-type Run = (&'static str, &'static str, &'static str);
+type Run = (&'static str, &'static str, String);
 
 /// The runs in the script's order: the awkward sizes, smallest first (so that a `DEADLINE_S`
 /// cuts the slow runs, not the edge cases), then the default sizes under memcheck; and the
 /// default sizes under the other tools (`DEFAULT_SIZES=all`, last).
 fn runs() -> (Vec<Run>, Vec<Run>) {
-    let presets = PRESETS
-        .iter()
-        .flat_map(|&(preset, sizes)| TOOLS.iter().map(move |&tool| (tool, preset, args_of(tool, preset, sizes))));
-    let memcheck_default = DEFAULT_PRESETS.iter().map(|&(preset, sizes)| ("memcheck", preset, sizes));
+    let presets = presets()
+        .into_iter()
+        .flat_map(|(preset, sizes)| TOOLS.iter().map(move |&tool| (tool, preset, args_of(tool, preset, &sizes))));
+    let memcheck_default = DEFAULT_PRESETS.iter().map(|&(preset, sizes)| ("memcheck", preset, sizes.to_string()));
     let slow = DEFAULT_PRESETS
         .iter()
-        .flat_map(|&(preset, sizes)| TOOLS[1..].iter().map(move |&tool| (tool, preset, sizes)))
+        .flat_map(|&(preset, sizes)| TOOLS[1..].iter().map(move |&tool| (tool, preset, sizes.to_string())))
         .collect();
     (presets.chain(memcheck_default).collect(), slow)
 }
@@ -234,8 +266,8 @@ mod tests {
     fn the_script_runs_every_tool_at_every_preset_and_checks_its_syntax() {
         let text = script();
         for tool in TOOLS {
-            for (preset, sizes) in PRESETS {
-                let args = args_of(tool, preset, sizes);
+            for (preset, sizes) in presets() {
+                let args = args_of(tool, preset, &sizes);
                 assert!(text.contains(&format!("\n{tool} {preset} {args}\n")), "{tool} {preset}");
             }
         }
@@ -279,7 +311,9 @@ mod tests {
             path
         };
         stub("memlab", "echo 'All results verified.'; echo 'kernels launched (3 of 90): a b c'");
-        let (fail_tool, fail_sizes) = fail.map_or(("", ""), |(t, p)| (t, PRESETS.iter().find(|x| x.0 == p).unwrap().1));
+        let presets = presets();
+        let (fail_tool, fail_sizes) =
+            fail.map_or(("", ""), |(t, p)| (t, presets.iter().find(|x| x.0 == p).unwrap().1.as_str()));
         let sanitizer = stub(
             "fake-sanitizer",
             &format!(
@@ -307,7 +341,7 @@ mod tests {
     fn the_script_prints_a_row_per_run_in_parallel_and_fails_on_any_report() {
         let (code, rows) = run_with_stubs(4, None, &[]);
         assert_eq!(code, 0, "{rows:?}");
-        assert_eq!(rows.len(), TOOLS.len() * PRESETS.len() + DEFAULT_PRESETS.len());
+        assert_eq!(rows.len(), TOOLS.len() * presets().len() + DEFAULT_PRESETS.len());
         let exit = |row: &String| row.split('|').nth(3).unwrap().trim().to_string();
         assert!(
             rows.iter().all(|r| exit(r) == "0" && r.ends_with("0 errors | All results verified. | 3 |")),
@@ -326,20 +360,22 @@ mod tests {
         // run, the default sizes (listed last) are skipped.
         let (code, rows) = run_with_stubs(1, None, &[("STUB_SLEEP", "2"), ("DEADLINE_S", "3")]);
         assert_eq!(code, 1);
-        assert_eq!(rows.len(), TOOLS.len() * PRESETS.len() + DEFAULT_PRESETS.len());
+        assert_eq!(rows.len(), TOOLS.len() * presets().len() + DEFAULT_PRESETS.len());
         assert!(rows[0].starts_with("| memcheck | 1x1 | 0 |"), "{rows:?}");
         let last = rows.last().unwrap();
         assert!(last.starts_with("| memcheck | default-tma | skipped |") && last.contains("DEADLINE_S=3"), "{rows:?}");
     }
 
     /// Every presets' and run's `memlab` arguments.
-    fn all_args() -> impl Iterator<Item = &'static str> {
-        PRESETS.iter().chain(&RACECHECK_SIZES).chain(&DEFAULT_PRESETS).map(|p| p.1)
+    fn all_args() -> Vec<String> {
+        let hand = PRESETS.iter().chain(&RACECHECK_SIZES).chain(&DEFAULT_PRESETS).map(|p| p.1.to_string());
+        hand.chain(lesson_presets().into_iter().map(|p| p.1)).collect()
     }
 
     #[test]
     fn every_run_is_a_sanitizer_run_of_one_repeat() {
         for args in all_args() {
+            assert!(args.starts_with(RUN_DEMOS) || args.starts_with("hierarchy "), "{args}");
             assert!(args.contains(" --sanitizer "), "{args}");
             assert!(args.starts_with("hierarchy ") || args.contains(" --runs 1 --warmup 0 "), "{args}");
         }
@@ -349,20 +385,23 @@ mod tests {
     fn every_demo_that_launches_kernels_is_in_some_run() {
         // The lessons `host/src/demos/mod.rs` lists in `lessons!`, each by its module's name,
         // and the summary that `host/src/registry.rs` adds after them.
-        let list = include_str!("../../host/src/demos/mod.rs");
-        let block = list.split("lessons! {").nth(1).and_then(|rest| rest.split('}').next()).unwrap_or_default();
-        let mut names: Vec<&str> = block.split(',').filter_map(|l| l.trim().split("::").next()).collect();
-        names.retain(|n| !n.is_empty());
+        let mut names = lessons();
         assert!(include_str!("../../host/src/registry.rs").contains("Entry::of::<Hierarchy>()"));
         names.push("hierarchy");
-        assert!(names.len() >= 11 && names.contains(&"l2") && names.contains(&"occupancy"), "{names:?}");
+        assert!(names.len() >= 12 && names.contains(&"l2") && names.contains(&"occupancy"), "{names:?}");
         for &name in &names {
-            let covered = all_args().any(|args| {
-                // The hierarchy demo runs as its own command (the same measurements).
-                let only = args.split(" --only ").nth(1).map(|rest| rest.split(" --").next().unwrap());
-                only.is_some_and(|o| o.split_whitespace().any(|d| d == name)) || args.starts_with(&format!("{name} "))
-            });
+            // The hierarchy demo runs as its own command (the same measurements).
+            let covered = all_args().iter().any(|args| runs_demo(args, name) || args.starts_with(&format!("{name} ")));
             assert!(covered, "demo `{name}` is in no sanitizer run");
+        }
+        // A lesson no hand preset names runs alone at its defaults, under every tool.
+        let (script, derived) = (script(), lesson_presets());
+        assert!(derived.iter().any(|p| p.0 == "occupancy"), "{derived:?}");
+        for (lesson, args) in derived {
+            assert_eq!(args, format!("{RUN_DEMOS} --only {lesson}"));
+            for tool in TOOLS {
+                assert!(script.contains(&format!("\n{tool} {lesson} {args}\n")), "{tool} {lesson}");
+            }
         }
         // Every lesson module that launches kernels (it owns their `shapes`) belongs to a demo
         // above, the race lesson's broken kernel (own command, never in the matrix) and the

@@ -55,6 +55,7 @@ lessons! {
     clusters::Clusters,
     l2::L2,
     tma::Tma,
+    reduction::Reduction,
 }
 
 pub mod host_memory;

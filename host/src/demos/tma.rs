@@ -20,7 +20,6 @@ use memlab_contracts::tma::{
     TRANSPOSE_BLOCK, TRANSPOSE_BLOCKS_PER_SM, TRANSPOSE_DEFAULT, box_cols, hint, smem_bytes, transpose_buffers,
 };
 
-use super::transpose;
 use crate::gpu::Gpu;
 use crate::gpu::kernel;
 use crate::gpu::launch::{Launch, LaunchShape};
@@ -35,6 +34,7 @@ use crate::lab::{Lesson, Needs, NoOptions, Shared};
 use crate::launches;
 use crate::model::banks::WarpRequest;
 use crate::phases::Kind;
+use crate::probes::baselines::shapes as baselines;
 use crate::series::{Series, names};
 use crate::verify::{Check, Streamed};
 use crate::{reference, refuse};
@@ -666,7 +666,7 @@ impl<'a> LessonRun<'a> {
         // Launches hold device addresses, not borrows: built before `reset` borrows the output.
         let copies: [Row; 3] = [
             (
-                launches::copy(transpose::shapes::copy(r, pitch), self.input, output, r, pitch),
+                launches::copy(baselines::copy(r, pitch), self.input, output, r, pitch),
                 Path::Lsu(4 * 4),
                 "LSU copy: 4 floats per thread through registers",
             ),
@@ -681,7 +681,7 @@ impl<'a> LessonRun<'a> {
                 "2-D tensor copies through shared buffers (the sweep's fastest configuration)",
             ),
         ];
-        let shape = transpose::shapes::transpose_vectorized(r, pitch);
+        let shape = baselines::transpose_vectorized(r, pitch);
         let lsu_transpose = launches::transpose_vectorized(shape, self.input, output, r, pitch);
         let mut kernels = Vec::new();
         for row in copies {
@@ -1267,19 +1267,22 @@ fn curve_note(points: &[Point]) -> String {
 /// size, for the table of paths into shared memory; each step a block moves its `A` and `B`
 /// tiles (`2 x 128 x 8` floats, 8 KiB) while it computes on the other stage.
 fn async_rungs(lab: &Lab, size: Option<(usize, usize, usize)>) -> Result<Vec<KernelRow>> {
-    use super::sgemm;
-    use crate::probes::gemm::Operands;
+    use crate::probes::gemm::{MatmulLaunch, Operands, block_work, matmul_launch, shapes};
     use memlab_contracts::sgemm::{BK, TILE as GEMM_TILE};
     let Some(size) = size else { return Ok(vec![]) };
     let mut ops = Operands::new(&lab.gpu, size)?;
     let step = 2 * GEMM_TILE * BK * 4;
-    let rungs = [
+    let rungs: [(MatmulLaunch, Path, &str); 2] = [
         (
-            sgemm::RUNGS[5].launch,
+            matmul_launch!(sgemm_6_double_buffered, shapes::sgemm_6_double_buffered),
             Path::SharedLoads(step),
             "SGEMM rung 6: A and B tiles by plain loads into shared memory",
         ),
-        (sgemm::RUNGS[6].launch, Path::CpAsync(step), "SGEMM rung 7: the B tile by cp.async, A by plain loads"),
+        (
+            matmul_launch!(sgemm_7_async_copy, shapes::sgemm_7_async_copy),
+            Path::CpAsync(step),
+            "SGEMM rung 7: the B tile by cp.async, A by plain loads",
+        ),
     ];
     let mut rows = Vec::new();
     for (kernel, path, lesson) in rungs {
@@ -1288,7 +1291,7 @@ fn async_rungs(lab: &Lab, size: Option<(usize, usize, usize)>) -> Result<Vec<Ker
             launch,
             lesson,
             prediction: String::new(),
-            work: sgemm::work(&ops, GEMM_TILE),
+            work: block_work(&ops, (GEMM_TILE, GEMM_TILE)),
             size: ops.label(),
             reset: &|| poison(&ops.c),
         };

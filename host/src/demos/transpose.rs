@@ -10,8 +10,7 @@ use std::cell::RefCell;
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::transpose::{
-    BLOCK, PADDED_PITCH, TILE, TILED_PITCH, WIDE_BLOCK, WIDE_PITCH, WIDE_TILE, grid_blocks, max_shift,
-    padded_smem_bytes, smem_bytes, wide_aligned, wide_smem_bytes,
+    BLOCK, PADDED_PITCH, TILE, TILED_PITCH, WIDE_BLOCK, WIDE_PITCH, padded_smem_bytes, smem_bytes, wide_aligned,
 };
 use memlab_contracts::transpose_any as any;
 use memlab_contracts::transpose_thin as thin;
@@ -28,36 +27,12 @@ use crate::launches;
 use crate::model::banks::WarpRequest;
 use crate::model::coalescing::{RowSweep, WarpAccess};
 use crate::phases::Kind;
+use crate::probes::baselines::{tiles, with_shift};
 use crate::reference;
 use crate::series::{Point, Series, names};
 
 /// Seed of the transposed matrix ([`reference::input_f32`]).
 pub const SEED: u64 = 7;
-
-/// The shape of a kernel that moves one `tile x tile` tile per block of a `rows x cols` input:
-/// a one-dimensional grid of [`grid_blocks`] blocks, which the kernels decode tile rows after
-/// tile rows, so a tall matrix is not held to grid y's limit (a count past `u32::MAX` stays
-/// past the device's grid x limit, which the launch then names).
-fn tiles(rows: impl Into<u64>, cols: impl Into<u64>, tile: u32, block: (u32, u32), smem: u32) -> LaunchShape {
-    let blocks = u32::try_from(grid_blocks(rows.into(), cols.into(), tile)).unwrap_or(u32::MAX);
-    LaunchShape { grid: (blocks, 1), block, smem_bytes: smem }
-}
-
-/// `len` and the largest shift of a row of `len` floats ([`max_shift`]): what a shifting
-/// kernel's grid covers, in 64 bits (a matrix of `u32::MAX - 2` rows and one column is in range).
-fn with_shift(len: u32) -> u64 {
-    u64::from(len) + u64::from(max_shift(len))
-}
-
-/// `copy`'s shape: its tiles over the shifted rows, or on a thin matrix ([`thin::thin`]) one
-/// block per [`thin::COPY_CHUNK`] floats of the matrix as one run.
-fn copy_shape(rows: u32, cols: u32) -> LaunchShape {
-    if thin::thin(rows, cols) {
-        LaunchShape { grid: (thin::copy_blocks(rows, cols), 1), block: BLOCK, smem_bytes: 0 }
-    } else {
-        tiles(rows, with_shift(cols), TILE, BLOCK, 0)
-    }
-}
 
 /// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
 /// launch, in [`crate::launches`], takes the shape first).
@@ -65,18 +40,14 @@ pub mod shapes {
     #[allow(unused_imports)]
     use super::*;
 
+    /// The baselines other lessons time too, shaped below the lessons ([`crate::probes::baselines`]).
+    pub use crate::probes::baselines::shapes::{copy, transpose_vectorized};
+
     /// `transpose_aligned_stores`: as [`transpose_padded`], each output row's tiles shifted to
     /// start on a sector boundary; block `32 x 8`, grid `(ceil(cols / 32), ceil((rows +
     /// max_shift(rows)) / 32))`, a `40 x 33` shared tile (5280 B).
     pub fn transpose_aligned_stores(rows: u32, cols: u32) -> LaunchShape {
         tiles(with_shift(rows), cols, any::TILE, any::BLOCK, any::smem_bytes())
-    }
-
-    /// `copy`: the bandwidth ceiling of the transposes. `input` and `output` are `rows x cols`
-    /// f32; block `32 x 8`, one block per `32 x 32` tile, no shared memory; each row's tiles
-    /// shifted back to a sector boundary, so the grid covers `max_shift(cols)` more columns.
-    pub fn copy(rows: u32, cols: u32) -> LaunchShape {
-        copy_shape(rows, cols)
     }
 
     /// `transpose_thin`: a matrix with a side of at most 16 ([`thin::thin`]); block `256 x 1`,
@@ -106,13 +77,6 @@ pub mod shapes {
     /// rows that are not whole sectors `transpose_aligned_stores`' shape (its shifted path).
     pub fn transpose_padded(rows: u32, cols: u32) -> LaunchShape {
         tiles(with_shift(rows), cols, TILE, BLOCK, padded_smem_bytes(rows))
-    }
-
-    /// `transpose_vectorized`: block `16 x 16`, one block per `64 x 64` tile, a `64 x 65`
-    /// shared tile (16640 B; `72 x 65`, 18720 B, and `max_shift(rows)` more rows of tiles on its
-    /// shifted path); buffers 16-byte aligned (every device allocation is).
-    pub fn transpose_vectorized(rows: u32, cols: u32) -> LaunchShape {
-        tiles(with_shift(rows), cols, WIDE_TILE, WIDE_BLOCK, wide_smem_bytes(rows, cols))
     }
 }
 
@@ -594,6 +558,7 @@ mod tests {
     use crate::gpu::device::DeviceInfo;
     use crate::ptx::{self, count_ops, entry_body};
     use cust::memory::DevicePointer;
+    use memlab_contracts::transpose::max_shift;
     use std::mem::ManuallyDrop;
 
     /// A buffer naming device address `addr`, never dereferenced nor freed (no driver involved).

@@ -1,5 +1,6 @@
 //! The pieces every GEMM lesson shares, below them all: the typed launch of an `(a, b, c, m, n,
-//! k)` kernel and its square-tile shape, the FP32 operands on the device with their checks
+//! k)` kernel, the shapes of those several lessons launch (rung 1 and the SGEMM rungs 6 and 7),
+//! the work the tiling model counts, the FP32 operands on the device with their checks
 //! against the f64 reference, and cuBLAS SGEMM, the reference rate each rung is timed beside.
 
 use std::cell::RefCell;
@@ -12,7 +13,8 @@ use crate::gpu::cublas::Cublas;
 use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::staging::Staging;
 use crate::gpu::timing::{Timing, time};
-use crate::lab::{Lab, check_u32_elements, ensure_free, f32_bytes, poison, poisoned};
+use crate::lab::{Lab, Level, Work, check_u32_elements, ensure_free, f32_bytes, poison, poisoned};
+use crate::model::tiling::{MatmulShape, block_tiled_global_loads};
 use crate::verify::{self, Check, MatmulStreamed, Precision};
 use crate::{reference, refuse};
 
@@ -22,11 +24,18 @@ pub fn square_tiles(m: u32, n: u32, tile: u32, smem: u32) -> LaunchShape {
     LaunchShape::covering(m as usize, n as usize, (tile as usize, tile as usize), (tile, tile), smem)
 }
 
+/// The shape of an SGEMM rung: one-dimensional blocks of `threads`, one per `tile x tile` tile
+/// of the `m x n` result.
+pub fn rung_shape(m: u32, n: u32, tile: u32, threads: u32, smem: u32) -> LaunchShape {
+    LaunchShape::covering(m as usize, n as usize, (tile as usize, tile as usize), (threads, 1), smem)
+}
+
 /// The launch shapes of the GEMM kernels several lessons launch.
 pub mod shapes {
     use memlab_contracts::matmul::{TILE_32, tiled_smem_bytes};
+    use memlab_contracts::sgemm::{A_PITCH_PADDED, STAGES, THREADS, TILE, smem_bytes};
 
-    use super::square_tiles;
+    use super::{rung_shape, square_tiles};
     use crate::gpu::launch::LaunchShape;
 
     /// `matmul_tiled_32`: `C = A * B` (`a` `m x k`, `b` `k x n`, `c` `m x n`, row-major f32), `32 x 32` tiles (block of 1024 threads) in
@@ -34,6 +43,20 @@ pub mod shapes {
     /// tile, rung 1 of the SGEMM ladder, and the baseline of the race and cluster lessons.
     pub fn matmul_tiled_32(m: u32, n: u32) -> LaunchShape {
         square_tiles(m, n, TILE_32, tiled_smem_bytes(TILE_32))
+    }
+
+    /// Rung 6 of the SGEMM ladder, `sgemm_6_double_buffered`: 256 threads per `128 x 128` tile,
+    /// two stages of a pitch-132 `A` tile and a `B` tile (16640 B); the TMA lesson's path of
+    /// plain loads into shared memory.
+    pub fn sgemm_6_double_buffered(m: u32, n: u32) -> LaunchShape {
+        rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH_PADDED, TILE, STAGES))
+    }
+
+    /// Rung 7, `sgemm_7_async_copy`: as rung 6 (16640 B), `B` by `cp.async`; in the sm_80 and
+    /// sm_90 PTX only. Buffers 16-byte aligned (every device allocation is). The TMA lesson's
+    /// `cp.async` path.
+    pub fn sgemm_7_async_copy(m: u32, n: u32) -> LaunchShape {
+        rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH_PADDED, TILE, STAGES))
     }
 }
 
@@ -143,6 +166,14 @@ impl Operands {
         let (m, n, k) = self.size;
         2.0 * (m * n * k) as f64
     }
+}
+
+/// The work of a kernel of `bm x bn` blocks on `ops`: its FLOP, and bytes as the tiling model
+/// counts them (every global load plus the writes of C).
+pub fn block_work(ops: &Operands, (bm, bn): (u32, u32)) -> Work {
+    let (m, n, k) = ops.size;
+    let loads = block_tiled_global_loads(MatmulShape::new(m as u64, n as u64, k as u64), (bm as u64, bn as u64));
+    Work { flop: ops.flop(), bytes: 4.0 * (loads + (m * n) as u64) as f64, level: Level::Global }
 }
 
 /// Times cuBLAS SGEMM on `ops` after checking its result; `None` without cuBLAS. With

@@ -97,8 +97,9 @@ fn command_line(args: &[&str]) -> String {
 }
 
 /// The report cut at its `##` headings, each section under the file name `REPORT_SECTIONS`
-/// gives it, headings one level down (chapters put them under their own `##`). The chart list
-/// and the empty "Tables" heading are not sections.
+/// gives it, headings one level down (chapters put them under their own `##`), then the page of
+/// the sections none claims ([`OTHER_LESSONS`]). The chart list and the empty "Tables" heading
+/// are not sections.
 pub fn split_report(report: &str) -> Result<Vec<(String, String)>> {
     let mut sections: Vec<(String, String)> = Vec::new();
     for line in report.lines() {
@@ -111,25 +112,43 @@ pub fn split_report(report: &str) -> Result<Vec<(String, String)>> {
             body.push('\n');
         }
     }
-    let mut out = Vec::new();
+    let (mut out, mut unclaimed) = (Vec::new(), Vec::new());
     for (title, body) in sections {
         if title == "Charts" || title == "Tables" {
             continue;
         }
-        let Some((_, name)) = REPORT_SECTIONS.iter().find(|(start, _)| title.starts_with(start)) else {
-            bail!(
-                "report section \"{title}\" has no file in xtask/src/book/sources.rs REPORT_SECTIONS: add one and include it in its chapter"
-            );
-        };
-        let text = format!(
-            "{}*From the run recorded on the H200 (`{RECORDED_RUN}`), as `memlab report` writes it; the run's full \
-             output is `docs/report/run-demos.txt` in the repository.*\n\n{}",
-            header(&format!("memlab report {RECORDED_RUN}")),
-            demote(body.trim_end(), 1)
-        );
-        out.push((name.to_string(), text + "\n"));
+        match REPORT_SECTIONS.iter().find(|(start, _)| title.starts_with(start)) {
+            Some((_, name)) => out.push((name.to_string(), report_page(&demote(body.trim_end(), 1)))),
+            None => unclaimed.push(demote(body.trim_end(), 1)),
+        }
     }
+    let other = match unclaimed.is_empty() {
+        true => format!("{}<!-- Every section of the recorded run has its chapter. -->\n", header(&report_command())),
+        false => report_page(&format!("## {OTHER_LESSONS_TITLE}\n\n{}", unclaimed.join("\n\n"))),
+    };
+    out.push((OTHER_LESSONS.to_string(), other));
     Ok(out)
+}
+
+/// The page (`generated/report/<OTHER_LESSONS>.md`, in the appendix) of the report sections no
+/// chapter claims (none of `REPORT_SECTIONS` starts their heading): a new lesson's measurements
+/// reach the book before it has a chapter of its own, and leave this page when one includes them.
+pub const OTHER_LESSONS: &str = "other-lessons";
+/// That page's heading.
+const OTHER_LESSONS_TITLE: &str = "Lessons without a chapter of their own";
+
+/// `memlab report` of the recorded run, as a generated page's header names it.
+fn report_command() -> String {
+    format!("memlab report {RECORDED_RUN}")
+}
+
+/// A generated page of the recorded run's report holding `markdown`.
+fn report_page(markdown: &str) -> String {
+    format!(
+        "{}*From the run recorded on the H200 (`{RECORDED_RUN}`), as `memlab report` writes it; the run's full \
+         output is `docs/report/run-demos.txt` in the repository.*\n\n{markdown}\n",
+        header(&report_command())
+    )
 }
 
 /// Chart file stem -> the caption under `![stem.svg](stem.svg)` in the report's chart list.

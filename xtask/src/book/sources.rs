@@ -3,8 +3,9 @@
 //! names given here (`src/generated/...`); `cargo xtask book` writes them and checks them.
 
 /// Sections of the recorded run's report (`memlab report docs/report/run.json`): the heading's
-/// start, and the file (`generated/report/<file>.md`) it is written to. A report section with no
-/// entry here stops the build, so a new lesson's measurements cannot be left out silently.
+/// start, and the file (`generated/report/<file>.md`) it is written to, which its chapter
+/// includes. A report section with no entry here goes to the appendix's page of lessons without
+/// a chapter (`generate::OTHER_LESSONS`), so a new lesson's measurements are never left out.
 pub const REPORT_SECTIONS: &[(&str, &str)] = &[
     ("memlab report:", "device"),
     ("Global memory ceiling", "memcpy"),

@@ -344,10 +344,10 @@ fn kernels_over_link(
         let mut one = |input: &DeviceMemory, output: &DeviceMemory, want: &[u32], lesson: &'static str| {
             output.poison()?;
             labs[i].gpu.make_current()?;
-            // The copy ceiling of the transpose lesson, with its launch contract.
+            // The LSU copy, the ceiling the transposes are held to, with its launch contract.
             let n = rows * COPY_COLS;
             let launch = launches::copy(
-                crate::demos::transpose::shapes::copy(rows as u32, COPY_COLS as u32),
+                crate::probes::baselines::shapes::copy(rows as u32, COPY_COLS as u32),
                 &input.view(n),
                 &mut output.view(n),
                 rows as u32,

@@ -10,7 +10,7 @@ use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::matmul::TILE_32;
 use memlab_contracts::sgemm::{
-    A_PITCH, A_PITCH_PADDED, Algo, MAX_SPLITS, REDUCE_THREADS, RUNG2_THREADS, RUNG2_TILE, SPLIT_K, STAGES,
+    A_PITCH, A_PITCH_PADDED, Algo, MAX_SPLITS, REDUCE_THREADS, RUNG2_THREADS, RUNG2_TILE, SPLIT_K,
     TF32_THREADS, TF32_TILE, THREADS, TILE, TUNED, Tuned, smem_bytes, split_k_config, split_steps, tf32_smem_bytes,
 };
 
@@ -20,29 +20,27 @@ use crate::gpu::device::DeviceInfo;
 use crate::gpu::launch::{Entry, Launch, LaunchShape};
 use crate::lab::Inputs;
 use crate::lab::{
-    KernelRow, KernelRun, Lab, Level, Section, Work, ensure_free, f32_bytes, measure, measure_then, poison, poisoned,
+    KernelRow, KernelRun, Lab, Section, ensure_free, f32_bytes, measure, measure_then, poison, poisoned,
 };
 use crate::lab::{Lesson, Shared};
 use crate::launches;
 use crate::model::split_k::{self, Machine, Plan};
 use crate::model::tiling::{MatmulShape, block_tiled_global_loads};
-use crate::probes::gemm::{MatmulLaunch, Operands, matmul_launch, time_cublas};
+use crate::probes::gemm::{MatmulLaunch, Operands, block_work, matmul_launch, rung_shape, time_cublas};
 use crate::ptx::Ptx;
 use crate::series::{Series, names};
 use crate::tuned::{Pick, ShapeClass, TunedFile};
 use crate::verify::{Check, Precision};
-
-/// The shape of a rung: one-dimensional blocks of `threads`, one per `tile x tile` tile of the
-/// `m x n` result.
-fn rung_shape(m: u32, n: u32, tile: u32, threads: u32, smem: u32) -> LaunchShape {
-    LaunchShape::covering(m as usize, n as usize, (tile as usize, tile as usize), (threads, 1), smem)
-}
 
 /// The launch shapes of this lesson's kernels, one function per kernel entry (its typed
 /// launch, in [`crate::launches`], takes the shape first).
 pub mod shapes {
     #[allow(unused_imports)]
     use super::*;
+
+    /// Rungs 6 and 7, which the TMA lesson times too, shaped below the lessons
+    /// ([`crate::probes::gemm::shapes`]).
+    pub use crate::probes::gemm::shapes::{sgemm_6_double_buffered, sgemm_7_async_copy};
 
     /// Rung 2, `sgemm_2_register_1d`: `C = A * B` (`a` `m x k`, `b` `k x n`, `c` `m x n`,
     /// row-major f32); 512 threads per `64 x 64` tile, 4096 B of shared memory.
@@ -63,17 +61,6 @@ pub mod shapes {
     /// Rung 5, `sgemm_5_conflict_free`: as rung 4, `A` tile pitch 132 (8320 B).
     pub fn sgemm_5_conflict_free(m: u32, n: u32) -> LaunchShape {
         rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH_PADDED, TILE, 1))
-    }
-
-    /// Rung 6, `sgemm_6_double_buffered`: as rung 5, two stages (16640 B).
-    pub fn sgemm_6_double_buffered(m: u32, n: u32) -> LaunchShape {
-        rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH_PADDED, TILE, STAGES))
-    }
-
-    /// Rung 7, `sgemm_7_async_copy`: as rung 6 (16640 B), `B` by `cp.async`; in the sm_80 and
-    /// sm_90 PTX only. Buffers 16-byte aligned (every device allocation is).
-    pub fn sgemm_7_async_copy(m: u32, n: u32) -> LaunchShape {
-        rung_shape(m, n, TILE, THREADS, smem_bytes(A_PITCH_PADDED, TILE, STAGES))
     }
 
     /// Rung 9, `sgemm_9_tensor_tf32`: 256 threads per `128 x 128` tile, 3 stages of swizzled
@@ -419,19 +406,6 @@ pub const RUNGS: [Rung; 9] = [
 
 /// The rungs that run on tensor cores (TF32): the roofline places them against the tensor roof.
 pub const TENSOR_KERNELS: [&str; 2] = ["sgemm_9_tensor_tf32", "sgemm_9_tensor_tf32_unswizzled"];
-
-/// The work of a rung of `bm x bn` blocks on `ops`: its FLOP, and bytes as the tiling model
-/// counts them (every global load plus the writes of C).
-pub fn block_work(ops: &Operands, (bm, bn): (u32, u32)) -> Work {
-    let (m, n, k) = ops.size;
-    let loads = block_tiled_global_loads(MatmulShape::new(m as u64, n as u64, k as u64), (bm as u64, bn as u64));
-    Work { flop: ops.flop(), bytes: 4.0 * (loads + (m * n) as u64) as f64, level: Level::Global }
-}
-
-/// [`block_work`] for square `tile x tile` blocks.
-pub fn work(ops: &Operands, tile: u32) -> Work {
-    block_work(ops, (tile, tile))
-}
 
 /// Checks `rung` on each of [`ODD_GEMM_SIZES`](crate::lab::ODD_GEMM_SIZES), element by element, untimed.
 ///
