@@ -37,8 +37,8 @@ use crate::device::wgmma::{
 };
 use crate::device::{Block, GlobalOut, block_idx_x, block_idx_y, kernel, thread_idx_x};
 use memlab_contracts::tensor::{
-    BK, CONSUMER_REGS, FP8, MMA_K, MULTICAST, PERSISTENT, PIPELINED, PRODUCER_REGS, Rung, SPECIALIZED, TMA_STORE, WARPGROUP,
-    WARPGROUP_ROWS, WGMMA, WIDE, tile_origin, tiles,
+    BK, CONSUMER_REGS, FP8, MMA_K, MULTICAST, PERSISTENT, PIPELINED, PRODUCER_REGS, Rung, SPECIALIZED, TMA_STORE,
+    WARPGROUP, WARPGROUP_ROWS, WGMMA, WIDE, tile_origin, tiles,
 };
 use memlab_device_api::global::{ReadWrite, Slice};
 

@@ -458,9 +458,7 @@ impl Staging {
                 let packed = bf16x2(lo * scale, hi * scale);
                 // SAFETY: inside this warpgroup's staging (checked, or by invariant 4), 4-byte
                 // aligned; no TMA store reads it (the wait above) and only this thread writes it.
-                unsafe {
-                    asm!("st.shared.b32 [{a}], {v};", a = in(reg32) self.base.add(at).0, v = in(reg32) packed)
-                };
+                unsafe { asm!("st.shared.b32 [{a}], {v};", a = in(reg32) self.base.add(at).0, v = in(reg32) packed) };
             }
         });
         fence_proxy_async_shared();
