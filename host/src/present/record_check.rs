@@ -319,9 +319,9 @@ mod tests {
         let r = record();
         let c = Ceilings::of(&r);
         let d = &r.device;
-        // The H200: 132 SMs at 1.98 GHz, 128 B and 4096 FLOP (BF16 tensor) per SM per clock.
+        // The H200: 132 SMs at 1.98 GHz, 128 B and 8192 FLOP (FP8 tensor) per SM per clock.
         assert!((c.gbs - f64::from(d.sms) * 1.98 * 128.0).abs() < 1.0, "{}", c.gbs);
-        assert!((c.tflops - f64::from(d.sms) * 1.98 * 4096.0 / 1e3).abs() < 0.1, "{}", c.tflops);
+        assert!((c.tflops - f64::from(d.sms) * 1.98 * 8192.0 / 1e3).abs() < 0.1, "{}", c.tflops);
         let mut r = record();
         let (at, k) = first_row(&mut r);
         k.rate = match k.rate {
