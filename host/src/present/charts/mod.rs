@@ -62,7 +62,7 @@ pub(crate) const MARK: RGBColor = RGBColor(0xd0, 0x10, 0x10);
 /// The BF16 tensor-core roof of the roofline chart.
 pub(crate) const BF16: RGBColor = RGBColor(0x6a, 0x3d, 0x9a);
 /// The FP8 tensor-core roof of the roofline chart.
-pub(crate) const FP8: RGBColor = RGBColor(0x1f, 0x78, 0xb4);
+pub(crate) const FP8: RGBColor = RGBColor(0x33, 0xa0, 0x2c);
 
 fn register_font() {
     static ONCE: Once = Once::new();

@@ -28,6 +28,9 @@ pub enum Precision {
 }
 
 impl Precision {
+    /// The tensor-core precisions, each with a roof of its own.
+    pub const TENSOR: [Precision; 3] = [Precision::Tf32, Precision::Bf16, Precision::Fp8];
+
     /// Its name on the chart.
     pub fn name(self) -> &'static str {
         match self {
@@ -257,7 +260,7 @@ impl RooflineChart {
                 format!("FP32 peak at the driver's clock {:.1} TFLOP/s", self.driver_peak_tflops),
             ));
         }
-        for p in [Precision::Tf32, Precision::Bf16, Precision::Fp8] {
+        for p in Precision::TENSOR {
             if let Some(peak) = self.peak(p) {
                 key.push((
                     Sample::Dashed(p.colour()),
@@ -301,9 +304,9 @@ impl Chart for RooflineChart {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         root.fill(&WHITE)?;
-        let peaks: Vec<String> = [Precision::Fp32, Precision::Tf32, Precision::Bf16]
-            .iter()
-            .filter_map(|&p| self.peak(p).map(|v| format!("{} {v:.0}", p.name())))
+        let peaks: Vec<String> = std::iter::once(Precision::Fp32)
+            .chain(Precision::TENSOR)
+            .filter_map(|p| self.peak(p).map(|v| format!("{} {v:.0}", p.name())))
             .collect();
         let title = format!("Roofline: peaks {} TFLOP/s; memcpy {:.0} GB/s", peaks.join(", "), self.memcpy_gbs);
         let area = key::titled(root, &title, &self.key())?;
@@ -333,7 +336,7 @@ impl Chart for RooflineChart {
                 })
                 .collect::<Vec<_>>()
         };
-        for p in [Precision::Bf16, Precision::Tf32] {
+        for p in Precision::TENSOR {
             if let Some(peak) = self.peak(p) {
                 chart.draw_series(DashedLineSeries::new(
                     roof(self.memcpy_gbs, peak),
