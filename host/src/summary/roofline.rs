@@ -443,6 +443,13 @@ mod tests {
             roof.starts_with(&format!("BF16 tensor-core roof {:.0} TFLOP/s = 132 SMs x 4096", bf16 / 1e12)),
             "{roof}"
         );
+        let fp8 = device.peak_fp8(clock).unwrap();
+        let roof = s.notes.iter().find(|n| n.starts_with("FP8 tensor-core roof")).expect("an FP8 roof note");
+        assert!(
+            roof.starts_with(&format!("FP8 tensor-core roof {:.0} TFLOP/s = 132 SMs x 8192", fp8 / 1e12)),
+            "{roof}"
+        );
+        assert!(roof.ends_with("tensor_9_fp8 is placed against it."), "{roof}");
         let unexplained = s.notes.iter().find(|n| n.starts_with("Above the FP32 peak"));
         assert!(unexplained.is_none_or(|n| !n.contains("tensor_")), "{unexplained:?}");
     }
