@@ -252,13 +252,15 @@ fn full_run() -> RunRecord {
 fn the_roofline_tags_of_the_full_recorded_run_never_overlap() {
     let r = full_run();
     let roof = report_dir::roofline(&r).expect("the run has a roofline");
-    // Every roof of the H200: BF16 twice TF32, each at the FP32 roof's clock.
-    let (tf32, bf16) = (roof.tensor_tflops.unwrap(), roof.bf16_tflops.unwrap());
+    // Every roof of the H200: BF16 twice TF32, FP8 twice BF16, each at the FP32 roof's clock.
+    let (tf32, bf16, fp8) = (roof.tensor_tflops.unwrap(), roof.bf16_tflops.unwrap(), roof.fp8_tflops.unwrap());
     assert!((bf16 / tf32 - 2.0).abs() < 1e-9 && (tf32 / roof.peak_tflops - 8.0).abs() < 1e-9, "{tf32} {bf16}");
+    assert!((fp8 / bf16 - 2.0).abs() < 1e-9, "{fp8}");
     let of =
         |p: Precision| roof.points.iter().filter(|k| k.precision == p).map(|k| k.label.as_str()).collect::<Vec<_>>();
     assert_eq!(of(Precision::Tf32), ["sgemm_9_tensor_tf32", "sgemm_9_tensor_tf32_unswizzled", "tensor_7_tf32"]);
-    assert_eq!(of(Precision::Bf16).len(), 6, "the tensor ladder's rungs");
+    assert_eq!(of(Precision::Bf16).len(), memlab_contracts::tensor::LADDER.len(), "the tensor ladder's rungs");
+    assert_eq!(of(Precision::Fp8), ["tensor_9_fp8"]);
     assert!(of(Precision::Bf16).iter().all(|k| k.starts_with("tensor_")));
     // Against their own roofs no point of this run is impossible: every one is drawn.
     assert!(roof.points.iter().all(|p| roof.drawn(p)));
