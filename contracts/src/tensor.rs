@@ -1,5 +1,5 @@
-//! The tensor-core ladder (`kernels-gpu/src/tensor.rs`, the sm_90a PTX): BF16 `wgmma` fed by
-//! TMA through a ring of shared-memory stages.
+//! The tensor-core ladder (`kernels-gpu/src/tensor.rs`, the sm_90a PTX): `wgmma` fed by TMA
+//! through a ring of shared-memory stages, in BF16, then TF32 and FP8 e4m3.
 //!
 //! Layouts: `A` is `m x k` row-major, `B` is `n x k` row-major (each row of `B` is a column of
 //! the product's right operand, so both operands are K-major, the layout `wgmma` reads from
@@ -11,7 +11,8 @@
 //! The TF32 rung ([`TF32`]) keeps every byte of that layout: its `A`, `B` and `C` are FP32,
 //! a stage row is [`BK_TF32`] = 32 of them (the same 128 bytes), and one `wgmma` step is
 //! [`MMA_K_TF32`] = 8 deep (the same 32 bytes of a row), so the ring, the descriptors and the
-//! stage bytes are the BF16 rungs'.
+//! stage bytes are the BF16 rungs'. The FP8 rung ([`FP8`]) does the same with 128 one-byte
+//! e4m3 elements per row ([`BK_FP8`]) and `k32` steps ([`MMA_K_FP8`]), and a BF16 `C`.
 
 use crate::tma::{MBARRIER_BYTES, SMEM_ALIGN};
 
@@ -26,6 +27,9 @@ pub const BK_TF32: u32 = BK * ELEMENT_BYTES / 4;
 /// Depth of one TF32 `wgmma` (`k8` for 32-bit inputs; PTX ISA, "wgmma.mma_async": shapes):
 /// 32 bytes of a row, as [`MMA_K`] BF16.
 pub const MMA_K_TF32: u32 = MMA_K * ELEMENT_BYTES / 4;
+/// `wgmma` steps per stage: a 128-byte row holds 4 steps of 32 bytes for every input type
+/// (`k16` of BF16, `k8` of TF32, `k32` of FP8).
+pub const STAGE_STEPS: u32 = BK / MMA_K;
 /// Depth of one FP8 stage: 128 e4m3 elements of one byte, the same 128-byte swizzle span.
 pub const BK_FP8: u32 = BK * ELEMENT_BYTES;
 /// Depth of one FP8 `wgmma` (`k32` for 8-bit inputs; PTX ISA, "wgmma.mma_async": shapes): 32
@@ -160,8 +164,9 @@ pub const LADDER: [Rung; 7] = [WGMMA, PIPELINED, SPECIALIZED, WIDE, MULTICAST, P
 pub const TF32: Rung =
     Rung { name: "tensor_7_tf32", bn: 256, consumers: 2, cluster: 1, setmaxnreg: true, tma_store: false };
 
-/// Rung 9: rung 8 on FP8 e4m3 operands (`m64n256k32.f32.e4m3.e4m3`), FP32 accumulation, one
-/// per-tensor scale applied to the sums, BF16 `C`: a stage row is 128 elements, the same 128
+/// Rung 9: rung 8 on FP8 e4m3 operands (`m64n256k32.f32.e4m3.e4m3`), FP32 accumulator
+/// registers (Hopper's FP8 tensor cores keep fewer bits of the running sum: about 14, DeepSeek-V3
+/// technical report, section 3.3.2), one per-tensor scale applied to the sums, BF16 `C`: a stage row is 128 elements, the same 128
 /// bytes, so the ring, the swizzle, the descriptors and the staging are rung 8's.
 pub const FP8: Rung =
     Rung { name: "tensor_9_fp8", bn: 256, consumers: 2, cluster: 1, setmaxnreg: true, tma_store: true };

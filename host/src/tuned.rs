@@ -30,7 +30,8 @@ pub const ENV: &str = "MEMLAB_TUNED";
 
 /// A class of SGEMM shapes: the tuned rung may choose another tile, or the split-K rung, for
 /// each. [`ShapeClass::of`] tests them in this order: short `k`, thin `M`, thin `N`, then by the
-/// size of `C`, a size above 1024^2 whose sides are not multiples of 256 being `Odd`.
+/// size of `C` (up to 1024^2 split by the depth of `k`), a size above 1024^2 whose sides are not
+/// multiples of 256 being `Odd`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ShapeClass {
@@ -118,16 +119,19 @@ impl ShapeClass {
     /// What runs where the file has no choice for the device: rung 6's own configuration for
     /// medium and large products and short `k` (rung 6 measured 42.7 and 43.7 TFLOP/s at
     /// 2048^3 and 4096^3 on the H200, above every `AsyncCopy` configuration, and 32.2 at
-    /// 4096x4096x64, above cuBLAS's 26.2), the split-K rung for the classes where one split
-    /// leaves SMs idle (thin, odd, small: the model of `model::split_k` picks the split).
+    /// 4096x4096x64, above cuBLAS's 26.2), the 64 x 64 tile for small products with a short `k`
+    /// (autotune's choice on the H200), the split-K rung for the classes where one split leaves
+    /// SMs idle (thin, odd, small and deep: the model of `model::split_k` picks the split).
     pub fn fallback(self) -> Pick {
         match self {
             ShapeClass::Medium | ShapeClass::Large | ShapeClass::ShortK => {
                 Pick::Plain(config("sgemm_8_128x128x8_w32x64_t8x8_regs").expect("a compiled configuration"))
             }
-            ShapeClass::Small | ShapeClass::SmallDeep | ShapeClass::ThinM | ShapeClass::ThinN | ShapeClass::Odd => {
-                Pick::SplitK
+            // A split of a short `k` loop leaves a few steps per block (see `Small`).
+            ShapeClass::Small => {
+                Pick::Plain(config("sgemm_8_64x64x16_w32x32_t4x8_s3").expect("a compiled configuration"))
             }
+            ShapeClass::SmallDeep | ShapeClass::ThinM | ShapeClass::ThinN | ShapeClass::Odd => Pick::SplitK,
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The tensor-core ladder (the sm_90a PTX only): `C = A * B^T` in BF16 with FP32 accumulation,
+//! The tensor-core ladder (the sm_90a PTX only): `C = A * B^T` in BF16 with FP32 accumulation
+//! (then TF32 and FP8 e4m3 on the same pipeline),
 //! `A` `m x k`, `B` `n x k`, `C` `m x n`, all row-major (`memlab_contracts::tensor` gives the
 //! layouts, tiles and shared bytes). TMA copies each stage's tiles of `A` and `B` from global
 //! memory into 128-byte-swizzled shared memory, and `wgmma` reads them from there through matrix
@@ -33,11 +34,12 @@
 use crate::device::tma::grid_blocks;
 use crate::device::tma::{Map, MapIn};
 use crate::device::wgmma::{
-    Accum, Bf16, E4m3, Input, Ring, Staging, Tf32, leave_cluster, release_registers, store_bf16, take_registers,
+    Accum, Bf16, DirectStore, E4m3, Input, Ring, Staging, Tf32, leave_cluster, release_registers, store_bf16,
+    take_registers,
 };
 use crate::device::{Block, GlobalOut, block_idx_x, block_idx_y, kernel, thread_idx_x};
 use memlab_contracts::tensor::{
-    BK, CONSUMER_REGS, FP8, MMA_K, MULTICAST, PERSISTENT, PIPELINED, PRODUCER_REGS, Rung, SPECIALIZED, TMA_STORE,
+    BK, CONSUMER_REGS, FP8, MULTICAST, PERSISTENT, PIPELINED, PRODUCER_REGS, Rung, SPECIALIZED, STAGE_STEPS, TMA_STORE,
     WARPGROUP, WARPGROUP_ROWS, WGMMA, WIDE, tile_origin, tiles,
 };
 use memlab_device_api::global::{ReadWrite, Slice};
@@ -63,7 +65,7 @@ pub fn tensor_1_wgmma(block: Block, a: MapIn, b: MapIn, c: GlobalOut<u16>, m: u3
             ring.load(step, maps, (step * BK, m0, n0));
         }
         ring.consume(step, |stage| {
-            for s in 0..BK / MMA_K {
+            for s in 0..STAGE_STEPS {
                 acc.mma(stage.a(0, s), stage.b(s));
             }
         });
@@ -172,14 +174,15 @@ kernel! {
 pub fn tensor_8_tma_store(block: Block, a: MapIn, b: MapIn, c: MapIn, m: u32, n: u32, k: u32, stages: u32) {
     let c = c.map();
     persistent::<Bf16, _>(block, &TMA_STORE, (a.map(), b.map()), (m, n, k), stages, |ring, slice| {
-        (ring.staging(slice, TMA_STORE.bn), c, 1.0)
+        (ring.staging(&TMA_STORE, slice), c, 1.0)
     })
 }
 }
 
 kernel! {
 /// Rung 9: rung 8 on FP8 e4m3 `A` and `B` (`m64n256k32.f32.e4m3.e4m3`, 4 per stage), FP32
-/// accumulation, `C = scale * A * B^T` in BF16, `scale` the product of the two per-tensor
+/// accumulator registers (whose sums Hopper's FP8 tensor cores keep to about 14 bits:
+/// DeepSeek-V3 technical report, section 3.3.2), `C = scale * A * B^T` in BF16, `scale` the product of the two per-tensor
 /// scales: each stage row is 128 elements, the same 128 bytes as rung 8's 64 BF16, so the ring,
 /// the swizzle, the descriptors and the staging are rung 8's, for twice the FLOPs per byte.
 ///
@@ -190,7 +193,7 @@ kernel! {
 pub fn tensor_9_fp8(block: Block, a: MapIn, b: MapIn, c: MapIn, scale: f32, m: u32, n: u32, k: u32, stages: u32) {
     let c = c.map();
     persistent::<E4m3, _>(block, &FP8, (a.map(), b.map()), (m, n, k), stages, |ring, slice| {
-        (ring.staging(slice, FP8.bn), c, scale)
+        (ring.staging(&FP8, slice), c, scale)
     })
 }
 }
@@ -203,13 +206,14 @@ trait Epilogue {
     fn finish(&self) {}
 }
 
-/// From registers straight into the `m x n` row-major `C` (rungs 6 and 7): [`Input::store`].
-struct Direct<I: Input> {
+/// From registers straight into the `m x n` row-major `C` (rungs 6 and 7):
+/// [`DirectStore::store`].
+struct Direct<I: DirectStore> {
     c: Slice<I::Out, ReadWrite>,
     mn: (u32, u32),
 }
 
-impl<I: Input> Epilogue for Direct<I> {
+impl<I: DirectStore> Epilogue for Direct<I> {
     #[inline(always)]
     fn store(&mut self, acc: &[f32; 128], origin: (u32, u32)) {
         I::store(acc, &mut self.c, self.mn, origin)
@@ -270,7 +274,7 @@ fn persistent<I: Input, E: Epilogue>(
             let mut acc = <[f32; 128]>::zero();
             for s in 0..steps {
                 ring.consume(step + s, |stage| {
-                    for kk in 0..BK / MMA_K {
+                    for kk in 0..STAGE_STEPS {
                         I::mma(&mut acc, stage.a(slice, kk), stage.b(kk));
                     }
                 });
@@ -313,7 +317,7 @@ fn specialized<A: Accum>(
         let mut acc = A::zero();
         for step in 0..steps {
             ring.consume(step, |stage| {
-                for s in 0..BK / MMA_K {
+                for s in 0..STAGE_STEPS {
                     acc.mma(stage.a(slice, s), stage.b(s));
                 }
             });

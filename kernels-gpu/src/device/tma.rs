@@ -209,8 +209,9 @@ pub(crate) unsafe fn tensor_load_2d(
 /// .tile.bulk_group`). Elements of the box outside the tensor are not written.
 ///
 /// # Safety
-/// As for [`tensor_load_2d`]; `src` holds the box, written by this block before a
-/// [`fence_proxy_async_shared`] and a block barrier, and is not written until [`bulk_wait_read`].
+/// As for [`tensor_load_2d`]; `src` holds the box, written before a [`fence_proxy_async_shared`]
+/// by each writing thread and a barrier of every thread that wrote it (the block's, or a named
+/// one of those threads), and is not written until [`bulk_wait_read`].
 #[inline(always)]
 pub(crate) unsafe fn tensor_store_2d(map: *const TensorMap, x: u32, y: u32, src: SharedAddr, hint: Option<L2Policy>) {
     match hint {

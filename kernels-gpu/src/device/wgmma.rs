@@ -14,7 +14,7 @@
 //! Soundness, beyond the device API's invariants and those of `device/tma.rs`:
 //! 1. The launch contract: the block has the threads of its [`memlab_contracts::tensor::Rung`]
 //!    and the dynamic shared bytes of `Rung::smem_bytes`; the maps are BF16 maps (FP32 for
-//!    [`Tf32`]) whose boxes are the ring's tiles (rows of 128 bytes: `bm` of them for `A`,
+//!    [`Tf32`], bytes for [`E4m3`]) whose boxes are the ring's tiles (rows of 128 bytes: `bm` of them for `A`,
 //!    `bn / cluster` for `B`, 128-byte swizzle).
 //!    A tensor copy then writes only inside its stage, and a descriptor only names bytes of the
 //!    ring: [`Stage`] makes them from the stage's own addresses, with the offsets checked in
@@ -41,7 +41,8 @@ use super::tma::{
     mbarrier_init, mbarrier_wait, tensor_load_2d, tensor_store_2d,
 };
 use memlab_contracts::tensor::{
-    BK, BK_FP8, BK_TF32, ELEMENT_BYTES, MMA_K, STORE_BOX, SWIZZLE_ATOM_BYTES, WARPGROUP, WARPGROUP_ROWS,
+    BK, BK_FP8, BK_TF32, ELEMENT_BYTES, MMA_K, Rung, STAGE_STEPS, STORE_BOX, SWIZZLE_ATOM_BYTES, WARPGROUP,
+    WARPGROUP_ROWS,
 };
 use memlab_contracts::tma::{MBARRIER_BYTES, SMEM_ALIGN};
 use memlab_device_api::arch::cluster::{cluster_ctarank, cluster_sync, map_shared_rank};
@@ -85,14 +86,14 @@ impl Stage {
     /// (`0 .. BK / 16`): the `m64` operand of warpgroup `slice`.
     #[inline(always)]
     pub fn a(&self, slice: u32, step: u32) -> Desc {
-        check((slice + 1) * WARPGROUP_ROWS <= self.a_rows && step < BK / MMA_K);
+        check((slice + 1) * WARPGROUP_ROWS <= self.a_rows && step < STAGE_STEPS);
         Desc::at(self.a.add(slice * WARPGROUP_ROWS * ROW_BYTES + step * STEP_BYTES))
     }
 
     /// The descriptor of the stage's whole `B` tile at depth step `step`.
     #[inline(always)]
     pub fn b(&self, step: u32) -> Desc {
-        check(step < BK / MMA_K);
+        check(step < STAGE_STEPS);
         Desc::at(self.b.add(step * STEP_BYTES))
     }
 }
@@ -129,7 +130,7 @@ macro_rules! regs {
 
 /// The `wgmma` of shape `$shape` and input types `$types` over the accumulator `$d` at indices
 /// `$i`, with scale-d 1 and `$imm` (the input scales, and for 16-bit inputs the transposes; a
-/// TF32 `wgmma` has no transpose operands).
+/// TF32 or FP8 `wgmma` has no transpose operands).
 macro_rules! wgmma {
     ($shape:literal, $types:literal, $imm:literal, $d:expr, $a:expr, $b:expr; $($i:literal)*) => {
         // SAFETY: registers and descriptors only; the warpgroup executes it together and the
@@ -409,6 +410,10 @@ unsafe fn tensor_load_2d_multicast(
 
 /// Bytes of one box of a [`Staging`]: `64 x 64` BF16.
 const BOX_BYTES: u32 = STORE_BOX.0 * STORE_BOX.1 * ELEMENT_BYTES;
+/// Bytes of the unit the 128-byte swizzle permutes inside a row.
+const CHUNK_BYTES: u32 = 16;
+/// Rows of one swizzle atom: the chunk of row `r` is permuted by `r % ATOM_ROWS`.
+const ATOM_ROWS: u32 = SWIZZLE_ATOM_BYTES / ROW_BYTES;
 
 /// One consumer warpgroup's staging of its `64 x N` BF16 tile of `C` for TMA stores: `N / 64`
 /// boxes of `64 x 64` ([`STORE_BOX`]), each 64 rows of 128 bytes under the 128-byte swizzle (the
@@ -419,28 +424,28 @@ const BOX_BYTES: u32 = STORE_BOX.0 * STORE_BOX.1 * ELEMENT_BYTES;
 pub struct Staging {
     base: SharedAddr,
     slice: u32,
+    bytes: u32,
 }
 
 impl Ring {
-    /// The staging of consumer warpgroup `slice` for `64 x cols` tiles: after the ring's stages
-    /// and barriers on the next 1024-byte line (`Rung::staging_offset`), slices in order.
+    /// The staging of consumer warpgroup `slice` of `rung` (the ring's, carved with its tiles):
+    /// `Rung::staging_bytes / consumers` bytes at `Rung::staging_offset` past the ring's start,
+    /// slices in order.
     #[inline(always)]
-    pub fn staging(&self, slice: u32, cols: u32) -> Staging {
-        let ring = self.stages * (self.a_bytes + self.b_bytes + 2 * MBARRIER_BYTES);
-        let bytes = WARPGROUP_ROWS * cols * ELEMENT_BYTES;
-        let base = self.base.add(ring.div_ceil(SMEM_ALIGN) * SMEM_ALIGN + slice * bytes);
+    pub fn staging(&self, rung: &Rung, slice: u32) -> Staging {
+        let bytes = rung.staging_bytes() / rung.consumers.max(1);
+        let base = self.base.add(rung.staging_offset(self.stages) + slice * bytes);
         let end = SharedAddr::of(arch::dynamic_shared::<u8>()).add(arch::dynamic_shared_bytes() as u32);
-        check(base.0 + bytes <= end.0);
-        Staging { base, slice }
+        check(slice < rung.consumers && base.0 + bytes <= end.0);
+        Staging { base, slice, bytes }
     }
 }
 
 impl Staging {
     /// Writes the warpgroup's accumulator times `scale` as BF16 (`cvt.rn.bf16x2.f32`) into the
-    /// staging, then
-    /// one thread starts the TMA stores of its boxes to rows `row0 ..`, columns `col0 ..` of `C`
-    /// through `map` (the copy engine clips what lies outside `C`) and commits them as one bulk
-    /// group. It first waits until that thread's previous group has read the staging. Every
+    /// staging, then one thread starts the TMA stores of its boxes to rows `row0 ..`, columns
+    /// `col0 ..` of `C` through `map` (the copy engine clips what lies outside `C`) and commits
+    /// them as one bulk group. It first waits until that thread's previous group has read the staging. Every
     /// thread of the warpgroup calls it together (invariant 2), and [`Staging::finish`] last.
     #[inline(always)]
     pub fn store<A: Accum>(&self, acc: &A, scale: f32, map: Map, (row0, col0): (u32, u32)) {
@@ -449,12 +454,12 @@ impl Staging {
             bulk_wait_read::<0>();
         }
         self.sync();
-        let row = 16 * (t / 32) + (t % 32) / 4;
+        let row = fragment_row(t);
         acc.each_8_columns(|j, v| {
             let (bx, chunk) = (j / 8, j % 8);
             for (r, lo, hi) in [(row, v[0], v[1]), (row + 8, v[2], v[3])] {
-                let at = bx * BOX_BYTES + r * 128 + ((chunk ^ (r % 8)) * 16) + 4 * (t % 4);
-                check(at + 4 <= A::N / STORE_BOX.1 * BOX_BYTES);
+                let at = bx * BOX_BYTES + r * ROW_BYTES + (chunk ^ (r % ATOM_ROWS)) * CHUNK_BYTES + 4 * (t % 4);
+                check(at + 4 <= self.bytes);
                 let packed = bf16x2(lo * scale, hi * scale);
                 // SAFETY: inside this warpgroup's staging (checked, or by invariant 4), 4-byte
                 // aligned; no TMA store reads it (the wait above) and only this thread writes it.
@@ -510,6 +515,13 @@ pub fn leave_cluster() {
     cluster_sync();
 }
 
+/// The first of the two rows of a warpgroup's `64 x N` accumulator that thread `t` (`0 .. 128`)
+/// holds: `16 (t / 32) + (t % 32) / 4`, the other 8 below (PTX ISA, "Register Fragments").
+#[inline(always)]
+fn fragment_row(t: u32) -> u32 {
+    16 * (t / 32) + (t % 32) / 4
+}
+
 /// Calls `f(at, lo, hi, has_hi)` for each pair of a warpgroup's `64 x N` accumulator that lies
 /// inside the `m x n` row-major `C` at rows `row0 ..` and columns `col0 ..`: `at` the element
 /// of `lo`, `hi` the next column's value, `has_hi` whether that column is inside `C`. Thread `t`
@@ -524,7 +536,7 @@ fn each_pair<A: Accum>(
     mut f: impl FnMut(usize, f32, f32, bool),
 ) {
     let t = crate::device::thread_idx_x() % WARPGROUP;
-    let row = row0 + 16 * (t / 32) + (t % 32) / 4;
+    let row = row0 + fragment_row(t);
     acc.each_8_columns(|j, v| {
         let col = col0 + 8 * j + 2 * (t % 4);
         for (r, lo, hi) in [(row, v[0], v[1]), (row + 8, v[2], v[3])] {
@@ -575,16 +587,21 @@ pub fn store_f32<A: Accum>(acc: &A, c: &mut Slice<f32, ReadWrite>, (m, n): (u32,
     });
 }
 
-/// An input type of the ladder: the elements of one 128-byte stage row, the `wgmma` that
-/// adds one 32-byte step of them, and how the result is stored. Both lay out a stage the same
-/// way (`memlab_contracts::tensor`), so the ring serves either.
+/// An input type of the ladder: the elements of one 128-byte stage row and the `wgmma` that
+/// adds one 32-byte step of them. All lay out a stage the same way (`memlab_contracts::tensor`),
+/// so the ring serves each.
 pub trait Input {
-    /// An element of `C`.
-    type Out;
     /// Elements per 128-byte stage row (the TMA box's inner dimension).
     const BK: u32;
-    /// One 32-byte step of the stage's rows: [`Accum::mma`] or [`Accum::mma_tf32`].
+    /// One 32-byte step of the stage's rows: [`Accum::mma`], [`Accum::mma_tf32`] or
+    /// [`Accum::mma_e4m3`].
     fn mma<A: Accum>(acc: &mut A, a: Desc, b: Desc);
+}
+
+/// An input type whose result a consumer stores from registers, and how.
+pub trait DirectStore: Input {
+    /// An element of `C`.
+    type Out;
     /// [`store_bf16`] or [`store_f32`].
     fn store<A: Accum>(acc: &A, c: &mut Slice<Self::Out, ReadWrite>, mn: (u32, u32), origin: (u32, u32));
 }
@@ -595,16 +612,19 @@ pub enum Bf16 {}
 /// FP32 `A`, `B` and `C`, multiplied in TF32, FP32 accumulation.
 pub enum Tf32 {}
 
-/// FP8 e4m3 `A` and `B`, FP32 accumulation, BF16 `C` (through a [`Staging`]).
+/// FP8 e4m3 `A` and `B`, FP32 accumulator registers, BF16 `C` (through a [`Staging`]).
 pub enum E4m3 {}
 
 impl Input for Bf16 {
-    type Out = u16;
     const BK: u32 = BK;
     #[inline(always)]
     fn mma<A: Accum>(acc: &mut A, a: Desc, b: Desc) {
         acc.mma(a, b)
     }
+}
+
+impl DirectStore for Bf16 {
+    type Out = u16;
     #[inline(always)]
     fn store<A: Accum>(acc: &A, c: &mut Slice<u16, ReadWrite>, mn: (u32, u32), origin: (u32, u32)) {
         store_bf16(acc, c, mn, origin)
@@ -612,12 +632,15 @@ impl Input for Bf16 {
 }
 
 impl Input for Tf32 {
-    type Out = f32;
     const BK: u32 = BK_TF32;
     #[inline(always)]
     fn mma<A: Accum>(acc: &mut A, a: Desc, b: Desc) {
         acc.mma_tf32(a, b)
     }
+}
+
+impl DirectStore for Tf32 {
+    type Out = f32;
     #[inline(always)]
     fn store<A: Accum>(acc: &A, c: &mut Slice<f32, ReadWrite>, mn: (u32, u32), origin: (u32, u32)) {
         store_f32(acc, c, mn, origin)
@@ -625,15 +648,10 @@ impl Input for Tf32 {
 }
 
 impl Input for E4m3 {
-    type Out = u16;
     const BK: u32 = BK_FP8;
     #[inline(always)]
     fn mma<A: Accum>(acc: &mut A, a: Desc, b: Desc) {
         acc.mma_e4m3(a, b)
-    }
-    #[inline(always)]
-    fn store<A: Accum>(acc: &A, c: &mut Slice<u16, ReadWrite>, mn: (u32, u32), origin: (u32, u32)) {
-        store_bf16(acc, c, mn, origin)
     }
 }
 
