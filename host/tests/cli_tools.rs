@@ -235,6 +235,50 @@ fn inspect_credits_helper_loads_to_the_lesson_line_that_calls_them() {
     }
 }
 
+/// Whether `piece` is a part of `word` that a line break after a separator (a path's `/`,
+/// Rust's `::`, `(`, `,` or `.`) leaves whole: it starts the word or follows a separator, and
+/// ends it or ends with one.
+fn whole_piece_of(piece: &str, word: &str) -> bool {
+    const SEPARATORS: [&str; 5] = ["/", "::", "(", ",", "."];
+    word.match_indices(piece).any(|(at, _)| {
+        let starts = at == 0 || SEPARATORS.iter().any(|s| word[..at].ends_with(s));
+        let ends = at + piece.len() == word.len() || SEPARATORS.iter().any(|s| piece.ends_with(s));
+        starts && ends
+    })
+}
+
+#[test]
+fn inspect_at_100_columns_breaks_no_word_and_credits_the_kernels_own_line() {
+    let cell_words = |text: &str| -> Vec<String> {
+        text.split(|c: char| c.is_whitespace() || c == '|')
+            .filter(|w| !w.is_empty() && !w.chars().all(|c| c == '-'))
+            .map(String::from)
+            .collect()
+    };
+    // A kernel a lesson's macro declares (rung 8), one whose signature is longer than its
+    // column, one with a long chain of calls.
+    for kernel in ["sgemm_8_128x128x8_w32x64_t8x8_regs", "transpose_aligned_stores", "cluster_shared_read"] {
+        let markdown = ok(&["inspect", kernel, "--format", "markdown"]);
+        let out = memlab().env("COLUMNS", "100").args(["inspect", kernel]).output().expect("run memlab");
+        let terminal = String::from_utf8(out.stdout).unwrap();
+        let words: std::collections::HashSet<String> = cell_words(&markdown).into_iter().collect();
+        for piece in cell_words(&terminal) {
+            assert!(
+                words.contains(&piece) || words.iter().any(|w| whole_piece_of(&piece, w)),
+                "{kernel}: `{piece}` is a word cut inside:\n{terminal}"
+            );
+        }
+        assert!(terminal.lines().all(|l| l.chars().count() <= 100), "{kernel}:\n{terminal}");
+        // The parameters' loads the `kernel!` macro writes stand under the kernel's own line.
+        let first = &lesson_rows(&markdown)[0];
+        assert!(!first[0].starts_with("device-api/"), "{kernel}: {first:?}");
+        assert!(first[1].starts_with("device-api/src/kernel.rs:") && first[3].starts_with("LDC"), "{first:?}");
+    }
+    let rung8 = ok(&["inspect", "sgemm_8_128x128x8_w32x64_t8x8_regs", "--format", "markdown"]);
+    let first = &lesson_rows(&rung8)[0];
+    assert!(first[0].starts_with("sgemm/tuned.rs:") && first[2].starts_with("`pub fn $name("), "{first:?}");
+}
+
 #[test]
 fn inspect_says_ptx_locals_that_ptxas_removes_are_not_spills() {
     // register_pressure's 256 accumulators: a stack array in the PTX, registers in the SASS.

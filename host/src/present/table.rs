@@ -270,9 +270,37 @@ fn unit_words(line: &str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> +
 /// of its own. For table cells whose words are paths (`device-api/src/global.rs:46`), which a
 /// table would otherwise cut where the column ends.
 pub fn break_lines(text: &str, width: usize) -> String {
+    fill(text, width, path_words)
+}
+
+/// [`break_lines`] for Rust source and SASS opcodes: a word longer than `width` breaks too,
+/// after `(` and `,` and after a `.` that a name follows (a method call, an opcode's modifier),
+/// so that `sum.wrapping_add(v[0]).wrapping_add(v[1])` breaks between its calls; a number's
+/// point (`1.5`) and a range's dots (`0..n`) stay. A piece longer than `width` keeps a line of
+/// its own.
+pub fn break_code(text: &str, width: usize) -> String {
+    let lines: Vec<String> = break_lines(text, width)
+        .lines()
+        .map(|l| if l.chars().count() > width { fill(l, width, code_words) } else { l.to_string() })
+        .collect();
+    lines.join("\n")
+}
+
+/// The longest piece [`break_code`] keeps whole in `text`, in characters: the narrowest width
+/// it fits without a line longer than the width.
+pub fn longest_code_piece(text: &str) -> usize {
+    text.lines().flat_map(code_words).map(|w| w.word.chars().count()).max().unwrap_or(0)
+}
+
+/// `text` filled to `width` with the pieces of `words`, never broken inside one.
+fn fill(
+    text: &str,
+    width: usize,
+    words: fn(&str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> + '_>,
+) -> String {
     let options = textwrap::Options::new(width.max(1))
         .break_words(false)
-        .word_separator(textwrap::WordSeparator::Custom(path_words))
+        .word_separator(textwrap::WordSeparator::Custom(words))
         .word_splitter(textwrap::WordSplitter::NoHyphenation);
     textwrap::fill(text, options)
 }
@@ -280,22 +308,38 @@ pub fn break_lines(text: &str, width: usize) -> String {
 /// The pieces [`break_lines`] may break between: each ends after a run of spaces, a `/` or a
 /// `::` (with the spaces after it).
 fn path_words(line: &str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> + '_> {
+    pieces(line, |rest, _| if rest.starts_with("::") { 2 } else { usize::from(rest.starts_with(['/', ' '])) })
+}
+
+/// The pieces [`break_code`] may break a long word between: those of [`path_words`], and after
+/// `(`, `,` and a `.` a name follows.
+fn code_words(line: &str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> + '_> {
+    pieces(line, |rest, before| {
+        let call = rest.strip_prefix('.').is_some_and(|r| r.starts_with(|c: char| c.is_alphabetic() || c == '_'));
+        if rest.starts_with("::") {
+            2
+        } else if rest.starts_with([' ', '/', '(', ',']) || (call && before != Some('.')) {
+            1
+        } else {
+            0
+        }
+    })
+}
+
+/// `line` cut after each separator `sep` finds (its length in bytes at the start of the rest
+/// of the line, given the character before; 0 where none starts), each piece with the spaces
+/// after its separator.
+fn pieces(line: &str, sep: fn(&str, Option<char>) -> usize) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> + '_> {
     let mut words = Vec::new();
     let (mut start, mut i) = (0, 0);
     while i < line.len() {
         let rest = &line[i..];
-        let sep = if rest.starts_with("::") {
-            2
-        } else if rest.starts_with(['/', ' ']) {
-            1
-        } else {
-            0
-        };
-        if sep == 0 {
+        let n = sep(rest, line[..i].chars().next_back());
+        if n == 0 {
             i += rest.chars().next().map_or(1, char::len_utf8);
             continue;
         }
-        i += sep;
+        i += n;
         i += line[i..].len() - line[i..].trim_start_matches(' ').len();
         words.push(textwrap::core::Word::from(&line[start..i]));
         start = i;
@@ -338,6 +382,31 @@ mod tests {
         );
         assert_eq!(break_lines("BAR.SYNC.DEFER_BLOCKING x1", 10), "BAR.SYNC.DEFER_BLOCKING\nx1");
         assert_eq!(break_lines("a b/c", 80), "a b/c");
+        assert_eq!(break_lines("global.rs:46", 7), "global.rs:46", "a file's dot is no separator");
+    }
+
+    #[test]
+    fn long_code_breaks_between_calls_and_arguments_not_inside_names() {
+        let sum = "`sum = sum.wrapping_add(v[0]).wrapping_add(v[1])`";
+        assert_eq!(longest_code_piece(sum), "wrapping_add(".len());
+        // (text, width, lines, why)
+        let cases = [
+            (sum, 24, "`sum =\nsum.wrapping_add(v[0]).\nwrapping_add(v[1])`", "between calls"),
+            (
+                "`pub fn transpose_aligned_stores(block: Block, n: u32)`",
+                30,
+                "`pub fn\ntranspose_aligned_stores(\nblock:\nBlock, n: u32)`",
+                "after an opening parenthesis",
+            ),
+            ("let x = 1.5 * y; for i in 0..n {", 8, "let x =\n1.5 * y;\nfor i in\n0..n {", "points and ranges stay"),
+            ("BAR.SYNC.DEFER_BLOCKING x1", 15, "BAR.SYNC.\nDEFER_BLOCKING\nx1", "after a modifier's dot"),
+            ("LDG.E.128 x2", 8, "LDG.\nE.128\nx2", "a modifier of digits is no name"),
+            ("a.b(c) d.e(f)", 7, "a.b(c)\nd.e(f)", "words that fit stay whole"),
+            ("é.é(ü", 2, "é.\né(\nü", "characters, not bytes"),
+        ];
+        for (text, width, lines, why) in cases {
+            assert_eq!(break_code(text, width), lines, "{why}");
+        }
     }
 
     fn cells(rows: &[&[&str]]) -> Vec<Vec<String>> {
