@@ -389,6 +389,19 @@ fn bad_input_is_one_line_with_the_allowed_range() {
             &["occupancy", "--gpu", "GTX 1080", "--threads", "128", "--regs", "2"][..],
             "GPU names (closest: RTX 2080, RTX 3080, RTX 4080; `memlab occupancy --help` lists them)",
         ),
+        (
+            &["occupancy", "--gpu", "H300", "--threads", "256", "--regs", "32"][..],
+            "`H300` is not a known GPU: use a compute capability (7.0, 7.5, 8.0, 8.6, 8.7, 8.9, 9.0, 10.0, 10.3, 11.0, \
+             12.0, 12.1), an SM target like sm_89, or one of 36 GPU names (closest: H100, H200, B300;",
+        ),
+        (
+            &["occupancy", "--cc", "9.5", "--threads", "256", "--regs", "32"][..],
+            "`9.5` is compute capability 9.5, which this lab has no limits for: the nearest known are 9.0, 10.0, 8.9 (",
+        ),
+        (
+            &["occupancy", "--gpu", "H100", "--threads", "-256", "--regs", "32"][..],
+            "invalid value '-256' for '--threads <THREADS>': -256 is negative",
+        ),
         (&["occupancy", "--threads", "128", "--regs", "2", "--blocks", "0"][..], "0 is not in 1..=64"),
         (&["banks", "--width", "3"][..], "access width 3 bytes is not modelled: allowed 4, 8 or 16"),
         (
@@ -522,7 +535,9 @@ fn shared_memory_beyond_a_block_is_refused_and_blocks_needs_no_registers() {
     assert!(has(&out, &format!("{regs} registers per thread (the most at which 3 blocks stay resident)")), "{out}");
     assert!(has(&out, &format!("registers for 3 blocks of 256 threads: at most {regs} per thread")), "{out}");
     assert!(has(&out, "resident per SM: 3 blocks"), "{out}");
-    // 48KB and 48k are 48 KiB, as 48KiB is.
+    // 48KB and 48k are 48 KiB, as 48KiB is, and the help says so.
+    let help = ok(&["occupancy", "--help"]);
+    assert!(has(&help, "M/MB/MiB in any case: 48k = 48KB = 48KiB)"), "{help}");
     let kib = ok(&["occupancy", "--threads", "256", "--regs", "32", "--smem", "48KiB"]);
     for unit in ["48KB", "48k", "48K"] {
         assert_eq!(ok(&["occupancy", "--threads", "256", "--regs", "32", "--smem", unit]), kib, "{unit}");
@@ -541,6 +556,20 @@ fn coalescing_counts_a_struct_read_by_fields() {
     let out = ok(&["coalescing", "--stride", "2"]);
     assert!(has(&out, "sector model 50.0% (128 useful / 256 B moved), 128-byte segment model 50.0%"), "{out}");
     assert!(has(&out, "source: CUDA C++ Best Practices Guide"), "{out}");
+    // No load reads 3 or 12 bytes: the pieces of their alignment, as for char3 and float3.
+    for (elem, loads, piece) in [("3", 3, 1), ("12", 3, 4)] {
+        let out = ok(&["coalescing", "--elem", elem]);
+        assert!(
+            has(
+                &out,
+                &format!(
+                    "no single load reads {elem} bytes: the compiler emits one load per piece of the alignment, {elem} bytes as {loads} loads of {piece} byte"
+                )
+            ),
+            "{out}"
+        );
+        assert_eq!(row(&out, &["all (L1)"])[1], loads.to_string(), "{out}");
+    }
     let json: serde_json::Value = serde_json::from_str(&ok(&["coalescing", "--stride", "64", "--json"])).unwrap();
     assert_eq!((json["traffic"]["l2_sectors"].clone(), json["dram_bytes"].clone()), (32.into(), 2048.into()));
     assert_eq!(json["segment_efficiency"], 1.0 / 32.0);
