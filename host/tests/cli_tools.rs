@@ -649,3 +649,105 @@ fn report_refuses_a_file_that_is_not_a_run() {
     );
     std::fs::remove_file(path).unwrap();
 }
+
+/// `memlab report` of a copy of the recorded H200 run (`docs/report/run.json`) after `edit`:
+/// the one line of its refusal (exit 2), after the file's path.
+fn refused_record(edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{root}/docs/report/run.json")).unwrap()).unwrap();
+    edit(&mut record);
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("memlab-edited-run-{}-{n}.json", std::process::id()));
+    std::fs::write(&path, record.to_string()).unwrap();
+    let out = std::env::temp_dir().join(format!("memlab-edited-report-{}-{n}", std::process::id()));
+    let line = refused(&["report", path.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    std::fs::remove_file(&path).unwrap();
+    assert!(!out.exists(), "a refused record writes no report");
+    let prefix = format!("error: {} is refused: ", path.display());
+    line.trim_end().strip_prefix(&prefix).unwrap_or_else(|| panic!("{line}")).to_string()
+}
+
+#[test]
+fn report_refuses_another_commands_record_in_one_line() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    for (file, command) in
+        [("docs/measurements/records/twins/bench.json", "bench"), ("docs/measurements/records/peer/peer.json", "peer")]
+    {
+        let path = format!("{root}/{file}");
+        let line = refused(&["report", &path, "--out", "/tmp/memlab-never-written"]);
+        assert_eq!(
+            line.trim_end(),
+            format!(
+                "error: {path} is a `memlab {command}` record; report reads run-demos records (`memlab run-demos --json FILE`)"
+            )
+        );
+    }
+}
+
+#[test]
+fn report_refuses_an_inconsistent_record_in_one_line() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{root}/docs/report/run.json")).unwrap()).unwrap();
+    // The first kernel row: the section's place and name, the kernel's name.
+    let (i, section) =
+        run["sections"].as_array().unwrap().iter().enumerate().find(|(_, s)| s["kernels"][0].is_object()).unwrap();
+    let row = format!(
+        "sections[{i}] ({}).kernels[0] ({})",
+        section["name"].as_str().unwrap(),
+        section["kernels"][0]["kernel"].as_str().unwrap()
+    );
+    // The device's ceiling: SMs x clock x 128 B per SM per clock, at the fastest clock recorded.
+    let device = &run["device"];
+    let ceiling = |khz: f64, ghz: f64| {
+        let sms = device["sms"].as_f64().unwrap();
+        format!("{:.0}", sms * (khz / 1e6).max(ghz) * f64::from(memlab::model::roofline::SM_BYTES_PER_CLOCK))
+    };
+    let (khz, ghz) = (device["sm_clock_khz"].as_f64().unwrap(), run["sm_clock_ghz"].as_f64().unwrap());
+    let limit = |c: &str| {
+        format!("above NVIDIA H200's physical limit of {c} GB/s (SMs x clock x 128 B, the SMs' load/store path)")
+    };
+
+    // A failed check that names no mismatch, so that it reads as ok.
+    let e = refused_record(|r| r["sections"][i]["kernels"][0]["check"]["mismatches"] = 5.into());
+    assert_eq!(
+        e,
+        format!("{row}.check.mismatches is 5: but first_bad is null: a failed check names its first mismatch")
+    );
+    // A failed section check whose sweep row still says ok.
+    let e = refused_record(|r| {
+        let c = &mut r["sections"][0]["checks"][0];
+        (c["mismatches"], c["first_bad"]) = (3.into(), serde_json::json!([5, "1", "2"]));
+    });
+    assert!(
+        e.starts_with("sections[0] (memcpy).checks[0].mismatches is 3: the check failed, but its sweep row says `ok ("),
+        "{e}"
+    );
+    // A rate beyond any device, and one beyond this record's own device at its recorded clock.
+    let e = refused_record(|r| r["sections"][i]["kernels"][0]["rate"] = serde_json::json!({"Gbs": 1e300}));
+    assert_eq!(e, format!("{row}.rate is 1e300: {}", limit(&ceiling(khz, ghz))));
+    let e = refused_record(|r| {
+        (r["device"]["sm_clock_khz"], r["sm_clock_ghz"]) = (100_000.into(), 0.1.into());
+    });
+    let memcpy = run["memcpy_gbs"].as_f64().unwrap();
+    assert_eq!(e, format!("memcpy_gbs is {memcpy}: {}", limit(&ceiling(100_000.0, 0.1))));
+    let e = refused_record(|r| r["memcpy_gbs"] = 1e300.into());
+    assert_eq!(e, format!("memcpy_gbs is 1e300: {}", limit(&ceiling(khz, ghz))));
+    // A chart's point in GB/s.
+    let e = refused_record(|r| {
+        let s = r["sections"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .flat_map(|s| s["series"].as_array_mut().unwrap())
+            .find(|s| s["y"] == "GB/s")
+            .unwrap();
+        s["points"][0]["y"] = 1e300.into();
+    });
+    assert!(e.contains(".points[0].y is 1e300: ") && e.ends_with(&limit(&ceiling(khz, ghz))), "{e}");
+    // A section memlab does not write.
+    let e = refused_record(|r| r["sections"][i]["name"] = "transposes".into());
+    assert!(e.starts_with(&format!("sections[{i}].name is transposes: not a section memlab writes (memcpy, ")), "{e}");
+}
