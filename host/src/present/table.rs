@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use comfy_table::{ColumnConstraint, ContentArrangement, Table, Width, presets::ASCII_MARKDOWN};
+use textwrap::core::Word;
 
 /// Width of the terminal layout when the output is not a terminal and `COLUMNS` is not set.
 pub const PIPE_WIDTH: u16 = 120;
@@ -241,7 +242,7 @@ pub fn wrap(layout: Layout, paragraph: &str, first: &str, rest: &str) -> String 
 const UNITS: [&str; 10] = ["B", "KiB", "MiB", "GiB", "GB/s", "TFLOP/s", "ms", "ns", "cycles", "%"];
 
 /// Words of `line` at its spaces, a number and the unit after it counting as one word.
-fn unit_words(line: &str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> + '_> {
+fn unit_words(line: &str) -> Box<dyn Iterator<Item = Word<'_>> + '_> {
     let mut words = Vec::new();
     let mut start = 0;
     let mut spaces = line.match_indices(' ').map(|(i, _)| i).peekable();
@@ -256,11 +257,11 @@ fn unit_words(line: &str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> +
         if unit && line[start..i].ends_with(|c: char| c.is_ascii_digit()) {
             continue;
         }
-        words.push(textwrap::core::Word::from(&line[start..end]));
+        words.push(Word::from(&line[start..end]));
         start = end;
     }
     if start < line.len() {
-        words.push(textwrap::core::Word::from(&line[start..]));
+        words.push(Word::from(&line[start..]));
     }
     Box::new(words.into_iter())
 }
@@ -279,9 +280,31 @@ pub fn break_lines(text: &str, width: usize) -> String {
 /// point (`1.5`) and a range's dots (`0..n`) stay. A piece longer than `width` keeps a line of
 /// its own.
 pub fn break_code(text: &str, width: usize) -> String {
-    let lines: Vec<String> = break_lines(text, width)
+    let lines: Vec<String> = text
         .lines()
-        .map(|l| if l.chars().count() > width { fill(l, width, code_words) } else { l.to_string() })
+        .map(|line| {
+            let words: Vec<Word> = path_words(line)
+                .flat_map(|word| match word.width > width {
+                    false => vec![word],
+                    // The long word's pieces, the last with the spaces after the word.
+                    true => {
+                        let mut pieces: Vec<Word> = code_words(word.word).collect();
+                        if let Some(last) = pieces.last_mut() {
+                            last.whitespace = word.whitespace;
+                        }
+                        pieces
+                    }
+                })
+                .collect();
+            let lines = textwrap::wrap_algorithms::wrap_first_fit(&words, &[width.max(1) as f64]);
+            let joined = lines.iter().map(|words| match words.split_last() {
+                Some((last, before)) => {
+                    before.iter().map(|w| format!("{}{}", w.word, w.whitespace)).collect::<String>() + last.word
+                }
+                None => String::new(),
+            });
+            joined.collect::<Vec<_>>().join("\n")
+        })
         .collect();
     lines.join("\n")
 }
@@ -293,11 +316,7 @@ pub fn longest_code_piece(text: &str) -> usize {
 }
 
 /// `text` filled to `width` with the pieces of `words`, never broken inside one.
-fn fill(
-    text: &str,
-    width: usize,
-    words: fn(&str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> + '_>,
-) -> String {
+fn fill(text: &str, width: usize, words: fn(&str) -> Box<dyn Iterator<Item = Word<'_>> + '_>) -> String {
     let options = textwrap::Options::new(width.max(1))
         .break_words(false)
         .word_separator(textwrap::WordSeparator::Custom(words))
@@ -307,13 +326,13 @@ fn fill(
 
 /// The pieces [`break_lines`] may break between: each ends after a run of spaces, a `/` or a
 /// `::` (with the spaces after it).
-fn path_words(line: &str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> + '_> {
+fn path_words(line: &str) -> Box<dyn Iterator<Item = Word<'_>> + '_> {
     pieces(line, |rest, _| if rest.starts_with("::") { 2 } else { usize::from(rest.starts_with(['/', ' '])) })
 }
 
 /// The pieces [`break_code`] may break a long word between: those of [`path_words`], and after
 /// `(`, `,` and a `.` a name follows.
-fn code_words(line: &str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> + '_> {
+fn code_words(line: &str) -> Box<dyn Iterator<Item = Word<'_>> + '_> {
     pieces(line, |rest, before| {
         let call = rest.strip_prefix('.').is_some_and(|r| r.starts_with(|c: char| c.is_alphabetic() || c == '_'));
         if rest.starts_with("::") {
@@ -329,7 +348,7 @@ fn code_words(line: &str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> +
 /// `line` cut after each separator `sep` finds (its length in bytes at the start of the rest
 /// of the line, given the character before; 0 where none starts), each piece with the spaces
 /// after its separator.
-fn pieces(line: &str, sep: fn(&str, Option<char>) -> usize) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> + '_> {
+fn pieces(line: &str, sep: fn(&str, Option<char>) -> usize) -> Box<dyn Iterator<Item = Word<'_>> + '_> {
     let mut words = Vec::new();
     let (mut start, mut i) = (0, 0);
     while i < line.len() {
@@ -341,11 +360,11 @@ fn pieces(line: &str, sep: fn(&str, Option<char>) -> usize) -> Box<dyn Iterator<
         }
         i += n;
         i += line[i..].len() - line[i..].trim_start_matches(' ').len();
-        words.push(textwrap::core::Word::from(&line[start..i]));
+        words.push(Word::from(&line[start..i]));
         start = i;
     }
     if start < line.len() {
-        words.push(textwrap::core::Word::from(&line[start..]));
+        words.push(Word::from(&line[start..]));
     }
     Box::new(words.into_iter())
 }
@@ -391,16 +410,16 @@ mod tests {
         assert_eq!(longest_code_piece(sum), "wrapping_add(".len());
         // (text, width, lines, why)
         let cases = [
-            (sum, 24, "`sum =\nsum.wrapping_add(v[0]).\nwrapping_add(v[1])`", "between calls"),
+            (sum, 24, "`sum = sum.wrapping_add(\nv[0]).wrapping_add(\nv[1])`", "between calls"),
             (
                 "`pub fn transpose_aligned_stores(block: Block, n: u32)`",
                 30,
-                "`pub fn\ntranspose_aligned_stores(\nblock:\nBlock, n: u32)`",
+                "`pub fn\ntranspose_aligned_stores(\nblock: Block, n: u32)`",
                 "after an opening parenthesis",
             ),
             ("let x = 1.5 * y; for i in 0..n {", 8, "let x =\n1.5 * y;\nfor i in\n0..n {", "points and ranges stay"),
             ("BAR.SYNC.DEFER_BLOCKING x1", 15, "BAR.SYNC.\nDEFER_BLOCKING\nx1", "after a modifier's dot"),
-            ("LDG.E.128 x2", 8, "LDG.\nE.128\nx2", "a modifier of digits is no name"),
+            ("LDG.E.128 x2", 8, "LDG.\nE.128 x2", "a modifier of digits is no name"),
             ("a.b(c) d.e(f)", 7, "a.b(c)\nd.e(f)", "words that fit stay whole"),
             ("é.é(ü", 2, "é.\né(\nü", "characters, not bytes"),
         ];
