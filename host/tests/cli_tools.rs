@@ -235,6 +235,50 @@ fn inspect_credits_helper_loads_to_the_lesson_line_that_calls_them() {
     }
 }
 
+/// Whether `piece` is a part of `word` that a line break after a separator (a path's `/`,
+/// Rust's `::`, `(`, `,` or `.`) leaves whole: it starts the word or follows a separator, and
+/// ends it or ends with one.
+fn whole_piece_of(piece: &str, word: &str) -> bool {
+    const SEPARATORS: [&str; 5] = ["/", "::", "(", ",", "."];
+    word.match_indices(piece).any(|(at, _)| {
+        let starts = at == 0 || SEPARATORS.iter().any(|s| word[..at].ends_with(s));
+        let ends = at + piece.len() == word.len() || SEPARATORS.iter().any(|s| piece.ends_with(s));
+        starts && ends
+    })
+}
+
+#[test]
+fn inspect_at_100_columns_breaks_no_word_and_credits_the_kernels_own_line() {
+    let cell_words = |text: &str| -> Vec<String> {
+        text.split(|c: char| c.is_whitespace() || c == '|')
+            .filter(|w| !w.is_empty() && !w.chars().all(|c| c == '-'))
+            .map(String::from)
+            .collect()
+    };
+    // A kernel a lesson's macro declares (rung 8), one whose signature is longer than its
+    // column, one with a long chain of calls.
+    for kernel in ["sgemm_8_128x128x8_w32x64_t8x8_regs", "transpose_aligned_stores", "cluster_shared_read"] {
+        let markdown = ok(&["inspect", kernel, "--format", "markdown"]);
+        let out = memlab().env("COLUMNS", "100").args(["inspect", kernel]).output().expect("run memlab");
+        let terminal = String::from_utf8(out.stdout).unwrap();
+        let words: std::collections::HashSet<String> = cell_words(&markdown).into_iter().collect();
+        for piece in cell_words(&terminal) {
+            assert!(
+                words.contains(&piece) || words.iter().any(|w| whole_piece_of(&piece, w)),
+                "{kernel}: `{piece}` is a word cut inside:\n{terminal}"
+            );
+        }
+        assert!(terminal.lines().all(|l| l.chars().count() <= 100), "{kernel}:\n{terminal}");
+        // The parameters' loads the `kernel!` macro writes stand under the kernel's own line.
+        let first = &lesson_rows(&markdown)[0];
+        assert!(!first[0].starts_with("device-api/"), "{kernel}: {first:?}");
+        assert!(first[1].starts_with("device-api/src/kernel.rs:") && first[3].starts_with("LDC"), "{first:?}");
+    }
+    let rung8 = ok(&["inspect", "sgemm_8_128x128x8_w32x64_t8x8_regs", "--format", "markdown"]);
+    let first = &lesson_rows(&rung8)[0];
+    assert!(first[0].starts_with("sgemm/tuned.rs:") && first[2].starts_with("`pub fn $name("), "{first:?}");
+}
+
 #[test]
 fn inspect_says_ptx_locals_that_ptxas_removes_are_not_spills() {
     // register_pressure's 256 accumulators: a stack array in the PTX, registers in the SASS.
@@ -344,6 +388,19 @@ fn bad_input_is_one_line_with_the_allowed_range() {
         (
             &["occupancy", "--gpu", "GTX 1080", "--threads", "128", "--regs", "2"][..],
             "GPU names (closest: RTX 2080, RTX 3080, RTX 4080; `memlab occupancy --help` lists them)",
+        ),
+        (
+            &["occupancy", "--gpu", "H300", "--threads", "256", "--regs", "32"][..],
+            "`H300` is not a known GPU: use a compute capability (7.0, 7.5, 8.0, 8.6, 8.7, 8.9, 9.0, 10.0, 10.3, 11.0, \
+             12.0, 12.1), an SM target like sm_89, or one of 36 GPU names (closest: H100, H200, B300;",
+        ),
+        (
+            &["occupancy", "--cc", "9.5", "--threads", "256", "--regs", "32"][..],
+            "`9.5` is compute capability 9.5, which this lab has no limits for: the nearest known are 9.0, 10.0, 8.9 (",
+        ),
+        (
+            &["occupancy", "--gpu", "H100", "--threads", "-256", "--regs", "32"][..],
+            "invalid value '-256' for '--threads <THREADS>': -256 is negative",
         ),
         (&["occupancy", "--threads", "128", "--regs", "2", "--blocks", "0"][..], "0 is not in 1..=64"),
         (&["banks", "--width", "3"][..], "access width 3 bytes is not modelled: allowed 4, 8 or 16"),
@@ -478,7 +535,9 @@ fn shared_memory_beyond_a_block_is_refused_and_blocks_needs_no_registers() {
     assert!(has(&out, &format!("{regs} registers per thread (the most at which 3 blocks stay resident)")), "{out}");
     assert!(has(&out, &format!("registers for 3 blocks of 256 threads: at most {regs} per thread")), "{out}");
     assert!(has(&out, "resident per SM: 3 blocks"), "{out}");
-    // 48KB and 48k are 48 KiB, as 48KiB is.
+    // 48KB and 48k are 48 KiB, as 48KiB is, and the help says so.
+    let help = ok(&["occupancy", "--help"]);
+    assert!(has(&help, "M/MB/MiB in any case: 48k = 48KB = 48KiB)"), "{help}");
     let kib = ok(&["occupancy", "--threads", "256", "--regs", "32", "--smem", "48KiB"]);
     for unit in ["48KB", "48k", "48K"] {
         assert_eq!(ok(&["occupancy", "--threads", "256", "--regs", "32", "--smem", unit]), kib, "{unit}");
@@ -497,6 +556,20 @@ fn coalescing_counts_a_struct_read_by_fields() {
     let out = ok(&["coalescing", "--stride", "2"]);
     assert!(has(&out, "sector model 50.0% (128 useful / 256 B moved), 128-byte segment model 50.0%"), "{out}");
     assert!(has(&out, "source: CUDA C++ Best Practices Guide"), "{out}");
+    // No load reads 3 or 12 bytes: the pieces of their alignment, as for char3 and float3.
+    for (elem, loads, piece) in [("3", 3, 1), ("12", 3, 4)] {
+        let out = ok(&["coalescing", "--elem", elem]);
+        assert!(
+            has(
+                &out,
+                &format!(
+                    "no single load reads {elem} bytes: the compiler emits one load per piece of the alignment, {elem} bytes as {loads} loads of {piece} byte"
+                )
+            ),
+            "{out}"
+        );
+        assert_eq!(row(&out, &["all (L1)"])[1], loads.to_string(), "{out}");
+    }
     let json: serde_json::Value = serde_json::from_str(&ok(&["coalescing", "--stride", "64", "--json"])).unwrap();
     assert_eq!((json["traffic"]["l2_sectors"].clone(), json["dram_bytes"].clone()), (32.into(), 2048.into()));
     assert_eq!(json["segment_efficiency"], 1.0 / 32.0);
@@ -575,4 +648,106 @@ fn report_refuses_a_file_that_is_not_a_run() {
         "{line}"
     );
     std::fs::remove_file(path).unwrap();
+}
+
+/// `memlab report` of a copy of the recorded H200 run (`docs/report/run.json`) after `edit`:
+/// the one line of its refusal (exit 2), after the file's path.
+fn refused_record(edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{root}/docs/report/run.json")).unwrap()).unwrap();
+    edit(&mut record);
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("memlab-edited-run-{}-{n}.json", std::process::id()));
+    std::fs::write(&path, record.to_string()).unwrap();
+    let out = std::env::temp_dir().join(format!("memlab-edited-report-{}-{n}", std::process::id()));
+    let line = refused(&["report", path.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    std::fs::remove_file(&path).unwrap();
+    assert!(!out.exists(), "a refused record writes no report");
+    let prefix = format!("error: {} is refused: ", path.display());
+    line.trim_end().strip_prefix(&prefix).unwrap_or_else(|| panic!("{line}")).to_string()
+}
+
+#[test]
+fn report_refuses_another_commands_record_in_one_line() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    for (file, command) in
+        [("docs/measurements/records/twins/bench.json", "bench"), ("docs/measurements/records/peer/peer.json", "peer")]
+    {
+        let path = format!("{root}/{file}");
+        let line = refused(&["report", &path, "--out", "/tmp/memlab-never-written"]);
+        assert_eq!(
+            line.trim_end(),
+            format!(
+                "error: {path} is a `memlab {command}` record; report reads run-demos records (`memlab run-demos --json FILE`)"
+            )
+        );
+    }
+}
+
+#[test]
+fn report_refuses_an_inconsistent_record_in_one_line() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{root}/docs/report/run.json")).unwrap()).unwrap();
+    // The first kernel row: the section's place and name, the kernel's name.
+    let (i, section) =
+        run["sections"].as_array().unwrap().iter().enumerate().find(|(_, s)| s["kernels"][0].is_object()).unwrap();
+    let row = format!(
+        "sections[{i}] ({}).kernels[0] ({})",
+        section["name"].as_str().unwrap(),
+        section["kernels"][0]["kernel"].as_str().unwrap()
+    );
+    // The device's ceiling: SMs x clock x 128 B per SM per clock, at the fastest clock recorded.
+    let device = &run["device"];
+    let ceiling = |khz: f64, ghz: f64| {
+        let sms = device["sms"].as_f64().unwrap();
+        format!("{:.0}", sms * (khz / 1e6).max(ghz) * f64::from(memlab::model::roofline::SM_BYTES_PER_CLOCK))
+    };
+    let (khz, ghz) = (device["sm_clock_khz"].as_f64().unwrap(), run["sm_clock_ghz"].as_f64().unwrap());
+    let limit = |c: &str| {
+        format!("above NVIDIA H200's physical limit of {c} GB/s (SMs x clock x 128 B, the SMs' load/store path)")
+    };
+
+    // A failed check that names no mismatch, so that it reads as ok.
+    let e = refused_record(|r| r["sections"][i]["kernels"][0]["check"]["mismatches"] = 5.into());
+    assert_eq!(
+        e,
+        format!("{row}.check.mismatches is 5: but first_bad is null: a failed check names its first mismatch")
+    );
+    // A failed section check whose sweep row still says ok.
+    let e = refused_record(|r| {
+        let c = &mut r["sections"][0]["checks"][0];
+        (c["mismatches"], c["first_bad"]) = (3.into(), serde_json::json!([5, "1", "2"]));
+    });
+    assert!(
+        e.starts_with("sections[0] (memcpy).checks[0].mismatches is 3: the check failed, but its sweep row says `ok ("),
+        "{e}"
+    );
+    // A rate beyond any device, and one beyond this record's own device at its recorded clock.
+    let e = refused_record(|r| r["sections"][i]["kernels"][0]["rate"] = serde_json::json!({"Gbs": 1e300}));
+    assert_eq!(e, format!("{row}.rate is 1e300: {}", limit(&ceiling(khz, ghz))));
+    let e = refused_record(|r| {
+        (r["device"]["sm_clock_khz"], r["sm_clock_ghz"]) = (100_000.into(), 0.1.into());
+    });
+    let memcpy = run["memcpy_gbs"].as_f64().unwrap();
+    assert_eq!(e, format!("memcpy_gbs is {memcpy}: {}", limit(&ceiling(100_000.0, 0.1))));
+    let e = refused_record(|r| r["memcpy_gbs"] = 1e300.into());
+    assert_eq!(e, format!("memcpy_gbs is 1e300: {}", limit(&ceiling(khz, ghz))));
+    // A chart's point in GB/s.
+    let e = refused_record(|r| {
+        let s = r["sections"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .flat_map(|s| s["series"].as_array_mut().unwrap())
+            .find(|s| s["y"] == "GB/s")
+            .unwrap();
+        s["points"][0]["y"] = 1e300.into();
+    });
+    assert!(e.contains(".points[0].y is 1e300: ") && e.ends_with(&limit(&ceiling(khz, ghz))), "{e}");
+    // A section memlab does not write.
+    let e = refused_record(|r| r["sections"][i]["name"] = "transposes".into());
+    assert!(e.starts_with(&format!("sections[{i}].name is transposes: not a section memlab writes (memcpy, ")), "{e}");
 }

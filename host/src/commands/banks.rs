@@ -50,7 +50,7 @@ pub struct Args {
     /// Warps (t = 32 * warp + lane); --tile takes the block's
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=32), conflicts_with = "tile")]
     pub warps: u32,
-    /// Shared array the accesses lie in: B, K/KB/KiB (1024 B), M... (default: the GPU's limit or the tile)
+    /// Shared array the accesses lie in: B, K/KB/KiB (1024 B, any case), M... (default: the GPU's limit or the tile)
     #[arg(long, value_parser = cli::bytes)]
     pub array: Option<usize>,
     /// A TMA tensor map's shared-memory swizzle over the addresses: none, 32B, 64B or 128B

@@ -184,11 +184,6 @@ fn print_sass(layout: Layout, instrs: &[SassInstr], name: &str, line_info: bool)
         return;
     }
     println!("## Rust source -> SASS memory instructions\n");
-    let intro = "Each lesson line (files under kernels-gpu/src/) with the SASS memory instructions it \
-                 became; where they come from a helper it calls (device.rs, the device API, Rust's \
-                 core), the helper's line is in the second column (the inlining chain of the line \
-                 tables).";
-    println!("{}\n", table::text(layout, intro));
     let rows: Vec<Vec<String>> = inspect::by_source_line(instrs, name)
         .into_iter()
         .map(|s| {
@@ -198,33 +193,63 @@ fn print_sass(layout: Layout, instrs: &[SassInstr], name: &str, line_info: bool)
             vec![format!("{}:{}", s.file, s.line), helper, text, ops.join(", ")]
         })
         .collect();
-    let rows = match layout {
-        Layout::Terminal(width) => fit_source_rows(rows, width.into()),
-        Layout::Markdown => rows,
+    // Too narrow for the four columns with their words whole: a bullet per row.
+    let fitted = match layout {
+        Layout::Terminal(width) => fit_source_rows(&rows, width.into()),
+        Layout::Markdown => Some(rows.clone()),
     };
-    println!("{}", report::table(["lesson line", "helper line", "Rust", "SASS"].map(String::from), rows));
+    let helper_at = if fitted.is_some() { "is in the second column" } else { "follows it in parentheses" };
+    let intro = format!(
+        "Each lesson line (files under kernels-gpu/src/) with the SASS memory instructions it became; where they \
+         come from a helper it calls (device.rs, the device API, Rust's core), the helper's line {helper_at} (the \
+         inlining chain of the line tables)."
+    );
+    println!("{}\n", table::text(layout, &intro));
+    match fitted {
+        Some(rows) => {
+            println!("{}", report::table(["lesson line", "helper line", "Rust", "SASS"].map(String::from), rows))
+        }
+        None => {
+            for r in rows {
+                let helper = if r[1].is_empty() { String::new() } else { format!(" ({})", r[1]) };
+                println!("{}", table::bullet(layout, &format!("{}{helper}: {}: {}", r[0], r[2], r[3])));
+            }
+        }
+    }
 }
 
 /// Characters of a path per line in the source table: the longest piece between separators
 /// of the lab's paths (`core_arch/src/`, `transpose.rs:176`) fits.
 const PATH_LINE: usize = 16;
 
-/// The source table's cells broken into lines for a `width`-column terminal at spaces and path
-/// separators ([`table::break_lines`]), so that the table never cuts a path or an opcode: the
-/// paths at [`PATH_LINE`], the SASS at its longest opcode, the Rust in what is left (each column
-/// takes 3 more for padding and border, the table 1).
-fn fit_source_rows(rows: Vec<Vec<String>>, width: usize) -> Vec<Vec<String>> {
-    let longest = |c: usize, text: fn(&str) -> Vec<&str>| {
-        rows.iter().flat_map(|r| text(&r[c])).map(|l| l.chars().count()).max().unwrap_or(0)
-    };
-    let sass = longest(3, |t| t.split_whitespace().collect());
-    let broken = |c: usize, w: usize| rows.iter().map(|r| table::break_lines(&r[c], w)).collect::<Vec<_>>();
-    let (lesson, helper, ops) = (broken(0, PATH_LINE), broken(1, PATH_LINE), broken(3, sass));
+/// The source table's cells broken into lines for a `width`-column terminal, never inside a
+/// word: the paths at spaces and path separators ([`table::break_lines`]) at [`PATH_LINE`], the
+/// SASS at its longest opcode, the Rust ([`table::break_code`]) in what is left (each column
+/// takes 3 more for padding and border, the table 1), and at least its longest piece. Where
+/// that piece does not fit beside whole opcodes, the opcodes break after their modifiers' dots
+/// too (`BAR.SYNC.` / `DEFER_BLOCKING`). `None` when even then the table is wider than `width`.
+fn fit_source_rows(rows: &[Vec<String>], width: usize) -> Option<Vec<Vec<String>>> {
+    let broken =
+        |c: usize, w: usize, by: fn(&str, usize) -> String| rows.iter().map(|r| by(&r[c], w)).collect::<Vec<_>>();
     let lines = |cells: &[String]| cells.iter().flat_map(|c| c.lines()).map(|l| l.chars().count()).max().unwrap_or(0);
-    let used = 1 + 4 * 3 + lines(&lesson).max(11) + lines(&helper).max(11) + lines(&ops).max(4);
-    let rust = broken(2, width.saturating_sub(used).max(PATH_LINE));
+    let (lesson, helper) = (broken(0, PATH_LINE, table::break_lines), broken(1, PATH_LINE, table::break_lines));
+    let rust_piece = rows.iter().map(|r| table::longest_code_piece(&r[2])).max().unwrap_or(0);
+    let left = |ops: &[String]| {
+        let used = 1 + 4 * 3 + lines(&lesson).max(11) + lines(&helper).max(11) + lines(ops).max(4);
+        width.saturating_sub(used)
+    };
+    let longest_opcode = rows.iter().flat_map(|r| r[3].split_whitespace()).map(|o| o.chars().count()).max();
+    let mut ops = broken(3, longest_opcode.unwrap_or(0), table::break_lines);
+    if left(&ops) < rust_piece {
+        let piece = rows.iter().map(|r| table::longest_code_piece(&r[3])).max().unwrap_or(0);
+        ops = broken(3, piece, table::break_code);
+    }
+    if left(&ops) < rust_piece.max(PATH_LINE) {
+        return None;
+    }
+    let rust = broken(2, left(&ops), table::break_code);
     let columns = [lesson, helper, rust, ops];
-    (0..rows.len()).map(|i| columns.iter().map(|c| c[i].clone()).collect()).collect()
+    Some((0..rows.len()).map(|i| columns.iter().map(|c| c[i].clone()).collect()).collect())
 }
 
 /// The first `max` characters of `text`, with an ellipsis when cut.

@@ -40,7 +40,7 @@ pub struct Args {
     /// Textbook SM: resident threads per SM, a multiple of 32 (default 2048).
     #[arg(long, value_parser = clap::value_parser!(u32).range(32..=1 << 16))]
     pub threads_per_sm: Option<u32>,
-    /// Textbook SM: shared memory per SM (B, K/KB/KiB, M/MB/MiB; K = 1024 B; default 48KiB).
+    /// Textbook SM: shared memory per SM (B, K/KB/KiB, M/MB/MiB in any case; K = 1024 B; default 48KiB).
     #[arg(long, value_parser = cli::bytes)]
     pub smem_per_sm: Option<usize>,
     /// Rules: simple (textbook) or hardware (driver, default for a real GPU).
@@ -53,10 +53,10 @@ pub struct Args {
     /// most at which N blocks stay resident.
     #[arg(long, required_unless_present_any = ["kernel", "blocks"])]
     pub regs: Option<u32>,
-    /// Dynamic shared memory per block (B, K/KB/KiB, M/MB/MiB; K = 1024 B), added to the static.
+    /// Dynamic shared memory per block (B, K/KB/KiB, M/MB/MiB in any case: 48k = 48KB = 48KiB), added to the static.
     #[arg(long, default_value = "0B", value_parser = bytes_or_zero)]
     pub smem: usize,
-    /// Static shared memory per block (`__shared__` arrays; B, K/KB/KiB; K = 1024 B), at most 48KiB.
+    /// Static shared memory per block (`__shared__` arrays; B, K/KB/KiB in any case; K = 1024 B), at most 48KiB.
     #[arg(long, default_value = "0B", value_parser = bytes_or_zero, conflicts_with = "kernel")]
     pub static_smem: usize,
     /// A kernel of the lab: registers and static shared bytes from `ptxas -v` on its PTX.

@@ -23,8 +23,8 @@ impl RunRecord {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
         let mut record: RunRecord = match serde_json::from_str(&text) {
             Ok(record) => record,
-            Err(_) if is_bench_record(&text) => crate::refuse!(
-                "{} is a `memlab bench` record; report reads run-demos records (`memlab run-demos --json FILE`)",
+            Err(_) if let Some(command) = other_record(&text) => crate::refuse!(
+                "{} is a `memlab {command}` record; report reads run-demos records (`memlab run-demos --json FILE`)",
                 path.display()
             ),
             Err(e) => match top_level(&text) {
@@ -57,11 +57,19 @@ fn top_level(text: &str) -> Option<&'static str> {
     }
 }
 
-/// Whether `text` is the JSON `memlab bench` writes: an object with its `against` and `rounds`
-/// and no `sections`.
-fn is_bench_record(text: &str) -> bool {
-    let Ok(serde_json::Value::Object(doc)) = serde_json::from_str(text) else { return false };
-    doc.contains_key("against") && doc.contains_key("rounds") && !doc.contains_key("sections")
+/// The command whose JSON record `text` is when it is another command's than run-demos's:
+/// `bench` (an object with its `against` and `rounds`, no `sections`) or `peer` (its
+/// `topology` and `copy_gbs` matrices).
+fn other_record(text: &str) -> Option<&'static str> {
+    let Ok(serde_json::Value::Object(doc)) = serde_json::from_str(text) else { return None };
+    let has = |keys: &[&str]| keys.iter().all(|k| doc.contains_key(*k));
+    if has(&["against", "rounds"]) && !doc.contains_key("sections") {
+        Some("bench")
+    } else if has(&["topology", "copy_gbs"]) {
+        Some("peer")
+    } else {
+        None
+    }
 }
 
 /// Why a field is refused: `"<field> is <value>: <rule>"`.
@@ -120,6 +128,38 @@ impl Ceilings {
         }
         Ok(())
     }
+}
+
+/// A series' rate, by its y unit (`GB/s`, `GB/s, all SMs`, `TFLOP/s`): `None` for a series of
+/// another quantity (cycles, ratios, hit fractions).
+fn series_rate(s: &Series, y: f64) -> Option<Rate> {
+    if s.y.starts_with("GB/s") {
+        Some(Rate::Gbs(y))
+    } else if s.y.starts_with("TFLOP/s") {
+        Some(Rate::Tflops(y))
+    } else {
+        None
+    }
+}
+
+/// A section check agrees with the sweep row that shows it: the row's check cell, which names
+/// the check's output digest (`ok (...), output 1f2e...` from [`Check::summary`]), says `ok`
+/// exactly when the check passed.
+fn shown_check(at: &str, c: &Check, sweep: Option<&(Vec<String>, Vec<Vec<String>>)>) -> Result<(), Refusal> {
+    let digest = format!("output {:016x}", c.digest);
+    let Some(cell) = sweep.into_iter().flat_map(|(_, rows)| rows.iter().flatten()).find(|cell| cell.ends_with(&digest))
+    else {
+        return Ok(());
+    };
+    if cell.starts_with("ok") != c.passed() {
+        let verdict = if c.passed() { "passed" } else { "failed" };
+        refuse(
+            &format!("{at}.mismatches"),
+            c.mismatches,
+            &format!("the check {verdict}, but its sweep row says `{cell}`"),
+        )?;
+    }
+    Ok(())
 }
 
 /// A result check whose figures agree: mismatches within the elements checked, and a first
@@ -184,8 +224,9 @@ const SECTION_NAMES: [&str; 2] = ["roofline", "race"];
 /// # Errors
 /// The first field out of its range, named by its path in the JSON (with the section's and
 /// kernel's or series' names), its value and the rule: a rate above the device's physical
-/// limit ([`Ceilings`]), a result check whose figures disagree, a section name memlab does
-/// not write.
+/// limit ([`Ceilings`]: a kernel's, the memcpy's, a chart's point in GB/s or TFLOP/s), a
+/// result check whose figures disagree or that its sweep row shows otherwise, a section name
+/// memlab does not write.
 pub fn check(record: &RunRecord) -> Result<(), Refusal> {
     let d = &record.device;
     for (name, v) in [
@@ -202,13 +243,14 @@ pub fn check(record: &RunRecord) -> Result<(), Refusal> {
     ] {
         at_least_one(&format!("device.{name}"), v)?;
     }
-    if let Some(gbs) = record.memcpy_gbs {
-        positive("memcpy_gbs", gbs)?;
-    }
     if let Some(ghz) = record.sm_clock_ghz {
         positive("sm_clock_ghz", ghz)?;
     }
     let ceilings = Ceilings::of(record);
+    if let Some(gbs) = record.memcpy_gbs {
+        positive("memcpy_gbs", gbs)?;
+        ceilings.check("memcpy_gbs", Rate::Gbs(gbs), &d.name)?;
+    }
     for (i, section) in record.sections.iter().enumerate() {
         let at = format!("sections[{i}] ({})", section.name);
         if !SECTION_NAMES.contains(&section.name.as_str()) && !crate::registry::NAMES.contains(&section.name.as_str()) {
@@ -222,9 +264,16 @@ pub fn check(record: &RunRecord) -> Result<(), Refusal> {
         }
         for (j, c) in section.checks.iter().enumerate() {
             result_check(&format!("{at}.checks[{j}]"), c)?;
+            shown_check(&format!("{at}.checks[{j}]"), c, section.sweep.as_ref())?;
         }
         for (j, s) in section.series.iter().enumerate() {
-            series(&format!("{at}.series[{j}] ({})", s.name), s)?;
+            let at = format!("{at}.series[{j}] ({})", s.name);
+            series(&at, s)?;
+            for (p, point) in s.points.iter().enumerate() {
+                if let Some(rate) = series_rate(s, point.y) {
+                    ceilings.check(&format!("{at}.points[{p}].y"), rate, &d.name)?;
+                }
+            }
         }
     }
     Ok(())
@@ -276,7 +325,9 @@ mod tests {
             ),
             "{e}"
         );
-        assert!(!is_bench_record(include_str!("../../../docs/report/run.json")));
+        assert_eq!(other_record(include_str!("../../../docs/report/run.json")), None);
+        let peer = include_str!("../../../docs/measurements/records/peer/peer.json");
+        assert_eq!(other_record(peer), Some("peer"));
     }
 
     /// The first kernel row of `r` with its section's index and name and its own.
@@ -366,10 +417,48 @@ mod tests {
         let s = r.sections.iter_mut().flat_map(|s| &mut s.series).next().unwrap();
         s.points[0].y = f64::NAN;
         assert!(check(&r).unwrap_err().ends_with(".points[0].y is NaN: must be a finite number, 0 or more"));
-        // Extreme but finite and positive: valid (the charts must cope).
+        // Extreme but finite and positive, in a unit of no rate: valid (the charts must cope).
         let mut r = record();
-        let s = r.sections.iter_mut().flat_map(|s| &mut s.series).next().unwrap();
+        let s = r.sections.iter_mut().flat_map(|s| &mut s.series).find(|s| s.y.starts_with("cycles")).unwrap();
         s.points[0].y = 1e308;
         assert_eq!(check(&r), Ok(()));
+    }
+
+    #[test]
+    fn a_chart_rate_and_the_memcpy_above_the_physical_limit_are_refused() {
+        let c = Ceilings::of(&record());
+        let mut r = record();
+        r.memcpy_gbs = Some(c.gbs * 1.001);
+        assert!(check(&r).unwrap_err().starts_with("memcpy_gbs is "), "{:?}", check(&r));
+        for unit in ["GB/s", "TFLOP/s"] {
+            let mut r = record();
+            let (i, s) = r.sections.iter_mut().enumerate().find(|(_, s)| s.series.iter().any(|x| x.y == unit)).unwrap();
+            let name = s.name.clone();
+            let (j, series) = s.series.iter_mut().enumerate().find(|(_, x)| x.y == unit).unwrap();
+            let limit = if unit == "GB/s" { c.gbs } else { c.tflops };
+            series.points[0].y = limit * 1.001;
+            let at = format!("sections[{i}] ({name}).series[{j}] ({}).points[0].y is ", series.name);
+            let e = check(&r).unwrap_err();
+            assert!(e.starts_with(&at) && e.contains(&format!("physical limit of {limit:.0} {unit}")), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_failed_check_its_sweep_row_shows_as_ok_is_refused() {
+        let mut r = record();
+        let (i, s) =
+            r.sections.iter_mut().enumerate().find(|(_, s)| !s.checks.is_empty() && s.sweep.is_some()).unwrap();
+        let name = s.name.clone();
+        (s.checks[0].mismatches, s.checks[0].first_bad) = (3, Some((5, "1".into(), "2".into())));
+        let digest = format!("output {:016x}", s.checks[0].digest);
+        let rows = &s.sweep.as_ref().unwrap().1;
+        let shown = rows.iter().flatten().find(|c| c.ends_with(&digest)).unwrap().clone();
+        assert!(shown.starts_with("ok ("), "{shown}");
+        assert_eq!(
+            check(&r).unwrap_err(),
+            format!(
+                "sections[{i}] ({name}).checks[0].mismatches is 3: the check failed, but its sweep row says `{shown}`"
+            )
+        );
     }
 }

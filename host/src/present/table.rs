@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use comfy_table::{ColumnConstraint, ContentArrangement, Table, Width, presets::ASCII_MARKDOWN};
+use textwrap::core::Word;
 
 /// Width of the terminal layout when the output is not a terminal and `COLUMNS` is not set.
 pub const PIPE_WIDTH: u16 = 120;
@@ -241,7 +242,7 @@ pub fn wrap(layout: Layout, paragraph: &str, first: &str, rest: &str) -> String 
 const UNITS: [&str; 10] = ["B", "KiB", "MiB", "GiB", "GB/s", "TFLOP/s", "ms", "ns", "cycles", "%"];
 
 /// Words of `line` at its spaces, a number and the unit after it counting as one word.
-fn unit_words(line: &str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> + '_> {
+fn unit_words(line: &str) -> Box<dyn Iterator<Item = Word<'_>> + '_> {
     let mut words = Vec::new();
     let mut start = 0;
     let mut spaces = line.match_indices(' ').map(|(i, _)| i).peekable();
@@ -256,11 +257,11 @@ fn unit_words(line: &str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> +
         if unit && line[start..i].ends_with(|c: char| c.is_ascii_digit()) {
             continue;
         }
-        words.push(textwrap::core::Word::from(&line[start..end]));
+        words.push(Word::from(&line[start..end]));
         start = end;
     }
     if start < line.len() {
-        words.push(textwrap::core::Word::from(&line[start..]));
+        words.push(Word::from(&line[start..]));
     }
     Box::new(words.into_iter())
 }
@@ -270,38 +271,100 @@ fn unit_words(line: &str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> +
 /// of its own. For table cells whose words are paths (`device-api/src/global.rs:46`), which a
 /// table would otherwise cut where the column ends.
 pub fn break_lines(text: &str, width: usize) -> String {
+    fill(text, width, path_words)
+}
+
+/// [`break_lines`] for Rust source and SASS opcodes: a word longer than `width` breaks too,
+/// after `(` and `,` and after a `.` that a name follows (a method call, an opcode's modifier),
+/// so that `sum.wrapping_add(v[0]).wrapping_add(v[1])` breaks between its calls; a number's
+/// point (`1.5`) and a range's dots (`0..n`) stay. A piece longer than `width` keeps a line of
+/// its own.
+pub fn break_code(text: &str, width: usize) -> String {
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let words: Vec<Word> = path_words(line)
+                .flat_map(|word| match word.width > width {
+                    false => vec![word],
+                    // The long word's pieces, the last with the spaces after the word.
+                    true => {
+                        let mut pieces: Vec<Word> = code_words(word.word).collect();
+                        if let Some(last) = pieces.last_mut() {
+                            last.whitespace = word.whitespace;
+                        }
+                        pieces
+                    }
+                })
+                .collect();
+            let lines = textwrap::wrap_algorithms::wrap_first_fit(&words, &[width.max(1) as f64]);
+            let joined = lines.iter().map(|words| match words.split_last() {
+                Some((last, before)) => {
+                    before.iter().map(|w| format!("{}{}", w.word, w.whitespace)).collect::<String>() + last.word
+                }
+                None => String::new(),
+            });
+            joined.collect::<Vec<_>>().join("\n")
+        })
+        .collect();
+    lines.join("\n")
+}
+
+/// The longest piece [`break_code`] keeps whole in `text`, in characters: the narrowest width
+/// it fits without a line longer than the width.
+pub fn longest_code_piece(text: &str) -> usize {
+    text.lines().flat_map(code_words).map(|w| w.word.chars().count()).max().unwrap_or(0)
+}
+
+/// `text` filled to `width` with the pieces of `words`, never broken inside one.
+fn fill(text: &str, width: usize, words: fn(&str) -> Box<dyn Iterator<Item = Word<'_>> + '_>) -> String {
     let options = textwrap::Options::new(width.max(1))
         .break_words(false)
-        .word_separator(textwrap::WordSeparator::Custom(path_words))
+        .word_separator(textwrap::WordSeparator::Custom(words))
         .word_splitter(textwrap::WordSplitter::NoHyphenation);
     textwrap::fill(text, options)
 }
 
 /// The pieces [`break_lines`] may break between: each ends after a run of spaces, a `/` or a
 /// `::` (with the spaces after it).
-fn path_words(line: &str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> + '_> {
+fn path_words(line: &str) -> Box<dyn Iterator<Item = Word<'_>> + '_> {
+    pieces(line, |rest, _| if rest.starts_with("::") { 2 } else { usize::from(rest.starts_with(['/', ' '])) })
+}
+
+/// The pieces [`break_code`] may break a long word between: those of [`path_words`], and after
+/// `(`, `,` and a `.` a name follows.
+fn code_words(line: &str) -> Box<dyn Iterator<Item = Word<'_>> + '_> {
+    pieces(line, |rest, before| {
+        let call = rest.strip_prefix('.').is_some_and(|r| r.starts_with(|c: char| c.is_alphabetic() || c == '_'));
+        if rest.starts_with("::") {
+            2
+        } else if rest.starts_with([' ', '/', '(', ',']) || (call && before != Some('.')) {
+            1
+        } else {
+            0
+        }
+    })
+}
+
+/// `line` cut after each separator `sep` finds (its length in bytes at the start of the rest
+/// of the line, given the character before; 0 where none starts), each piece with the spaces
+/// after its separator.
+fn pieces(line: &str, sep: fn(&str, Option<char>) -> usize) -> Box<dyn Iterator<Item = Word<'_>> + '_> {
     let mut words = Vec::new();
     let (mut start, mut i) = (0, 0);
     while i < line.len() {
         let rest = &line[i..];
-        let sep = if rest.starts_with("::") {
-            2
-        } else if rest.starts_with(['/', ' ']) {
-            1
-        } else {
-            0
-        };
-        if sep == 0 {
+        let n = sep(rest, line[..i].chars().next_back());
+        if n == 0 {
             i += rest.chars().next().map_or(1, char::len_utf8);
             continue;
         }
-        i += sep;
+        i += n;
         i += line[i..].len() - line[i..].trim_start_matches(' ').len();
-        words.push(textwrap::core::Word::from(&line[start..i]));
+        words.push(Word::from(&line[start..i]));
         start = i;
     }
     if start < line.len() {
-        words.push(textwrap::core::Word::from(&line[start..]));
+        words.push(Word::from(&line[start..]));
     }
     Box::new(words.into_iter())
 }
@@ -338,6 +401,31 @@ mod tests {
         );
         assert_eq!(break_lines("BAR.SYNC.DEFER_BLOCKING x1", 10), "BAR.SYNC.DEFER_BLOCKING\nx1");
         assert_eq!(break_lines("a b/c", 80), "a b/c");
+        assert_eq!(break_lines("global.rs:46", 7), "global.rs:46", "a file's dot is no separator");
+    }
+
+    #[test]
+    fn long_code_breaks_between_calls_and_arguments_not_inside_names() {
+        let sum = "`sum = sum.wrapping_add(v[0]).wrapping_add(v[1])`";
+        assert_eq!(longest_code_piece(sum), "wrapping_add(".len());
+        // (text, width, lines, why)
+        let cases = [
+            (sum, 24, "`sum = sum.wrapping_add(\nv[0]).wrapping_add(\nv[1])`", "between calls"),
+            (
+                "`pub fn transpose_aligned_stores(block: Block, n: u32)`",
+                30,
+                "`pub fn\ntranspose_aligned_stores(\nblock: Block, n: u32)`",
+                "after an opening parenthesis",
+            ),
+            ("let x = 1.5 * y; for i in 0..n {", 8, "let x =\n1.5 * y;\nfor i in\n0..n {", "points and ranges stay"),
+            ("BAR.SYNC.DEFER_BLOCKING x1", 15, "BAR.SYNC.\nDEFER_BLOCKING\nx1", "after a modifier's dot"),
+            ("LDG.E.128 x2", 8, "LDG.\nE.128 x2", "a modifier of digits is no name"),
+            ("a.b(c) d.e(f)", 7, "a.b(c)\nd.e(f)", "words that fit stay whole"),
+            ("é.é(ü", 2, "é.\né(\nü", "characters, not bytes"),
+        ];
+        for (text, width, lines, why) in cases {
+            assert_eq!(break_code(text, width), lines, "{why}");
+        }
     }
 
     fn cells(rows: &[&[&str]]) -> Vec<Vec<String>> {

@@ -280,8 +280,10 @@ pub struct SourceLine {
 /// in a lesson file ([`is_lesson_file`]); the instruction's own line is the helper line when it
 /// differs. An instruction of the device API with no lesson frame is code the `kernel!` macro
 /// generated (the parameters' loads): it is credited to the kernel's own line, `fn entry(` in
-/// its lesson file, when that file is on this machine. Any other instruction with no lesson
-/// frame (Rust's library, not inlined from a lesson) keeps its own line.
+/// its lesson file, or for a kernel a lesson's macro declares (`fn $name(`, rung 8's
+/// configurations) that macro's `fn` line, when the file is on this machine. Any other
+/// instruction with no lesson frame (Rust's library, not inlined from a lesson) keeps its own
+/// line.
 pub fn by_source_line(instrs: &[SassInstr], entry: &str) -> Vec<SourceLine> {
     let mut out: Vec<SourceLine> = Vec::new();
     let mut files: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
@@ -294,11 +296,21 @@ pub fn by_source_line(instrs: &[SassInstr], entry: &str) -> Vec<SourceLine> {
             .clone()
     };
     let declaration = format!("fn {entry}(");
-    let kernel_line =
-        instrs.iter().flat_map(SassInstr::frames).filter(|(f, _)| is_lesson_file(f)).find_map(|(f, _)| {
-            let at = read(f)?.iter().position(|l| l.contains(&declaration))?;
+    let declared = instrs.iter().flat_map(SassInstr::frames).filter(|(f, _)| is_lesson_file(f)).find_map(|(f, _)| {
+        let at = read(f)?.iter().position(|l| l.contains(&declaration))?;
+        Some((f.clone(), at as u32 + 1))
+    });
+    // A macro's kernel: the outermost lesson frame of its code is the line that expands the
+    // macro (where the line tables carry the whole chain), the macro's `fn $name(` the last
+    // one above it.
+    let kernel_line = declared.or_else(|| {
+        instrs.iter().filter_map(|i| i.frames().filter(|(f, _)| is_lesson_file(f)).last()).find_map(|(f, line)| {
+            let lines = read(f)?;
+            let above = lines.get(..*line as usize)?;
+            let at = above.iter().rposition(|l| l.split("fn $").nth(1).is_some_and(|rest| rest.contains('(')))?;
             Some((f.clone(), at as u32 + 1))
-        });
+        })
+    });
     for instr in instrs.iter().filter(|i| is_memory(i)) {
         let Some(own) = &instr.line else { continue };
         let lesson = instr.frames().find(|(f, _)| is_lesson_file(f));
@@ -414,24 +426,59 @@ mod tests {
         assert_eq!(lines[0].text, None, "the file is not on this machine");
     }
 
-    #[test]
-    fn the_kernel_macros_code_is_credited_to_the_kernels_own_line() {
-        let root = std::env::temp_dir().join(format!("memlab-inspect-{}", std::process::id()));
+    /// [`by_source_line`] of kernel `entry` in the SASS `sass` writes from the paths of
+    /// `files` (name, text), written under a scratch `kernels-gpu/src/`.
+    fn lines_of(files: &[(&str, &str)], entry: &str, sass: impl Fn(&[String]) -> String) -> Vec<SourceLine> {
+        let root = std::env::temp_dir().join(format!("memlab-inspect-{entry}-{}", std::process::id()));
         let dir = root.join("kernels-gpu/src");
         std::fs::create_dir_all(&dir).unwrap();
-        let lesson = dir.join("t.rs");
-        std::fs::write(&lesson, "kernel! {\n    /// doc\n    pub fn k(a: u32) {\n        let x = a;\n    }\n}\n")
-            .unwrap();
-        let lesson = lesson.to_str().unwrap();
-        let sass = format!(
-            ".text.k:\n\t//## File \"/x/device-api/src/kernel.rs\", line 98\n        /*0010*/ LDC R1, c[0x0][0x28] ;\n\t//## \
-             File \"{lesson}\", line 4\n        /*0020*/ LDG.E R2, desc[UR4][R2.64] ;\n"
-        );
-        let lines = by_source_line(&parse_sass(&sass)["k"], "k");
+        let paths: Vec<String> = files
+            .iter()
+            .map(|(name, text)| {
+                std::fs::write(dir.join(name), text).unwrap();
+                dir.join(name).to_str().unwrap().to_string()
+            })
+            .collect();
+        let lines = by_source_line(&parse_sass(&sass(&paths))[entry], entry);
         std::fs::remove_dir_all(&root).unwrap();
+        lines
+    }
+
+    #[test]
+    fn the_kernel_macros_code_is_credited_to_the_kernels_own_line() {
+        let lesson = "kernel! {\n    /// doc\n    pub fn k(a: u32) {\n        let x = a;\n    }\n}\n";
+        let lines = lines_of(&[("t.rs", lesson)], "k", |p| {
+            format!(
+                ".text.k:\n\t//## File \"/x/device-api/src/kernel.rs\", line 98\n        /*0010*/ LDC R1, c[0x0][0x28] \
+                 ;\n\t//## File \"{}\", line 4\n        /*0020*/ LDG.E R2, desc[UR4][R2.64] ;\n",
+                p[0]
+            )
+        });
         assert_eq!((lines[0].file.as_str(), lines[0].line), ("t.rs", 3), "{lines:?}");
         assert_eq!(lines[0].helper, Some(("device-api/src/kernel.rs".to_string(), 98)));
         assert_eq!(lines[0].text.as_deref(), Some("pub fn k(a: u32) {"));
         assert_eq!((lines[1].line, &lines[1].helper), (4, &None));
+    }
+
+    #[test]
+    fn a_macro_declared_kernel_is_credited_to_its_macros_fn_line() {
+        // Line 3 declares the kernels, line 8 expands the macro into `k_1` (its code's line).
+        let lesson = "macro_rules! entries {\n    ($($name:ident),*) => {$( kernel! {\n        pub fn $name(a: u32) \
+                      {\n            body(a)\n        }\n    } )*};\n}\nentries!(k_1);\n";
+        // The line tables of the first instruction lack the macro's frame: its file is skipped.
+        let other = "fn tile(a: u32) {\n    a\n}\n";
+        let lines = lines_of(&[("m.rs", lesson), ("s.rs", other)], "k_1", |p| {
+            let (lesson, other) = (&p[0], &p[1]);
+            format!(
+                ".text.k_1:\n\t//## File \"{other}\", line 2\n        /*0000*/ IADD3 R1, R1, R2, RZ ;\n\t//## File \
+                 \"/x/device-api/src/kernel.rs\", line 98\n        /*0010*/ LDC R1, c[0x0][0x28] ;\n\t//## File \
+                 \"/x/kernels-gpu/src/device.rs\", line 5 inlined at \"{lesson}\", line 8\n\t//## File \"{lesson}\", \
+                 line 8\n        /*0020*/ LDG.E R2, desc[UR4][R2.64] ;\n"
+            )
+        });
+        assert_eq!((lines[0].file.as_str(), lines[0].line), ("m.rs", 3), "{lines:?}");
+        assert_eq!(lines[0].text.as_deref(), Some("pub fn $name(a: u32) {"));
+        assert_eq!(lines[0].helper, Some(("device-api/src/kernel.rs".to_string(), 98)));
+        assert_eq!((lines[1].line, &lines[1].helper), (8, &Some(("device.rs".to_string(), 5))));
     }
 }
