@@ -246,6 +246,7 @@ mod tests {
             "lesson_options" => "lesson-options.json",
             "json" | "report" | "chart" | "write" => "memlab-cli-test-output",
             "cc" => "9.0",
+            "gpu" => "H200",
             "regs" | "regs_per_sm" => "64",
             "threads" | "threads_per_sm" => "256",
             "smem_per_sm" => "48KiB",

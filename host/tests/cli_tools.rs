@@ -391,7 +391,7 @@ fn bad_input_is_one_line_with_the_allowed_range() {
         ),
         (
             &["occupancy", "--gpu", "H300", "--threads", "256", "--regs", "32"][..],
-            "`H300` is not a known GPU: use a compute capability (7.0, 7.5, 8.0, 8.6, 8.7, 8.9, 9.0, 10.0, 10.3, 11.0, \
+            "invalid value 'H300' for '--gpu <GPU>': `H300` is not a known GPU: use a compute capability (7.0, 7.5, 8.0, 8.6, 8.7, 8.9, 9.0, 10.0, 10.3, 11.0, \
              12.0, 12.1), an SM target like sm_89, or one of 36 GPU names (closest: H100, H200, B300;",
         ),
         (

@@ -31,9 +31,12 @@ pub enum ModeArg {
 /// Options of `occupancy`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Also --gpu: a compute capability (9.0), SM target (sm_89) or name (H200, "RTX 4090").
-    #[arg(long, alias = "gpu", long_help = gpus::help(), value_parser = parse_cc, conflicts_with_all = ["regs_per_sm", "threads_per_sm", "smem_per_sm"])]
+    /// A compute capability (9.0), SM target (sm_89) or name (H200, "RTX 4090").
+    #[arg(long, long_help = gpus::help(), value_parser = parse_cc, conflicts_with_all = ["gpu", "regs_per_sm", "threads_per_sm", "smem_per_sm"])]
     pub cc: Option<(u32, u32)>,
+    /// The same as --cc, by another name (its own flag, so an error names the one typed).
+    #[arg(long, long_help = gpus::help(), value_parser = parse_cc, conflicts_with_all = ["regs_per_sm", "threads_per_sm", "smem_per_sm"])]
+    pub gpu: Option<(u32, u32)>,
     /// Textbook SM: registers per SM (default 65536; implies --mode simple).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
     pub regs_per_sm: Option<u32>,
@@ -112,7 +115,7 @@ fn sm(args: &Args) -> Result<(ArchLimits, String, Mode)> {
         let mode = if args.mode == Some(ModeArg::Hardware) { Mode::Hardware } else { Mode::Simple };
         return Ok((arch, name, mode));
     }
-    let (major, minor) = args.cc.unwrap_or((9, 0));
+    let (major, minor) = args.cc.or(args.gpu).unwrap_or((9, 0));
     let Some(&arch) = ArchLimits::for_cc(major, minor) else { refuse!("no data for cc {major}.{minor}") };
     let mode = if args.mode == Some(ModeArg::Simple) { Mode::Simple } else { Mode::Hardware };
     Ok((arch, format!("cc {major}.{minor} ({})", arch.name), mode))
