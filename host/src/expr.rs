@@ -60,9 +60,16 @@ impl fmt::Display for ExprError {
 
 impl std::error::Error for ExprError {}
 
+/// The longest expression accepted, characters: the parser and the evaluator recurse once per
+/// operator and per parenthesis, so the length bounds their depth (and the stack they use).
+pub const MAX_LEN: usize = 1024;
+/// The deepest nesting of parentheses accepted.
+pub const MAX_NESTING: usize = 64;
+
 struct Parser<'a> {
     text: &'a str,
     pos: usize,
+    nesting: usize,
 }
 
 impl Parser<'_> {
@@ -101,8 +108,13 @@ impl Parser<'_> {
         self.skip_space();
         let rest = &self.text[self.pos..];
         if rest.starts_with('(') {
+            if self.nesting == MAX_NESTING {
+                return Err(self.error(&format!("parentheses nested deeper than {MAX_NESTING}")));
+            }
             self.pos += 1;
+            self.nesting += 1;
             let e = self.binary(0)?;
+            self.nesting -= 1;
             self.skip_space();
             if !self.text[self.pos..].starts_with(')') {
                 return Err(self.error("expected `)`"));
@@ -134,7 +146,13 @@ impl Expr {
     /// # Errors
     /// A one-line message naming the column and the accepted syntax.
     pub fn parse(text: &str) -> Result<Expr, ExprError> {
-        let mut p = Parser { text, pos: 0 };
+        if text.chars().count() > MAX_LEN {
+            return Err(ExprError(format!(
+                "an expression of {} characters: at most {MAX_LEN} are accepted",
+                text.chars().count()
+            )));
+        }
+        let mut p = Parser { text, pos: 0, nesting: 0 };
         let e = p.binary(0)?;
         p.skip_space();
         if p.pos < text.len() {
@@ -210,6 +228,19 @@ mod tests {
         assert_eq!(at("1 << 2 + 1", 0), 8);
         assert_eq!(at("6 & 3 | 8", 0), 10);
         assert_eq!(at("((t))", 5), 5);
+    }
+
+    #[test]
+    fn deep_or_long_expressions_are_refused_not_a_stack_overflow() {
+        let nested = |d: usize| format!("{}t{}", "(".repeat(d), ")".repeat(d));
+        assert_eq!(at(&nested(MAX_NESTING), 3), 3);
+        let e = Expr::parse(&nested(MAX_NESTING + 1)).unwrap_err().0;
+        assert!(e.contains("parentheses nested deeper than 64 at column 65"), "{e}");
+        let long = vec!["t"; 600].join("+");
+        assert_eq!(Expr::parse(&long).unwrap_err().0, "an expression of 1199 characters: at most 1024 are accepted");
+        assert_eq!(at(&vec!["t"; 500].join("+"), 2), 1000);
+        let e = Expr::parse(&nested(6000)).unwrap_err().0;
+        assert!(e.contains("at most 1024"), "{e}");
     }
 
     #[test]

@@ -92,7 +92,7 @@ pub fn run(args: Args) -> Result<bool> {
     }
 
     match &sass {
-        Ok(instrs) => print_sass(layout, instrs, name, line_info),
+        Ok(instrs) => print_sass(layout, instrs, name, p.arch, line_info),
         Err(e) => println!("SASS not available: {e:#}"),
     }
     Ok(true)
@@ -168,7 +168,7 @@ pub fn pipeline_note(body: &str) -> Option<String> {
     Some(note)
 }
 
-fn print_sass(layout: Layout, instrs: &[SassInstr], name: &str, line_info: bool) {
+fn print_sass(layout: Layout, instrs: &[SassInstr], name: &str, ptx_arch: &str, line_info: bool) {
     let memory: Vec<&SassInstr> = instrs.iter().filter(|i| inspect::is_memory(i)).collect();
     let wide = |w| memory.iter().filter(|i| i.width() == Some(w)).count();
     let summary = format!(
@@ -180,7 +180,10 @@ fn print_sass(layout: Layout, instrs: &[SassInstr], name: &str, line_info: bool)
     );
     println!("{}\n", table::text(layout, &summary));
     if !line_info {
-        println!("Rust source lines: only the sm_90 PTX carries line tables (the kernels --cc 9.0 loads from it).");
+        let note = format!(
+            "Rust source lines: not shown for the {ptx_arch} PTX; only the sm_90 PTX carries line tables (`--cc 9.0` for a kernel it holds)."
+        );
+        println!("{}", table::text(layout, &note));
         return;
     }
     println!("## Rust source -> SASS memory instructions\n");

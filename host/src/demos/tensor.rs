@@ -410,7 +410,8 @@ pub fn l2_bytes<T: Operand>(rung: &Rung, (m, n, k): (usize, usize, usize)) -> f6
 /// twin in `bench`).
 fn measure_step<T: Operand>(lab: &Lab, step: &Step<T>, ops: &mut Operands<T>, stages: u32) -> Result<KernelRow> {
     let bytes = l2_bytes::<T>(step.rung, ops.size);
-    let prediction = format!("{:.3} B/FLOP from L2 ({stages} stages)", bytes / ops.flop());
+    let plural = if stages == 1 { "" } else { "s" };
+    let prediction = format!("{:.3} B/FLOP from L2 ({stages} stage{plural})", bytes / ops.flop());
     let work = Work { flop: ops.flop(), bytes, level: Level::Global };
     let launch = ops.launch(lab, step, stages)?;
     let c = &ops.c;
