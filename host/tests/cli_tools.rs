@@ -421,6 +421,23 @@ fn bad_input_is_one_line_with_the_allowed_range() {
         (&["banks", "--tile", "8x8", "--access", "diagonal"][..], "`diagonal` is not a tile access: use row or column"),
         (&["banks", "--width", "8", "--offset", "4"][..], "--offset 4 is not a multiple of the 8-byte width"),
         (&["banks", "--index", "t-1"][..], "the index is -1 at t = 0: indices must be 0 or more"),
+        (
+            &["banks", "--index", "t<<62"][..],
+            "thread 1's byte address overflows 64 bits: allowed byte offsets 0..=232444 of the 232448-byte shared array",
+        ),
+        (&["banks", "--stride", "5000000000000000000"][..], "thread 1's byte address overflows 64 bits"),
+        (
+            &["banks", "--width", "16", "--stride", "8", "--swizzle", "128B", "--offset", "16"][..],
+            "--offset 16 is not a multiple of the 128B swizzle's 1024-byte atom",
+        ),
+        (
+            &["banks", "--swizzle", "64B", "--offset", "256"][..],
+            "--offset 256 is not a multiple of the 64B swizzle's 512-byte atom",
+        ),
+        (
+            &["banks", "--swizzle", "32b", "--offset", "128"][..],
+            "--offset 128 is not a multiple of the 32B swizzle's 256-byte atom",
+        ),
         (&["coalescing", "--elem", "17"][..], "17 is not in 1..=16"),
         (&["coalescing", "--elem", "8", "--offset", "4"][..], "a 8-byte access must start at a multiple of 8"),
         (

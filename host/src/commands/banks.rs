@@ -9,7 +9,7 @@ use super::occupancy::parse_cc;
 use crate::expr::Expr;
 use crate::model::occupancy::ArchLimits;
 use crate::model::{
-    banks::{BankReport, NUM_BANKS, Tile, TileAccess, WARP_SIZE, WarpRequest, Width},
+    banks::{BankReport, NUM_BANKS, Tile, TileAccess, WARP_SIZE, WarpRequest, Width, swizzle_atom},
     gpus,
 };
 use crate::{cli, present::report, refuse};
@@ -55,7 +55,8 @@ pub struct Args {
     pub array: Option<usize>,
     /// A TMA tensor map's shared-memory swizzle over the addresses: none, 32B, 64B or 128B
     /// (16-byte chunk c of 128-byte line l moves to chunk c XOR (l mod 2, 4 or 8); PTX ISA,
-    /// "Tensors: tensor swizzling modes"), from a 1024-byte-aligned tile.
+    /// "Tensors: tensor swizzling modes"), from a tile aligned to the swizzle's atom (--offset a
+    /// multiple of 256, 512 or 1024 bytes).
     #[arg(long, value_parser = swizzle, default_value = "none")]
     pub swizzle: u32,
     /// The GPU whose shared memory per block bounds the array and the tile (also --gpu; default
@@ -184,20 +185,26 @@ fn warp_request(args: &Args, width: Width, pattern: &Pattern, array: u64, warp: 
     for (lane, slot) in lanes.iter_mut().enumerate().take(args.lanes as usize) {
         let t = warp * WARP_SIZE as u32 + lane as u32;
         let byte = match pattern {
-            Pattern::Stride(s) => t as u64 * s * w,
-            Pattern::Index(e, _) => e.index(t)?.saturating_mul(w),
-            Pattern::Bytes(e, _) => e.index(t)?,
+            Pattern::Stride(s) => (t as u64).checked_mul(*s).and_then(|e| e.checked_mul(w)),
+            Pattern::Index(e, _) => e.index(t)?.checked_mul(w),
+            Pattern::Bytes(e, _) => Some(e.index(t)?),
             Pattern::Tile(..) => match tile_lanes.as_ref().and_then(|l| l[lane]) {
-                Some(i) => i * w,
+                Some(i) => i.checked_mul(w),
                 None => continue,
             },
         };
-        let addr = args.offset.saturating_add(byte);
-        if addr.saturating_add(w) > array {
+        let Some(addr) = byte.and_then(|b| b.checked_add(args.offset)).filter(|a| a.checked_add(w).is_some()) else {
+            refuse!(
+                "thread {t}'s byte address overflows 64 bits: allowed byte offsets 0..={} of the {array}-byte shared \
+                 array",
+                array.saturating_sub(w)
+            )
+        };
+        if addr + w > array {
             refuse!(
                 "thread {t} accesses bytes {addr}..{}, past the end of the {array}-byte shared array: allowed byte \
                  offsets 0..={} (set --array, --offset, --block or the pattern)",
-                addr.saturating_add(w),
+                addr + w,
                 array.saturating_sub(w)
             );
         }
@@ -212,6 +219,16 @@ pub fn run(args: Args) -> Result<bool> {
     let w = width.bytes();
     if !args.offset.is_multiple_of(w) {
         refuse!("--offset {} is not a multiple of the {w}-byte width: accesses must be naturally aligned", args.offset);
+    }
+    let atom = swizzle_atom(args.swizzle);
+    if args.swizzle != 0 && !args.offset.is_multiple_of(atom) {
+        refuse!(
+            "--offset {} is not a multiple of the {} swizzle's {atom}-byte atom: the swizzle is modelled from an \
+             aligned tile (allowed offsets 0, {atom}, {}, ...)",
+            args.offset,
+            SWIZZLES[args.swizzle as usize],
+            2 * atom
+        );
     }
     let pattern = if let Some(text) = &args.index {
         Pattern::Index(Expr::parse(text)?, text.clone())

@@ -48,6 +48,14 @@ pub fn bank_of_byte(addr: u64) -> u32 {
     bank_of_word(addr / BANK_WIDTH_BYTES)
 }
 
+/// Bytes after which swizzle `mode`'s pattern repeats (its atom: 8 128-byte lines for 128B, 4
+/// for 64B, 2 for 32B, so 1024, 512 or 256 bytes; 128, one line, for no swizzle): the pattern
+/// XORs the chunk with `mode` bits of the line index (`memlab_contracts::tma::swizzle`), so a
+/// tile laid out by the pattern starts on a multiple of this.
+pub const fn swizzle_atom(mode: u32) -> u64 {
+    WAVEFRONT_BYTES << mode
+}
+
 /// Bytes each lane accesses in one instruction: a 32-bit (`float`, `int`), 64-bit (`double`,
 /// `float2`) or 128-bit (`float4`) load or store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -198,11 +206,13 @@ impl WarpRequest {
     /// The same request with every lane's byte address put through a TMA tensor map's swizzle
     /// `mode` (0 none, 1 32-byte, 2 64-byte, 3 128-byte; `memlab_contracts::tma::swizzle`: the
     /// 16-byte chunk bits XORed with the 128-byte line bits above them, PTX ISA "Tensors:
-    /// tensor swizzling modes"), addresses taken from the start of a tile aligned to 1024
-    /// bytes. A swizzle moves whole 16-byte chunks, so accesses of up to 16 bytes stay aligned.
+    /// tensor swizzling modes"), addresses taken from the start of a tile aligned to the mode's
+    /// [`swizzle_atom`]. A swizzle moves whole 16-byte chunks, so accesses of up to 16 bytes stay
+    /// aligned.
     pub fn swizzled(&self, mode: u32) -> Self {
+        let atom = swizzle_atom(mode);
         let swizzle = |a: u64| {
-            let low = (a % 1024) as u32;
+            let low = (a % atom) as u32;
             a - low as u64 + memlab_contracts::tma::swizzle(mode, low) as u64
         };
         WarpRequest { width: self.width, lanes: self.lanes.map(|a| a.map(swizzle)) }
