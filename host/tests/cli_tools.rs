@@ -440,11 +440,18 @@ fn bad_input_is_one_line_with_the_allowed_range() {
         ),
         (&["coalescing", "--elem", "17"][..], "17 is not in 1..=16"),
         (&["coalescing", "--elem", "8", "--offset", "4"][..], "a 8-byte access must start at a multiple of 8"),
-        (
-            &["coalescing", "--struct", "12", "--fields", "8:8"][..],
-            "field 8:8 ends at byte 16, past the 12-byte struct",
-        ),
+        (&["coalescing", "--struct", "12", "--fields", "8:8"][..], "field 8:8 ends past the 12-byte struct"),
         (&["coalescing", "--lanes", "0"][..], "0 is not in 1..=32"),
+        (
+            &["coalescing", "--stride", "1000000000000000"][..],
+            "lane 1's address is past the GPU's 49-bit virtual address space: allowed bytes 0..2^49",
+        ),
+        (&["coalescing", "--elem", "8", "--offset", "562949953421312", "--lanes", "1"][..], "lane 0's address is past"),
+        (
+            &["coalescing", "--struct", "12", "--fields", "18446744073709551615:4"][..],
+            "field 18446744073709551615:4 ends past the 12-byte struct: allowed fields lie in bytes 0..12",
+        ),
+        (&["coalescing", "--index", "t<<62"][..], "lane 1's address is past the GPU's 49-bit"),
         (&["occupancy", "--threads", "128"][..], "required arguments were not provided: --regs <REGS>"),
         (&["occupancy", "--threads", "128", "--smem", "5TB", "--regs", "1"][..], "unknown unit"),
         (
@@ -576,6 +583,9 @@ fn coalescing_counts_a_struct_read_by_fields() {
     let out = ok(&["coalescing", "--stride", "2"]);
     assert!(has(&out, "sector model 50.0% (128 useful / 256 B moved), 128-byte segment model 50.0%"), "{out}");
     assert!(has(&out, "source: CUDA C++ Best Practices Guide"), "{out}");
+    // The last 8 bytes below 2^49 are in the address space (one past them is refused).
+    let out = ok(&["coalescing", "--elem", "8", "--offset", "562949953421304", "--lanes", "1"]);
+    assert!(has(&out, "element 0 at byte 562949953421304"), "{out}");
     // No load reads 3 or 12 bytes: the pieces of their alignment, as for char3 and float3.
     for (elem, loads, piece) in [("3", 3, 1), ("12", 3, 4)] {
         let out = ok(&["coalescing", "--elem", elem]);

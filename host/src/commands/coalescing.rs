@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::cli::count;
 use crate::expr::Expr;
-use crate::model::coalescing::{Instruction, SEGMENT_BYTES, WarpTraffic};
+use crate::model::coalescing::{Instruction, SEGMENT_BYTES, VIRTUAL_ADDRESS_BITS, WarpTraffic};
 use crate::{cli, present::report, refuse};
 
 /// The largest access one lane makes in one instruction (a 128-bit load; Programming Guide,
@@ -122,8 +122,10 @@ pub fn run(args: Args) -> Result<bool> {
     let (unit, accesses): (u64, Vec<(u64, u64)>) = match args.struct_bytes {
         Some(size) => {
             for &(off, len) in &args.fields {
-                if off + len > size {
-                    refuse!("field {off}:{len} ends at byte {}, past the {size}-byte struct", off + len);
+                if off.saturating_add(len) > size {
+                    refuse!(
+                        "field {off}:{len} ends past the {size}-byte struct: allowed fields lie in bytes 0..{size}"
+                    );
                 }
             }
             (size, args.fields.clone())
@@ -143,8 +145,17 @@ pub fn run(args: Args) -> Result<bool> {
                 Some(e) => e.index(t as u32)?,
                 None => t as u64 * stride,
             };
-            let Some(addr) = element.checked_mul(unit).and_then(|b| b.checked_add(args.offset + field_off)) else {
-                refuse!("lane {t}'s address overflows 64 bits")
+            let end = element
+                .checked_mul(unit)
+                .and_then(|b| b.checked_add(args.offset))
+                .and_then(|b| b.checked_add(field_off + len))
+                .filter(|&end| end <= 1 << VIRTUAL_ADDRESS_BITS);
+            let Some(addr) = end.map(|end| end - len) else {
+                refuse!(
+                    "lane {t}'s address is past the GPU's {VIRTUAL_ADDRESS_BITS}-bit virtual address space: allowed \
+                     bytes 0..2^{VIRTUAL_ADDRESS_BITS} (NVIDIA Tesla P100 whitepaper, \"Unified Memory\"; the same since \
+                     Pascal)"
+                )
             };
             // Loads and stores of 1, 2, 4, 8 or 16 bytes must be naturally aligned.
             if len.is_power_of_two() && !addr.is_multiple_of(len) {

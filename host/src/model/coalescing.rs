@@ -25,6 +25,10 @@ pub const SECTOR_BYTES: u64 = 32;
 /// Size of one cache line / memory segment in the 128-byte model, bytes.
 pub const SEGMENT_BYTES: u64 = 128;
 
+/// Bits of a GPU virtual address: 49 since Pascal, enough for a 48-bit CPU address space plus
+/// the GPU's own memory (NVIDIA Tesla P100 whitepaper, "Unified Memory").
+pub const VIRTUAL_ADDRESS_BITS: u32 = 49;
+
 /// The transaction unit a model counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransactionModel {
