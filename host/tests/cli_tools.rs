@@ -514,6 +514,16 @@ fn banks_gives_the_h200_figures_with_rule_and_picture() {
     let out = ok(&["banks", "--width", "8", "--tile", "32x32", "--access", "column"]);
     assert_eq!(row(&out, &["0-31"])[2..], ["32", "2", "30"]);
     assert!(has(&out, "total: 1024 wavefronts, 64 ideal, 960 conflicts over 32 requests"), "{out}");
+    // A 33-thread row: warps of 32 consecutive threads, the second with one lane.
+    let out = ok(&["banks", "--tile", "32x32", "--block", "33x1"]);
+    assert!(has(&out, "block 33x1 (warps of 32 consecutive threads x + 33*y: the last has 1 active lane)"), "{out}");
+    assert!(has(&out, "total: 2 wavefronts, 2 ideal, 0 conflicts over 2 requests"), "{out}");
+    // The default block follows the tile (at most 32 along each side), x along the access.
+    for (access, block, warps) in [("row", "32x8", 8), ("column", "8x32", 8)] {
+        let out = ok(&["banks", "--tile", "8x64", "--width", "16", "--swizzle", "128B", "--access", access]);
+        assert!(has(&out, &format!("pitch 64, block {block},")), "{out}");
+        assert!(has(&out, &format!("over {warps} requests")), "{out}");
+    }
     // Two warps, word 4t: 3 conflicts each, 6 in all.
     let out = ok(&["banks", "--stride", "4", "--warps", "2"]);
     assert!(has(&out, "total: 8 wavefronts, 2 ideal, 6 conflicts over 2 requests"), "{out}");

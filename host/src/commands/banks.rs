@@ -35,7 +35,8 @@ pub struct Args {
     /// Elements from one tile row to the next (default COLS; COLS+1 pads).
     #[arg(long, requires = "tile", value_parser = clap::value_parser!(u64).range(1..))]
     pub pitch: Option<u64>,
-    /// Block shape XxY for --tile (default 32x32); thread x + X*y of the block.
+    /// Block shape XxY for --tile; thread x + X*y of the block, warps of 32 consecutive threads
+    /// (default: the tile's extent along x and y, each at most 32, so every thread has an element).
     #[arg(long, requires = "tile", value_parser = cli::dims::<2>)]
     pub block: Option<[usize; 2]>,
     /// Thread (x, y) at tile[y][x] (row) or tile[x][y] (column)
@@ -104,10 +105,19 @@ impl Pattern {
             Pattern::Index(_, text) => format!("lane t at element {text}"),
             Pattern::Bytes(_, text) => format!("lane t at byte {text}"),
             Pattern::Tile(tile, access, [rows, cols]) => format!(
-                "tile[{rows}][{cols}] of {width}-byte elements, pitch {}, block {}x{}, {} access (thread (x, y) at tile{})",
+                "tile[{rows}][{cols}] of {width}-byte elements, pitch {}, block {}x{}{}, {} access (thread (x, y) at \
+                 tile{})",
                 tile.pitch,
                 tile.block.0,
                 tile.block.1,
+                match tile.threads() % WARP_SIZE as u32 {
+                    0 => String::new(),
+                    last => format!(
+                        " (warps of 32 consecutive threads x + {}*y: the last has {})",
+                        tile.block.0,
+                        cli::count(last, "active lane")
+                    ),
+                },
                 match access {
                     TileAccess::Row => "row",
                     TileAccess::Column => "column",
@@ -235,7 +245,12 @@ pub fn run(args: Args) -> Result<bool> {
     } else if let Some(text) = &args.bytes {
         Pattern::Bytes(Expr::parse(text)?, text.clone())
     } else if let Some([rows, cols]) = args.tile {
-        let [bx, by] = args.block.unwrap_or([32, 32]);
+        // Row access walks x along a row, column access down a column.
+        let (along_x, along_y) = match args.access {
+            TileAccess::Row => (cols, rows),
+            TileAccess::Column => (rows, cols),
+        };
+        let [bx, by] = args.block.unwrap_or([along_x.min(WARP_SIZE), along_y.min(WARP_SIZE)]);
         if bx * by > 1024 {
             refuse!("--block {bx}x{by} has {} threads: a block has at most 1024", bx * by);
         }

@@ -366,14 +366,20 @@ pub enum TileAccess {
 }
 
 impl Tile {
-    /// Warps in the block.
+    /// Threads in the block.
+    pub fn threads(&self) -> u32 {
+        self.block.0 * self.block.1
+    }
+
+    /// Warps in the block: 32 consecutive threads each, the last partial when the threads are
+    /// not a multiple of 32 (CUDA C++ Programming Guide, "SIMT Architecture").
     pub fn warps(&self) -> u32 {
-        (self.block.0 * self.block.1).div_ceil(WARP_SIZE as u32)
+        self.threads().div_ceil(WARP_SIZE as u32)
     }
 
     /// The element index each lane of warp `warp` accesses (lanes past the block inactive).
     pub fn warp_elements(&self, warp: u32, access: TileAccess) -> [Option<u64>; WARP_SIZE] {
-        let threads = self.block.0 * self.block.1;
+        let threads = self.threads();
         std::array::from_fn(|lane| {
             let t = warp * WARP_SIZE as u32 + lane as u32;
             (t < threads).then(|| {
