@@ -406,6 +406,11 @@ fn bad_input_is_one_line_with_the_allowed_range() {
             "invalid value '-256' for '--threads <THREADS>': -256 is negative",
         ),
         (&["occupancy", "--threads", "128", "--regs", "2", "--blocks", "0"][..], "0 is not in 1..=64"),
+        (
+            &["occupancy", "--gpu", "h200", "--threads", "256", "--regs", "0"][..],
+            "--regs 0: a kernel uses at least 1 register per thread (ptxas gives even an empty kernel 4): allowed \
+             1..=255",
+        ),
         (&["banks", "--width", "3"][..], "access width 3 bytes is not modelled: allowed 4, 8 or 16"),
         (
             &["banks", "--stride", "0", "--offset", "232448"][..],
@@ -621,7 +626,24 @@ fn occupancy_answers_by_name_suggests_and_explains_the_driver() {
     let out = ok(&["occupancy", "--gpu", "RTX 4090", "--threads", "256", "--regs", "40", "--smem", "20KiB"]);
     assert!(out.contains("cc 8.9 (Ada Lovelace)"), "{out}");
     assert!(has(&out, "resident per SM: 4 blocks"), "{out}");
-    assert!(has(&out, "the textbook arithmetic gives 5 blocks (83.3%), the driver's rules 4 (66.7%)"), "{out}");
+    assert!(
+        has(
+            &out,
+            "the textbook arithmetic gives 5 blocks, 40 warps (83.3%) of the SM's 48; the driver's rules 4, 32 warps \
+             (66.7%)"
+        ),
+        "{out}"
+    );
+    // A partial warp: both percentages count warps, so more blocks is never the lower figure.
+    let partial = ok(&["occupancy", "--cc", "sm_90a", "--threads", "33", "--regs", "40"]);
+    assert!(
+        has(
+            &partial,
+            "the textbook arithmetic gives 32 blocks, 64 warps (100.0%) of the SM's 64; the driver's rules 24, 48 \
+             warps (75.0%)"
+        ),
+        "{partial}"
+    );
     assert!(
         has(&out, "the driver reserves 1024 B per block and allocates in 128 B units: 20480 + 1024 -> 21504 B"),
         "{out}"

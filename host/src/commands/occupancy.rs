@@ -52,7 +52,7 @@ pub struct Args {
     /// Threads per block.
     #[arg(long)]
     pub threads: u32,
-    /// Registers per thread (0..=255); taken from ptxas with --kernel; with --blocks N alone, the
+    /// Registers per thread (1..=255); taken from ptxas with --kernel; with --blocks N alone, the
     /// most at which N blocks stay resident.
     #[arg(long, required_unless_present_any = ["kernel", "blocks"])]
     pub regs: Option<u32>,
@@ -307,12 +307,16 @@ fn hardware_notes(arch: &ArchLimits, res: &KernelResources, o: &Occupancy) -> Ve
     let most = t.active_blocks.max(o.active_blocks);
     let differs = |a: u32, b: u32| a != b && a.min(b) <= most;
     if t.active_blocks != o.active_blocks {
+        // Both as the driver defines occupancy, warps over the SM's maximum: the textbook's own
+        // figure counts threads, which a block of a partial warp makes lower than its warps.
+        let warps = |w: u32| format!("{w} warps ({})", percent(f64::from(w) / f64::from(arch.max_warps_per_sm)));
         out.push(format!(
-            "textbook vs driver: the textbook arithmetic gives {} blocks ({}), the driver's rules {} ({}):",
+            "textbook vs driver: the textbook arithmetic gives {} blocks, {} of the SM's {}; the driver's rules {}, {}:",
             t.active_blocks,
-            percent(t.occupancy),
+            warps(t.active_warps),
+            arch.max_warps_per_sm,
             o.active_blocks,
-            percent(o.occupancy)
+            warps(o.active_warps)
         ));
     }
     if differs(t.blocks_by_warps, o.blocks_by_warps) {
@@ -489,6 +493,13 @@ pub fn run(args: Args) -> Result<bool> {
         crate::present::output::check_dir("--chart", dir)?;
     }
     let (arch, sm_name, mode) = sm(&args)?;
+    if args.regs == Some(0) {
+        refuse!(
+            "--regs 0: a kernel uses at least 1 register per thread (ptxas gives even an empty kernel 4): allowed \
+             1..={}",
+            arch.max_regs_per_thread
+        );
+    }
     let dynamic = to_u32("--smem", args.smem)?;
     let (regs, static_smem, mut source) = match &args.kernel {
         Some(k) => kernel_figures(k, &arch)?,
