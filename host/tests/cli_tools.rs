@@ -484,11 +484,19 @@ fn bad_input_is_one_line_with_the_allowed_range() {
 }
 
 #[test]
-fn occupancy_help_lists_every_gpu_name() {
-    let help = ok(&["occupancy", "--help"]);
-    for name in memlab::model::gpus::GPUS.map(|(name, _)| name) {
-        assert!(has(&help, name), "{name} missing from occupancy --help:\n{help}");
+fn occupancy_and_banks_help_list_every_gpu_name_on_one_line() {
+    for command in ["occupancy", "banks"] {
+        let help = memlab().args([command, "--help"]).env("COLUMNS", "100").output().expect("run memlab");
+        let help = String::from_utf8(help.stdout).expect("utf-8 help");
+        // A name's words are joined by no-break spaces, so no line break splits a name.
+        let lines: Vec<String> = help.lines().map(|l| l.replace('\u{a0}', " ")).collect();
+        for name in memlab::model::gpus::GPUS.map(|(name, _)| name) {
+            assert!(lines.iter().any(|l| l.contains(name)), "{name} not on one line of {command} --help:\n{help}");
+        }
     }
+    // A name copied from the help, no-break space and all, names the GPU.
+    let out = ok(&["occupancy", "--gpu", "RTX\u{a0}3090", "--threads", "256", "--regs", "32"]);
+    assert!(out.contains("cc 8.6"), "{out}");
 }
 
 #[test]
