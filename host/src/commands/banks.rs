@@ -223,24 +223,10 @@ fn warp_request(args: &Args, width: Width, pattern: &Pattern, array: u64, warp: 
     Ok(WarpRequest::new(width, lanes)?)
 }
 
-/// Runs the model and prints its answer.
-pub fn run(args: Args) -> Result<bool> {
-    let width = Width::from_bytes(args.width)?;
-    let w = width.bytes();
-    if !args.offset.is_multiple_of(w) {
-        refuse!("--offset {} is not a multiple of the {w}-byte width: accesses must be naturally aligned", args.offset);
-    }
-    let atom = swizzle_atom(args.swizzle);
-    if args.swizzle != 0 && !args.offset.is_multiple_of(atom) {
-        refuse!(
-            "--offset {} is not a multiple of the {} swizzle's {atom}-byte atom: the swizzle is modelled from an \
-             aligned tile (allowed offsets 0, {atom}, {}, ...)",
-            args.offset,
-            SWIZZLES[args.swizzle as usize],
-            2 * atom
-        );
-    }
-    let pattern = if let Some(text) = &args.index {
+/// How lane `t` finds its element, from the pattern options, with the tile's block and pitch
+/// checked.
+fn pattern(args: &Args) -> Result<Pattern> {
+    Ok(if let Some(text) = &args.index {
         Pattern::Index(Expr::parse(text)?, text.clone())
     } else if let Some(text) = &args.bytes {
         Pattern::Bytes(Expr::parse(text)?, text.clone())
@@ -261,7 +247,27 @@ pub fn run(args: Args) -> Result<bool> {
         Pattern::Tile(tile, args.access, [rows, cols])
     } else {
         Pattern::Stride(args.stride.unwrap_or(1))
-    };
+    })
+}
+
+/// Runs the model and prints its answer.
+pub fn run(args: Args) -> Result<bool> {
+    let width = Width::from_bytes(args.width)?;
+    let w = width.bytes();
+    if !args.offset.is_multiple_of(w) {
+        refuse!("--offset {} is not a multiple of the {w}-byte width: accesses must be naturally aligned", args.offset);
+    }
+    let atom = swizzle_atom(args.swizzle);
+    if args.swizzle != 0 && !args.offset.is_multiple_of(atom) {
+        refuse!(
+            "--offset {} is not a multiple of the {} swizzle's {atom}-byte atom: the swizzle is modelled from an \
+             aligned tile (allowed offsets 0, {atom}, {}, ...)",
+            args.offset,
+            SWIZZLES[args.swizzle as usize],
+            2 * atom
+        );
+    }
+    let pattern = pattern(&args)?;
     let (major, minor) = args.cc;
     let Some(arch) = ArchLimits::for_cc(major, minor) else { refuse!("no limits for cc {major}.{minor}") };
     let limit = u64::from(arch.smem_per_block_optin);
