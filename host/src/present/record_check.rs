@@ -245,6 +245,11 @@ pub fn check(record: &RunRecord) -> Result<(), Refusal> {
     }
     if let Some(ghz) = record.sm_clock_ghz {
         positive("sm_clock_ghz", ghz)?;
+        // The record's own compute ceiling scales with it, so an absurd clock would excuse any rate.
+        let (lo, hi) = crate::summary::roofline::PLAUSIBLE_GHZ;
+        if !(lo..=hi).contains(&ghz) {
+            return refuse("sm_clock_ghz", ghz, &format!("no SM runs at that clock: allowed {lo}..={hi} GHz"));
+        }
     }
     let ceilings = Ceilings::of(record);
     if let Some(gbs) = record.memcpy_gbs {
@@ -362,6 +367,19 @@ mod tests {
         let mut r = record();
         let (_, k) = first_row(&mut r);
         (k.check.mismatches, k.check.first_bad) = (1, Some((0, "1".into(), "2".into())));
+        assert_eq!(check(&r), Ok(()));
+    }
+
+    #[test]
+    fn an_sm_clock_no_gpu_runs_at_is_refused() {
+        let mut r = record();
+        r.sm_clock_ghz = Some(1e6);
+        let e = check(&r).unwrap_err();
+        assert!(
+            e.starts_with("sm_clock_ghz") && e.contains("is 1000000: no SM runs at that clock: allowed 0.1..=5 GHz"),
+            "{e}"
+        );
+        r.sm_clock_ghz = Some(1.98);
         assert_eq!(check(&r), Ok(()));
     }
 

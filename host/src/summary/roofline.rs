@@ -42,7 +42,7 @@ const CLOCK_ITERS: u32 = 40_000;
 /// The chains' inputs: `x = 0.9999 x + 0.0001` stays near 1 for any number of rounds.
 const CLOCK_FMA: (f32, f32, f32) = (1.0, 0.9999, 0.0001);
 /// SM clocks a GPU can run at, GHz: a block's cycles over ns outside it is a broken record.
-const PLAUSIBLE_GHZ: (f64, f64) = (0.1, 5.0);
+pub const PLAUSIBLE_GHZ: (f64, f64) = (0.1, 5.0);
 
 /// The SM clock measured under a full FP32 load.
 #[derive(Debug, Clone, PartialEq)]
