@@ -308,37 +308,38 @@ fn roof_notes(info: &DeviceInfo, roofs: &Roofs, clock_ghz: Option<f64>, kernels:
         bw / 1e9,
         balance_point(peaks.measured, bw)
     )];
-    if let Some(t) = tensor {
-        notes.push(format!(
-            "TF32 tensor-core roof {:.0} TFLOP/s = {} SMs x {} FLOP per clock x the same clock, dense (NVIDIA's whitepaper rate, which Hopper reaches with wgmma; rung 9's mma.sync is measured against it): {} are placed against it.",
+    // One sentence per tensor roof: its rate, its arithmetic, and the kernels placed against it.
+    let roof = |name: &str, t: Peaks, per_clock: Option<u32>, how_and_whom: String| {
+        format!(
+            "{name} tensor-core roof {:.0} TFLOP/s = {} SMs x {} FLOP per clock x the same clock, dense (NVIDIA's whitepaper rate, {how_and_whom}",
             t.measured / 1e12,
             info.sms,
-            tf32_flop_per_clock(info.cc.0, info.cc.1).unwrap_or(0),
-            kernels.iter().filter(|k| is_tf32(&k.kernel)).map(|k| k.kernel.as_str()).fold(Vec::new(), |mut v, k| {
-                if !v.contains(&k) {
-                    v.push(k)
-                }
-                v
-            }).join(", ")
-        ));
+            per_clock.unwrap_or(0)
+        )
+    };
+    let (major, minor) = info.cc;
+    if let Some(t) = tensor {
+        let mut tf32: Vec<&str> = Vec::new();
+        for k in kernels.iter().filter(|k| is_tf32(&k.kernel)) {
+            if !tf32.contains(&k.kernel.as_str()) {
+                tf32.push(&k.kernel);
+            }
+        }
+        let whom = format!(
+            "which Hopper reaches with wgmma; rung 9's mma.sync is measured against it): {} are placed against it.",
+            tf32.join(", ")
+        );
+        notes.push(roof("TF32", t, tf32_flop_per_clock(major, minor), whom));
     }
     if let Some(t) = bf16.filter(|_| kernels.iter().any(|k| is_bf16(&k.kernel))) {
-        notes.push(format!(
-            "BF16 tensor-core roof {:.0} TFLOP/s = {} SMs x {} FLOP per clock x the same clock, dense (NVIDIA's whitepaper rate, through wgmma): the tensor ladder's BF16 rungs ({}) are placed against it.",
-            t.measured / 1e12,
-            info.sms,
-            bf16_flop_per_clock(info.cc.0, info.cc.1).unwrap_or(0),
-            memlab_contracts::tensor::LADDER.iter().map(|r| r.name).collect::<Vec<_>>().join(", ")
-        ));
+        let ladder: Vec<&str> = memlab_contracts::tensor::LADDER.iter().map(|r| r.name).collect();
+        let whom =
+            format!("through wgmma): the tensor ladder's BF16 rungs ({}) are placed against it.", ladder.join(", "));
+        notes.push(roof("BF16", t, bf16_flop_per_clock(major, minor), whom));
     }
     if let Some(t) = fp8.filter(|_| kernels.iter().any(|k| is_fp8(&k.kernel))) {
-        notes.push(format!(
-            "FP8 tensor-core roof {:.0} TFLOP/s = {} SMs x {} FLOP per clock x the same clock, dense (NVIDIA's whitepaper rate, through wgmma): {} is placed against it.",
-            t.measured / 1e12,
-            info.sms,
-            fp8_flop_per_clock(info.cc.0, info.cc.1).unwrap_or(0),
-            memlab_contracts::tensor::FP8.name
-        ));
+        let whom = format!("through wgmma): {} is placed against it.", memlab_contracts::tensor::FP8.name);
+        notes.push(roof("FP8", t, fp8_flop_per_clock(major, minor), whom));
     }
     notes
 }
