@@ -21,37 +21,28 @@ const RAW_BY_DESIGN: [(&str, usize, &str); 1] = [(
 )];
 
 /// The SGEMM ladder (rungs 2 to 9 and `sgemm/mod.rs`'s shared helpers) is on
-/// `kernels-gpu/src/device/gemm.rs`: the operands (`Gemm`: scalar accesses with their bounds
-/// tests; 128-bit ones, `unsafe fn`, on the caller's word, checked in the `checked` build),
-/// places in the dynamic shared memory (`Shared`: made by the `unsafe fn`s `Shared::at` and
-/// `Shared::add`, whose callers vouch for its safe 32/64/128-bit accesses and `ldmatrix`), the
-/// `cp.async` source of a tile (`copy_chunk_inside`, `unsafe fn`, for interior chunks), the block
-/// barrier; with the same PTX (`host/tests/zero_cost.rs`). They are not on the typed
-/// `SharedTile` phases: `cp.async` writes a stage outside the barrier phases (the write lands at
-/// `cp.async.wait_group` plus a barrier, later than the instruction), the stages are a ring of 2
-/// to 4 tiles whose phases differ per stage, and `ldmatrix` reads a tile into another lane's
-/// registers; so `device::gemm` states the phase discipline as an invariant instead of a type.
+/// `kernels-gpu/src/device/gemm.rs` and `device/ring.rs`: the operands (`Gemm`: scalar accesses
+/// with their bounds tests; 128-bit ones, `unsafe fn`, on the caller's word, checked in the
+/// `checked` build), the `cp.async` source of a tile (`copy_chunk_inside`, `unsafe fn`, for
+/// interior chunks), and the ring of shared stages (`Ring`), whose phases are types: only its
+/// loops hand out a stage to write (`Filling`) or to read (`Ready`), between the barriers and
+/// `cp.async.wait_group`s that end its reads and publish its writes. Where in a stage a place
+/// lies is not in the types: `Filling::at`, `Ready::at` and `Place::add` are `unsafe fn`, whose
+/// callers vouch for the bounds and alignment of the accesses through the place (checked in the
+/// `checked` build). The PTX is the raw ladder's (`host/tests/zero_cost.rs`).
 ///
-/// Each file's lines that mention `unsafe`, exactly, and why: calls of `device::gemm`'s
-/// `unsafe fn`s, each `unsafe {` with its `// SAFETY:` reason, and the ladder's own `unsafe fn`
-/// helpers that exist to make such a call under a precondition of their caller.
+/// Each file's lines that mention `unsafe`, exactly, and why: calls of `device::gemm`'s and
+/// `device::ring`'s `unsafe fn`s, each `unsafe {` with its `// SAFETY:` reason, and the ladder's
+/// own `unsafe fn` helpers that exist to make such a call under a precondition of their caller.
 const SGEMM_UNSAFE: [(&str, usize, &str); 9] = [
     ("sgemm/mod.rs", 2, "`store_results` (`unsafe fn`: its caller's columns are multiples of 4) and its `store4_c`"),
-    ("sgemm/scalar.rs", 6, "rungs 2 and 3: the tiles' places (`Shared::at`, `Shared::add`)"),
-    (
-        "sgemm/vector.rs",
-        14,
-        "rungs 4 to 6: interior 128-bit loads and stores, the tiles' places, `Stage::nth` (`unsafe fn`) and its calls",
-    ),
-    ("sgemm/async_copy.rs", 4, "rung 7: `copy_chunk_inside` on interior steps, the stages it fills and reads"),
-    ("sgemm/copy.rs", 2, "`copy_tile` (`unsafe fn`: its caller's places) and its `Shared::add`"),
-    (
-        "sgemm/staged.rs",
-        12,
-        "rung 8 `Registers`: interior 128-bit loads, the stages' places (`stage`, `unsafe fn`), `store_results`",
-    ),
-    ("sgemm/tuned.rs", 7, "rung 8 `AsyncCopy`: the stages' places, `copy_tile`, `store_results`"),
-    ("sgemm/tensor.rs", 5, "rung 9: the stages' places, `copy_tile`, the `ldmatrix` and fragment places"),
+    ("sgemm/scalar.rs", 5, "rungs 2 and 3: the tiles' places in the ring's stage"),
+    ("sgemm/vector.rs", 8, "rungs 4 to 6: interior 128-bit loads and stores, the tiles' places in the stages"),
+    ("sgemm/async_copy.rs", 1, "rung 7: `copy_chunk_inside` on interior steps"),
+    ("sgemm/copy.rs", 2, "`copy_tile` (`unsafe fn`: its caller's places) and its place in the stage"),
+    ("sgemm/staged.rs", 9, "rung 8 `Registers`: interior 128-bit loads, the stages' places, `store_results`"),
+    ("sgemm/tuned.rs", 6, "rung 8 `AsyncCopy`: the stages' places, `copy_tile`, `store_results`"),
+    ("sgemm/tensor.rs", 4, "rung 9: the stages' places, `copy_tile`, the `ldmatrix` and fragment places"),
     ("sgemm/split_k.rs", 0, "on `Tiles::registers_tile` and the typed views"),
 ];
 

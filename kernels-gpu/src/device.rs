@@ -4,6 +4,7 @@
 
 pub mod gemm;
 pub mod probe;
+pub mod ring;
 #[cfg(target_feature = "sm_90")]
 pub mod tma;
 #[cfg(target_feature = "sm_90a")]
@@ -70,7 +71,7 @@ pub fn lane_id() -> u32 {
 }
 
 /// Block-wide barrier (`bar.sync 0`, `__syncthreads()`) for the race lesson's raw kernel
-/// (`race.rs`); typed kernels use `Barrier::sync`, the SGEMM ladder `gemm::block_barrier`.
+/// (`race.rs`); typed kernels use `Barrier::sync`, the SGEMM ladder its `ring::Ring`.
 ///
 /// # Safety
 /// Every thread of the block must reach the same barrier (no divergent call).

@@ -11,7 +11,7 @@
 //!   by the launch contract) and traps when out of bounds in the `checked` build. No kernel can
 //!   panic; the panic handler (`device.rs`) traps should core's code ever reach one.
 #![no_std]
-#![feature(abi_ptx, stdarch_nvptx, core_intrinsics, asm_experimental_arch)]
+#![feature(abi_ptx, stdarch_nvptx, core_intrinsics, asm_experimental_arch, stmt_expr_attributes)]
 #![allow(internal_features)]
 
 /// Repeats `$body` with `$i` bound to each literal index of `0..4`, `0..8`, `0..18` or a list: straight-line

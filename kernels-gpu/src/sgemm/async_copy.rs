@@ -11,33 +11,28 @@
 //! measured on the H200 that costs more than it saves (see [`sgemm_7_async_copy`]).
 
 use super::Gemm;
-use super::vector::{BK, Block, Layout, Stage};
-use crate::device::gemm::block_barrier;
-use crate::device::{GlobalIn, GlobalOut, cp_async_commit, cp_async_wait, kernel, thread_idx_x};
+use super::vector::{BK, BlockTile, Layout, Stage};
+use crate::device::ring::{Filling, Ring};
+use crate::device::{Block, GlobalIn, GlobalOut, kernel, thread_idx_x};
 
 /// Shared-memory stages (the copies for step `s + 1` are in flight during step `s`'s FMAs) and
 /// the pitch of the transposed `A` tile, rung 5's conflict-free one.
 use memlab_contracts::sgemm::{A_PITCH_PADDED as A_PITCH, STAGES};
 
-impl Stage<A_PITCH> {
-    /// Starts thread `t`'s copy of its 4 floats of `B` for the step at depth `k0` into
-    /// [`Stage::b_slot`]: one 16-byte copy, or four 4-byte ones when `n` is not a multiple of 4;
-    /// floats outside the matrix become zeros. The stage is not being read (invariant 3 of
-    /// `device::gemm`: the loop of [`sgemm_7_async_copy`] fills the stage read one step before,
-    /// after the barrier that ends that read).
-    #[inline(always)]
-    fn copy_b(&self, block: &Block, t: u32, k0: u32) {
-        let (br, bc) = block.b_at(t, k0);
-        let (src, dst) = (block.g.b_source(), self.b_slot(t));
-        if block.interior(k0) {
-            // SAFETY: interior step (`Block::interior`: the tile inside `C`, `n` a multiple of 4,
-            // `k0 + BK <= k`), `t < 256` (the caller's `thread_idx_x()`): `br < k0 + BK <= k`,
-            // `bc + 4 <= col0 + TILE <= n`, `bc` a multiple of 4; `dst` is this thread's 16-byte
-            // slot of a stage being written (`Stage::b_slot`, the loop's phases).
-            unsafe { src.copy_chunk_inside(dst, br, bc) };
-        } else {
-            src.copy_chunk(dst, br, bc);
-        }
+/// Starts thread `t`'s copy of its 4 floats of `B` for the step at depth `k0` into
+/// [`Stage::b_slot`] of `stage`, which the ring gives to be written: one 16-byte copy, or four
+/// 4-byte ones when `n` is not a multiple of 4; floats outside the matrix become zeros.
+#[inline(always)]
+fn copy_b(stage: &Filling<'_>, tile: &BlockTile, t: u32, k0: u32) {
+    let (br, bc) = tile.b_at(t, k0);
+    let (src, dst) = (tile.g.b_source(), Stage::<A_PITCH>::b_slot(stage, t));
+    if tile.interior(k0) {
+        // SAFETY: interior step (`BlockTile::interior`: the tile inside `C`, `n` a multiple of 4,
+        // `k0 + BK <= k`), `t < 256` (the caller's `thread_idx_x()`): `br < k0 + BK <= k`,
+        // `bc + 4 <= col0 + TILE <= n`, `bc` a multiple of 4.
+        unsafe { src.copy_chunk_inside(dst, br, bc) };
+    } else {
+        src.copy_chunk(dst, br, bc);
     }
 }
 
@@ -59,52 +54,28 @@ kernel! {
 ///   registers, 64 accumulators in registers. Needs cc 8.0 (PTX ISA, "cp.async").
 ///
 /// - Buffers: as in the module doc of `sgemm`, each 16-byte aligned.
-pub fn sgemm_7_async_copy(a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
+pub fn sgemm_7_async_copy(block: Block, a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
     let t = thread_idx_x();
-    let block = Block::new(Gemm::new(a, b, c, m, n, k));
+    let tile = BlockTile::new(Gemm::new(a, b, c, m, n, k));
     let place = Layout::Warp.place(t);
     let mut acc = [[0.0f32; 8]; 8];
-    let steps = k.div_ceil(BK);
-    // Step s is commit group s: the first STAGES - 1 go out now, empty ones past the last step,
-    // so that the count of groups always matches the count of steps.
-    for s in 0..STAGES - 1 {
-        if s < steps {
-            // SAFETY: stage `s < STAGES - 1` of the launch's `STAGES`, filled before any read;
-            // the barrier after its group's wait publishes it.
-            let stage = unsafe { Stage::<A_PITCH>::nth(s) };
-            stage.copy_b(&block, t, s * BK);
-            stage.put_a(t, block.fetch_a(t, s * BK));
+    let ring = Ring::<STAGES>::carve(block, Stage::<A_PITCH>::FLOATS);
+    let first = #[inline(always)] |stage: &Filling<'_>, s: u32| {
+        copy_b(stage, &tile, t, s * BK);
+        Stage::<A_PITCH>::put_a(stage, t, tile.fetch_a(t, s * BK));
+    };
+    ring.pipeline_steps(k.div_ceil(BK), first, #[inline(always)] |next, ready, s| {
+        // The next stage's `B` copy and `A` loads go out before the FMAs; `A`'s stores after.
+        let next = next.map(#[inline(always)] |stage| {
+            let k0 = (s + STAGES - 1) * BK;
+            copy_b(&stage, &tile, t, k0);
+            (tile.fetch_a(t, k0), stage)
+        });
+        Stage::<A_PITCH>::multiply(&ready, place, &mut acc);
+        if let Some((a_next, stage)) = next {
+            Stage::<A_PITCH>::put_a(&stage, t, a_next);
         }
-        cp_async_commit();
-    }
-    // The stage step s reads, and the one filled for step s + STAGES - 1: the one read in
-    // step s - 1.
-    let (mut read, mut fill) = (0, STAGES - 1);
-    for s in 0..steps {
-        // Groups 0..=s are done once at most STAGES - 2 newer ones are pending; after the
-        // barrier every thread's copies and stores for step s are visible, and every thread
-        // has finished step s - 1, whose stage is filled next.
-        cp_async_wait::<{ STAGES - 2 }>();
-        block_barrier();
-        // SAFETY: `fill < STAGES` (a ring index), the stage read in step s - 1, which every
-        // thread finished before the barrier above; published after a later wait and barrier.
-        let (next, to) = (s + STAGES - 1, unsafe { Stage::<A_PITCH>::nth(fill) });
-        let a_next = if next < steps {
-            to.copy_b(&block, t, next * BK);
-            Some(block.fetch_a(t, next * BK))
-        } else {
-            None
-        };
-        // SAFETY: `read < STAGES` (a ring index), the stage of step s, published by the wait
-        // and barrier above.
-        unsafe { Stage::<A_PITCH>::nth(read) }.multiply(place, &mut acc);
-        if let Some(a_next) = a_next {
-            to.put_a(t, a_next);
-        }
-        cp_async_commit();
-        fill = read;
-        read = if read + 1 == STAGES { 0 } else { read + 1 };
-    }
-    block.store(place, &acc);
+    });
+    tile.store(place, &acc);
 }
 }

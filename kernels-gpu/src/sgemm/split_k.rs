@@ -10,7 +10,7 @@
 //! a split fills.
 
 use super::{Gemm, Tiles};
-use crate::device::{GlobalIn, GlobalOut, block_idx_x, block_idx_y, global_idx_x, kernel};
+use crate::device::{Block, GlobalIn, GlobalOut, block_idx_x, block_idx_y, global_idx_x, kernel};
 
 kernel! {
 /// The split-K rung's product: block `(x, y)` computes the `128 x 128` tile at block row `y`,
@@ -27,6 +27,7 @@ kernel! {
 /// - Buffers: `a`, `b` as in the module doc of `sgemm`; `w` holds `splits m n` floats. All
 ///   16-byte aligned. In the sm_80 and sm_90 PTX.
 pub fn sgemm_split_k_128x128(
+    block: Block,
     a: GlobalIn<f32>,
     b: GlobalIn<f32>,
     w: GlobalOut<f32>,
@@ -40,7 +41,7 @@ pub fn sgemm_split_k_128x128(
     let end = k.div_ceil(8).min((split + 1).saturating_mul(split_steps));
     let first = split.saturating_mul(split_steps).min(end);
     let g = Gemm::partial(a, b, w, (m, n, k), split);
-    Tiles::<128, 128, 8, 32, 64, 8, 8, 2>::registers_tile(g, (tx, block_idx_y()), (first, end));
+    Tiles::<128, 128, 8, 32, 64, 8, 8, 2>::registers_tile(block, g, (tx, block_idx_y()), (first, end));
 }
 }
 

@@ -14,8 +14,8 @@
 //! 128 bytes or less.
 
 use super::{Gemm, store_results, unrolled};
-use crate::device::gemm::{Shared, block_barrier};
-use crate::device::{block_idx_x, block_idx_y, fma, thread_idx_x};
+use crate::device::ring::{Filling, Ready, Ring};
+use crate::device::{Block, block_idx_x, block_idx_y, fma, thread_idx_x};
 
 /// The most 16-byte chunks of one tile a thread moves per step in any configuration (`A` of
 /// `256 x 8` or `128 x 16` over 256 threads: 2); the arrays are this long, and the unused
@@ -45,20 +45,6 @@ tiles_impl! {
     /// Row pitch of the transposed `A` tile, floats.
     const PITCH: u32 = BM + 4;
     const STAGE_FLOATS: u32 = BK * Self::PITCH + BK * BN;
-
-    /// Stage `i` of the block's dynamic shared memory.
-    ///
-    /// # Safety
-    ///
-    /// `i < 2`, the launch's two stages (`Tuned::smem_bytes`), and every access through the
-    /// stage keeps invariant 3 of `device::gemm`: writes between the barrier that ends its last
-    /// read and the one that publishes it, reads after that one.
-    #[inline(always)]
-    unsafe fn stage(i: u32) -> Shared {
-        // SAFETY: stage `i` lies inside the shared memory, 16-byte aligned (`STAGE_FLOATS` is a
-        // multiple of 4), its phases kept: the caller's word.
-        unsafe { Shared::at(i * Self::STAGE_FLOATS) }
-    }
 
     /// Where this thread's chunk `i` lies in a tile of `cols` floats per row: (row, column).
     #[inline(always)]
@@ -101,38 +87,34 @@ tiles_impl! {
         (a, b)
     }
 
-    /// Stores this thread's chunks into stage `st`: `A` transposed (4 scalar stores a chunk),
-    /// `B` as it lies (one 128-bit store).
+    /// Stores this thread's chunks into `s`, a stage the ring gives to be written: `A`
+    /// transposed (4 scalar stores a chunk), `B` as it lies (one 128-bit store).
     #[inline(always)]
-    fn put(blk: &Staged, st: u32, (a, b): Chunks) {
-        // SAFETY: `st < 2` (`registers_tile` passes `first % 2` or `(s + 1) % 2`), written there
-        // after the barrier that ends its last read, before the one that publishes it.
-        let s = unsafe { Self::stage(st) };
+    fn put(blk: &Staged, s: &Filling<'_>, (a, b): Chunks) {
         unrolled(Self::A_CHUNKS, |i| {
             let (r, c) = Self::at(blk, i, BK);
             // SAFETY: `(r, c)` is a chunk of the `BM x BK` tile (`blk.t < THREADS`), so
             // `(c + q) PITCH + r < BK PITCH` (`r < BM < PITCH`): inside the transposed `A` tile.
-            unrolled(4, |q| unsafe { s.add((c + q as u32) * Self::PITCH + r) }.store(a[i][q]));
+            unrolled(4, |q| unsafe { s.at((c + q as u32) * Self::PITCH + r) }.store(a[i][q]));
         });
         unrolled(Self::B_CHUNKS, |i| {
             let (r, c) = Self::at(blk, i, BN);
             // SAFETY: `(r, c)` is a chunk of the `BK x BN` tile: inside the `B` tile, 16-byte
             // aligned (`BK PITCH`, `BN` and `c` multiples of 4).
-            unsafe { s.add(BK * Self::PITCH + r * BN + c) }.store4(b[i]);
+            unsafe { s.at(BK * Self::PITCH + r * BN + c) }.store4(b[i]);
         });
     }
 
-    /// `acc += A_tile * B_tile` from stage `st` for the results at rows `a_off + ..` and
-    /// columns `b_off + ..` of the tile: per depth `TM / 4 + TN / 4` 128-bit loads, `TM TN`
-    /// FMAs.
+    /// `acc += A_tile * B_tile` from `st`, a stage the ring gives to be read, for the results
+    /// at rows `a_off + ..` and columns `b_off + ..` of the tile: per depth `TM / 4 + TN / 4`
+    /// 128-bit loads, `TM TN` FMAs.
     #[inline(always)]
-    fn multiply(st: u32, (a_off, b_off): (u32, u32), acc: &mut [[f32; TN]; TM]) {
+    fn multiply(st: &Ready<'_>, (a_off, b_off): (u32, u32), acc: &mut [[f32; TN]; TM]) {
         let (lane_rows, lane_cols) = (WM / TM as u32, WN / TN as u32);
-        // SAFETY: `st < 2` (`registers_tile` passes `s % 2`), read there after the barrier that
-        // published it; `a_off = wrow + 4 lr < BM`, the thread's first row of the `A` tile.
-        let a_s = unsafe { Self::stage(st).add(a_off) };
-        // SAFETY: as above; `b_off = wcol + 4 lc < BN`, its first column of the `B` tile.
-        let b_s = unsafe { Self::stage(st).add(BK * Self::PITCH + b_off) };
+        // SAFETY: `a_off = wrow + 4 lr < BM`, the thread's first row of the `A` tile.
+        let a_s = unsafe { st.at(a_off) };
+        // SAFETY: `b_off = wcol + 4 lc < BN`, its first column of the `B` tile.
+        let b_s = unsafe { st.at(BK * Self::PITCH + b_off) };
         unrolled(BK as usize, |d| {
             let d = d as u32;
             let (mut av, mut bv) = ([0.0f32; TM], [0.0f32; TN]);
@@ -155,12 +137,12 @@ tiles_impl! {
     /// The body of every `Registers` configuration of rung 8: a `BM x BN` tile of `C` per
     /// block, `BK` deep steps, `WM x WN` per warp, `TM x TN` per thread, two stages (`STAGES`
     /// is 2 in each of these configurations: the loop below has its own two). Launch
-    /// contract (the invariants of `device::gemm`): buffers as in the module doc of `sgemm`,
+    /// contract (`device::gemm`, `device::ring`): buffers as in the module doc of `sgemm`,
     /// each 16-byte aligned; block of `32 (BM / WM) (BN / WN)` threads, grid `(ceil(n / BN),
     /// ceil(m / BM))`, `Tuned::smem_bytes` dynamic shared bytes.
     #[inline(always)]
-    pub(super) fn registers(g: Gemm) {
-        Self::registers_tile(g, (block_idx_x(), block_idx_y()), (0, g.k.div_ceil(BK)));
+    pub(super) fn registers(block: Block, g: Gemm) {
+        Self::registers_tile(block, g, (block_idx_x(), block_idx_y()), (0, g.k.div_ceil(BK)));
     }
 
     /// [`Tiles::registers`] for the tile at block column `tx`, block row `ty` of `C`, over the
@@ -168,7 +150,7 @@ tiles_impl! {
     /// the whole product for rung 8, one split's partial tile for the split-K rung
     /// (`split_k.rs`, `g` from `Gemm::partial`). Called by every thread of the block.
     #[inline(always)]
-    pub(super) fn registers_tile(g: Gemm, (tx, ty): (u32, u32), (first, end): (u32, u32)) {
+    pub(super) fn registers_tile(block: Block, g: Gemm, (tx, ty): (u32, u32), (first, end): (u32, u32)) {
         let (lane_rows, lane_cols) = (WM / TM as u32, WN / TN as u32);
         let t = thread_idx_x();
         let (w, l) = (t / 32, t % 32);
@@ -176,21 +158,18 @@ tiles_impl! {
         let (wrow, wcol) = ((w / (BN / WN)) * WM, (w % (BN / WN)) * WN);
         let (row0, col0) = (ty * BM, tx * BN);
         let vector = g.k % 4 == 0 && g.n % 4 == 0 && row0 + BM <= g.m && col0 + BN <= g.n;
-        let block = Staged { g, t, row0, col0, vector };
+        let blk = Staged { g, t, row0, col0, vector };
         let offsets = (wrow + 4 * lr, wcol + 4 * lc);
         let mut acc = [[0.0f32; TN]; TM];
-        // Step s lives in stage s % 2 (the first in stage first % 2).
-        Self::put(&block, first % 2, Self::fetch(&block, first * BK));
-        block_barrier();
-        for s in first..end {
-            let next = if s + 1 < end { Some(Self::fetch(&block, (s + 1) * BK)) } else { None };
-            Self::multiply(s % 2, offsets, &mut acc);
-            if let Some(next) = next {
-                // Stage (s + 1) % 2 was last read in step s - 1, before the previous barrier.
-                Self::put(&block, (s + 1) % 2, next);
+        let ring = Ring::<2>::carve(block, Self::STAGE_FLOATS);
+        let prologue = #[inline(always)] |stage: Filling<'_>| Self::put(&blk, &stage, Self::fetch(&blk, first * BK));
+        ring.staged((first, end), prologue, #[inline(always)] |next, ready, s| {
+            let next = next.map(#[inline(always)] |stage| (Self::fetch(&blk, (s + 1) * BK), stage));
+            Self::multiply(&ready, offsets, &mut acc);
+            if let Some((chunks, stage)) = next {
+                Self::put(&blk, &stage, chunks);
             }
-            block_barrier();
-        }
+        });
         let row = |i: usize| row0 + wrow + 4 * lr + 4 * lane_rows * (i / 4) as u32 + (i % 4) as u32;
         let col = |h: usize| col0 + wcol + 4 * lc + 4 * lane_cols * h as u32;
         // SAFETY: `col(h)` is a multiple of 4: `col0 = tx BN` and `wcol`, a multiple of `WN`, are

@@ -19,11 +19,11 @@
 //! both take the minimum, and so do the `cp.async` writes (the swizzles permute chunks inside a
 //! 128-byte line).
 
-use super::copy::{copy_tile, pipeline};
+use super::copy::copy_tile;
 use super::{Gemm, unrolled};
-use crate::device::gemm::Shared;
 use crate::device::mma::mma_tf32;
-use crate::device::{GlobalIn, GlobalOut, block_idx_x, block_idx_y, kernel, thread_idx_x};
+use crate::device::ring::{Filling, Ready, Ring};
+use crate::device::{Block, GlobalIn, GlobalOut, block_idx_x, block_idx_y, kernel, thread_idx_x};
 use memlab_contracts::sgemm::{
     TF32_BK as BK, TF32_STAGES as STAGES, TF32_THREADS as THREADS, TF32_TILE as TILE, TF32_WARP, swizzle_a,
     swizzle_b_tf32,
@@ -43,8 +43,8 @@ kernel! {
 ///   `ldmatrix` (`A`) and `ld.shared.b32` (`B`), 64 accumulators in registers. Needs cc 8.0
 ///   (PTX ISA, "mma": `.tf32` needs `sm_80`).
 /// - Buffers: as in the module doc of `sgemm`, each 16-byte aligned.
-pub fn sgemm_9_tensor_tf32(a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
-    tensor_tf32::<true>(Gemm::new(a, b, c, m, n, k))
+pub fn sgemm_9_tensor_tf32(block: Block, a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
+    tensor_tf32::<true>(block, Gemm::new(a, b, c, m, n, k))
 }
 }
 
@@ -55,16 +55,16 @@ kernel! {
 ///
 /// - Launch, shared memory, memory level, buffers: as [`sgemm_9_tensor_tf32`].
 pub fn sgemm_9_tensor_tf32_unswizzled(
-    a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32,
+    block: Block, a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32,
 ) {
-    tensor_tf32::<false>(Gemm::new(a, b, c, m, n, k))
+    tensor_tf32::<false>(block, Gemm::new(a, b, c, m, n, k))
 }
 }
 
 /// The body of rung 9, with the swizzled layouts or without; launch contract as for
-/// [`sgemm_9_tensor_tf32`] (the invariants of `device::gemm`).
+/// [`sgemm_9_tensor_tf32`] (`device::gemm`, `device::ring`).
 #[inline(always)]
-fn tensor_tf32<const SWIZZLE: bool>(g: Gemm) {
+fn tensor_tf32<const SWIZZLE: bool>(block: Block, g: Gemm) {
     let k = g.k;
     // Where chunk `(r, c)` of each tile lies, in floats from the tile's start.
     let place_a = |r: u32, c: u32| 4 * if SWIZZLE { swizzle_a(r * (BK / 4) + c) } else { r * (BK / 4) + c };
@@ -77,28 +77,26 @@ fn tensor_tf32<const SWIZZLE: bool>(g: Gemm) {
     let (wrow, wcol) = ((w / (TILE / wn)) * wm, (w % (TILE / wn)) * wn);
     let (row0, col0) = (block_idx_y() * TILE, block_idx_x() * TILE);
     let (am, bm) = (g.a_source(), g.b_source());
-    let stage_floats = 2 * TILE * BK;
-    // SAFETY: `i < STAGES`, the launch's stages (`STAGES * stage_floats` floats): only `fill`
-    // and `compute` call it, with the stage indices `pipeline` hands them, and `pipeline` runs
-    // them in the phases of invariant 3 (`fill` writes, `compute` reads).
-    let stage = |i: u32| unsafe { Shared::at(i * stage_floats) };
+    // The `A` tile, then the `B` tile: a multiple of 4 floats, as `carve` asks.
+    let ring = Ring::<STAGES>::carve(block, 2 * TILE * BK);
     let mut acc = [[[0.0f32; 4]; NT]; MT];
-    let fill = |st: u32, s: u32| {
-        let (a_s, k0) = (stage(st), s * BK);
+    let fill = #[inline(always)]
+    |stage: &Filling<'_>, s: u32| {
+        let k0 = s * BK;
         // SAFETY: `t < THREADS` (the launch's block); `place_a` maps the chunks of the
         // `TILE x BK` tile to `4 j`, `j < TILE BK / 4` (`swizzle_a` permutes inside lines of 8
         // chunks), and `place_b` those of the `BK x TILE` tile to `r TILE + 4 j`, `j < TILE / 4`
-        // (`swizzle_b_tf32` likewise): multiples of 4 floats inside the stage's `A` and `B`
-        // tiles, in the stage `pipeline` gives `fill` to write.
+        // (`swizzle_b_tf32` likewise), after the `A` tile: multiples of 4 floats inside the
+        // stage's `A` and `B` tiles.
         unsafe {
-            copy_tile(&am, a_s, (TILE, BK), (row0, k0), (t, THREADS), place_a);
-            copy_tile(&bm, a_s.add(TILE * BK), (BK, TILE), (k0, col0), (t, THREADS), place_b);
+            copy_tile(&am, stage.at(0), (TILE, BK), (row0, k0), (t, THREADS), place_a);
+            copy_tile(&bm, stage.at(TILE * BK), (BK, TILE), (k0, col0), (t, THREADS), place_b);
         }
     };
-    let compute = |st: u32| {
-        // SAFETY: the stage's `B` tile, after its `A` tile; `pipeline` gives `compute` the stage
-        // to read.
-        let (a_s, b_s) = (stage(st), unsafe { stage(st).add(TILE * BK) });
+    let compute = #[inline(always)]
+    |stage: &Ready<'_>| {
+        // SAFETY: the stage's `A` tile, and its `B` tile after it.
+        let (a_s, b_s) = unsafe { (stage.at(0), stage.at(TILE * BK)) };
         unrolled(BK as usize / 8, |ks| {
             let ks = ks as u32;
             // Lane l addresses row l % 8 (+ 8 for matrices 1 and 3) at depth chunk l / 16 of
@@ -125,7 +123,7 @@ fn tensor_tf32<const SWIZZLE: bool>(g: Gemm) {
             unrolled(MT, |mt| unrolled(NT, |nt| acc[mt][nt] = mma_tf32(af[mt], bf[nt], acc[mt][nt])));
         });
     };
-    pipeline::<STAGES>(k.div_ceil(BK), fill, compute);
+    ring.pipeline(k.div_ceil(BK), fill, compute);
     unrolled(MT, |mt| {
         unrolled(NT, |nt| {
             let (row, col) = (row0 + wrow + 16 * mt as u32 + gr, col0 + wcol + 8 * nt as u32 + 2 * q);

@@ -13,19 +13,19 @@
 //! different pairs of banks (`memlab banks` predicts 1 wavefront per load; unpadded, rows of 16
 //! or 32 floats put 2 to 8 rows on one pair of banks, `host/src/model/gemm_tiles.rs`).
 
-use super::copy::{copy_tile, pipeline};
+use super::copy::copy_tile;
 use super::{Gemm, Tiles, store_results, unrolled};
-use crate::device::gemm::Shared;
-use crate::device::{GlobalIn, GlobalOut, block_idx_x, block_idx_y, fma, kernel, thread_idx_x};
+use crate::device::ring::{Filling, Ready, Ring};
+use crate::device::{Block, GlobalIn, GlobalOut, block_idx_x, block_idx_y, fma, kernel, thread_idx_x};
 
 tiles_impl! {
 /// The body of every `AsyncCopy` configuration of rung 8: a `BM x BN` tile of `C` per block,
 /// `BK` deep steps, `WM x WN` per warp, `TM x TN` per thread, `STAGES` stages. Launch contract
-/// (the invariants of `device::gemm`): buffers as in the module doc of `sgemm`, each 16-byte
+/// (`device::gemm`, `device::ring`): buffers as in the module doc of `sgemm`, each 16-byte
 /// aligned; block of `32 (BM / WM) (BN / WN)` threads, grid `(ceil(n / BN), ceil(m / BM))`,
 /// `Tuned::smem_bytes` dynamic shared bytes.
 #[inline(always)]
-fn async_copy(g: Gemm) {
+fn async_copy(block: Block, g: Gemm) {
     let threads = Self::THREADS;
     let (lane_rows, lane_cols) = (WM / TM as u32, WN / TN as u32);
     let pitch = BK + 4;
@@ -36,29 +36,26 @@ fn async_copy(g: Gemm) {
     let (wrow, wcol) = ((w / (BN / WN)) * WM, (w % (BN / WN)) * WN);
     let (row0, col0) = (block_idx_y() * BM, block_idx_x() * BN);
     let (a, b) = (g.a_source(), g.b_source());
-    // SAFETY: `i < STAGES`, the launch's stages (`Tuned::smem_bytes`; `stage_floats` a multiple
-    // of 4): only `fill` and `compute` call it, with the stage indices `pipeline` hands them, and
-    // `pipeline` runs them in the phases of invariant 3 (`fill` writes, `compute` reads).
-    let stage = |i: u32| unsafe { Shared::at(i * stage_floats) };
+    // `stage_floats` is a multiple of 4 (`pitch` and `BN` are), as `carve` asks.
+    let ring = Ring::<STAGES>::carve(block, stage_floats);
     let mut acc = [[0.0f32; TN]; TM];
-    let fill = |st: u32, s: u32| {
-        let (a_s, k0) = (stage(st), s * BK);
+    let fill = |stage: &Filling<'_>, s: u32| {
+        let k0 = s * BK;
         // SAFETY: `t < threads` (the launch's block); chunk `(r, c)` of the `BM x BK` tile goes
         // to `r pitch + 4 c`, inside the stage's `A` tile (`4 c + 4 <= BK < pitch`), and chunk
         // `(r, c)` of the `BK x BN` tile to `BM pitch + r BN + 4 c`, inside its `B` tile:
-        // multiples of 4 floats, in the stage `pipeline` gives `fill` to write.
+        // multiples of 4 floats.
         unsafe {
-            copy_tile(&a, a_s, (BM, BK), (row0, k0), (t, threads), |r, c| r * pitch + 4 * c);
-            copy_tile(&b, a_s.add(BM * pitch), (BK, BN), (k0, col0), (t, threads), |r, c| r * BN + 4 * c);
+            copy_tile(&a, stage.at(0), (BM, BK), (row0, k0), (t, threads), |r, c| r * pitch + 4 * c);
+            copy_tile(&b, stage.at(BM * pitch), (BK, BN), (k0, col0), (t, threads), |r, c| r * BN + 4 * c);
         }
     };
-    let compute = |st: u32| {
+    let compute = |stage: &Ready<'_>| {
         // The thread's first row of A and first column of B in this stage.
-        // SAFETY: row `wrow + lr < BM` of the stage's `A` tile, which `pipeline` gives `compute`
-        // to read.
-        let a_s = unsafe { stage(st).add((wrow + lr) * pitch) };
-        // SAFETY: column `wcol + 4 lc < BN` of the stage's `B` tile, as above.
-        let b_s = unsafe { stage(st).add(BM * pitch + wcol + 4 * lc) };
+        // SAFETY: row `wrow + lr < BM` of the stage's `A` tile.
+        let a_s = unsafe { stage.at((wrow + lr) * pitch) };
+        // SAFETY: column `wcol + 4 lc < BN` of the stage's `B` tile.
+        let b_s = unsafe { stage.at(BM * pitch + wcol + 4 * lc) };
         unrolled(BK as usize / 2, |kp| {
             let kp = kp as u32;
             let mut a2 = [[0.0f32; 2]; TM];
@@ -80,7 +77,7 @@ fn async_copy(g: Gemm) {
             });
         });
     };
-    pipeline::<STAGES>(g.k.div_ceil(BK), fill, compute);
+    ring.pipeline(g.k.div_ceil(BK), fill, compute);
     let row = |i: usize| row0 + wrow + lr + lane_rows * i as u32;
     let col = |h: usize| col0 + wcol + 4 * lc + 4 * lane_cols * h as u32;
     // SAFETY: `col(h)` is a multiple of 4: `col0 = block_idx_x() BN` and `wcol`, a multiple of
@@ -104,17 +101,17 @@ macro_rules! tuned_entries {
                 "- Memory level: shared tiles (by `cp.async` or through registers), accumulators in registers. ",
                 "In the sm_80 and sm_90 PTX.\n- Buffers: as in the module doc of `sgemm`, each 16-byte aligned."
             )]
-            pub fn $name(a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
+            pub fn $name(block: Block, a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
                 let g = Gemm::new(a, b, c, m, n, k);
-                tuned_entries!(@body $algo g ($bm, $bn, $bk, $wm, $wn, $tm, $tn, $s));
+                tuned_entries!(@body $algo block g ($bm, $bn, $bk, $wm, $wn, $tm, $tn, $s));
             }
         }
     )*};
-    (@body AsyncCopy $g:ident ($bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $tm:literal, $tn:literal, $s:literal)) => {
-        Tiles::<$bm, $bn, $bk, $wm, $wn, $tm, $tn, $s>::async_copy($g)
+    (@body AsyncCopy $block:ident $g:ident ($bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $tm:literal, $tn:literal, $s:literal)) => {
+        Tiles::<$bm, $bn, $bk, $wm, $wn, $tm, $tn, $s>::async_copy($block, $g)
     };
-    (@body Registers $g:ident ($bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $tm:literal, $tn:literal, $s:literal)) => {
-        Tiles::<$bm, $bn, $bk, $wm, $wn, $tm, $tn, $s>::registers($g)
+    (@body Registers $block:ident $g:ident ($bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $tm:literal, $tn:literal, $s:literal)) => {
+        Tiles::<$bm, $bn, $bk, $wm, $wn, $tm, $tn, $s>::registers($block, $g)
     };
 }
 memlab_contracts::tuned_configs!(tuned_entries);

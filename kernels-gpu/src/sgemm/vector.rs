@@ -10,8 +10,8 @@
 //! aligned), else four guarded scalar loads.
 
 use super::Gemm;
-use crate::device::gemm::{Shared, block_barrier};
-use crate::device::{GlobalIn, GlobalOut, block_idx_x, block_idx_y, fma, kernel, thread_idx_x};
+use crate::device::ring::{Filling, Place as At, Ready, Ring, Write};
+use crate::device::{Block, GlobalIn, GlobalOut, block_idx_x, block_idx_y, fma, kernel, thread_idx_x};
 
 use memlab_contracts::sgemm::{A_PITCH, A_PITCH_PADDED, STAGES};
 /// Tile of `C` per block, `TILE x TILE`, and the depth of one step (columns of `A`, rows of
@@ -74,7 +74,7 @@ struct Staged {
 /// One block's view of the product: operands, its tile origin, and whether its tiles may use
 /// 128-bit global accesses.
 #[derive(Clone, Copy)]
-pub(super) struct Block {
+pub(super) struct BlockTile {
     pub(super) g: Gemm,
     pub(super) row0: u32,
     pub(super) col0: u32,
@@ -82,12 +82,12 @@ pub(super) struct Block {
     pub(super) vector: bool,
 }
 
-impl Block {
+impl BlockTile {
     #[inline(always)]
-    pub(super) fn new(g: Gemm) -> Block {
+    pub(super) fn new(g: Gemm) -> BlockTile {
         let (row0, col0) = (block_idx_y() * TILE, block_idx_x() * TILE);
         let vector = g.k % 4 == 0 && g.n % 4 == 0 && row0 + TILE <= g.m && col0 + TILE <= g.n;
-        Block { g, row0, col0, vector }
+        BlockTile { g, row0, col0, vector }
     }
 
     /// Whether the step at depth `k0` lies inside both matrices with 16-byte aligned rows, where
@@ -117,7 +117,7 @@ impl Block {
         let g = &self.g;
         let ((ar, ac), (br, bc)) = (self.a_at(t, k0), self.b_at(t, k0));
         if self.interior(k0) {
-            // SAFETY: interior step (`vector`, from `Block::new`: the tile inside `C`, `k` and `n`
+            // SAFETY: interior step (`vector`, from `BlockTile::new`: the tile inside `C`, `k` and `n`
             // multiples of 4; and `k0 + BK <= k`), `t < 256` (every caller passes its
             // `thread_idx_x()`, blocks of 256 threads) and `k0` a multiple of `BK` (callers'
             // `s * BK`): `ar < row0 + TILE <= m`, `ac + 4 <= k0 + BK <= k`, `br < k0 + BK <= k`,
@@ -136,7 +136,7 @@ impl Block {
         }
     }
 
-    /// Thread `t`'s 4 floats of `A` for the step at depth `k0` ([`Block::a_at`]), zeros outside
+    /// Thread `t`'s 4 floats of `A` for the step at depth `k0` ([`BlockTile::a_at`]), zeros outside
     /// the matrix. Rung 7's, which loads only `A` through registers.
     #[cfg(target_feature = "sm_80")]
     #[inline(always)]
@@ -166,7 +166,7 @@ impl Block {
                     let col = self.col0 + place.cols[half];
                     let v = [acc[i][4 * half], acc[i][4 * half + 1], acc[i][4 * half + 2], acc[i][4 * half + 3]];
                     if self.vector {
-                        // SAFETY: `vector` (`Block::new`): the tile lies inside `C` and `n` is a
+                        // SAFETY: `vector` (`BlockTile::new`): the tile lies inside `C` and `n` is a
                         // multiple of 4; `place` is `Layout::place` of a thread index `< 256` (its
                         // callers'), so `row < row0 + TILE <= m` and `col + 4 <= col0 + TILE <= n`,
                         // `col` a multiple of 4.
@@ -182,74 +182,55 @@ impl Block {
     }
 }
 
-/// One shared-memory stage: the transposed `A` tile (`BK` rows of `A_PITCH` floats) followed by
-/// the `B` tile (`BK` rows of `TILE` floats). Written between the barrier that ends its last
-/// read and the one that publishes it (invariant 3 of `device::gemm`: `tiled_128`'s loops and
-/// rung 7's keep it).
-#[derive(Clone, Copy)]
-pub(super) struct Stage<const A_PITCH: u32> {
-    a: Shared,
-    b: Shared,
-}
+/// The layout of one shared-memory stage: the transposed `A` tile (`BK` rows of `A_PITCH`
+/// floats) followed by the `B` tile (`BK` rows of `TILE` floats). Its functions take the stage
+/// in the phase the ring gives them (`device::ring`): a [`Filling`] one to write, a [`Ready`]
+/// one to read.
+pub(super) struct Stage<const A_PITCH: u32>;
 
 impl<const A_PITCH: u32> Stage<A_PITCH> {
-    /// Floats in one stage.
-    const FLOATS: u32 = BK * (A_PITCH + TILE);
-
-    /// Stage `i` of the block's dynamic shared memory.
-    ///
-    /// # Safety
-    ///
-    /// The launch's dynamic shared memory holds more than `i` stages of [`Stage::FLOATS`]
-    /// floats, and the stage is written only between the barrier that ends its last read and
-    /// the one that publishes it, read only after that one (invariant 3 of `device::gemm`).
-    #[inline(always)]
-    pub(super) unsafe fn nth(i: u32) -> Self {
-        // SAFETY: both tiles lie inside stage `i` (`BK A_PITCH + BK TILE` floats, a multiple of
-        // 4, so 16-byte aligned), inside the shared memory, its phases kept: the caller's word.
-        unsafe {
-            let a = Shared::at(i * Self::FLOATS);
-            Stage { a, b: a.add(BK * A_PITCH) }
-        }
-    }
+    /// Floats in one stage (a multiple of 4: `BK` is 8).
+    pub(super) const FLOATS: u32 = BK * (A_PITCH + TILE);
 
     /// Writes thread `t`'s staged floats: `A` transposed (4 scalar stores), `B` as one 128-bit
     /// store.
     #[inline(always)]
-    fn put(&self, t: u32, s: Staged) {
-        self.put_a(t, s.a);
-        self.b_slot(t).store4(s.b);
+    fn put(stage: &Filling<'_>, t: u32, s: Staged) {
+        Self::put_a(stage, t, s.a);
+        Self::b_slot(stage, t).store4(s.b);
     }
 
     /// Writes thread `t`'s 4 floats of `A` (row `t / 2`, columns `4 (t % 2) ..` of the tile) to
     /// their transposed places.
     #[inline(always)]
-    pub(super) fn put_a(&self, t: u32, a: [f32; 4]) {
+    pub(super) fn put_a(stage: &Filling<'_>, t: u32, a: [f32; 4]) {
         let (ar, ac) = (t / 2, 4 * (t % 2));
         unroll!(q in 0..4 => {
             // SAFETY: row `ac + q < BK` of the `A` tile, column `ar < 128 <= A_PITCH` (`t < 256`:
             // every caller passes its `thread_idx_x()`, blocks of 256 threads).
-            unsafe { self.a.add((ac + q as u32) * A_PITCH + ar) }.store(a[q]);
+            unsafe { stage.at((ac + q as u32) * A_PITCH + ar) }.store(a[q]);
         });
     }
 
     /// Where thread `t`'s 4 floats of `B` (row `t / 32`, columns `4 (t % 32) ..` of the tile)
     /// go: 16-byte aligned.
     #[inline(always)]
-    pub(super) fn b_slot(&self, t: u32) -> Shared {
-        // SAFETY: row `t / 32 < BK` of the `B` tile, columns `4 (t % 32) .. + 4 <= TILE`, a
-        // multiple of 4 (`t < 256`: every caller passes its `thread_idx_x()`).
-        unsafe { self.b.add((t / 32) * TILE + 4 * (t % 32)) }
+    pub(super) fn b_slot<'a>(stage: &'a Filling<'_>, t: u32) -> At<'a, Write> {
+        // SAFETY: row `t / 32 < BK` of the `B` tile (after the `BK A_PITCH` floats of `A`),
+        // columns `4 (t % 32) .. + 4 <= TILE`, a multiple of 4 (`t < 256`: every caller passes
+        // its `thread_idx_x()`).
+        unsafe { stage.at(BK * A_PITCH).add((t / 32) * TILE + 4 * (t % 32)) }
     }
 
     /// `acc += A_tile * B_tile` for the thread's `8 x 8` results: per depth `d`, two 128-bit
     /// loads of `A`, two of `B`, 64 FMAs.
     #[inline(always)]
-    pub(super) fn multiply(&self, place: Place, acc: &mut [[f32; 8]; 8]) {
+    pub(super) fn multiply(stage: &Ready<'_>, place: Place, acc: &mut [[f32; 8]; 8]) {
         unroll!(d in 0..8 => {
             let d = d as u32;
-            // SAFETY: depth `d < BK`: row `d` of each tile.
-            let (a_row, b_row) = unsafe { (self.a.add(d * A_PITCH), self.b.add(d * TILE)) };
+            // SAFETY: depth `d < BK`: row `d` of each tile, the `B` tile after `A`'s `BK A_PITCH`
+            // floats.
+            let (a_row, b_row) = unsafe { (stage.at(d * A_PITCH), stage.at(BK * A_PITCH + d * TILE)) };
             // SAFETY: `place` is `Layout::place` of a thread index `< 256` (its callers'), so its
             // rows and columns are multiples of 4 with `.. + 4 <= 128 <= A_PITCH`, `TILE`: inside
             // the row, 16-byte aligned (`A_PITCH` and `TILE` multiples of 4).
@@ -271,50 +252,55 @@ fn concat(x: [f32; 4], y: [f32; 4]) -> [f32; 8] {
     [x[0], x[1], x[2], x[3], y[0], y[1], y[2], y[3]]
 }
 
-/// The body of rungs 4 to 6.
+/// The body of rungs 4 and 5: one stage; each step loads, waits at a barrier, multiplies and
+/// waits again (`Ring::serial`).
 ///
-/// With one stage, each step loads, waits at a barrier, multiplies and waits again. With two,
-/// the loads of step `s + 1` are issued before the FMAs of step `s` and land in the other stage
-/// after them, so global latency hides behind arithmetic and one barrier per step suffices.
-///
-/// Launch contract (the invariants of `device::gemm`): buffers as in the module doc of `sgemm`;
-/// block of 256 threads, `STAGES * 8 * (A_PITCH + 128) * 4` dynamic shared bytes.
+/// Launch contract (`device::gemm`, `device::ring`): buffers as in the module doc of `sgemm`;
+/// block of 256 threads, `8 * (A_PITCH + 128) * 4` dynamic shared bytes.
 #[inline(always)]
-fn tiled_128<const A_PITCH: u32, const STAGES: u32>(g: Gemm, layout: Layout) {
+fn single_stage<const A_PITCH: u32>(block: Block, g: Gemm, layout: Layout) {
     let t = thread_idx_x();
-    let block = Block::new(g);
+    let tile = BlockTile::new(g);
     let place = layout.place(t);
     let mut acc = [[0.0f32; 8]; 8];
-    let steps = g.k.div_ceil(BK);
-    if STAGES == 1 {
-        // SAFETY: stage 0 of the launch's one (launch contract); each step writes it before one
-        // barrier and reads it between that and the next (invariant 3).
-        let stage = unsafe { Stage::<A_PITCH>::nth(0) };
-        for s in 0..steps {
-            stage.put(t, block.fetch(t, s * BK));
-            block_barrier();
-            stage.multiply(place, &mut acc);
-            // The next step overwrites the stage.
-            block_barrier();
-        }
-    } else {
-        // SAFETY: stage 0 of the launch's `STAGES` (2 or more here), written before any read and
-        // published by the barrier below.
-        unsafe { Stage::<A_PITCH>::nth(0) }.put(t, block.fetch(t, 0));
-        block_barrier();
-        for s in 0..steps {
-            let next = if s + 1 < steps { Some(block.fetch(t, (s + 1) * BK)) } else { None };
-            // SAFETY: stage `s % 2 < 2 <= STAGES`, read after the barrier that published it.
-            unsafe { Stage::<A_PITCH>::nth(s % 2) }.multiply(place, &mut acc);
-            if let Some(next) = next {
-                // SAFETY: stage `(s + 1) % 2 < 2`, last read in step s - 1, before the previous
-                // barrier; published by the barrier below.
-                unsafe { Stage::<A_PITCH>::nth((s + 1) % 2) }.put(t, next);
+    let fill = #[inline(always)]
+    |stage: Filling<'_>, s: u32| Stage::<A_PITCH>::put(&stage, t, tile.fetch(t, s * BK));
+    let compute = #[inline(always)]
+    |stage: Ready<'_>| Stage::<A_PITCH>::multiply(&stage, place, &mut acc);
+    Ring::<1>::carve(block, Stage::<A_PITCH>::FLOATS).serial(g.k.div_ceil(BK), fill, compute);
+    tile.store(place, &acc);
+}
+
+/// The body of rung 6: two stages (`Ring::staged`). The loads of step `s + 1` are issued before
+/// the FMAs of step `s` and land in the other stage after them, so global latency hides behind
+/// arithmetic and one barrier per step suffices.
+///
+/// Launch contract: as for [`single_stage`], with `STAGES` stages of shared bytes.
+#[inline(always)]
+fn double_buffered<const A_PITCH: u32>(block: Block, g: Gemm, layout: Layout) {
+    let t = thread_idx_x();
+    let tile = BlockTile::new(g);
+    let place = layout.place(t);
+    let mut acc = [[0.0f32; 8]; 8];
+    let ring = Ring::<STAGES>::carve(block, Stage::<A_PITCH>::FLOATS);
+    let first = #[inline(always)]
+    |stage: Filling<'_>| Stage::<A_PITCH>::put(&stage, t, tile.fetch(t, 0));
+    ring.staged(
+        (0, g.k.div_ceil(BK)),
+        first,
+        #[inline(always)]
+        |next, ready, s| {
+            let next = next.map(
+                #[inline(always)]
+                |stage| (tile.fetch(t, (s + 1) * BK), stage),
+            );
+            Stage::<A_PITCH>::multiply(&ready, place, &mut acc);
+            if let Some((staged, stage)) = next {
+                Stage::<A_PITCH>::put(&stage, t, staged);
             }
-            block_barrier();
-        }
-    }
-    block.store(place, &acc);
+        },
+    );
+    tile.store(place, &acc);
 }
 
 kernel! {
@@ -327,8 +313,8 @@ kernel! {
 /// - Memory level: shared tiles, 64 accumulators in registers; its `B` loads are 2-way
 ///   conflicted (see `Layout::Contiguous`).
 /// - Buffers: as in the module doc of `sgemm`.
-pub fn sgemm_4_vectorized(a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
-    tiled_128::<A_PITCH, 1>(Gemm::new(a, b, c, m, n, k), Layout::Contiguous)
+pub fn sgemm_4_vectorized(block: Block, a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
+    single_stage::<A_PITCH>(block, Gemm::new(a, b, c, m, n, k), Layout::Contiguous)
 }
 }
 
@@ -342,8 +328,8 @@ kernel! {
 /// - Shared memory: `8 * (132 + 128) * 4 = 8320` bytes of dynamic shared memory.
 /// - Memory level: shared tiles (conflict-free), 64 accumulators in registers.
 /// - Buffers: as in the module doc of `sgemm`.
-pub fn sgemm_5_conflict_free(a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
-    tiled_128::<A_PITCH_PADDED, 1>(Gemm::new(a, b, c, m, n, k), Layout::Split)
+pub fn sgemm_5_conflict_free(block: Block, a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
+    single_stage::<A_PITCH_PADDED>(block, Gemm::new(a, b, c, m, n, k), Layout::Split)
 }
 }
 
@@ -355,7 +341,7 @@ kernel! {
 /// - Shared memory: `2 * 8 * (132 + 128) * 4 = 16640` bytes of dynamic shared memory.
 /// - Memory level: two shared stages, 64 accumulators and 8 staged floats in registers.
 /// - Buffers: as in the module doc of `sgemm`.
-pub fn sgemm_6_double_buffered(a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
-    tiled_128::<A_PITCH_PADDED, STAGES>(Gemm::new(a, b, c, m, n, k), Layout::Warp)
+pub fn sgemm_6_double_buffered(block: Block, a: GlobalIn<f32>, b: GlobalIn<f32>, c: GlobalOut<f32>, m: u32, n: u32, k: u32) {
+    double_buffered::<A_PITCH_PADDED>(block, Gemm::new(a, b, c, m, n, k), Layout::Warp)
 }
 }
