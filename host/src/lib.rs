@@ -7,6 +7,7 @@
 //! against [`reference`], asks the driver for its figures and puts them next to the [`model`]'s
 //! prediction; [`report`] prints the tables.
 
+pub mod charts;
 pub mod cli;
 pub mod commands;
 pub mod counters;

@@ -1,12 +1,13 @@
-//! The registry of `run-demos` and `bench`: every lesson's entry in the order it runs (the
-//! lessons of `demos/`, then the hierarchy, the summary that measures one row per level), the
-//! options of all of them, and the runner that measures the shared ceiling once and passes it
-//! in. The commands iterate it; no lesson reads it.
+//! The registry of `run-demos`, `bench` and the report: every lesson's entry in the order it
+//! runs (the lessons of `demos/`, then the hierarchy, the summary that measures one row per
+//! level), the options of all of them, the runner that measures the shared ceiling once and
+//! passes it in, and the report's figures (the lessons' in that order, then the summaries').
+//! The commands iterate it; no lesson reads it.
 
 use anyhow::Result;
 
 use crate::demos::{self, HasOptions, memcpy};
-use crate::lab::{Entry, Inputs, Lab, OptionsFor, Section};
+use crate::lab::{Entry, Figure, Inputs, Lab, OptionsFor, Run, Section};
 use crate::refuse;
 use crate::summary::hierarchy::{self, Hierarchy};
 
@@ -91,6 +92,12 @@ pub fn find(name: &str) -> Result<&'static Lesson> {
         Some(d) => Ok(d),
         None => refuse!("unknown demo `{name}`: choose from {}", NAMES.join(", ")),
     }
+}
+
+/// The report's figures of `run`: each lesson's, in [`DEMOS`] order, then the summaries' (the
+/// roofline and the bandwidth bars, drawn from every section).
+pub fn figures(run: &Run) -> Vec<Figure> {
+    DEMOS.iter().flat_map(|d| (d.figures)(run)).chain(crate::summary::figures::figures(run)).collect()
 }
 
 /// Runs `demos` in order on `lab` at `options`, after measuring the memcpy ceiling once if any

@@ -15,6 +15,8 @@ pub mod names {
     pub const DRAM_MODEL: &str = "DRAM model (64-B fetches, H200)";
     /// Banks: the bank model's serialization factor.
     pub const BANK_MODEL: &str = "bank model";
+    /// TMA swizzle: the bank model's conflict factor for the same boxes without swizzle.
+    pub const UNSWIZZLED_MODEL: &str = "bank model, same box unswizzled";
     /// Roofline placement: x = arithmetic intensity (FLOP/byte), y = measured TFLOP/s, one
     /// labelled point per kernel.
     pub const ROOFLINE: &str = "roofline";

@@ -4,8 +4,9 @@
 
 use std::process::{Command, Output};
 
+use memlab::charts::SizesChart;
 use memlab::lab::Section;
-use memlab::present::charts::{self, SizesChart};
+use memlab::present::output;
 use memlab::present::report_dir::RunRecord;
 use memlab::registry::Options;
 use memlab::series::{Series, names};
@@ -145,7 +146,7 @@ fn the_sizes_chart_plots_each_kernel_as_a_share_of_memcpy_at_its_size() {
     assert_eq!(chart.lines.len(), 3);
     let dir = std::env::temp_dir().join(format!("memlab-sizes-chart-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let [svg, png] = charts::save(&chart, &dir).unwrap();
+    let [svg, png] = output::save_chart(&chart, &dir).unwrap();
     assert!(std::fs::metadata(&png).unwrap().len() > 10_000, "a drawn PNG");
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.contains("8191x8192") && text.contains("transpose_vectorized pitched"), "labels and legend");

@@ -1,6 +1,6 @@
 //! The layering rules of ARCHITECTURE.md that text can show: raw driver calls only in `gpu/`,
-//! `gpu/` naming no kernel and no demo, records that own their strings, lessons that never name
-//! or run one another; that its map names every contract, lesson folder and command module; and that no
+//! `gpu/` naming no kernel and no demo, the charts below the lessons that draw them, records
+//! that own their strings, lessons that never name or run one another; that its map names every contract, lesson folder and command module; and that no
 //! function of the workspace's sources is over 80 lines.
 
 use std::fs;
@@ -61,22 +61,55 @@ fn gpu_names_no_kernel_and_no_demo() {
     }
 }
 
-#[test]
-fn the_measurement_core_names_no_lesson_and_no_kernel() {
-    // lab/ is the floor the lessons, the probes and the summaries stand on.
-    let files = sources(&src().join("lab"));
-    assert!(files.iter().any(|f| f.ends_with("measure.rs")), "no lab/measure.rs");
-    for file in files {
-        let text = fs::read_to_string(&file).unwrap();
-        for needle in
-            ["crate::demos", "crate::probes", "crate::summary", "crate::registry", "crate::launches", "crate::present"]
-        {
+/// The sources of `src/<dir>` with their text, `probe` among them (so that a rule cannot pass on
+/// a folder that moved away).
+fn layer(dir: &str, probe: &str) -> Vec<(PathBuf, String)> {
+    let files = sources(&src().join(dir));
+    assert!(files.iter().any(|f| f.ends_with(probe)), "no {dir}/{probe}");
+    files.into_iter().map(|f| (f.clone(), fs::read_to_string(f).unwrap())).collect()
+}
+
+/// Asserts that no file of `files` contains any of `needles`.
+fn names_none(files: &[(PathBuf, String)], needles: &[&str]) {
+    for (file, text) in files {
+        for needle in needles {
             assert!(!text.contains(needle), "{} names {needle}", file.display());
         }
+    }
+}
+
+#[test]
+fn the_measurement_core_names_no_lesson_and_no_kernel() {
+    // lab/ is the floor the lessons, the probes, the charts and the summaries stand on.
+    let files = layer("lab", "measure.rs");
+    names_none(
+        &files,
+        &[
+            "crate::demos",
+            "crate::probes",
+            "crate::summary",
+            "crate::registry",
+            "crate::launches",
+            "crate::present",
+            "crate::charts",
+        ],
+    );
+    for (file, text) in &files {
         for entry in memlab::launches::ENTRIES {
             assert!(!text.contains(&format!("\"{}\"", entry.name)), "{} names kernel `{}`", file.display(), entry.name);
         }
     }
+}
+
+#[test]
+fn the_charts_stand_below_the_lessons() {
+    // The lessons name the charts they draw, so the charts name no lesson, nothing above them,
+    // and no file of the report: what a chart needs of a lesson is passed in.
+    let files = layer("charts", "sweep.rs");
+    names_none(
+        &files,
+        &["crate::demos", "crate::probes", "crate::summary", "crate::registry", "crate::commands", "crate::present"],
+    );
 }
 
 #[test]

@@ -3,13 +3,16 @@
 //! and the line-table PTX that `inspect` maps to Rust source compiles to the same SASS as the
 //! PTX the GPU runs.
 
+use memlab::charts::labels::Rect;
+use memlab::charts::{self, BarChart, OccupancyChart, Precision, Reference, RooflineChart, SweepChart, YAxis};
+use memlab::demos::sgemm::TENSOR_KERNELS;
 use memlab::lab::Rate;
-use memlab::present::charts::labels::Rect;
-use memlab::present::charts::{self, BarChart, OccupancyChart, Precision, Reference, RooflineChart, SweepChart, YAxis};
+use memlab::present::output;
 use memlab::present::report_dir::{self, RunRecord};
 use memlab::ptx;
 use memlab::ptx::inspect::{self, LINES_ARCH, LINES_PTX};
 use memlab::series::names;
+use memlab::summary::roofline;
 
 fn record() -> RunRecord {
     serde_json::from_str(include_str!("data/h200_run.json")).expect("the recorded run parses")
@@ -42,8 +45,8 @@ fn roofline_and_bars_take_every_kernel() {
     let r = record();
     let peak = r.peak_tflops().expect("cc 9.0 has FP32 lanes");
     assert!((peak - 66.9).abs() < 0.1, "132 SMs x 128 lanes x 2 x 1.98 GHz: {peak}");
-    let roof =
-        RooflineChart::new(&r.sections, peak, r.memcpy_gbs.unwrap(), r.device.theoretical_bandwidth_gbs()).unwrap();
+    let (memcpy, theoretical) = (r.memcpy_gbs.unwrap(), r.device.theoretical_bandwidth_gbs());
+    let roof = RooflineChart::new(&r.sections, roofline::precision, peak, memcpy, theoretical).unwrap();
     let ai: Vec<(&str, f64)> = roof.points.iter().map(|p| (p.label.as_str(), p.ai)).collect();
     // 2 FLOP per 8 requested bytes naive; tiling divides the loads by the tile width.
     assert_eq!(ai, [("matmul_naive", 0.25), ("matmul_tiled_16", 4.0), ("matmul_tiled_32", 8.0)]);
@@ -56,7 +59,7 @@ fn roofline_and_bars_take_every_kernel() {
     assert_eq!(kernels, ["copy", "transpose_naive", "transpose_tiled", "transpose_padded", "strided_read"]);
     let memcpy = Reference { key: "memcpy D2D".into(), label: String::new(), value: r.memcpy_gbs.unwrap(), rows: 0..5 };
     assert_eq!(bars.references, [memcpy]);
-    assert!(BarChart::sgemm_ladder(&r.sections).is_none(), "this run has no sgemm section");
+    assert!(BarChart::sgemm_ladder(&r.sections, &TENSOR_KERNELS).is_none(), "this run has no sgemm section");
 }
 
 #[test]
@@ -84,6 +87,10 @@ fn report_folder_has_markdown_and_nonempty_charts() {
         assert!(md.contains(&format!("![{chart}]({chart})")), "{chart} not in report.md");
     }
     assert!(md.contains("SGEMM ladder against cuBLAS (this run has no `sgemm` section)"));
+    // In the registry's order: the lessons' charts in `lessons!` order, then the summaries'.
+    let at = |chart: &str| md.find(&format!("![{chart}]")).unwrap();
+    let order = ["occupancy_transpose_padded.svg", "coalescing.svg", "banks.svg", "roofline.svg", "bandwidth.svg"];
+    assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "charts out of the registry's order");
     assert!(md.contains("## Tables") && md.contains("| copy "), "the tables follow");
     for f in &files {
         assert!(std::fs::metadata(f).unwrap().len() > 1000, "{} is empty", f.display());
@@ -135,7 +142,7 @@ fn without_labels(instrs: &[inspect::SassInstr]) -> Vec<inspect::SassInstr> {
 fn charts_of_the_full_recorded_run_keep_every_size_and_explain_what_passes_a_roof() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report/run.json");
     let r = RunRecord::load(&path).unwrap();
-    let ladder = BarChart::sgemm_ladder(&r.sections).unwrap();
+    let ladder = BarChart::sgemm_ladder(&r.sections, &TENSOR_KERNELS).unwrap();
     // 11 rungs (the tuned rung 8, the split-K rung, and rung 9 with its unswizzled contrast among
     // them) at 4096³, then at 8192³; cuBLAS FP32 and TF32 over the bars of each size.
     assert_eq!(ladder.bars.len(), 22, "11 rungs at 4096³ and 8192³");
@@ -227,7 +234,7 @@ fn a_hit_fraction_measured_below_0_is_marked_and_not_drawn() {
     assert_eq!(chart.y_range(), -0.05..1.05);
     let dir = std::env::temp_dir().join(format!("memlab-persisting-chart-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for file in charts::save(&chart, &dir).unwrap() {
+    for file in output::save_chart(&chart, &dir).unwrap() {
         assert!(std::fs::metadata(&file).unwrap().len() > 1000, "{} is empty", file.display());
     }
     // Elsewhere a value below 0 is still refused, by its field.
@@ -251,7 +258,7 @@ fn full_run() -> RunRecord {
 #[test]
 fn the_roofline_tags_of_the_full_recorded_run_never_overlap() {
     let r = full_run();
-    let roof = report_dir::roofline(&r).expect("the run has a roofline");
+    let roof = roofline::chart(&r.run()).expect("the run has a roofline");
     // Every roof of the H200: BF16 twice TF32, FP8 twice BF16, each at the FP32 roof's clock.
     let (tf32, bf16, fp8) = (roof.tensor_tflops.unwrap(), roof.bf16_tflops.unwrap(), roof.fp8_tflops.unwrap());
     assert!((bf16 / tf32 - 2.0).abs() < 1e-9 && (tf32 / roof.peak_tflops - 8.0).abs() < 1e-9, "{tf32} {bf16}");
@@ -290,7 +297,7 @@ fn the_roofline_tags_of_the_full_recorded_run_never_overlap() {
 #[test]
 fn a_point_above_its_own_peak_is_listed_as_n_a_and_not_drawn() {
     let r = full_run();
-    let mut roof = report_dir::roofline(&r).unwrap();
+    let mut roof = roofline::chart(&r.run()).unwrap();
     let mut fake = roof.points[4].clone();
     assert!(fake.ai > roof.balance(), "compute-bound");
     // Twice the FP32 peak on FP32 pipes, with the clock measured no faster than the driver's.
@@ -324,7 +331,7 @@ fn every_bar_of_the_full_recorded_run_is_named_apart_and_its_value_clears_the_li
     }
     assert_eq!(bars.classes.len(), 2);
     assert!(bars.classes[1].starts_with("L2-resident"));
-    let ladder = BarChart::sgemm_ladder(&r.sections).unwrap();
+    let ladder = BarChart::sgemm_ladder(&r.sections, &TENSOR_KERNELS).unwrap();
     for chart in [&bars, &ladder] {
         let width = chart.x_end() * 0.06;
         for (i, b) in chart.bars.iter().enumerate() {

@@ -6,13 +6,14 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use crate::charts::OccupancyChart;
 use crate::cli::{self, count};
 use crate::model::gpus;
 use crate::model::occupancy::{
     ArchLimits, KernelResources, LaunchFailure, Limit, Mode, Occupancy, UNLIMITED, max_regs_for_blocks, occupancy,
     register_targets, shared_memory_targets, suggest_block_size,
 };
-use crate::present::charts::{self, OccupancyChart};
+use crate::present::output;
 use crate::present::table::{self, Layout};
 use crate::{present::report, ptx, ptx::ptxas, refuse};
 
@@ -490,7 +491,7 @@ fn print_explanation(args: &Args, arch: &ArchLimits, res: &KernelResources, o: &
 /// Runs the calculator and prints its answer.
 pub fn run(args: Args) -> Result<bool> {
     if let Some(dir) = &args.chart {
-        crate::present::output::check_dir("--chart", dir)?;
+        output::check_dir("--chart", dir)?;
     }
     let (arch, sm_name, mode) = sm(&args)?;
     if args.regs == Some(0) {
@@ -546,7 +547,7 @@ pub fn run(args: Args) -> Result<bool> {
     print_explanation(&args, &arch, &res, &o, mode);
     if let Some(dir) = &args.chart {
         std::fs::create_dir_all(dir)?;
-        let [svg, png] = charts::save(&OccupancyChart { kernel: args.kernel.clone(), arch, res, mode }, dir)?;
+        let [svg, png] = output::save_chart(&OccupancyChart { kernel: args.kernel.clone(), arch, res, mode }, dir)?;
         println!("\ncharts: {} {}", svg.display(), png.display());
     }
     Ok(true)

@@ -6,9 +6,10 @@ use anyhow::Result;
 use cust::memory::DeviceBuffer;
 use memlab_contracts::probes::{BANK_PROBE_SMEM, BANK_PROBE_UNROLL, BLOCK, WIDE_PROBE_MAX_OFFSET, WIDE_PROBE_SMEM};
 
+use crate::charts::SweepChart;
 use crate::gpu::launch::LaunchShape;
 use crate::lab::Inputs;
-use crate::lab::Lesson;
+use crate::lab::{Figure, Lesson, Run};
 use crate::lab::{
     KernelRow, KernelRun, Lab, Level, Section, Work, download, ensure_free, measure, poison, poisoned, upload,
 };
@@ -189,6 +190,14 @@ impl Lesson for Banks {
 
     fn run(lab: &Lab, _: &Inputs, options: &Options) -> Result<Section> {
         run(lab, options.iters)
+    }
+
+    fn figures(run: &Run) -> Vec<Figure> {
+        vec![Figure::or_missing(
+            SweepChart::banks(run.sections),
+            "Time of `shared_bank_probe` relative to stride 1 (log scale), against the bank model's serialization factor.",
+            "bank sweep (run the `banks` demo)",
+        )]
     }
 }
 

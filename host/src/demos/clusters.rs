@@ -56,6 +56,7 @@ use memlab_contracts::clusters::{
 };
 use memlab_contracts::hierarchy::RECORD_WORDS;
 
+use crate::charts::SweepChart;
 use crate::gpu::cluster::{CLUSTER_CC, MAX_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE, max_active_clusters};
 use crate::gpu::context::load_entries;
 use crate::gpu::describe;
@@ -63,7 +64,7 @@ use crate::gpu::kernel::{attributes, function};
 use crate::gpu::launch::LaunchShape;
 use crate::lab::GEMM_COUNT_SIZE;
 use crate::lab::Inputs;
-use crate::lab::Lesson;
+use crate::lab::{Figure, Lesson, Run};
 use crate::lab::{
     KernelRow, KernelRun, Lab, Level, Section, Work, check_u32_elements, download, ensure_free, f32_bytes, measure,
     model_blocks, poison, poisoned, upload,
@@ -224,12 +225,48 @@ pub struct AtSize {
 /// The lesson: thread-block clusters and distributed shared memory.
 pub struct Clusters;
 
+/// The lesson's charts: stem, title, measured and published series, caption.
+const CHARTS: [(&str, &str, &str, &str, &str); 3] = [
+    (
+        "dsmem_latency",
+        "Distributed shared memory: dependent-load latency",
+        names::DSMEM_LATENCY,
+        names::DSMEM_LATENCY_PUBLISHED,
+        "Cycles per dependent `ld.shared::cluster` load in the last block of a cluster, by cluster size, against the published figures (Luo et al. 2024, midpoint of 180-213 cycles).",
+    ),
+    (
+        "dsmem_bandwidth",
+        "Distributed shared memory: reads of the next block",
+        names::DSMEM_READ,
+        names::DSMEM_READ_PUBLISHED,
+        "GB/s of 16-byte reads of the next block's shared memory on every SM, by cluster size, against the published DSMEM throughput (~3.3 TB/s at 2, ~2.7-2.9 TB/s at 4-16).",
+    ),
+    (
+        "cluster_barrier",
+        "The cluster-wide barrier",
+        names::CLUSTER_BARRIER,
+        names::CLUSTER_BARRIER_PUBLISHED,
+        "Cycles per `barrier.cluster.arrive` + `wait` in one cluster, by cluster size, against the published ~850 cycles.",
+    ),
+];
+
 impl Lesson for Clusters {
     const NAME: &'static str = "clusters";
     type Options = Options;
 
     fn run(lab: &Lab, inputs: &Inputs, options: &Options) -> Result<Section> {
         run(lab, options, inputs.shared.matmul)
+    }
+
+    /// The sweeps, drawn when the run has the lesson (a cc 9.0 GPU); a run without it has
+    /// nothing to miss.
+    fn figures(run: &Run) -> Vec<Figure> {
+        CHARTS
+            .iter()
+            .filter_map(|&(stem, title, measured, published, caption)| {
+                Figure::when_drawn(SweepChart::clusters(run.sections, stem, title, measured, published), caption)
+            })
+            .collect()
     }
 }
 

@@ -8,13 +8,14 @@ use memlab_contracts::probes::{BLOCK, MISALIGNED_MAX_OFFSET, MISALIGNED_READS_PE
 
 use std::cell::RefCell;
 
+use crate::charts::SweepChart;
 use crate::gpu::launch::LaunchShape;
 use crate::gpu::staging::Staging;
 use crate::lab::Inputs;
 use crate::lab::{
     KernelRow, KernelRun, Lab, Section, Work, check_staged, ensure_free, f32_bytes, measure, poison, poisoned,
 };
-use crate::lab::{Lesson, Shared};
+use crate::lab::{Figure, Lesson, Run, Shared};
 use crate::launches;
 use crate::probes::strided::{self};
 use crate::reference::{self, STRIDED_READS_PER_THREAD};
@@ -111,6 +112,14 @@ impl Lesson for Coalescing {
     /// The staging of the strided sweep's input.
     fn host_bytes(options: &Options, _: &Shared) -> usize {
         crate::lab::staging_bytes((options.bytes / 4, 1))
+    }
+
+    fn figures(run: &Run) -> Vec<Figure> {
+        vec![Figure::or_missing(
+            SweepChart::coalescing(run.sections),
+            "Useful bandwidth of `strided_read` relative to stride 1 (log scale), against the 32-byte-sector and 128-byte-segment models.",
+            "coalescing sweep (run the `coalescing` demo)",
+        )]
     }
 }
 

@@ -4,6 +4,7 @@ use anyhow::Result;
 use cust::memory::CopyDestination;
 use memlab_contracts::matmul::{NAIVE_BLOCK, TILE_16, TILE_32, tiled_smem_bytes};
 
+use crate::charts::OccupancyChart;
 use crate::lab::GEMM_COUNT_SIZE;
 use crate::lab::Inputs;
 use crate::lab::{
@@ -15,7 +16,7 @@ use crate::probes::gemm::{MatmulLaunch, Operands, matmul_launch, square_tiles};
 use crate::gpu::context::load_entries;
 use crate::gpu::describe;
 use crate::gpu::launch::LaunchShape;
-use crate::lab::{Lesson, Shared};
+use crate::lab::{Figure, Lesson, Run, Shared};
 use crate::model::tiling::{MatmulShape, naive_global_loads, tiled_global_loads};
 use crate::verify::Check;
 use crate::{ptx, reference, verify};
@@ -103,6 +104,10 @@ impl Lesson for Matmul {
     /// The tiled and the naive shapes' operands, the larger.
     fn host_bytes(options: &Options, _: &Shared) -> usize {
         crate::probes::gemm::host_bytes(options.tiled).max(crate::probes::gemm::host_bytes(options.naive()))
+    }
+
+    fn figures(run: &Run) -> Vec<Figure> {
+        vec![OccupancyChart::figure(run, crate::launches::entry::matmul_tiled_32.name)]
     }
 }
 

@@ -20,6 +20,7 @@ use memlab_contracts::tma::{
     TRANSPOSE_BLOCK, TRANSPOSE_BLOCKS_PER_SM, TRANSPOSE_DEFAULT, box_cols, hint, smem_bytes, transpose_buffers,
 };
 
+use crate::charts::SweepChart;
 use crate::gpu::Gpu;
 use crate::gpu::kernel;
 use crate::gpu::launch::{Launch, LaunchShape};
@@ -30,7 +31,7 @@ use crate::lab::Inputs;
 use crate::lab::{
     KernelRow, KernelRun, Lab, Section, Work, ensure_free, f32_bytes, measure, poison, poisoned, recheck_exact_staged,
 };
-use crate::lab::{Lesson, Needs, NoOptions, Shared};
+use crate::lab::{Figure, Lesson, Needs, NoOptions, Run, Shared};
 use crate::launches;
 use crate::model::banks::WarpRequest;
 use crate::phases::Kind;
@@ -304,6 +305,27 @@ impl Lesson for Tma {
             true => check_matrix(shared.matrix.0, shared.matrix.1),
             false => Ok(()),
         }
+    }
+
+    fn figures(run: &Run) -> Vec<Figure> {
+        let s = run.sections;
+        vec![
+            Figure::or_missing(
+                SweepChart::tma_curve(s),
+                "1-D TMA bulk copies (`tma_bulk_copy`, a 256 MiB copy through shared memory): GB/s against bytes per copy, one line per blocks per SM (log scale). Bytes in flight per SM = bytes per copy x blocks per SM; published for H800/H100: 95-96% of HBM peak only from 8-12 KiB per copy and 2-3 blocks per SM.",
+                "TMA bulk-copy curve (run the `tma` demo on cc 9.0)",
+            ),
+            Figure::or_missing(
+                SweepChart::tma_pipeline(s),
+                "The pipelined TMA kernels (`tma_bulk_copy`, `tma_copy`, `tma_transpose`; a ring of shared buffers with an mbarrier each, in persistent blocks or one block per few tiles): the fastest checked GB/s at each stage count, over the swept boxes and grids. One stage loads, waits and stores one box at a time; more stages keep the next boxes' loads in flight while one is stored.",
+                "TMA pipeline chart (run the `tma` demo on cc 9.0)",
+            ),
+            Figure::or_missing(
+                SweepChart::tma_swizzle(s),
+                "`tma_transpose` per swizzle mode of its input tensor map: time relative to the fastest mode, against the bank model's conflict factor of the tile's float4 column read with the map's swizzle and with the same box unswizzled.",
+                "TMA swizzle chart (run the `tma` demo on cc 9.0)",
+            ),
+        ]
     }
 }
 
@@ -801,7 +823,7 @@ fn swizzle_series(rows: &[SwizzleRow]) -> [Series; 3] {
     [
         by_mode(names::MEASURED, "tma_transpose time / fastest mode", &|r| r.ms / fastest),
         by_mode(names::BANK_MODEL, "column read: wavefronts / ideal", &|r| (r.swizzled / r.ideal) as f64),
-        by_mode(UNSWIZZLED_MODEL, "column read: wavefronts / ideal", &|r| (r.plain / r.ideal) as f64),
+        by_mode(names::UNSWIZZLED_MODEL, "column read: wavefronts / ideal", &|r| (r.plain / r.ideal) as f64),
     ]
 }
 
@@ -1300,9 +1322,6 @@ fn async_rungs(lab: &Lab, size: Option<(usize, usize, usize)>) -> Result<Vec<Ker
     }
     Ok(rows)
 }
-
-/// The swizzle chart's series of the bank model for the same boxes without swizzle.
-pub const UNSWIZZLED_MODEL: &str = "bank model, same box unswizzled";
 
 /// The goals (TMA copy >= 0.97x memcpy, TMA transpose >= 0.95x memcpy) against this run.
 fn goal_notes(kernels: &[KernelRow], memcpy_gbs: Option<f64>) -> Vec<String> {

@@ -15,6 +15,7 @@ use memlab_contracts::transpose::{
 use memlab_contracts::transpose_any as any;
 use memlab_contracts::transpose_thin as thin;
 
+use crate::charts::{OccupancyChart, SizesChart};
 use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::staging::Staging;
 use crate::lab::Inputs;
@@ -22,7 +23,7 @@ use crate::lab::check_staged;
 use crate::lab::{
     KernelRow, KernelRun, Lab, Section, Work, check_u32_elements, ensure_free, f32_bytes, measure, poison, poisoned,
 };
-use crate::lab::{Lesson, Needs, Shared};
+use crate::lab::{Figure, Lesson, Needs, Run, Shared};
 use crate::launches;
 use crate::model::banks::WarpRequest;
 use crate::model::coalescing::{RowSweep, WarpAccess};
@@ -206,6 +207,15 @@ impl Lesson for Transpose {
 
     fn host_bytes(_: &Options, shared: &Shared) -> usize {
         shared.matrix_staging_bytes()
+    }
+
+    fn figures(run: &Run) -> Vec<Figure> {
+        let mut figures = vec![OccupancyChart::figure(run, launches::entry::transpose_padded.name)];
+        figures.extend(Figure::when_drawn(
+            SizesChart::from_sections(run.sections),
+            "Copy and the transposes at each size of the `--sizes` sweep, as a share of memcpy at the same size: a dip at an unaligned size is the alignment cliff.",
+        ));
+        figures
     }
 }
 

@@ -1,10 +1,10 @@
 //! What a lesson is to `run-demos` and `bench`: a type implementing [`Lesson`], with its name,
-//! its options, what it needs from the run, the refusals it makes before any GPU work, and its
-//! run. The registry lists each lesson once ([`Entry::of`]); a lesson names no other lesson.
+//! its options, what it needs from the run, the refusals it makes before any GPU work, its
+//! run, and its charts in the report. The registry lists each lesson once ([`Entry::of`]); a lesson names no other lesson.
 
 use anyhow::Result;
 
-use super::{Inputs, Lab, Section, Shared};
+use super::{Figure, Inputs, Lab, Run, Section, Shared};
 
 /// What a lesson needs from the run besides its options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +55,12 @@ pub trait Lesson {
     fn check(_: &Self::Options, _: &Shared, _named: bool) -> Result<()> {
         Ok(())
     }
+
+    /// Its charts in the report, in order, from the recorded run: each drawn, or named among
+    /// the charts the run lacks; none unless the lesson draws some.
+    fn figures(_: &Run) -> Vec<Figure> {
+        Vec::new()
+    }
 }
 
 /// How the registry's options `O` (every lesson's flags, parsed once) give lesson `L` its own.
@@ -83,6 +89,8 @@ pub struct Entry<O: 'static> {
     pub host_bytes: fn(&O, &Shared) -> usize,
     /// [`Lesson::check`] at the lesson's options.
     pub check: fn(&O, &Shared, bool) -> Result<()>,
+    /// [`Lesson::figures`].
+    pub figures: fn(&Run) -> Vec<Figure>,
 }
 
 // By hand: a derive would ask `O: Copy`, which the function pointers do not need.
@@ -107,6 +115,7 @@ impl<O> Entry<O> {
             run: |lab, inputs, all| L::run(lab, inputs, &all.options()),
             host_bytes: |all, shared| L::host_bytes(&all.options(), shared),
             check: |all, shared, named| L::check(&all.options(), shared, named),
+            figures: L::figures,
         }
     }
 

@@ -1,10 +1,11 @@
 //! The measurement core every lesson stands on: the [`Lab`] (the device, the run's settings,
 //! the CUDA C++ twins), what a lesson is ([`Lesson`]), what lessons receive from each other
 //! ([`Inputs`]), the one path every timed kernel takes ([`measure`]), device buffers and
-//! their checks ([`buffers`]), the report's rows ([`rows`]), and the footprints of a
+//! their checks ([`buffers`]), the report's rows ([`rows`]) and figures ([`figure`]), and the footprints of a
 //! compute-sanitizer run ([`sanitizer`]). Nothing here names a lesson or a kernel.
 
 pub mod buffers;
+pub mod figure;
 pub mod inputs;
 pub mod lesson;
 pub mod measure;
@@ -21,6 +22,7 @@ pub use buffers::{
     check_free, check_staged, check_u32_elements, download, download_first, ensure_free, f32_bytes, full_gpu, poison,
     poisoned, recheck_exact_staged, staging_bytes, upload,
 };
+pub use figure::{Figure, Picture, Run};
 pub use inputs::{Ceiling, Inputs, Shared};
 pub use lesson::{Entry, Lesson, Needs, NoOptions, OptionsFor};
 pub use measure::{KernelRun, measure, measure_then, model_blocks, occupancy_command};

@@ -1,4 +1,4 @@
-//! Files the user asked for (`--json FILE`, `--report DIR`, `--chart DIR`, `report --out DIR`):
+//! Files the user asked for (`--json FILE`, `--report DIR` and its charts, `--chart DIR`, `report --out DIR`):
 //! checked before any work, so a run never ends in "cannot write" after minutes on the GPU, and
 //! written whole or not at all: into a temporary file in the same folder, renamed over the
 //! target once complete (a rename within one file system is atomic).
@@ -7,8 +7,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow};
 
+use crate::lab::Picture;
 use crate::refuse;
 
 /// A fresh name next to `path`, with the same extension (plotters picks the image format from
@@ -98,6 +99,20 @@ pub fn atomically<T>(path: &Path, write: impl FnOnce(&Path) -> Result<T>) -> Res
 /// The file cannot be written.
 pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
     atomically(path, |temp| fs::write(temp, bytes).with_context(|| format!("cannot write {}", path.display())))
+}
+
+/// Writes chart `chart` as `DIR/<stem>.svg` and `DIR/<stem>.png`, each whole or not at all, and
+/// returns their paths.
+///
+/// # Errors
+/// A file that cannot be written, or a drawing error.
+pub fn save_chart(chart: &dyn Picture, dir: &Path) -> Result<[PathBuf; 2]> {
+    let stem = chart.stem();
+    let (svg, png) = (dir.join(format!("{stem}.svg")), dir.join(format!("{stem}.png")));
+    let fail = |path: &Path, e: String| anyhow!("drawing {}: {e}", path.display());
+    atomically(&svg, |temp| chart.svg(temp).map_err(|e| fail(&svg, e)))?;
+    atomically(&png, |temp| chart.png(temp).map_err(|e| fail(&png, e)))?;
+    Ok([svg, png])
 }
 
 #[cfg(test)]

@@ -9,10 +9,10 @@ use anyhow::{Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use crate::charts::{Chart, DrawResult, FONT, SweepChart, YAxis};
 use crate::demos::peer::PeerRecord;
 use crate::demos::peer::matrix::PairMatrix;
-use crate::present::charts::{self, Chart, DrawResult, FONT, SweepChart, YAxis};
-use crate::present::report;
+use crate::present::{output, report};
 use crate::probes::strided::sector_model;
 use crate::series::{Series, names};
 
@@ -132,10 +132,10 @@ pub fn write(dir: &Path, record: &PeerRecord) -> Result<Vec<PathBuf>> {
         labels: record.labels.clone(),
         values: record.copy_gbs.clone(),
     };
-    let mut written: Vec<PathBuf> = charts::save(&matrix, dir)?.into();
+    let mut written: Vec<PathBuf> = output::save_chart(&matrix, dir)?.into();
     let mut figures = vec![format!("![N x N copy bandwidth](peer_matrix.svg)\n\n{}", matrix.title)];
     if let Some(chart) = coalescing_chart(record) {
-        written.extend(charts::save(&chart, dir)?);
+        written.extend(output::save_chart(&chart, dir)?);
         figures.push("![strided reads over the link](peer_coalescing.svg)\n\nUseful bandwidth of `strided_read` against stride (log scale): over the link, from local HBM, and the 32-byte sector model scaled to the link's stride 1.".into());
     }
     let md = format!("{}\n## Charts\n\n{}\n", markdown(record), figures.join("\n\n"));

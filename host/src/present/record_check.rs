@@ -202,9 +202,9 @@ fn kernel(at: &str, k: &KernelRow) -> Result<(), Refusal> {
 }
 
 /// A series' coordinates: finite, and 0 or more except the y of a series drawn on a linear
-/// axis that shows values below 0 ([`crate::present::charts::SIGNED_Y_SERIES`]).
+/// axis that shows values below 0 ([`crate::charts::SIGNED_Y_SERIES`]).
 fn series(at: &str, s: &Series) -> Result<(), Refusal> {
-    let signed_y = crate::present::charts::SIGNED_Y_SERIES.contains(&s.name.as_str());
+    let signed_y = crate::charts::SIGNED_Y_SERIES.contains(&s.name.as_str());
     for (i, p) in s.points.iter().enumerate() {
         non_negative(&format!("{at}.points[{i}].x"), p.x)?;
         match signed_y {

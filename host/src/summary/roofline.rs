@@ -8,10 +8,11 @@
 use anyhow::Result;
 use memlab_contracts::hierarchy::{SM_CLOCK_CHAINS, SM_CLOCK_RECORD_WORDS, SM_CLOCK_THREADS};
 
+use crate::charts::{Precision, RooflineChart};
 use crate::gpu::describe;
 use crate::gpu::device::DeviceInfo;
 use crate::gpu::launch::LaunchShape;
-use crate::lab::{KernelRow, Lab, Level, Section, download, poisoned};
+use crate::lab::{KernelRow, Lab, Level, Run, Section, download, poisoned};
 use crate::launches;
 use crate::model::roofline::{
     AboveRoof, Bound, above_roof, arithmetic_intensity, attainable, balance_point, bf16_flop_per_clock, bound,
@@ -133,6 +134,35 @@ pub fn is_fp8(kernel: &str) -> bool {
 /// placed against the TF32 roof.
 pub fn is_tf32(kernel: &str) -> bool {
     crate::demos::sgemm::TENSOR_KERNELS.contains(&kernel) || kernel == memlab_contracts::tensor::TF32.name
+}
+
+/// The roof `kernel`'s points are placed against.
+pub fn precision(kernel: &str) -> Precision {
+    match kernel {
+        k if is_tf32(k) => Precision::Tf32,
+        k if is_bf16(k) => Precision::Bf16,
+        k if is_fp8(k) => Precision::Fp8,
+        _ => Precision::Fp32,
+    }
+}
+
+/// The run's roofline chart: FP32, TF32, BF16 and FP8 roofs at the roof's clock, the memcpy
+/// bandwidth; `None` without memcpy, FLOP-reporting kernels or FP32 lanes for the architecture.
+pub fn chart(run: &Run) -> Option<RooflineChart> {
+    let (peak, memcpy) = run.peak_tflops().zip(run.memcpy_gbs)?;
+    let driver = run.device.peak_fp32(None).map_or(peak, |p| p / 1e12);
+    let tensor = run.device.peak_tf32(run.sm_clock_ghz).map(|p| p / 1e12);
+    // The BF16 and FP8 roofs at the FP32 roof's clock: FP32's peak times their FLOP per clock
+    // over FP32's.
+    let (major, minor) = run.device.cc;
+    let lanes = fp32_lanes_per_sm(major, minor);
+    let at_clock = |per_clock: Option<u32>| {
+        per_clock.zip(lanes).map(|(flop, lanes)| peak * f64::from(flop) / f64::from(2 * lanes))
+    };
+    let bf16 = at_clock(bf16_flop_per_clock(major, minor));
+    let fp8 = at_clock(fp8_flop_per_clock(major, minor));
+    RooflineChart::new(run.sections, precision, peak, memcpy, run.device.theoretical_bandwidth_gbs())
+        .map(|c| c.with_driver_peak(driver).with_tensor_peak(tensor).with_bf16_peak(bf16).with_fp8_peak(fp8))
 }
 
 /// The roofline section for the kernels of `sections` on `info`'s device with the run's memcpy

@@ -20,8 +20,9 @@ use anyhow::Result;
 use memlab_contracts::hierarchy::{READ_CG_UNROLL, READ_CG_VECTOR_BYTES};
 use memlab_contracts::probes::BLOCK;
 
+use crate::charts::SweepChart;
 use crate::lab::Inputs;
-use crate::lab::Lesson;
+use crate::lab::{Figure, Lesson, Run};
 use crate::lab::sizes::bytes;
 use crate::lab::{KernelRow, Lab, Level, Section};
 use crate::launches;
@@ -110,6 +111,27 @@ impl Lesson for L2 {
 
     fn run(lab: &Lab, _: &Inputs, options: &Options) -> Result<Section> {
         Ok(measure(lab, options)?.section())
+    }
+
+    fn figures(run: &Run) -> Vec<Figure> {
+        let s = run.sections;
+        vec![
+            Figure::or_missing(
+                SweepChart::l2_bandwidth(s),
+                "L2 read bandwidth over a quarter of the L2 against blocks per SM (log scale): four 16-byte loads in flight per thread against one.",
+                "L2 bandwidth sweep (run the `l2` demo)",
+            ),
+            Figure::or_missing(
+                SweepChart::persisting(s),
+                "The hit fraction h of the hot re-reads of `hot_stream_read` against the hot buffer's size, by policy: `evict_first` streamed loads measured and predicted by the hit model, no policy, and an access-policy window over the hot buffer, each measured from its time between the all-hit and the all-miss bounds. A measured h outside 0 to 1 is timing noise: crossed out at the axis' edge and named in the key, not drawn.",
+                "persisting-L2 sweep (run the `l2` demo on cc 8.0 or later)",
+            ),
+            Figure::or_missing(
+                SweepChart::partitions(s),
+                "Median cycles per L2 hit from each SM on lines SM 0 brought into L2, the SMs sorted by it: the SMs of SM 0's partition find the lines near; past the marked step, the SMs across the partition link, of which about half the hops are far. The dashed levels are the median of each run of SMs.",
+                "L2 partition probe (run the `l2` demo)",
+            ),
+        ]
     }
 }
 

@@ -14,6 +14,7 @@ use memlab_contracts::sgemm::{
     TF32_THREADS, TF32_TILE, THREADS, TILE, TUNED, Tuned, smem_bytes, split_k_config, split_steps, tf32_smem_bytes,
 };
 
+use crate::charts::BarChart;
 use crate::gpu::cublas::Cublas;
 use crate::gpu::cublas::NO_CUBLAS;
 use crate::gpu::device::DeviceInfo;
@@ -22,7 +23,7 @@ use crate::lab::Inputs;
 use crate::lab::{
     KernelRow, KernelRun, Lab, Section, ensure_free, f32_bytes, measure, measure_then, poison, poisoned,
 };
-use crate::lab::{Lesson, Shared};
+use crate::lab::{Figure, Lesson, Run, Shared};
 use crate::launches;
 use crate::model::split_k::{self, Machine, Plan};
 use crate::model::tiling::{MatmulShape, block_tiled_global_loads};
@@ -469,6 +470,14 @@ impl Lesson for Sgemm {
     /// The autotune file rung 8 reads (`$MEMLAB_TUNED`), read before any GPU work.
     fn check(_: &Options, _: &Shared, _: bool) -> Result<()> {
         TunedFile::load().map(drop)
+    }
+
+    fn figures(run: &Run) -> Vec<Figure> {
+        vec![Figure::or_missing(
+            BarChart::sgemm_ladder(run.sections, &TENSOR_KERNELS),
+            "The SGEMM ladder: each rung's TFLOP/s at every size the run measured, one group per size, against cuBLAS (FP32, and TF32 allowed) at that size.",
+            "SGEMM ladder against cuBLAS (this run has no `sgemm` section)",
+        )]
     }
 }
 

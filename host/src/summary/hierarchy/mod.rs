@@ -69,10 +69,11 @@ pub mod tma_path;
 
 use anyhow::Result;
 
+use crate::charts::SweepChart;
 use crate::lab::Inputs;
 use crate::lab::sizes::bytes;
+use crate::lab::{Figure, Lesson, Needs, Run, Shared};
 use crate::lab::{KernelRow, Lab, Level, Section};
-use crate::lab::{Lesson, Needs, Shared};
 use crate::probes::{bandwidth, chain, latency};
 use crate::series::{Series, names};
 use crate::verify::Check;
@@ -236,6 +237,14 @@ impl Lesson for Hierarchy {
     /// TMA path go through staging.
     fn host_bytes(options: &Options, _: &Shared) -> usize {
         (2 * options.transfer_bytes).max(crate::lab::staging_bytes((options.dram.bytes / 4, 1)))
+    }
+
+    fn figures(run: &Run) -> Vec<Figure> {
+        vec![Figure::or_missing(
+            SweepChart::ladder(run.sections),
+            "Cycles per dependent load against the chain's working set (log scale): the plateaus are L1, the near L2 partition, the far one, HBM, and HBM with page-table walks past the TLBs' reach.",
+            "latency ladder (run the `hierarchy` demo)",
+        )]
     }
 }
 

@@ -3,20 +3,22 @@
 //! (bandwidth kernels against memcpy, the SGEMM ladder against its references).
 //!
 //! Each chart is a plain data struct (built from a run's [`Section`]s, so tests can compare its
-//! points with the input) that implements [`Chart`]; [`save`] renders it with both backends.
+//! points with the input) that implements [`Chart`], and so [`Picture`]: the lessons name the
+//! charts they draw ([`crate::lab::Figure`]), and `present/` writes each with both backends.
+//! Below the lessons and above [`crate::lab`], they name no lesson: what a chart needs of one
+//! (its tensor-core kernels, the precision of a kernel) is passed in.
+//!
 //! Text uses the DejaVu Sans font compiled into the binary (plotters' `ab_glyph` feature), so
 //! no system font or fontconfig is needed. Legends and labels sit where they cover no data:
 //! keys above the plot ([`key`]), and the roofline's tags placed by [`labels`].
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Once;
 
-use anyhow::{Result, anyhow};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::lab::Section;
-use crate::present::output;
+use crate::lab::{Picture, Section};
 use crate::series::Series;
 
 mod bars;
@@ -48,7 +50,7 @@ pub trait Chart {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB>;
 }
 
-/// The font family every chart draws text in (DejaVu Sans, registered by [`save`]).
+/// The font family every chart draws text in (DejaVu Sans, registered before each drawing).
 pub(crate) const FONT: &str = "sans-serif";
 /// Colours: measured data, first model, second model, marked point.
 pub(crate) const MEASURED: RGBColor = RGBColor(0x1f, 0x5f, 0xbf);
@@ -73,26 +75,24 @@ fn register_font() {
     });
 }
 
-/// Writes `DIR/<stem>.svg` and `DIR/<stem>.png`, each whole or not at all ([`output`]), and
-/// returns their paths.
-///
-/// # Errors
-/// A file that cannot be written, or a drawing error.
-pub fn save(chart: &impl Chart, dir: &Path) -> Result<[PathBuf; 2]> {
-    register_font();
-    let stem = chart.stem();
-    let (svg, png) = (dir.join(format!("{stem}.svg")), dir.join(format!("{stem}.png")));
-    let size = chart.size();
-    let fail = |path: &Path, e: String| anyhow!("drawing {}: {e}", path.display());
-    output::atomically(&svg, |temp| {
-        let root = SVGBackend::new(temp, size).into_drawing_area();
-        chart.draw(&root).and_then(|()| root.present()).map_err(|e| fail(&svg, e.to_string()))
-    })?;
-    output::atomically(&png, |temp| {
-        let root = BitMapBackend::new(temp, size).into_drawing_area();
-        chart.draw(&root).and_then(|()| root.present()).map_err(|e| fail(&png, e.to_string()))
-    })?;
-    Ok([svg, png])
+/// Every chart is a [`Picture`] the report can write: drawn on each backend at its size, in
+/// DejaVu Sans.
+impl<C: Chart> Picture for C {
+    fn stem(&self) -> String {
+        Chart::stem(self)
+    }
+
+    fn svg(&self, path: &Path) -> Result<(), String> {
+        register_font();
+        let root = SVGBackend::new(path, self.size()).into_drawing_area();
+        self.draw(&root).and_then(|()| root.present()).map_err(|e| e.to_string())
+    }
+
+    fn png(&self, path: &Path) -> Result<(), String> {
+        register_font();
+        let root = BitMapBackend::new(path, self.size()).into_drawing_area();
+        self.draw(&root).and_then(|()| root.present()).map_err(|e| e.to_string())
+    }
 }
 
 /// A section of `sections` by demo name.

@@ -96,16 +96,15 @@ const TABLE: i32 = 13;
 const PLOT_WIDTH: u32 = 820;
 
 impl RooflineChart {
-    /// `None` when no section carries roofline points. A point's precision is its kernel's: the
-    /// TF32 kernels (SGEMM rung 9, the tensor ladder's rung 7), the tensor ladder's BF16 rungs,
-    /// FP32 otherwise.
-    pub fn new(sections: &[Section], peak_tflops: f64, memcpy_gbs: f64, theoretical_gbs: f64) -> Option<Self> {
-        let precision = |kernel: &str| match kernel {
-            k if crate::summary::roofline::is_tf32(k) => Precision::Tf32,
-            k if crate::summary::roofline::is_bf16(k) => Precision::Bf16,
-            k if crate::summary::roofline::is_fp8(k) => Precision::Fp8,
-            _ => Precision::Fp32,
-        };
+    /// `None` when no section carries roofline points. A point's precision is its kernel's,
+    /// as `precision` gives it.
+    pub fn new(
+        sections: &[Section],
+        precision: fn(&str) -> Precision,
+        peak_tflops: f64,
+        memcpy_gbs: f64,
+        theoretical_gbs: f64,
+    ) -> Option<Self> {
         let points: Vec<RoofPoint> = sections
             .iter()
             .filter_map(|s| series(s, names::ROOFLINE))

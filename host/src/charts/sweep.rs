@@ -272,7 +272,7 @@ impl SweepChart {
     /// conflict factor of the tile's float4 column read, swizzled as the map says and unswizzled.
     pub fn tma_swizzle(sections: &[Section]) -> Option<Self> {
         let s = section(sections, "tma")?;
-        let series = [names::MEASURED, names::BANK_MODEL, crate::demos::tma::UNSWIZZLED_MODEL]
+        let series = [names::MEASURED, names::BANK_MODEL, names::UNSWIZZLED_MODEL]
             .iter()
             .map(|n| series(s, n).cloned())
             .collect::<Option<Vec<_>>>()?;

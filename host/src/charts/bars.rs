@@ -142,9 +142,10 @@ impl BarChart {
 
     /// The SGEMM ladder: the `sgemm` section's kernels (TFLOP/s), grouped by size (the n-th
     /// row of a rung is the n-th size, the size the n-th [`names::REFERENCE`] point names),
-    /// each group under its own references (cuBLAS at that size); the tensor-core rungs in a
-    /// class of their own. `None` when the run has no such section.
-    pub fn sgemm_ladder(sections: &[Section]) -> Option<Self> {
+    /// each group under its own references (cuBLAS at that size); the tensor-core rungs (the
+    /// kernels named in `tensor`) in a class of their own. `None` when the run has no such
+    /// section.
+    pub fn sgemm_ladder(sections: &[Section], tensor: &[&str]) -> Option<Self> {
         let s = section(sections, "sgemm")?;
         let refs: Vec<(String, f64)> = series(s, names::REFERENCE)
             .map(|r| r.points.iter().map(|p| (p.label.clone().unwrap_or_default(), p.y)).collect())
@@ -175,7 +176,7 @@ impl BarChart {
             return None;
         }
         let sizes = rungs.iter().map(|r| r.1.len()).max().unwrap_or(1);
-        let tensor = |name: &str| usize::from(crate::demos::sgemm::TENSOR_KERNELS.contains(&name));
+        let class = |name: &str| usize::from(tensor.contains(&name));
         let mut bars = Vec::new();
         let mut groups = Vec::new();
         for n in 0..sizes {
@@ -183,7 +184,7 @@ impl BarChart {
             for (name, rates) in &rungs {
                 if let Some(&t) = rates.get(n) {
                     let label = if sizes > 1 { format!("{name} {}", size(n)) } else { name.to_string() };
-                    bars.push(Bar { label, value: t, class: tensor(name) });
+                    bars.push(Bar { label, value: t, class: class(name) });
                 }
             }
             groups.push(start..bars.len());

@@ -4,7 +4,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{Chart, DrawResult, FONT, MARK, MEASURED};
-use crate::lab::{KernelRow, Section};
+use crate::lab::{Figure, KernelRow, Run, Section};
 use crate::model::occupancy::{ArchLimits, KernelResources, Mode, occupancy};
 
 /// The occupancy calculator's three classic graphs for one kernel: occupancy against threads
@@ -37,6 +37,17 @@ impl OccupancyChart {
             .with_dynamic_smem(row.shape.smem_bytes)
             .with_opt_in(true);
         Some(OccupancyChart { kernel: Some(kernel.into()), arch, res, mode: Mode::Hardware })
+    }
+
+    /// The report's figure of `kernel`'s three graphs in `run`, or the note that the run did
+    /// not launch it.
+    pub fn figure(run: &Run, kernel: &str) -> Figure {
+        let (major, minor) = run.device.cc;
+        let caption = format!(
+            "The occupancy calculator's three graphs for `{kernel}` (hardware rules for cc {major}.{minor}); the red dot is the launch measured here."
+        );
+        let missing = format!("occupancy graphs of `{kernel}` (not in this run)");
+        Figure::or_missing(OccupancyChart::for_kernel(run.sections, run.device.cc, kernel), caption, &missing)
     }
 
     fn at(&self, res: KernelResources) -> f64 {
