@@ -486,14 +486,14 @@ mod tests {
                 p[0]
             )
         });
-        let shown: Vec<(bool, &str, u32, Vec<(String, usize)>)> =
-            lines.iter().map(|l| (l.lesson, l.file.as_str(), l.line, l.ops.clone())).collect();
+        let shown: Vec<String> =
+            lines.iter().map(|l| format!("{} {}:{} {:?}", l.lesson, l.file, l.line, l.ops)).collect();
         assert_eq!(
             shown,
             [
-                (true, "t.rs", 3, vec![("LDC".to_string(), 1)]),
-                (true, "t.rs", 4, vec![("LDG.E".to_string(), 1)]),
-                (false, "device-api/src/shared.rs", 89, vec![("LDS".to_string(), 1)]),
+                r#"true t.rs:3 [("LDC", 1)]"#,
+                r#"true t.rs:4 [("LDG.E", 1)]"#,
+                r#"false device-api/src/shared.rs:89 [("LDS", 1)]"#,
             ]
         );
         assert_eq!(lines[2].helper, None);
