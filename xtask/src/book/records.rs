@@ -52,19 +52,40 @@ pub fn check(root: &Path) -> Result<Vec<String>> {
     Ok(problems)
 }
 
+/// A bench record's figures.
+struct Record<'a>(&'a Value);
+
+impl Record<'_> {
+    /// cuBLAS TFLOP/s at `size` (`MxNxK`, or `TF32 MxNxK`).
+    fn cublas(&self, size: &str) -> Option<f64> {
+        let list = self.0["cublas_sgemm_tflops"].as_array()?;
+        list.iter().find(|c| c["size"] == size).and_then(|c| c["tflops"].as_f64())
+    }
+
+    /// The rows of kernel `name` at `size`: that name exactly, else the names it begins
+    /// (`sgemm_8` for the configuration autotune chose at that size).
+    fn entries(&self, name: &str, size: &str) -> Vec<&Value> {
+        let kernels: &[Value] = self.0["kernels"].as_array().map_or(&[], Vec::as_slice);
+        let at = |exact: bool| -> Vec<&Value> {
+            let hit = |k: &str| if exact { k == name } else { k.starts_with(&format!("{name}_")) };
+            kernels.iter().filter(|k| k["size"] == size && k["kernel"].as_str().is_some_and(hit)).collect()
+        };
+        let exact = at(true);
+        if exact.is_empty() { at(false) } else { exact }
+    }
+}
+
 /// What in `block` (a page's lines) disagrees with `record`.
 fn compare(block: &str, record: &Value) -> Vec<String> {
+    let record = Record(record);
     let mut out = Vec::new();
-    let cublas = |size: &str| {
-        record["cublas_sgemm_tflops"].as_array()?.iter().find(|c| c["size"] == size).and_then(|c| c["tflops"].as_f64())
-    };
     for line in block.lines().filter(|l| !l.starts_with('|')) {
         if let Some(m) = MEMCPY.captures(line) {
-            expect(&mut out, "memcpy".into(), &m[1], record["memcpy_gbs"].as_f64());
+            expect(&mut out, "memcpy".into(), &m[1], record.0["memcpy_gbs"].as_f64());
         }
         if line.contains("cuBLAS: ") {
             for m in CUBLAS.captures_iter(line) {
-                expect(&mut out, format!("cuBLAS {}", &m[1]), &m[2], cublas(&m[1]));
+                expect(&mut out, format!("cuBLAS {}", &m[1]), &m[2], record.cublas(&m[1]));
             }
         }
     }
@@ -75,37 +96,8 @@ fn compare(block: &str, record: &Value) -> Vec<String> {
         .filter(|cells| !cells.iter().all(|c| c.chars().all(|ch| ch == '-' || ch == ':')))
         .collect();
     let Some((header, body)) = rows.split_first() else { return out };
-    let kernels: &[Value] = record["kernels"].as_array().map_or(&[], Vec::as_slice);
-    let entries = |name: &str, size: &str| -> Vec<&Value> {
-        let at = |exact: bool| -> Vec<&Value> {
-            let hit = |k: &str| if exact { k == name } else { k.starts_with(&format!("{name}_")) };
-            kernels.iter().filter(|k| k["size"] == size && k["kernel"].as_str().is_some_and(hit)).collect()
-        };
-        let exact = at(true);
-        if exact.is_empty() { at(false) } else { exact }
-    };
     if header.len() >= 7 && header[0] == "kernel" && header[1] == "size" {
-        for row in body.iter().filter(|r| r.len() >= 7) {
-            let (name, size) = (&row[0], &row[1]);
-            let [k] = entries(name, size)[..] else {
-                out.push(format!("{name} at {size}: not one row of the record"));
-                continue;
-            };
-            let regs = format!("{} / {}", k["regs_rust"], k["regs_cuda"]);
-            if row[2] != regs {
-                out.push(format!("{name} at {size}: registers {} here, {regs} in the record", row[2]));
-            }
-            expect(&mut out, format!("{name} at {size}: Rust ms"), &row[3], k["rust_median_ms"].as_f64());
-            expect(&mut out, format!("{name} at {size}: C++ ms"), &row[4], k["cuda_median_ms"].as_f64());
-            expect(
-                &mut out,
-                format!("{name} at {size}: speed ratio"),
-                &row[5],
-                k["speed_ratio_cuda_time_over_rust_time"].as_f64(),
-            );
-            let rate = row[6].split_whitespace().next().unwrap_or("");
-            expect(&mut out, format!("{name} at {size}: Rust rate"), rate, k["rust_rate"].as_f64());
-        }
+        twin_rows(&record, body, &mut out);
     } else if let Some(sizes) = header.get(1).and_then(|h| h.strip_prefix("TFLOP/s, ")) {
         let sizes: Vec<String> = sizes
             .split(" / ")
@@ -114,38 +106,66 @@ fn compare(block: &str, record: &Value) -> Vec<String> {
                 format!("{n}x{n}x{n}")
             })
             .collect();
-        for row in body.iter().filter(|r| r.len() >= 2) {
-            let label = &row[0];
-            let name = label.split('`').nth(1).unwrap_or(label).to_string();
-            let rates: Vec<&str> = row[1].split(" / ").map(str::trim).collect();
-            if label.starts_with("cuBLAS") {
-                let prefix = if label.contains("TF32") { "TF32 " } else { "" };
-                for (size, shown) in sizes.iter().zip(&rates) {
-                    expect(&mut out, format!("{label} at {size}"), shown, cublas(&format!("{prefix}{size}")));
-                }
-                continue;
-            }
-            let found: Vec<Option<&Value>> = sizes.iter().map(|size| entries(&name, size).into_iter().next()).collect();
-            for ((size, shown), k) in sizes.iter().zip(&rates).zip(&found) {
-                expect(&mut out, format!("{name} at {size}: TFLOP/s"), shown, k.and_then(|k| k["rust_rate"].as_f64()));
-            }
-            let shares = row.get(2).map_or(Vec::new(), |c| c.split(" / ").map(str::trim).collect());
-            for ((size, shown), k) in sizes.iter().zip(&shares).zip(&found) {
-                let share = k.and_then(|k| Some(k["rust_rate"].as_f64()? / cublas(size)?));
-                expect(&mut out, format!("{name} at {size}: share of cuBLAS"), shown, share);
-            }
-            let ratios: Vec<f64> =
-                found.iter().flatten().filter_map(|k| k["speed_ratio_cuda_time_over_rust_time"].as_f64()).collect();
-            if let Some((lo, hi)) = row.get(3).and_then(|c| c.split_once('-')) {
-                let ends = (ratios.len() == sizes.len()).then(|| {
-                    (ratios.iter().copied().fold(f64::INFINITY, f64::min), ratios.iter().copied().fold(0.0, f64::max))
-                });
-                expect(&mut out, format!("{name}: lowest Rust / C++ ratio"), lo, ends.map(|e| e.0));
-                expect(&mut out, format!("{name}: highest Rust / C++ ratio"), hi, ends.map(|e| e.1));
-            }
-        }
+        ladder_rows(&record, &sizes, body, &mut out);
     }
     out
+}
+
+/// `memlab bench`'s rows: kernel, size, registers, both medians, the ratio, Rust's rate.
+fn twin_rows(record: &Record, body: &[Vec<String>], out: &mut Vec<String>) {
+    for row in body.iter().filter(|r| r.len() >= 7) {
+        let (name, size) = (&row[0], &row[1]);
+        let [k] = record.entries(name, size)[..] else {
+            out.push(format!("{name} at {size}: not one row of the record"));
+            continue;
+        };
+        let regs = format!("{} / {}", k["regs_rust"], k["regs_cuda"]);
+        if row[2] != regs {
+            out.push(format!("{name} at {size}: registers {} here, {regs} in the record", row[2]));
+        }
+        let at = |what: &str| format!("{name} at {size}: {what}");
+        expect(out, at("Rust ms"), &row[3], k["rust_median_ms"].as_f64());
+        expect(out, at("C++ ms"), &row[4], k["cuda_median_ms"].as_f64());
+        expect(out, at("speed ratio"), &row[5], k["speed_ratio_cuda_time_over_rust_time"].as_f64());
+        let rate = row[6].split_whitespace().next().unwrap_or("");
+        expect(out, at("Rust rate"), rate, k["rust_rate"].as_f64());
+    }
+}
+
+/// The SGEMM ladder's rows at `sizes`: TFLOP/s, share of cuBLAS FP32 and the range of the
+/// ratios to the twin per kernel; cuBLAS's own rows (FP32, TF32).
+fn ladder_rows(record: &Record, sizes: &[String], body: &[Vec<String>], out: &mut Vec<String>) {
+    for row in body.iter().filter(|r| r.len() >= 2) {
+        let label = &row[0];
+        let name = label.split('`').nth(1).unwrap_or(label).to_string();
+        let rates: Vec<&str> = row[1].split(" / ").map(str::trim).collect();
+        if label.starts_with("cuBLAS") {
+            let prefix = if label.contains("TF32") { "TF32 " } else { "" };
+            for (size, shown) in sizes.iter().zip(&rates) {
+                expect(out, format!("{label} at {size}"), shown, record.cublas(&format!("{prefix}{size}")));
+            }
+            continue;
+        }
+        let found: Vec<Option<&Value>> =
+            sizes.iter().map(|size| record.entries(&name, size).into_iter().next()).collect();
+        for ((size, shown), k) in sizes.iter().zip(&rates).zip(&found) {
+            expect(out, format!("{name} at {size}: TFLOP/s"), shown, k.and_then(|k| k["rust_rate"].as_f64()));
+        }
+        let shares = row.get(2).map_or(Vec::new(), |c| c.split(" / ").map(str::trim).collect());
+        for ((size, shown), k) in sizes.iter().zip(&shares).zip(&found) {
+            let share = k.and_then(|k| Some(k["rust_rate"].as_f64()? / record.cublas(size)?));
+            expect(out, format!("{name} at {size}: share of cuBLAS"), shown, share);
+        }
+        let ratios: Vec<f64> =
+            found.iter().flatten().filter_map(|k| k["speed_ratio_cuda_time_over_rust_time"].as_f64()).collect();
+        if let Some((lo, hi)) = row.get(3).and_then(|c| c.split_once('-')) {
+            let ends = (ratios.len() == sizes.len()).then(|| {
+                (ratios.iter().copied().fold(f64::INFINITY, f64::min), ratios.iter().copied().fold(0.0, f64::max))
+            });
+            expect(out, format!("{name}: lowest Rust / C++ ratio"), lo, ends.map(|e| e.0));
+            expect(out, format!("{name}: highest Rust / C++ ratio"), hi, ends.map(|e| e.1));
+        }
+    }
 }
 
 /// Adds to `out` what is wrong when `shown` is not the record's `value` for `what`.
