@@ -13,16 +13,34 @@ pub fn dims<const N: usize>(text: &str) -> Result<[usize; N], String> {
     }
     let mut out = [0usize; N];
     for (slot, part) in out.iter_mut().zip(&parts) {
-        let v: u64 = part
-            .trim()
-            .parse()
-            .map_err(|_| format!("`{part}` in `{text}` is not a whole number (allowed 1..={})", u32::MAX))?;
-        if v == 0 || v > u32::MAX as u64 {
-            return Err(format!("size {v} in `{text}` is out of range: allowed 1..={}", u32::MAX));
+        let v: u64 = part.trim().parse().map_err(|_| format!("`{part}` in `{text}` is not a whole number"))?;
+        if v == 0 {
+            return Err(format!("size 0 in `{text}` is out of range: at least 1"));
         }
+        let v = u32::try_from(v).map_err(|_| {
+            format!("size {v} in `{text}` is out of range: at most {} (the kernels take sizes as u32)", u32::MAX)
+        })?;
         *slot = v as usize;
     }
     Ok(out)
+}
+
+/// Parses a whole number of at least 1, for an option with no upper limit of its own (a
+/// tile's pitch, a count of SMs), whose refusal names that least value rather than the type's
+/// maximum.
+///
+/// # Errors
+/// A one-line message for a non-number, zero, or a number too large for `T`.
+pub fn at_least_one<T>(text: &str) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialEq + From<u8>,
+    T::Err: std::fmt::Display,
+{
+    match text.trim().parse::<T>() {
+        Ok(v) if v == T::from(0) => Err(format!("{} is out of range: at least 1", text.trim())),
+        Ok(v) => Ok(v),
+        Err(e) => Err(format!("`{text}` is not a whole number: {e}")),
+    }
 }
 
 /// Parses a matrix `ROWSxCOLS` as [`dims`], into `(rows, cols)`.
@@ -204,11 +222,22 @@ mod tests {
     fn parses_dims() {
         assert_eq!(dims::<2>("8192x8192"), Ok([8192, 8192]));
         assert_eq!(dims::<3>("33X31x1"), Ok([33, 31, 1]));
-        assert!(dims::<2>("0x5").unwrap_err().contains("out of range: allowed 1..=4294967295"));
+        assert_eq!(dims::<2>("0x5").unwrap_err(), "size 0 in `0x5` is out of range: at least 1");
         assert!(dims::<2>("-3x5").unwrap_err().contains("not a whole number"));
         assert!(dims::<2>("abc").unwrap_err().contains("expected 2 sizes"));
         assert!(dims::<3>("4x4").unwrap_err().contains("expected 3 sizes"));
-        assert!(dims::<2>("4294967296x1").unwrap_err().contains("out of range"));
+        assert_eq!(
+            dims::<2>("4294967296x1").unwrap_err(),
+            "size 4294967296 in `4294967296x1` is out of range: at most 4294967295 (the kernels take sizes as u32)"
+        );
+    }
+
+    #[test]
+    fn at_least_one_names_its_least_value() {
+        assert_eq!(at_least_one::<u64>("33"), Ok(33));
+        assert_eq!(at_least_one::<u64>("0").unwrap_err(), "0 is out of range: at least 1");
+        assert_eq!(at_least_one::<u32>("x").unwrap_err(), "`x` is not a whole number: invalid digit found in string");
+        assert!(at_least_one::<u32>("4294967296").unwrap_err().contains("too large"));
     }
 
     #[test]
@@ -224,7 +253,7 @@ mod tests {
             size_list("65536x65536").unwrap_err(),
             "`65536x65536` has 4294967296 elements: the kernels index in 32 bits (at most 4294967295)"
         );
-        assert!(size_list("8x0").unwrap_err().contains("out of range: allowed 1..=4294967295"));
+        assert!(size_list("8x0").unwrap_err().contains("out of range: at least 1"));
         assert!(size_list("8x8x8").unwrap_err().contains("expected 2 sizes"));
         let many: Vec<String> = (1..=33).map(|i| format!("{i}x{i}")).collect();
         assert_eq!(size_list(&many.join(",")).unwrap_err(), "`--sizes` has 33 sizes: at most 32");

@@ -83,16 +83,62 @@ fn is_negative(text: &str) -> bool {
     text.strip_prefix('-').is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
 }
 
-/// The one line for a negative number given to an option (`--threads -256`), which clap passes
-/// to the option's parser ([`cli_command`]): the number and the option quoted, and the rule.
+/// The one line for a negative value given to an option (`--threads -256`, `--smem -4KiB`,
+/// `--tile=-3x4`), which reaches the option's parser ([`parse`]) and fails there: the value as
+/// typed and the option quoted, and the rule (no option takes a negative value).
 fn negative_number(e: &clap::Error) -> Option<String> {
     use clap::error::{ContextKind, ContextValue};
     let Some(ContextValue::String(value)) = e.get(ContextKind::InvalidValue) else { return None };
     let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else { return None };
-    // A negative size like `-3x4x4` keeps its parser's own message, which quotes it.
-    (is_negative(value) && value.parse::<f64>().is_ok()).then(|| {
+    is_negative(value).then(|| {
         format!("error: invalid value '{value}' for '{arg}': {value} is negative; sizes, counts and --device are whole numbers")
     })
+}
+
+/// `args` with each negative value after a long option that takes one joined to it
+/// (`--smem -4KiB` -> `--smem=-4KiB`): clap reads a word starting with `-` and a digit that is
+/// not a plain number as short flags (`-4`, `-K`, ...) and would cut the value off, while the
+/// joined form reaches the option's parser whole.
+fn join_negative_values(cli: &clap::Command, args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut command: Option<&clap::Command> = None;
+    let mut out: Vec<std::ffi::OsString> = Vec::with_capacity(args.len());
+    let mut words = args.into_iter().peekable();
+    while let Some(word) = words.next() {
+        let text = word.to_string_lossy().into_owned();
+        if command.is_none() && !out.is_empty() {
+            command = cli.find_subcommand(&text);
+        }
+        let takes_value = text.strip_prefix("--").filter(|l| !l.contains('=')).is_some_and(|long| {
+            let named = |a: &&clap::Arg| {
+                a.get_long_and_visible_aliases().is_some_and(|n| n.contains(&long))
+                    || a.get_aliases().is_some_and(|n| n.contains(&long))
+            };
+            command
+                .into_iter()
+                .chain([cli])
+                .flat_map(|c| c.get_arguments())
+                .find(named)
+                .is_some_and(|a| a.get_action().takes_values())
+        });
+        match words.peek() {
+            Some(next) if takes_value && is_negative(&next.to_string_lossy()) => {
+                let mut joined = word;
+                joined.push("=");
+                joined.push(words.next().expect("peeked"));
+                out.push(joined);
+            }
+            _ => out.push(word),
+        }
+    }
+    out
+}
+
+/// The matches of `args` (the program's name first) against [`cli_command`], negative values
+/// joined to their options ([`join_negative_values`]).
+fn parse(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<clap::ArgMatches, clap::Error> {
+    let cli = cli_command();
+    let args = join_negative_values(&cli, args.into_iter().collect());
+    cli.try_get_matches_from(args)
 }
 
 /// The command line's definition, every option taking a value allowed a negative number, so that
@@ -134,7 +180,7 @@ fn main() -> ExitCode {
     // SAFETY: no other thread runs yet, so nothing reads the environment concurrently.
     unsafe { std::env::set_var(key, value) };
     quiet_on_broken_pipe();
-    let cli = match cli_command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
+    let cli = match parse(std::env::args_os()).and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             // `memlab` alone: clap would print the whole help as an error.
@@ -219,7 +265,7 @@ mod tests {
 
     /// The one line a command line gets, or `None` when it parses.
     fn refusal(args: &[&str]) -> Option<String> {
-        let e = super::cli_command().try_get_matches_from(args).err()?;
+        let e = super::parse(args.iter().map(std::ffi::OsString::from)).err()?;
         Some(super::negative_number(&e).unwrap_or_else(|| e.to_string()))
     }
 
@@ -232,6 +278,31 @@ mod tests {
         );
         assert!(refusal(&["memlab", "run-demos", "--device", "-1"]).unwrap().contains("'-1' for '--device <DEVICE>'"));
         assert!(refusal(&["memlab", "banks", "--offset", "-4"]).unwrap().contains("-4 is negative"));
+        // A negative value with a unit or a size, after a space or an `=`, is quoted whole.
+        for (args, line) in [
+            (
+                &["--threads", "256", "--smem", "-4KiB"][..],
+                "invalid value '-4KiB' for '--smem <SMEM>': -4KiB is negative",
+            ),
+            (
+                &["--threads", "256", "--regs", "32", "--smem=-4KiB"][..],
+                "'-4KiB' for '--smem <SMEM>': -4KiB is negative",
+            ),
+            (
+                &["--regs", "32", "--threads", "-1k"][..],
+                "invalid value '-1k' for '--threads <THREADS>': -1k is negative",
+            ),
+        ] {
+            let full = [&["memlab", "occupancy", "--gpu", "H100"][..], args].concat();
+            assert!(refusal(&full).unwrap().contains(line), "{full:?}: {:?}", refusal(&full));
+        }
+        assert!(
+            refusal(&["memlab", "banks", "--tile", "-3x4"])
+                .unwrap()
+                .contains("'-3x4' for '--tile <TILE>': -3x4 is negative")
+        );
+        // The hidden alias of banks' --cc takes a value too.
+        assert!(refusal(&["memlab", "banks", "--gpu", "-9.0"]).unwrap().contains("-9.0 is negative"));
         // A flag is still a flag, and a positive number still parses.
         assert_eq!(refusal(&["memlab", "occupancy", "--threads", "256", "--regs", "32", "--opt-in"]), None);
     }

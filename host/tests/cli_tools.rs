@@ -135,13 +135,38 @@ fn a_kernel_that_fits_no_block_is_told_what_lets_it_launch() {
     );
     assert!(has(&out, "with --opt-in (the kernel raises its limit) it launches as it is: 2 blocks (25.0%)"), "{out}");
     assert!(!has(&out, "keep 0 blocks") && !has(&out, "best is 0.0%"), "{out}");
-    // Over even the opt-in limit (227 KiB per block).
-    let out = ok(&["occupancy", "--cc", "9.0", "--threads", "256", "--regs", "32", "--smem", "240KiB", "--opt-in"]);
+    // Static and dynamic together over even the opt-in limit (227 KiB per block).
+    let out = ok(&[
+        "occupancy",
+        "--cc",
+        "9.0",
+        "--threads",
+        "256",
+        "--regs",
+        "32",
+        "--static-smem",
+        "40KiB",
+        "--smem",
+        "200KiB",
+        "--opt-in",
+    ]);
     assert!(
-        has(&out, "at most 232448 B of dynamic shared memory per block lets it launch (1 block (12.5%) at 232448 B)"),
+        has(&out, "at most 191488 B of dynamic shared memory per block lets it launch (1 block (12.5%) at 191488 B)"),
         "{out}"
     );
     assert!(!has(&out, "with --opt-in"), "{out}");
+    // Dynamic shared memory alone over what any block may have is a wrong input: one line with
+    // the per-block limits, opted in or not.
+    for smem in ["48MiB", "240KiB"] {
+        let line = refused(&["occupancy", "--cc", "9.0", "--threads", "256", "--regs", "32", "--smem", smem]);
+        assert!(
+            line.ends_with(
+                "exceeds the shared memory one block may have on cc 9.0 (Hopper): at most 232448 B with --opt-in, \
+                 49152 B without\n"
+            ),
+            "{line}"
+        );
+    }
     // 1024 threads x 255 registers: more than the SM's 65536 registers.
     let out = ok(&["occupancy", "--cc", "9.0", "--threads", "1024", "--regs", "255"]);
     assert!(has(&out, "registers: at most 64 per thread let it launch (1 block (50.0%) at 64)"), "{out}");
@@ -151,9 +176,17 @@ fn a_kernel_that_fits_no_block_is_told_what_lets_it_launch() {
     let out = ok(&["occupancy", "--threads-per-sm", "512", "--threads", "520", "--regs", "32"]);
     assert!(has(&out, "block size: at most 512 threads per block let it launch (1 block (100.0%) at 512)"), "{out}");
     // A textbook SM has one shared-memory limit: no opting in to name.
-    let out = ok(&["occupancy", "--regs-per-sm", "65536", "--threads", "256", "--regs", "32", "--smem", "60KiB"]);
+    let textbook = ["occupancy", "--regs-per-sm", "65536", "--threads", "256", "--regs", "32"];
+    let out = ok(&[&textbook[..], &["--static-smem", "40KiB", "--smem", "20KiB"]].concat());
     assert!(has(&out, "exceeds the 49152 B one block may have"), "{out}");
     assert!(!has(&out, "opt"), "{out}");
+    let line = refused(&[&textbook[..], &["--smem", "60KiB"]].concat());
+    assert!(
+        line.ends_with(
+            "one block may have on textbook SM (65536 registers, 2048 threads, 49152 B shared): at most 49152 B\n"
+        ),
+        "{line}"
+    );
 }
 
 #[test]
@@ -457,7 +490,10 @@ fn bad_input_is_one_line_with_the_allowed_range() {
             "field 18446744073709551615:4 ends past the 12-byte struct: allowed fields lie in bytes 0..12",
         ),
         (&["coalescing", "--index", "t<<62"][..], "lane 1's address is past the GPU's 49-bit"),
-        (&["occupancy", "--threads", "128"][..], "required arguments were not provided: --regs <REGS>"),
+        (
+            &["occupancy", "--threads", "128"][..],
+            "required arguments were not provided: <--regs <REGS>|--kernel <KERNEL>|--blocks <N>>",
+        ),
         (&["occupancy", "--threads", "128", "--smem", "5TB", "--regs", "1"][..], "unknown unit"),
         (
             &["occupancy", "--threads-per-sm", "100", "--threads", "32", "--regs", "1"][..],
@@ -494,6 +530,22 @@ fn occupancy_and_banks_help_list_every_gpu_name_on_one_line() {
             assert!(lines.iter().any(|l| l.contains(name)), "{name} not on one line of {command} --help:\n{help}");
         }
     }
+    // Each option naming a GPU says first what it is, then what it takes.
+    let entry = |command: &str, option: &str| {
+        let help = String::from_utf8(memlab().args([command, "--help"]).output().unwrap().stdout).unwrap();
+        let at = help.find(&format!("{option} <")).unwrap_or_else(|| panic!("{command} --help has {option}"));
+        let lines = help[at..].lines().skip(1).take_while(|l| !l.trim().is_empty());
+        lines.map(str::trim).collect::<Vec<_>>().join(" ")
+    };
+    assert!(
+        entry("occupancy", "--cc")
+            .starts_with("The GPU whose limits apply (default 9.0, the H200; the same as --gpu): a compute capability")
+    );
+    assert!(entry("occupancy", "--gpu").starts_with("The GPU whose limits apply, as --cc: a compute capability"));
+    assert!(
+        entry("banks", "--cc")
+            .starts_with("The GPU whose shared memory per block bounds the array and the tile (also --gpu;")
+    );
     // A name copied from the help, no-break space and all, names the GPU.
     let out = ok(&["occupancy", "--gpu", "RTX\u{a0}3090", "--threads", "256", "--regs", "32"]);
     assert!(out.contains("cc 8.6"), "{out}");
@@ -678,9 +730,9 @@ fn occupancy_answers_by_name_suggests_and_explains_the_driver() {
     ]);
     assert!(has(&out, "resident per SM: 0 blocks, the launch fails: invalid argument: 101632 B"), "{out}");
     assert!(has(&out, "exceeds the opt-in limit of 101376 B (the limit applies to the sum)"), "{out}");
-    // Not opted in: 300 KiB fails at 48 KiB; too many registers per block: too many resources.
-    let out = ok(&["occupancy", "--threads", "128", "--regs", "32", "--smem", "300KiB"]);
-    assert!(has(&out, "307200 B of static + dynamic shared memory per block exceeds the 49152 B"), "{out}");
+    // Not opted in: 200 KiB fails at 48 KiB; too many registers per block: too many resources.
+    let out = ok(&["occupancy", "--threads", "128", "--regs", "32", "--smem", "200KiB"]);
+    assert!(has(&out, "204800 B of static + dynamic shared memory per block exceeds the 49152 B"), "{out}");
     let json: serde_json::Value = serde_json::from_str(&ok(&[
         "occupancy",
         "--cc",
@@ -742,9 +794,11 @@ fn refused_record(edit: impl FnOnce(&mut serde_json::Value)) -> String {
 #[test]
 fn report_refuses_another_commands_record_in_one_line() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    for (file, command) in
-        [("docs/measurements/records/twins/bench.json", "bench"), ("docs/measurements/records/peer/peer.json", "peer")]
-    {
+    for (file, command) in [
+        ("docs/measurements/records/twins/bench.json", "bench"),
+        ("docs/measurements/records/peer/peer.json", "peer"),
+        ("host/tuned/sgemm.json", "autotune"),
+    ] {
         let path = format!("{root}/{file}");
         let line = refused(&["report", &path, "--out", "/tmp/memlab-never-written"]);
         assert_eq!(

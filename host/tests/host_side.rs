@@ -53,7 +53,7 @@ fn bad_size_lists_are_refused_in_one_line() {
     assert_refused(&["run-demos", "--sizes", "1000x999,,8x8"], "has an empty entry");
     assert_refused(&["run-demos", "--sizes", "8x8,8X8"], "names 8X8 twice");
     assert_refused(&["run-demos", "--sizes", "65536x65537"], "the kernels index in 32 bits");
-    assert_refused(&["run-demos", "--sizes", "0x5"], "out of range: allowed 1..=4294967295");
+    assert_refused(&["run-demos", "--sizes", "0x5"], "out of range: at least 1");
     assert_refused(&["run-demos", "--sizes", "8x8x8"], "expected 2 sizes");
 }
 

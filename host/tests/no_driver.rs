@@ -81,6 +81,10 @@ fn doctor_reports_the_missing_driver_and_exits_2() {
             let both = format!("{} {}", lines[at], lines[at + 1]);
             assert!(!both.contains("not found") && both.contains(&format!("/{tool}")), "{both}");
         }
+        // Each library names the command that loads it.
+        if tool == "libnccl" {
+            assert!(lines[at].contains("collectives (all-reduce, all-gather)"), "{}", lines[at]);
+        }
     }
     assert!(!out.contains("GPUs"), "no GPU section without a driver:\n{out}");
     // What is missing comes with a command a bundle-only user can run (no source tree).

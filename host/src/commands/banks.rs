@@ -33,7 +33,7 @@ pub struct Args {
     #[arg(long, value_parser = cli::dims::<2>)]
     pub tile: Option<[usize; 2]>,
     /// Elements from one tile row to the next (default COLS; COLS+1 pads).
-    #[arg(long, requires = "tile", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, requires = "tile", value_parser = cli::at_least_one::<u64>)]
     pub pitch: Option<u64>,
     /// Block shape XxY for --tile; thread x + X*y of the block, warps of 32 consecutive threads
     /// (default: the tile's extent along x and y, each at most 32, so every thread has an element).
@@ -62,7 +62,7 @@ pub struct Args {
     pub swizzle: u32,
     /// The GPU whose shared memory per block bounds the array and the tile (also --gpu; default
     /// 9.0, the H200): a compute capability, SM target or name.
-    #[arg(long, alias = "gpu", default_value = "9.0", long_help = gpus::help(), value_parser = parse_cc)]
+    #[arg(long, alias = "gpu", default_value = "9.0", long_help = gpus::help("The GPU whose shared memory per block bounds the array and the tile (also --gpu; default 9.0, the H200)"), value_parser = parse_cc)]
     pub cc: (u32, u32),
     /// Print the answer as JSON instead of text.
     #[arg(long)]

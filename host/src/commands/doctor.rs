@@ -67,11 +67,7 @@ fn tools() -> Vec<Found> {
         Found { name: "compute-sanitizer", purpose: "sanitize.sh", path: cuda_tool("compute-sanitizer", true) },
         Found { name: "ncu", purpose: "profiling (Nsight Compute)", path: cuda_tool("ncu", true) },
         Found { name: "libcublas", purpose: "the SGEMM ladder's reference", path: cublas::find() },
-        Found {
-            name: "libnccl",
-            purpose: "multi-GPU collectives (no lesson uses it yet)",
-            path: loadable("libnccl.so.2"),
-        },
+        Found { name: "libnccl", purpose: "collectives (all-reduce, all-gather)", path: loadable("libnccl.so.2") },
     ]
 }
 

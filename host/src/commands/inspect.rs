@@ -168,6 +168,9 @@ pub fn pipeline_note(body: &str) -> Option<String> {
     Some(note)
 }
 
+/// The first column of a row whose instructions the line tables tie to no lesson line.
+const NO_LESSON_LINE: &str = "(no lesson line)";
+
 fn print_sass(layout: Layout, instrs: &[SassInstr], name: &str, ptx_arch: &str, line_info: bool) {
     let memory: Vec<&SassInstr> = instrs.iter().filter(|i| inspect::is_memory(i)).collect();
     let wide = |w| memory.iter().filter(|i| i.width() == Some(w)).count();
@@ -180,10 +183,7 @@ fn print_sass(layout: Layout, instrs: &[SassInstr], name: &str, ptx_arch: &str, 
     );
     println!("{}\n", table::text(layout, &summary));
     if !line_info {
-        let note = format!(
-            "Rust source lines: not shown for the {ptx_arch} PTX; only the sm_90 PTX carries line tables (`--cc 9.0` for a kernel it holds)."
-        );
-        println!("{}", table::text(layout, &note));
+        println!("{}", table::text(layout, &no_lines_note(ptx_arch)));
         return;
     }
     println!("## Rust source -> SASS memory instructions\n");
@@ -192,8 +192,12 @@ fn print_sass(layout: Layout, instrs: &[SassInstr], name: &str, ptx_arch: &str, 
         .map(|s| {
             let ops: Vec<String> = s.ops.iter().map(|(op, n)| format!("{op} x{n}")).collect();
             let text = s.text.map_or("(source not on this machine)".into(), |t| format!("`{}`", clip(&t, 70)));
-            let helper = s.helper.map_or(String::new(), |(f, l)| format!("{f}:{l}"));
-            vec![format!("{}:{}", s.file, s.line), helper, text, ops.join(", ")]
+            let own = format!("{}:{}", s.file, s.line);
+            let (lesson, helper) = match (s.lesson, s.helper) {
+                (true, helper) => (own, helper.map_or(String::new(), |(f, l)| format!("{f}:{l}"))),
+                (false, _) => (NO_LESSON_LINE.to_string(), own),
+            };
+            vec![lesson, helper, text, ops.join(", ")]
         })
         .collect();
     // Too narrow for the four columns with their words whole: a bullet per row.
@@ -205,7 +209,8 @@ fn print_sass(layout: Layout, instrs: &[SassInstr], name: &str, ptx_arch: &str, 
     let intro = format!(
         "Each lesson line (files under kernels-gpu/src/) with the SASS memory instructions it became; where they \
          come from a helper it calls (device.rs, the device API, Rust's core), the helper's line {helper_at} (the \
-         inlining chain of the line tables)."
+         inlining chain of the line tables). Last, as \"{NO_LESSON_LINE}\", a helper's or Rust's library line whose \
+         chain names no lesson line (code the compiler merged from several lines, or did not inline)."
     );
     println!("{}\n", table::text(layout, &intro));
     match fitted {
@@ -255,6 +260,23 @@ fn fit_source_rows(rows: &[Vec<String>], width: usize) -> Option<Vec<Vec<String>
     Some((0..rows.len()).map(|i| columns.iter().map(|c| c[i].clone()).collect()).collect())
 }
 
+/// Why a kernel of the `ptx_arch` PTX has no Rust source lines: the build has a line-table twin
+/// of the sm_90 PTX only ([`LINES_ARCH`]). An older target's kernels are in that PTX too; the
+/// sm_90a PTX's tensor ladder is in no other.
+fn no_lines_note(ptx_arch: &str) -> String {
+    if ptx_arch == ptx::TENSOR.arch {
+        format!(
+            "Rust source lines: none for the {ptx_arch} PTX's kernels (the tensor ladder): only the {LINES_ARCH} PTX \
+             has a line-table build."
+        )
+    } else {
+        format!(
+            "Rust source lines: not shown for the {ptx_arch} PTX; only the {LINES_ARCH} PTX carries line tables \
+             (`--cc 9.0` shows them)."
+        )
+    }
+}
+
 /// The first `max` characters of `text`, with an ellipsis when cut.
 fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
@@ -266,6 +288,23 @@ fn clip(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_note_without_source_lines_advises_only_what_shows_them() {
+        // The tensor ladder is in no PTX with line tables: no `--cc` shows its lines.
+        let tensor = no_lines_note(ptx::TENSOR.arch);
+        assert_eq!(
+            tensor,
+            "Rust source lines: none for the sm_90a PTX's kernels (the tensor ladder): only the sm_90 PTX has a \
+             line-table build."
+        );
+        // An sm_70 kernel is in the sm_90 PTX too, whose line tables --cc 9.0 reads.
+        let older = no_lines_note("sm_70");
+        assert!(older.ends_with("only the sm_90 PTX carries line tables (`--cc 9.0` shows them)."), "{older}");
+        let sm70 = ptx::for_device((7, 0)).unwrap();
+        let sm90 = ptx::for_device((9, 0)).unwrap();
+        assert!(ptx::kernel_names(sm70.text).iter().all(|k| ptx::kernel_names(sm90.text).contains(k)));
+    }
 
     #[test]
     fn the_pipeline_note_counts_the_tensor_instructions_and_the_register_split() {

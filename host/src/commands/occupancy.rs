@@ -29,14 +29,16 @@ pub enum ModeArg {
     Hardware,
 }
 
-/// Options of `occupancy`.
+/// Options of `occupancy`: the registers per thread come from --regs, --kernel (ptxas) or
+/// --blocks (the most for N blocks), so one of them is required.
 #[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("registers").args(["regs", "kernel", "blocks"]).required(true).multiple(true)))]
 pub struct Args {
     /// A compute capability (9.0), SM target (sm_89) or name (H200, "RTX 4090").
-    #[arg(long, long_help = gpus::help(), value_parser = parse_cc, conflicts_with_all = ["gpu", "regs_per_sm", "threads_per_sm", "smem_per_sm"])]
+    #[arg(long, long_help = gpus::help("The GPU whose limits apply (default 9.0, the H200; the same as --gpu)"), value_parser = parse_cc, conflicts_with_all = ["gpu", "regs_per_sm", "threads_per_sm", "smem_per_sm"])]
     pub cc: Option<(u32, u32)>,
     /// The same as --cc, by another name (its own flag, so an error names the one typed).
-    #[arg(long, long_help = gpus::help(), value_parser = parse_cc, conflicts_with_all = ["regs_per_sm", "threads_per_sm", "smem_per_sm"])]
+    #[arg(long, long_help = gpus::help("The GPU whose limits apply, as --cc"), value_parser = parse_cc, conflicts_with_all = ["regs_per_sm", "threads_per_sm", "smem_per_sm"])]
     pub gpu: Option<(u32, u32)>,
     /// Textbook SM: registers per SM (default 65536; implies --mode simple).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
@@ -55,7 +57,7 @@ pub struct Args {
     pub threads: u32,
     /// Registers per thread (1..=255); taken from ptxas with --kernel; with --blocks N alone, the
     /// most at which N blocks stay resident.
-    #[arg(long, required_unless_present_any = ["kernel", "blocks"])]
+    #[arg(long)]
     pub regs: Option<u32>,
     /// Dynamic shared memory per block (B, K/KB/KiB, M/MB/MiB in any case: 48k = 48KB = 48KiB), added to the static.
     #[arg(long, default_value = "0B", value_parser = bytes_or_zero)]
@@ -502,6 +504,19 @@ pub fn run(args: Args) -> Result<bool> {
         );
     }
     let dynamic = to_u32("--smem", args.smem)?;
+    // A size no block of this GPU may have, opted in or not, is a wrong input, not a launch to
+    // explain (a sum of static and dynamic over it still is: either part may change).
+    if dynamic > arch.smem_per_block_optin {
+        let without = if arch.smem_per_block_optin > arch.smem_per_block_default {
+            format!(" with --opt-in, {} B without", arch.smem_per_block_default)
+        } else {
+            String::new()
+        };
+        refuse!(
+            "--smem of {dynamic} B exceeds the shared memory one block may have on {sm_name}: at most {} B{without}",
+            arch.smem_per_block_optin
+        );
+    }
     let (regs, static_smem, mut source) = match &args.kernel {
         Some(k) => kernel_figures(k, &arch)?,
         None => (args.regs.unwrap_or(0), to_u32("--static-smem", args.static_smem)?, "given".into()),

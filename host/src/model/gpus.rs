@@ -59,13 +59,14 @@ fn capabilities() -> String {
     ARCHS.iter().map(|a| format!("{}.{}", a.major, a.minor)).collect::<Vec<_>>().join(", ")
 }
 
-/// `--cc`'s long help: what it takes, with every capability and GPU name known, each name's
-/// words joined by no-break spaces so that the help's wrapping keeps "RTX 3090" on one line
-/// ([`resolve`] reads a no-break space as a space, so a name copied from the help works).
-pub fn help() -> String {
+/// The long help of an option naming a GPU: `what` (the option's own sentence, no full stop),
+/// then what it takes, with every capability and GPU name known, each name's words joined by
+/// no-break spaces so that the help's wrapping keeps "RTX 3090" on one line ([`resolve`] reads a
+/// no-break space as a space, so a name copied from the help works).
+pub fn help(what: &str) -> String {
     let names: Vec<String> = GPUS.iter().map(|(n, _)| n.replace(' ', "\u{a0}")).collect();
     format!(
-        "Also --gpu: a compute capability ({}), an SM target (sm_89) or a GPU name ({}; case and an NVIDIA, GeForce \
+        "{what}: a compute capability ({}), an SM target (sm_89) or a GPU name ({}; case and an NVIDIA, GeForce \
          or Tesla prefix ignored).",
         capabilities(),
         names.join(", ")

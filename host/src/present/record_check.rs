@@ -58,8 +58,8 @@ fn top_level(text: &str) -> Option<&'static str> {
 }
 
 /// The command whose JSON record `text` is when it is another command's than run-demos's:
-/// `bench` (an object with its `against` and `rounds`, no `sections`) or `peer` (its
-/// `topology` and `copy_gbs` matrices).
+/// `bench` (an object with its `against` and `rounds`, no `sections`), `peer` (its
+/// `topology` and `copy_gbs` matrices) or `autotune` (the tuned file's `about` and `choices`).
 fn other_record(text: &str) -> Option<&'static str> {
     let Ok(serde_json::Value::Object(doc)) = serde_json::from_str(text) else { return None };
     let has = |keys: &[&str]| keys.iter().all(|k| doc.contains_key(*k));
@@ -67,6 +67,8 @@ fn other_record(text: &str) -> Option<&'static str> {
         Some("bench")
     } else if has(&["topology", "copy_gbs"]) {
         Some("peer")
+    } else if has(&["about", "choices"]) {
+        Some("autotune")
     } else {
         None
     }
@@ -333,6 +335,7 @@ mod tests {
         assert_eq!(other_record(include_str!("../../../docs/report/run.json")), None);
         let peer = include_str!("../../../docs/measurements/records/peer/peer.json");
         assert_eq!(other_record(peer), Some("peer"));
+        assert_eq!(other_record(crate::tuned::EMBEDDED), Some("autotune"));
     }
 
     /// The first kernel row of `r` with its section's index and name and its own.

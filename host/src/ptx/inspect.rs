@@ -258,9 +258,16 @@ pub fn is_lesson_file(path: &str) -> bool {
     path.contains(KERNEL_SOURCES) && !is_helper_file(path)
 }
 
-/// A lesson's source line and the SASS memory instructions it became, in code order.
+/// A lesson's source line and the SASS memory instructions it became, in code order; or, with
+/// `lesson` false, a line outside the lessons whose instructions the line tables tie to no
+/// lesson line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceLine {
+    /// Whether `file:line` is a lesson line ([`is_lesson_file`], or the kernel's own line for
+    /// its parameters' loads); false for a helper's or Rust's library line whose inlining chain
+    /// has no lesson frame (code the compiler merged from several call sites, or a library
+    /// function it did not inline).
+    pub lesson: bool,
     /// The file as shown: from [`KERNEL_SOURCES`] on for the lab's sources, `core/...` for
     /// Rust's.
     pub file: String,
@@ -278,12 +285,13 @@ pub struct SourceLine {
 /// Groups the memory instructions of kernel `entry`'s `instrs` by lesson line and helper line,
 /// in order of first appearance. The lesson line is the innermost frame of the inlining chain
 /// in a lesson file ([`is_lesson_file`]); the instruction's own line is the helper line when it
-/// differs. An instruction of the device API with no lesson frame is code the `kernel!` macro
-/// generated (the parameters' loads): it is credited to the kernel's own line, `fn entry(` in
-/// its lesson file, or for a kernel a lesson's macro declares (`fn $name(`, rung 8's
+/// differs. A constant-bank load of the device API with no lesson frame is the `kernel!`
+/// macro's read of a parameter: it is credited to the kernel's own line, `fn entry(` in its
+/// lesson file, or for a kernel a lesson's macro declares (`fn $name(`, rung 8's
 /// configurations) that macro's `fn` line, when the file is on this machine. Any other
-/// instruction with no lesson frame (Rust's library, not inlined from a lesson) keeps its own
-/// line.
+/// instruction with no lesson frame (a helper's code merged from several lesson lines, Rust's
+/// library not inlined from a lesson) is grouped by its own line, `lesson` false, after every
+/// lesson line.
 pub fn by_source_line(instrs: &[SassInstr], entry: &str) -> Vec<SourceLine> {
     let mut out: Vec<SourceLine> = Vec::new();
     let mut files: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
@@ -313,21 +321,23 @@ pub fn by_source_line(instrs: &[SassInstr], entry: &str) -> Vec<SourceLine> {
     });
     for instr in instrs.iter().filter(|i| is_memory(i)) {
         let Some(own) = &instr.line else { continue };
-        let lesson = instr.frames().find(|(f, _)| is_lesson_file(f));
-        let (path, line) = match (lesson, &kernel_line) {
-            (Some(frame), _) => frame,
-            (None, Some(kernel)) if own.0.contains(API_SOURCES) => kernel,
-            (None, _) => own,
+        let frame = instr.frames().find(|(f, _)| is_lesson_file(f));
+        let parameter = own.0.contains(API_SOURCES) && ["LDC", "ULDC"].contains(&instr.base());
+        let ((path, line), lesson) = match (frame, &kernel_line) {
+            (Some(frame), _) => (frame, true),
+            (None, Some(kernel)) if parameter => (kernel, true),
+            (None, _) => (own, false),
         };
         let shown = short_path(path);
         let helper = (own != &(path.clone(), *line)).then(|| (short_path(&own.0), own.1));
-        let entry = match out.iter_mut().position(|s| s.file == shown && s.line == *line && s.helper == helper) {
+        let same = |s: &SourceLine| s.lesson == lesson && s.file == shown && s.line == *line && s.helper == helper;
+        let entry = match out.iter_mut().position(|s| same(s)) {
             Some(i) => &mut out[i],
             None => {
                 let text = read(path)
                     .and_then(|l| l.get((*line as usize).checked_sub(1)?).cloned())
                     .map(|t| t.trim().to_string());
-                out.push(SourceLine { file: shown, line: *line, text, helper, ops: Vec::new() });
+                out.push(SourceLine { lesson, file: shown, line: *line, text, helper, ops: Vec::new() });
                 out.last_mut().expect("just pushed")
             }
         };
@@ -336,6 +346,8 @@ pub fn by_source_line(instrs: &[SassInstr], entry: &str) -> Vec<SourceLine> {
             None => entry.ops.push((instr.opcode.clone(), 1)),
         }
     }
+    // Stable: each group keeps its order of first appearance.
+    out.sort_by_key(|s| !s.lesson);
     out
 }
 
@@ -421,8 +433,9 @@ mod tests {
         assert_eq!((lines[1].file.as_str(), lines[1].line), ("t.rs", 97));
         assert_eq!(lines[1].helper, Some(("device.rs".to_string(), 108)));
         assert_eq!(lines[1].ops, vec![("LDS.128".to_string(), 2)]);
-        // Rust's library, not inlined from a lesson line: its own line.
+        // Rust's library, not inlined from a lesson line: its own line, not a lesson line.
         assert_eq!((lines[2].file.as_str(), lines[2].line, &lines[2].helper), ("core/src/x.rs", 57, &None));
+        assert!(lines[..2].iter().all(|l| l.lesson) && !lines[2].lesson);
         assert_eq!(lines[0].text, None, "the file is not on this machine");
     }
 
@@ -458,6 +471,32 @@ mod tests {
         assert_eq!(lines[0].helper, Some(("device-api/src/kernel.rs".to_string(), 98)));
         assert_eq!(lines[0].text.as_deref(), Some("pub fn k(a: u32) {"));
         assert_eq!((lines[1].line, &lines[1].helper), (4, &None));
+    }
+
+    #[test]
+    fn a_helper_load_with_no_lesson_frame_is_its_own_row_after_the_lesson_lines() {
+        // A shared-memory load of the device API whose chain lost its lesson frame (merged from
+        // two call sites): not the kernel's `fn` line, which gets the parameter load only.
+        let lesson = "kernel! {\n    /// doc\n    pub fn k(a: u32) {\n        let x = a;\n    }\n}\n";
+        let lines = lines_of(&[("t.rs", lesson)], "k", |p| {
+            format!(
+                ".text.k:\n\t//## File \"/x/device-api/src/shared.rs\", line 89\n        /*0000*/ LDS R3, [R2] ;\n\t//## \
+                 File \"/x/device-api/src/kernel.rs\", line 98\n        /*0010*/ LDC R1, c[0x0][0x28] ;\n\t//## File \
+                 \"{}\", line 4\n        /*0020*/ LDG.E R2, desc[UR4][R2.64] ;\n",
+                p[0]
+            )
+        });
+        let shown: Vec<String> =
+            lines.iter().map(|l| format!("{} {}:{} {:?}", l.lesson, l.file, l.line, l.ops)).collect();
+        assert_eq!(
+            shown,
+            [
+                r#"true t.rs:3 [("LDC", 1)]"#,
+                r#"true t.rs:4 [("LDG.E", 1)]"#,
+                r#"false device-api/src/shared.rs:89 [("LDS", 1)]"#,
+            ]
+        );
+        assert_eq!(lines[2].helper, None);
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod browser;
 mod checks;
 mod generate;
 mod readme;
+mod records;
 mod sources;
 mod truth;
 
@@ -125,6 +126,7 @@ fn readme_and_truth(root: &Path, fresh: &generate::Files, check: bool) -> Result
         fs::write(&path, &filled)?;
     }
     let mut findings: Vec<String> = truth::scan(&filled).iter().map(|f| f.describe("README.md")).collect();
+    findings.extend(records::check(root)?);
     for chapter in checks::markdown_files(&book_dir().join("src"))? {
         let name = chapter.strip_prefix(root).unwrap_or(&chapter).display().to_string();
         findings.extend(truth::scan(&fs::read_to_string(&chapter)?).iter().map(|f| f.describe(&name)));

@@ -71,7 +71,7 @@ pub struct Options {
     #[arg(id = "l2-read-bytes", long = "l2-read-bytes", value_name = "L2_READ_BYTES", value_parser = l2_bytes)]
     pub read_bytes: Option<usize>,
     /// SMs the L2 partition probe times, the first SM numbers (default: every SM).
-    #[arg(id = "l2-partition-sms", long = "l2-partition-sms", value_name = "L2_PARTITION_SMS", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(id = "l2-partition-sms", long = "l2-partition-sms", value_name = "L2_PARTITION_SMS", value_parser = crate::cli::at_least_one::<u32>)]
     pub partition_sms: Option<u32>,
 }
 
