@@ -13,7 +13,8 @@ mod nvptx {
     use core::arch::{asm, nvptx};
 
     /// Block-wide barrier (`bar.sync 0`, `__syncthreads()`). Every thread of the block must
-    /// reach it (the API's invariant 2); typed code calls it through `Barrier::sync` only.
+    /// reach it (the API's invariant 2); typed code calls it through `Barrier::sync`, and the
+    /// SGEMM ladder through its ring's loops (`kernels-gpu/src/device/ring.rs`).
     #[inline(always)]
     pub fn sync_threads() {
         // SAFETY: the uniform-barrier invariant of the crate documentation.

@@ -5,6 +5,15 @@
 pub mod gemm;
 pub mod probe;
 pub mod ring;
+
+/// Traps in the `checked` build when `ok` is false (the device API's bounds checks); nothing in
+/// the release build.
+#[inline(always)]
+pub(crate) fn check(ok: bool) {
+    if cfg!(feature = "checked") && !ok {
+        memlab_device_api::arch::trap()
+    }
+}
 #[cfg(target_feature = "sm_90")]
 pub mod tma;
 #[cfg(target_feature = "sm_90a")]

@@ -16,18 +16,10 @@
 //! test. Module-private helpers in `sgemm/` that take a thread index from their caller rely on
 //! it being the launch's: each says so in its `// SAFETY:` comment.
 
-use super::ring::{Place, Write};
-use super::{load4, store4};
-use memlab_device_api::arch;
+#[cfg(target_feature = "sm_80")]
+use super::ring::{AsyncWrite, Place};
+use super::{check, load4, store4};
 use memlab_device_api::global::{GlobalIn, GlobalOut};
-
-/// Traps in the `checked` build when `ok` is false; nothing in the release build.
-#[inline(always)]
-fn check(ok: bool) {
-    if cfg!(feature = "checked") && !ok {
-        arch::trap()
-    }
-}
 
 /// The operands of one product, as every rung receives them: `A` is `m x k`, `B` is `k x n`,
 /// `C` is `m x n`, row-major (the module doc).
@@ -160,10 +152,10 @@ impl AsyncSource {
     /// Starts the copy of the 4 floats at `(row, col ..)` to `dst`, zeros for those outside
     /// the matrix: one 16-byte copy when `cols` is a multiple of 4 (rows are then 16-byte
     /// aligned, and a chunk at a multiple-of-4 `col` lies wholly inside or wholly outside a
-    /// row), else four 4-byte ones. `dst`, a place of a [`super::ring::Filling`] stage, is
-    /// written when the ring waits for this thread's group, before the stage is read.
+    /// row), else four 4-byte ones. `dst`, a place of a stage of the ring's `cp.async` loops, is
+    /// written by the wait of the step whose stage it is, before the stage is read.
     #[inline(always)]
-    pub fn copy_chunk(&self, dst: Place<'_, Write>, row: u32, col: u32) {
+    pub fn copy_chunk(&self, dst: Place<'_, AsyncWrite>, row: u32, col: u32) {
         let dst = dst.async_dst(16);
         if self.cols % 4 == 0 {
             let inside = row < self.rows && col < self.cols;
@@ -194,7 +186,7 @@ impl AsyncSource {
     /// cols`, with `cols` and `col` multiples of 4 (the module doc, as for
     /// [`Gemm::load4_a`]).
     #[inline(always)]
-    pub unsafe fn copy_chunk_inside(&self, dst: Place<'_, Write>, row: u32, col: u32) {
+    pub unsafe fn copy_chunk_inside(&self, dst: Place<'_, AsyncWrite>, row: u32, col: u32) {
         let dst = dst.async_dst(16);
         check(row < self.rows && col + 4 <= self.cols && self.cols % 4 == 0 && col % 4 == 0);
         // SAFETY: 16 readable, 16-byte aligned bytes (the launch contract and the caller's word).

@@ -3,38 +3,34 @@
 //! stage it may read ([`Ready`]) and the one it may write ([`Filling`]), never the same one.
 //!
 //! The phase of a stage is its type, as for the device API's `SharedTile` and the TMA
-//! `Buffers`: a [`Filling`] stage gives places that only store ([`Place<Write>`](Place), and
-//! the destination of a `cp.async` copy), a [`Ready`] one places that only load. Only the
-//! ring's loops make either, and they make them between the barriers (after the
+//! `Buffers`: a [`Filling`] stage gives places that only store, a [`Ready`] one places that only
+//! load. Only the ring's loops make either, and they make them between the barriers (after the
 //! `cp.async.wait_group` that lands the copies, for [`Ring::pipeline`]) that end a stage's last
-//! read and publish its writes. Handles live for one call of the loop's closure (their
-//! lifetime is the call's), so none is kept into a later step. So the ladder's read-after-write
-//! and write-after-read races between steps do not compile; the barriers are reached by every
-//! thread, since every thread runs the loop (the device API's invariant 2).
+//! read and publish its writes. Only the `cp.async` loops' stages ([`Filling<AsyncWrite>`],
+//! from [`Ring::pipeline`] and [`Ring::pipeline_steps`]) take `cp.async` copies, since only
+//! those loops wait for them. Handles live for one call of the loop's closure (their lifetime
+//! is the call's), so none is kept into a later step. So the ladder's read-after-write and
+//! write-after-read races between steps do not compile, given the device API's invariant 2:
+//! every thread of the block runs the loop, with the same step bounds (`steps`, `first .. end`),
+//! so all reach the same barriers.
 //!
 //! What the types leave to the caller is where in a stage a place lies: [`Filling::at`],
 //! [`Ready::at`] and [`Place::add`] are `unsafe fn`, whose callers vouch that every access
-//! through the place stays inside its stage, aligned to its width (checked in the `checked`
-//! build, which traps), and, for [`Place::ldmatrix_x4`], that every lane of the warp reaches it.
-//! Lanes of one step writing the same float of a stage race, as in any phase (the device API's
-//! crate doc).
+//! through the place stays inside its stage, aligned to its width. The `checked` build traps on
+//! a place made past its stage's first float and on an access outside the dynamic shared
+//! memory or misaligned; an access that runs into the next stage it does not see.
+//! [`Place::ldmatrix_x4`] is `unsafe` too: every lane of the warp must reach it. Lanes of one
+//! step writing the same float of a stage race, as in any phase (the device API's crate doc).
 //!
-//! The loops take closures, which LLVM inlines; one reached from two kernels (rung 8's
-//! `Registers` body, which the split-K kernel shares) is marked `#[inline(always)]`, or LLVM
-//! outlines it with its accumulators in local memory.
+//! The loops take closures, which LLVM inlines. They are marked `#[inline(always)]` where
+//! LLVM would otherwise outline one (rung 8's `Registers` body, which the split-K kernel
+//! shares, with its accumulators in local memory); rung 8's `AsyncCopy` ones are not, as the
+//! mark moves its register allocation (a 4-byte spill in one configuration).
 
 use core::marker::PhantomData;
 
-use super::{load2, load4, store4};
+use super::{check, load2, load4, store4};
 use memlab_device_api::{Block, arch};
-
-/// Traps in the `checked` build when `ok` is false; nothing in the release build.
-#[inline(always)]
-fn check(ok: bool) {
-    if cfg!(feature = "checked") && !ok {
-        arch::trap()
-    }
-}
 
 /// `STAGES` stages of `floats` floats each, back to back from the start of the block's dynamic
 /// shared memory. Made once per kernel run from its [`Block`] (so no two rings share the
@@ -44,11 +40,12 @@ pub struct Ring<const STAGES: u32> {
     floats: u32,
 }
 
-/// A stage the current step writes: places that store, and the destination of `cp.async`.
-pub struct Filling<'s> {
+/// A stage the current step writes: places that store ([`Write`]), and for the `cp.async`
+/// loops' stages ([`AsyncWrite`]) the destination of a `cp.async` copy.
+pub struct Filling<'s, W = Write> {
     base: *mut f32,
     floats: u32,
-    step: PhantomData<&'s mut ()>,
+    step: PhantomData<(&'s mut (), W)>,
 }
 
 /// A stage the current step reads: every thread's writes to it are visible.
@@ -58,13 +55,23 @@ pub struct Ready<'s> {
     step: PhantomData<&'s ()>,
 }
 
-/// The phase of a [`Place`] in a [`Filling`] stage.
+/// The phase of a [`Place`] in a [`Filling`] stage of a loop without `cp.async`
+/// ([`Ring::serial`], [`Ring::staged`]): plain stores.
 pub struct Write;
+/// The phase of a [`Place`] in a [`Filling`] stage of a `cp.async` loop ([`Ring::pipeline`],
+/// [`Ring::pipeline_steps`]): plain stores and `cp.async` copies, which the loop waits for
+/// before the stage is read.
+pub struct AsyncWrite;
 /// The phase of a [`Place`] in a [`Ready`] stage.
 pub struct Read;
 
-/// A float of a stage, in the stage's phase `P` ([`Write`] or [`Read`]), valid for the step
-/// that made it (`'s`).
+/// The write phases, whose places store.
+pub trait Writable {}
+impl Writable for Write {}
+impl Writable for AsyncWrite {}
+
+/// A float of a stage, in the stage's phase `P` ([`Write`], [`AsyncWrite`] or [`Read`]), valid
+/// for the step that made it (`'s`).
 pub struct Place<'s, P> {
     ptr: *mut f32,
     phase: PhantomData<(&'s (), P)>,
@@ -80,16 +87,20 @@ impl<P> Clone for Place<'_, P> {
 impl<P> Copy for Place<'_, P> {}
 
 impl<const STAGES: u32> Ring<STAGES> {
-    /// The ring of the block: `STAGES` stages of `floats` floats, `floats` a multiple of 4 so
-    /// that every stage starts 16-byte aligned. Every thread of the block calls it, once.
+    /// The ring of the block: `STAGES` stages of `floats` floats. Every thread of the block
+    /// calls it, once. A `floats` that is not a multiple of 4 (stages that would not start
+    /// 16-byte aligned) traps in every build (a constant at each call, so the test folds away).
     ///
-    /// The launch gives at least `4 STAGES floats` dynamic shared bytes (the kernel's launch
+    /// The launch gives at least `4 * STAGES * floats` dynamic shared bytes (the kernel's launch
     /// contract, `memlab_contracts::sgemm`; the device API's invariant 1), checked in the
     /// `checked` build against `%dynamic_smem_size`.
     #[inline(always)]
     pub fn carve(_block: Block, floats: u32) -> Self {
         const { assert!(STAGES >= 1) };
-        check(floats.is_multiple_of(4) && (STAGES * floats * 4) as usize <= arch::dynamic_shared_bytes());
+        if !floats.is_multiple_of(4) {
+            arch::trap();
+        }
+        check(4 * STAGES as usize * floats as usize <= arch::dynamic_shared_bytes());
         Ring { base: arch::dynamic_shared::<f32>(), floats }
     }
 
@@ -103,7 +114,7 @@ impl<const STAGES: u32> Ring<STAGES> {
     }
 
     #[inline(always)]
-    fn filling(&self, i: u32) -> Filling<'_> {
+    fn filling<W>(&self, i: u32) -> Filling<'_, W> {
         Filling { base: self.stage(i), floats: self.floats, step: PhantomData }
     }
 
@@ -116,7 +127,8 @@ impl<const STAGES: u32> Ring<STAGES> {
     /// `first`'s stage; then, after a barrier, `step(next, ready, s)` reads step `s`'s stage
     /// (`ready`) and may write step `s + 1`'s (`next`, `None` at the last step), and a barrier
     /// ends the step. Step `s` lives in stage `s % STAGES`; with 2 or more stages the loads of
-    /// step `s + 1` can be in flight during step `s`'s arithmetic. Called by every thread.
+    /// step `s + 1` can be in flight during step `s`'s arithmetic. Called by every thread, with
+    /// the same bounds.
     #[inline(always)]
     pub fn staged(
         self,
@@ -140,10 +152,15 @@ impl<const STAGES: u32> Ring<STAGES> {
     /// makes any): `fill(stage, s)` starts this thread's copies for step `s`, `compute(stage)`
     /// reads step `s`'s stage. The copies for step `s + STAGES - 1` are issued (and committed)
     /// before step `s`'s arithmetic, so `STAGES - 1` steps of loads are in flight while the FMAs
-    /// or MMAs run. Called by every thread.
+    /// or MMAs run. Called by every thread, with the same `steps`.
     #[cfg(target_feature = "sm_80")]
     #[inline(always)]
-    pub fn pipeline(self, steps: u32, fill: impl Fn(&Filling<'_>, u32), mut compute: impl FnMut(&Ready<'_>)) {
+    pub fn pipeline(
+        self,
+        steps: u32,
+        fill: impl Fn(&Filling<'_, AsyncWrite>, u32),
+        mut compute: impl FnMut(&Ready<'_>),
+    ) {
         self.prologue(steps, &fill);
         self.steps(
             steps,
@@ -165,14 +182,14 @@ impl<const STAGES: u32> Ring<STAGES> {
     /// `step(next, ready, s)`, `ready` its published stage and `next` the stage of step
     /// `s + STAGES - 1` (`None` past the last step), after the `cp.async.wait_group` and barrier
     /// that publish `ready` and end the reads of `next`; the step's copies are committed after
-    /// it. Called by every thread.
+    /// it. Called by every thread, with the same `steps`.
     #[cfg(target_feature = "sm_80")]
     #[inline(always)]
     pub fn pipeline_steps(
         self,
         steps: u32,
-        prologue: impl Fn(&Filling<'_>, u32),
-        mut step: impl FnMut(Option<Filling<'_>>, Ready<'_>, u32),
+        prologue: impl Fn(&Filling<'_, AsyncWrite>, u32),
+        mut step: impl FnMut(Option<Filling<'_, AsyncWrite>>, Ready<'_>, u32),
     ) {
         self.prologue(steps, &prologue);
         self.steps(
@@ -190,7 +207,7 @@ impl<const STAGES: u32> Ring<STAGES> {
     /// step keep step `s`'s copies group `s`, as the waits in [`Ring::steps`] count them.
     #[cfg(target_feature = "sm_80")]
     #[inline(always)]
-    fn prologue(&self, steps: u32, fill: &impl Fn(&Filling<'_>, u32)) {
+    fn prologue(&self, steps: u32, fill: &impl Fn(&Filling<'_, AsyncWrite>, u32)) {
         const { assert!(STAGES >= 2) };
         for s in 0..STAGES - 1 {
             if s < steps {
@@ -224,7 +241,7 @@ impl<const STAGES: u32> Ring<STAGES> {
 impl Ring<1> {
     /// Runs `steps` steps on one stage: `fill(stage, s)` writes it, a barrier publishes it,
     /// `compute(stage)` reads it, and a barrier ends the reads before the next step's writes.
-    /// Called by every thread.
+    /// Called by every thread, with the same `steps`.
     #[inline(always)]
     pub fn serial(self, steps: u32, mut fill: impl FnMut(Filling<'_>, u32), mut compute: impl FnMut(Ready<'_>)) {
         for s in 0..steps {
@@ -249,7 +266,7 @@ fn wait_pending(n: u32) {
     }
 }
 
-impl Filling<'_> {
+impl<W> Filling<'_, W> {
     /// Float `i` of the stage, to write.
     ///
     /// # Safety
@@ -257,7 +274,7 @@ impl Filling<'_> {
     /// Every access through the place, or through a place [`Place::add`] derives from it, lies
     /// inside the stage (`floats` floats), aligned to its width.
     #[inline(always)]
-    pub unsafe fn at(&self, i: u32) -> Place<'_, Write> {
+    pub unsafe fn at(&self, i: u32) -> Place<'_, W> {
         check(i < self.floats);
         // SAFETY: inside the stage (the caller's word), the same allocation as `base`.
         Place { ptr: unsafe { self.base.add(i as usize) }, phase: PhantomData }
@@ -269,8 +286,7 @@ impl Ready<'_> {
     ///
     /// # Safety
     ///
-    /// As for [`Filling::at`]; and a [`Place::ldmatrix_x4`] through it is reached by every lane
-    /// of the warp.
+    /// As for [`Filling::at`].
     #[inline(always)]
     pub unsafe fn at(&self, i: u32) -> Place<'_, Read> {
         check(i < self.floats);
@@ -302,7 +318,7 @@ impl<'s, P> Place<'s, P> {
     }
 }
 
-impl Place<'_, Write> {
+impl<W: Writable> Place<'_, W> {
     /// Stores `v` here.
     #[inline(always)]
     pub fn store(self, v: f32) {
@@ -318,9 +334,11 @@ impl Place<'_, Write> {
         // SAFETY: as for `store`.
         unsafe { store4(self.ptr, v) }
     }
+}
 
-    /// The address a `cp.async` of `bytes` writes here (the copy lands at the ring's next
-    /// `cp.async.wait_group`, before the stage is read).
+impl Place<'_, AsyncWrite> {
+    /// The address a `cp.async` of `bytes` writes here: the copy lands by the wait of the step
+    /// whose stage this is, before the stage is read.
     #[cfg(target_feature = "sm_80")]
     #[inline(always)]
     pub(crate) fn async_dst(self, bytes: usize) -> *mut f32 {
@@ -355,13 +373,17 @@ impl Place<'_, Read> {
     }
 
     /// `ldmatrix.x4` with this lane's row address here (16-byte aligned): see
-    /// [`super::mma::ldmatrix_x4`]. Every lane of the warp calls it together (the place's
-    /// maker vouched for it).
+    /// [`super::mma::ldmatrix_x4`].
+    ///
+    /// # Safety
+    ///
+    /// Every lane of the warp executes it together (`.sync.aligned`), each with its own place of
+    /// the same stage.
     #[cfg(target_feature = "sm_80")]
     #[inline(always)]
-    pub fn ldmatrix_x4(self) -> [u32; 4] {
+    pub unsafe fn ldmatrix_x4(self) -> [u32; 4] {
         self.check(16);
-        // SAFETY: as for `load`, and every lane reaches it.
+        // SAFETY: as for `load`; every lane reaches it (the caller's word).
         unsafe { super::mma::ldmatrix_x4(self.ptr) }
     }
 }

@@ -282,16 +282,7 @@ use memlab_contracts::tma::{MBARRIER_BYTES, SMEM_ALIGN};
 use memlab_device_api::global::{ReadWrite, Slice};
 use memlab_device_api::{Block, Param, arch};
 
-/// Traps in the `checked` build unless `in_bounds` holds (the device API's bounds checks).
-#[inline(always)]
-pub(crate) fn check(in_bounds: bool) {
-    #[cfg(feature = "checked")]
-    if !in_bounds {
-        arch::trap();
-    }
-    #[cfg(not(feature = "checked"))]
-    let _ = in_bounds;
-}
+pub(crate) use super::check;
 
 /// A tensor-map kernel parameter: the map's slot in `memlab_tma_maps` (`u32`);
 /// [`MapIn::map`] gives the map to the tensor copies.

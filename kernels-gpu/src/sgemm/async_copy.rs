@@ -12,8 +12,8 @@
 
 use super::Gemm;
 use super::vector::{BK, BlockTile, Layout, Stage};
-use crate::device::ring::{Filling, Ring};
-use crate::device::{Block, GlobalIn, GlobalOut, kernel, thread_idx_x};
+use crate::device::ring::{AsyncWrite, Filling, Ring};
+use crate::device::{GlobalIn, GlobalOut, kernel, thread_idx_x};
 
 /// Shared-memory stages (the copies for step `s + 1` are in flight during step `s`'s FMAs) and
 /// the pitch of the transposed `A` tile, rung 5's conflict-free one.
@@ -23,7 +23,7 @@ use memlab_contracts::sgemm::{A_PITCH_PADDED as A_PITCH, STAGES};
 /// [`Stage::b_slot`] of `stage`, which the ring gives to be written: one 16-byte copy, or four
 /// 4-byte ones when `n` is not a multiple of 4; floats outside the matrix become zeros.
 #[inline(always)]
-fn copy_b(stage: &Filling<'_>, tile: &BlockTile, t: u32, k0: u32) {
+fn copy_b(stage: &Filling<'_, AsyncWrite>, tile: &BlockTile, t: u32, k0: u32) {
     let (br, bc) = tile.b_at(t, k0);
     let (src, dst) = (tile.g.b_source(), Stage::<A_PITCH>::b_slot(stage, t));
     if tile.interior(k0) {
@@ -60,7 +60,7 @@ pub fn sgemm_7_async_copy(block: Block, a: GlobalIn<f32>, b: GlobalIn<f32>, c: G
     let place = Layout::Warp.place(t);
     let mut acc = [[0.0f32; 8]; 8];
     let ring = Ring::<STAGES>::carve(block, Stage::<A_PITCH>::FLOATS);
-    let first = #[inline(always)] |stage: &Filling<'_>, s: u32| {
+    let first = #[inline(always)] |stage: &Filling<'_, AsyncWrite>, s: u32| {
         copy_b(stage, &tile, t, s * BK);
         Stage::<A_PITCH>::put_a(stage, t, tile.fetch_a(t, s * BK));
     };

@@ -3,7 +3,7 @@
 //! 16-byte chunks, each thread a fixed share of the tile's chunks.
 
 use crate::device::gemm::AsyncSource;
-use crate::device::ring::{Place, Write};
+use crate::device::ring::{AsyncWrite, Place};
 
 /// Starts thread `t`'s copies of the `rows x cols` tile of `src` at `(row0, col0)` into the
 /// tile at `dst`, a place of a stage the ring gives to be written: chunks `t`, `t + threads`,
@@ -17,7 +17,7 @@ use crate::device::ring::{Place, Write};
 #[inline(always)]
 pub(super) unsafe fn copy_tile(
     src: &AsyncSource,
-    dst: Place<'_, Write>,
+    dst: Place<'_, AsyncWrite>,
     (rows, cols): (u32, u32),
     (row0, col0): (u32, u32),
     (t, threads): (u32, u32),

@@ -10,7 +10,7 @@
 //! a split fills.
 
 use super::{Gemm, Tiles};
-use crate::device::{Block, GlobalIn, GlobalOut, block_idx_x, block_idx_y, global_idx_x, kernel};
+use crate::device::{GlobalIn, GlobalOut, block_idx_x, block_idx_y, global_idx_x, kernel};
 
 kernel! {
 /// The split-K rung's product: block `(x, y)` computes the `128 x 128` tile at block row `y`,

@@ -135,8 +135,8 @@ tiles_impl! {
     }
 
     /// The body of every `Registers` configuration of rung 8: a `BM x BN` tile of `C` per
-    /// block, `BK` deep steps, `WM x WN` per warp, `TM x TN` per thread, two stages (`STAGES`
-    /// is 2 in each of these configurations: the loop below has its own two). Launch
+    /// block, `BK` deep steps, `WM x WN` per warp, `TM x TN` per thread, `STAGES` stages
+    /// (2 in each of these configurations: the next step's loads overlap this step's FMAs). Launch
     /// contract (`device::gemm`, `device::ring`): buffers as in the module doc of `sgemm`,
     /// each 16-byte aligned; block of `32 (BM / WM) (BN / WN)` threads, grid `(ceil(n / BN),
     /// ceil(m / BM))`, `Tuned::smem_bytes` dynamic shared bytes.
@@ -161,7 +161,7 @@ tiles_impl! {
         let blk = Staged { g, t, row0, col0, vector };
         let offsets = (wrow + 4 * lr, wcol + 4 * lc);
         let mut acc = [[0.0f32; TN]; TM];
-        let ring = Ring::<2>::carve(block, Self::STAGE_FLOATS);
+        let ring = Ring::<STAGES>::carve(block, Self::STAGE_FLOATS);
         let prologue = #[inline(always)] |stage: Filling<'_>| Self::put(&blk, &stage, Self::fetch(&blk, first * BK));
         ring.staged((first, end), prologue, #[inline(always)] |next, ready, s| {
             let next = next.map(#[inline(always)] |stage| (Self::fetch(&blk, (s + 1) * BK), stage));

@@ -22,7 +22,7 @@
 use super::copy::copy_tile;
 use super::{Gemm, unrolled};
 use crate::device::mma::mma_tf32;
-use crate::device::ring::{Filling, Ready, Ring};
+use crate::device::ring::{AsyncWrite, Filling, Ready, Ring};
 use crate::device::{Block, GlobalIn, GlobalOut, block_idx_x, block_idx_y, kernel, thread_idx_x};
 use memlab_contracts::sgemm::{
     TF32_BK as BK, TF32_STAGES as STAGES, TF32_THREADS as THREADS, TF32_TILE as TILE, TF32_WARP, swizzle_a,
@@ -81,7 +81,7 @@ fn tensor_tf32<const SWIZZLE: bool>(block: Block, g: Gemm) {
     let ring = Ring::<STAGES>::carve(block, 2 * TILE * BK);
     let mut acc = [[[0.0f32; 4]; NT]; MT];
     let fill = #[inline(always)]
-    |stage: &Filling<'_>, s: u32| {
+    |stage: &Filling<'_, AsyncWrite>, s: u32| {
         let k0 = s * BK;
         // SAFETY: `t < THREADS` (the launch's block); `place_a` maps the chunks of the
         // `TILE x BK` tile to `4 j`, `j < TILE BK / 4` (`swizzle_a` permutes inside lines of 8
@@ -106,8 +106,9 @@ fn tensor_tf32<const SWIZZLE: bool>(block: Block, g: Gemm) {
                 let row = wrow + 16 * mt as u32 + l % 8 + 8 * ((l / 8) % 2);
                 let chunk = 2 * ks + l / 16;
                 // SAFETY: `row < wrow + 64 <= TILE` and `chunk < BK / 4`: `place_a` puts the
-                // lane's 16-byte row inside the `A` tile, 16-byte aligned.
-                af[mt] = unsafe { a_s.add(place_a(row, chunk)) }.ldmatrix_x4();
+                // lane's 16-byte row inside the `A` tile, 16-byte aligned; every lane of the warp
+                // reaches it (no lane-dependent branch in the step).
+                af[mt] = unsafe { a_s.add(place_a(row, chunk)).ldmatrix_x4() };
             });
             let mut bf = [[0u32; 2]; NT];
             unrolled(NT, |nt| {

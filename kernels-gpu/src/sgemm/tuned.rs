@@ -15,7 +15,7 @@
 
 use super::copy::copy_tile;
 use super::{Gemm, Tiles, store_results, unrolled};
-use crate::device::ring::{Filling, Ready, Ring};
+use crate::device::ring::{AsyncWrite, Filling, Ready, Ring};
 use crate::device::{Block, GlobalIn, GlobalOut, block_idx_x, block_idx_y, fma, kernel, thread_idx_x};
 
 tiles_impl! {
@@ -39,7 +39,7 @@ fn async_copy(block: Block, g: Gemm) {
     // `stage_floats` is a multiple of 4 (`pitch` and `BN` are), as `carve` asks.
     let ring = Ring::<STAGES>::carve(block, stage_floats);
     let mut acc = [[0.0f32; TN]; TM];
-    let fill = |stage: &Filling<'_>, s: u32| {
+    let fill = |stage: &Filling<'_, AsyncWrite>, s: u32| {
         let k0 = s * BK;
         // SAFETY: `t < threads` (the launch's block); chunk `(r, c)` of the `BM x BK` tile goes
         // to `r pitch + 4 c`, inside the stage's `A` tile (`4 c + 4 <= BK < pitch`), and chunk

@@ -10,7 +10,7 @@
 //! aligned), else four guarded scalar loads.
 
 use super::Gemm;
-use crate::device::ring::{Filling, Place as At, Ready, Ring, Write};
+use crate::device::ring::{Filling, Place as At, Ready, Ring, Writable};
 use crate::device::{Block, GlobalIn, GlobalOut, block_idx_x, block_idx_y, fma, kernel, thread_idx_x};
 
 use memlab_contracts::sgemm::{A_PITCH, A_PITCH_PADDED, STAGES};
@@ -203,7 +203,7 @@ impl<const A_PITCH: u32> Stage<A_PITCH> {
     /// Writes thread `t`'s 4 floats of `A` (row `t / 2`, columns `4 (t % 2) ..` of the tile) to
     /// their transposed places.
     #[inline(always)]
-    pub(super) fn put_a(stage: &Filling<'_>, t: u32, a: [f32; 4]) {
+    pub(super) fn put_a<W: Writable>(stage: &Filling<'_, W>, t: u32, a: [f32; 4]) {
         let (ar, ac) = (t / 2, 4 * (t % 2));
         unroll!(q in 0..4 => {
             // SAFETY: row `ac + q < BK` of the `A` tile, column `ar < 128 <= A_PITCH` (`t < 256`:
@@ -215,7 +215,7 @@ impl<const A_PITCH: u32> Stage<A_PITCH> {
     /// Where thread `t`'s 4 floats of `B` (row `t / 32`, columns `4 (t % 32) ..` of the tile)
     /// go: 16-byte aligned.
     #[inline(always)]
-    pub(super) fn b_slot<'a>(stage: &'a Filling<'_>, t: u32) -> At<'a, Write> {
+    pub(super) fn b_slot<'a, W>(stage: &'a Filling<'_, W>, t: u32) -> At<'a, W> {
         // SAFETY: row `t / 32 < BK` of the `B` tile (after the `BK A_PITCH` floats of `A`),
         // columns `4 (t % 32) .. + 4 <= TILE`, a multiple of 4 (`t < 256`: every caller passes
         // its `thread_idx_x()`).
