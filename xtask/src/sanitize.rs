@@ -78,8 +78,8 @@ const PRESETS: [(&str, &str); 19] = [
     // element (rows of 1 padded to 4, both ways), 31x33 (the input's rows padded from 33 to 36,
     // the output's from 31 to 32), 28x44 (no padding, partial tiles and boxes), 68x132 (several
     // tiles each way, so the rings wrap). Under --sanitizer each kernel path runs once, not the
-    // sweeps (`Plan` in host/src/demos/tma.rs). Its table's SGEMM rungs 6 and 7 run at the first
-    // --sgemm size.
+    // sweeps (`Plan` in host/src/demos/tma/plan.rs). Its table's SGEMM rungs 6 and 7 run at the
+    // first --sgemm size.
     ("tma-1x1", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy tma --transpose 1x1 --sgemm 31x33x47"),
     ("tma-31x33", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy tma --transpose 31x33 --sgemm 31x33x47"),
     ("tma-28x44", "run-demos --sanitizer --runs 1 --warmup 0 --only memcpy tma --transpose 28x44 --sgemm 67x131x35"),
