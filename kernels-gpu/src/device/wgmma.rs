@@ -401,6 +401,7 @@ unsafe fn tensor_load_2d_multicast(
     bar: SharedAddr,
     mask: u16,
 ) {
+    // SAFETY: the caller's contract (the `# Safety` section above).
     unsafe {
         asm!(
             "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{m}, {{{x}, {y}}}], [{b}], {k};",
@@ -511,6 +512,7 @@ impl Staging {
 /// `bar` is an initialised mbarrier of a block of this cluster that has not exited.
 #[inline(always)]
 unsafe fn arrive_remote(bar: u32) {
+    // SAFETY: the caller's contract (the `# Safety` section above).
     unsafe { asm!("mbarrier.arrive.shared::cluster.b64 _, [{b}];", b = in(reg32) bar) };
 }
 
