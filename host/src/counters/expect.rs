@@ -10,13 +10,14 @@ use memlab_contracts::probes::STRIDED_READS_PER_THREAD;
 use memlab_contracts::transpose::{PADDED_PITCH, TILED_PITCH};
 
 use crate::demos::banks::WIDE_CASES;
+use crate::demos::tensor;
 use crate::lab::MeasuredLaunch;
 use crate::model::banks::{BankReport, WarpRequest, Width};
 use crate::model::coalescing::{SECTOR_BYTES, WarpAccess};
 use crate::model::{dram, gemm_tiles};
 
 /// Every metric a profiled launch is asked for.
-pub const METRICS: [&str; 16] = [
+pub const METRICS: [&str; 18] = [
     "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
@@ -33,6 +34,8 @@ pub const METRICS: [&str; 16] = [
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
     "lts__t_sector_hit_rate.pct",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum",
+    "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld_dest_multicast.sum",
 ];
 
 /// One line of the table: a counter, or a ratio of two.
@@ -66,6 +69,12 @@ pub enum Counter {
     L2HitRate,
     /// Achieved occupancy, percent of the SM's warps (`sm__warps_active.avg.pct_of_peak_sustained_active`).
     AchievedOccupancy,
+    /// Bytes TMA loads brought from L2 into the SMs
+    /// (`l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum`).
+    TmaBytesIn,
+    /// Of those, the bytes that arrived by cluster multicast
+    /// (`l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld_dest_multicast.sum`).
+    TmaMulticastBytesIn,
 }
 
 /// A counter's name, numerator and denominator (`None`: the counter itself).
@@ -73,7 +82,7 @@ type Source = (&'static str, &'static str, Option<&'static str>);
 
 impl Counter {
     /// Every counter, in the table's order.
-    pub const ALL: [Counter; 14] = [
+    pub const ALL: [Counter; 16] = [
         Counter::LdSectorsPerRequest,
         Counter::StSectorsPerRequest,
         Counter::L2SectorsRead,
@@ -88,6 +97,8 @@ impl Counter {
         Counter::SharedLdConflicts,
         Counter::L2HitRate,
         Counter::AchievedOccupancy,
+        Counter::TmaBytesIn,
+        Counter::TmaMulticastBytesIn,
     ];
 
     fn source(self) -> Source {
@@ -108,6 +119,8 @@ impl Counter {
             cf_st,
             hit,
             warps,
+            tma_in,
+            tma_multicast,
         ] = METRICS;
         match self {
             Counter::LdSectorsPerRequest => ("global ld sectors/request", ld_sect, Some(ld_req)),
@@ -124,6 +137,8 @@ impl Counter {
             Counter::SharedLdConflicts => ("shared ld conflicts", cf_ld, None),
             Counter::L2HitRate => ("L2 hit rate %", hit, None),
             Counter::AchievedOccupancy => ("achieved occupancy %", warps, None),
+            Counter::TmaBytesIn => ("TMA bytes into shared", tma_in, None),
+            Counter::TmaMulticastBytesIn => ("TMA bytes multicast in", tma_multicast, None),
         }
     }
 
@@ -173,7 +188,10 @@ pub fn model(launch: &MeasuredLaunch, strided_bytes: usize) -> BTreeMap<Counter,
             .unwrap_or_default(),
         "sgemm_9_tensor_tf32" => rung_9(&launch.size, gemm_tiles::Layout::AsBuilt),
         "sgemm_9_tensor_tf32_unswizzled" => rung_9(&launch.size, gemm_tiles::Layout::Plain),
-        _ => BTreeMap::new(),
+        kernel => dims::<3>(&launch.size)
+            .and_then(|[m, n, k]| tensor::kernel_tile_loads(kernel, (m as usize, n as usize, k as usize)))
+            .map(tile_loads)
+            .unwrap_or_default(),
     };
     // The driver's theoretical occupancy is the ceiling the achieved figure approaches.
     expect.insert(Counter::AchievedOccupancy, 100.0 * launch.occupancy.occupancy);
@@ -254,6 +272,13 @@ fn strided_read(stride: u64, bytes: usize) -> BTreeMap<Counter, f64> {
         expect.insert(Counter::DramRead, (loads * dram::bytes_per_element(4, stride)) as f64);
     }
     expect
+}
+
+/// A tensor rung's TMA loads by the tiling model: the bytes that land in shared memory, and
+/// those of them that arrive by multicast (what the cluster saves L2: a block asks L2 for its
+/// own share of a multicast tile only).
+fn tile_loads(loads: tensor::TileLoads) -> BTreeMap<Counter, f64> {
+    [(Counter::TmaBytesIn, loads.into_shared), (Counter::TmaMulticastBytesIn, loads.multicast_in)].into()
 }
 
 /// Rung 9 at `MxNxK`: its shared-load wavefronts and conflicts, per warp step by the bank model
@@ -352,6 +377,25 @@ mod tests {
             model(&launch("matmul_naive", "4096x4096x4096"), 0),
             BTreeMap::from([(Counter::AchievedOccupancy, 100.0)])
         );
+    }
+
+    #[test]
+    fn the_tensor_rungs_tma_loads_follow_the_tiling_model() {
+        // Rung 1 at 1024^3: 8 x 16 blocks of 64 x 128, 1024 / 64 = 16 stage rows of 128 bytes
+        // each for the 64 rows of A and the 128 of B: 128 x 16 x 192 x 128 B = 50331648 B, none
+        // by multicast (no cluster).
+        let one = model(&launch("tensor_1_wgmma", "1024x1024x1024"), 0);
+        assert_eq!((one[&Counter::TmaBytesIn], one[&Counter::TmaMulticastBytesIn]), (50331648.0, 0.0));
+        // Rung 5: 4 x 8 blocks of 128 x 256 in clusters of 2; each block receives 128 + 256 rows
+        // a step, the 256 of B by multicast (half of them loaded by its cluster peer).
+        let multicast = model(&launch("tensor_5_multicast", "1024x1024x1024"), 0);
+        assert_eq!(multicast[&Counter::TmaBytesIn], (32 * 16 * 384 * 128) as f64);
+        assert_eq!(multicast[&Counter::TmaMulticastBytesIn], (32 * 16 * 256 * 128) as f64);
+        // FP8: 128 elements a row, so half the stage rows of BF16 at the same k.
+        let fp8 = model(&launch("tensor_9_fp8", "1024x1024x1024"), 0);
+        assert_eq!(fp8[&Counter::TmaBytesIn], (32 * 8 * 384 * 128) as f64);
+        let tf32 = model(&launch("tensor_7_tf32", "1024x1024x1024"), 0);
+        assert_eq!(tf32[&Counter::TmaBytesIn], (32 * 32 * 384 * 128) as f64);
     }
 
     #[test]

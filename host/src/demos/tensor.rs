@@ -395,15 +395,52 @@ pub fn host_bytes((m, n, k): (usize, usize, usize)) -> usize {
     staging + 4 * (rows + cols) * k + 2 * 4 * Staging::<f32>::chunk_len()
 }
 
-/// Bytes the SMs read from L2 for `rung` over an `m x n x k` product of `T`, as the tiling model
-/// counts them: every block reads its `bm x k` slice of `A` and, per cluster, the `bn x k` slice
-/// of `B` once (multicast), in whole 128-byte stage rows, plus the writes of `C`.
-pub fn l2_bytes<T: Operand>(rung: &Rung, (m, n, k): (usize, usize, usize)) -> f64 {
+/// The tile loads of one rung over one product, as the tiling model counts them: every block
+/// loads its `bm x k` slice of `A` and its `bn x k` slice of `B` in whole 128-byte stage rows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TileLoads {
+    /// Bytes the copy engine writes into the blocks' shared memory: each block's whole tiles,
+    /// a multicast tile once for every block it lands in.
+    pub into_shared: f64,
+    /// Bytes the blocks ask L2 for: the shared `B` tile once per cluster (each block of a
+    /// cluster loads its `1 / cluster` share and multicasts it).
+    pub from_l2: f64,
+    /// Of [`TileLoads::into_shared`], the bytes that arrive by multicast: every block's whole
+    /// `B` tiles in a cluster of more than one block, else none.
+    pub multicast_in: f64,
+}
+
+/// [`TileLoads`] of `rung` over an `m x n x k` product of `row_elements` elements per 128-byte
+/// stage row (the operand's [`Operand::BK`]).
+pub fn tile_loads(rung: &Rung, (m, n, k): (usize, usize, usize), row_elements: u32) -> TileLoads {
     let (gx, gy) = rung.grid(m as u32, n as u32);
-    let steps = k.div_ceil(T::BK as usize) as f64;
-    let row_bytes = (T::BK as usize * size_of::<T>()) as f64;
-    let per_block = (rung.bm() + rung.bn / rung.cluster) as f64 * row_bytes;
-    f64::from(gx) * f64::from(gy) * steps * per_block + (m * n * size_of::<T::Out>()) as f64
+    let rows = f64::from(gx) * f64::from(gy) * k.div_ceil(row_elements as usize) as f64;
+    let row_bytes = f64::from(BK * memlab_contracts::tensor::ELEMENT_BYTES);
+    let per_block = |b_rows: u32| f64::from(rung.bm() + b_rows) * row_bytes * rows;
+    let multicast_in = if rung.cluster > 1 { per_block(rung.bn) - per_block(0) } else { 0.0 };
+    TileLoads { into_shared: per_block(rung.bn), from_l2: per_block(rung.b_box_rows()), multicast_in }
+}
+
+/// [`tile_loads`] of the kernel named `kernel` (a rung of [`memlab_contracts::tensor::RUNGS`])
+/// at `size`, with its operand's row of elements; `None` for another kernel.
+pub fn kernel_tile_loads(kernel: &str, size: (usize, usize, usize)) -> Option<TileLoads> {
+    let bk = if kernel == TF32.name {
+        f32::BK
+    } else if kernel == FP8.name {
+        u8::BK
+    } else if STEPS.iter().any(|s| s.rung.name == kernel) {
+        u16::BK
+    } else {
+        return None;
+    };
+    let rung = memlab_contracts::tensor::RUNGS.iter().find(|r| r.name == kernel)?;
+    Some(tile_loads(rung, size, bk))
+}
+
+/// Bytes the SMs read from L2 for `rung` over an `m x n x k` product of `T`, as the tiling model
+/// counts them ([`TileLoads::from_l2`]), plus the writes of `C`.
+pub fn l2_bytes<T: Operand>(rung: &Rung, (m, n, k): (usize, usize, usize)) -> f64 {
+    tile_loads(rung, (m, n, k), T::BK).from_l2 + (m * n * size_of::<T::Out>()) as f64
 }
 
 /// Checks and times `step` on `ops` with `stages` stages through [`measure`] (and so against its
