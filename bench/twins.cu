@@ -1691,22 +1691,26 @@ TENSOR_TWIN(tensor_3_specialized, 384, 128, 2, 1, true)
 TENSOR_TWIN(tensor_4_wide, 384, 256, 2, 1, true)
 TENSOR_TWIN(tensor_5_multicast, 384, 256, 2, 2, true)
 // Rungs 8 and 9's epilogue: the consumer's 64 x 256 tile times scale as BF16 into its staging (4 boxes of 64 x 64,
-// 128-byte rows, 16-byte chunk c of row r at c ^ (r % 8)), then 4 TMA stores by its thread 0;
-// first waits for that thread's previous stores to have read the staging. device/wgmma.rs's
-// Staging::store.
+// 128-byte rows, 16-byte chunk c of row r at c ^ (r % 8)), one stmatrix x4 per 16 columns (lane l names row l % 8
+// of 8 x 8 matrix l / 8), then 4 TMA stores by its thread 0; first waits for that thread's previous stores to have
+// read the staging. device/wgmma.rs's Staging::store.
 DEV void wg_store_staged(const float* d, float scale, unsigned staging, const CUtensorMap* map, unsigned row0,
                          unsigned col0, unsigned slice) {
-    unsigned t = threadIdx.x % 128, row = 16 * (t / 32) + (t % 32) / 4;
+    unsigned t = threadIdx.x % 128, lane = t % 32, r = 16 * (t / 32) + 8 * (lane / 8 % 2) + lane % 8;
     if (t == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
     asm volatile("barrier.sync.aligned %0, 128;" ::"r"(1 + slice) : "memory");
 #pragma unroll
-    for (unsigned j = 0; j < 32; j++) {
+    for (unsigned j = 0; j < 32; j += 2) {
+        unsigned p[4];
 #pragma unroll
-        for (unsigned h = 0; h < 2; h++) {
-            unsigned r = row + 8 * h, at = staging + j / 8 * 8192 + r * 128 + ((j % 8) ^ (r % 8)) * 16 + 4 * (t % 4);
-            __nv_bfloat162 v = __floats2bfloat162_rn(d[4 * j + 2 * h] * scale, d[4 * j + 2 * h + 1] * scale);
-            asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(*reinterpret_cast<unsigned*>(&v)) : "memory");
+        for (unsigned i = 0; i < 4; i++) {
+            __nv_bfloat162 v = __floats2bfloat162_rn(d[4 * j + 2 * i] * scale, d[4 * j + 2 * i + 1] * scale);
+            p[i] = *reinterpret_cast<unsigned*>(&v);
         }
+        unsigned g = j + lane / 16, at = staging + g / 8 * 8192 + r * 128 + ((g % 8) ^ (r % 8)) * 16;
+        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(at), "r"(p[0]),
+                     "r"(p[1]), "r"(p[2]), "r"(p[3])
+                     : "memory");
     }
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     asm volatile("barrier.sync.aligned %0, 128;" ::"r"(1 + slice) : "memory");

@@ -70,9 +70,10 @@ fn every_rung_feeds_wgmma_from_tma_through_mbarriers() {
         let expected = if tf32 { pairs >= (rung.bn / 8) as usize && pack == 0 } else { pack >= (rung.bn / 8) as usize };
         assert!(expected, "{}: {pack} BF16 packs, {pairs} FP32 pair stores", rung.name);
         assert_eq!(count_ops(b, "st.local") + count_ops(b, "ld.local"), 0, "{}: accumulators in registers", rung.name);
-        // The TMA-store rung writes C only through its staging: a 32-bit shared store per pair
-        // (64 per consumer thread), then TMA stores of the 4 boxes, waited for before the
-        // staging is written again and before the exit.
+        // The TMA-store rung writes C only through its staging: one stmatrix x4 per 16 columns
+        // (four 8 x 8 BF16 matrices, 16 per consumer warp), no other shared store, then TMA
+        // stores of the 4 boxes, waited for before the staging is written again and before the
+        // exit.
         let tma_stores = count_ops(b, "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group");
         let global_stores = count_ops(b, "st.global");
         if rung.tma_store {
@@ -80,7 +81,8 @@ fn every_rung_feeds_wgmma_from_tma_through_mbarriers() {
             // The per-tensor scale: one multiply per result for FP8, none (folded 1.0) for BF16.
             let scaled = if *rung == FP8 { rung.bn as usize / 2 } else { 0 };
             assert_eq!(count_ops(b, "mul.rn.f32"), scaled, "{}: scale", rung.name);
-            assert_eq!(count_ops(b, "st.shared.b32"), (rung.bn / 4) as usize, "{}: one per pair", rung.name);
+            let stmatrix = count_ops(b, "stmatrix.sync.aligned.m8n8.x4.shared.b16");
+            assert_eq!((stmatrix, count_ops(b, "st.shared")), ((rung.bn / 16) as usize, 0), "{}: stmatrix", rung.name);
             assert_eq!(count_ops(b, "cp.async.bulk.commit_group"), 1, "{}", rung.name);
             assert_eq!(
                 count_ops(b, "cp.async.bulk.wait_group.read 0"),

@@ -421,8 +421,11 @@ const ATOM_ROWS: u32 = SWIZZLE_ATOM_BYTES / ROW_BYTES;
 /// One consumer warpgroup's staging of its `64 x N` BF16 tile of `C` for TMA stores: `N / 64`
 /// boxes of `64 x 64` ([`STORE_BOX`]), each 64 rows of 128 bytes under the 128-byte swizzle (the
 /// 16-byte chunk `c` of row `r` at chunk `c ^ (r % 8)`), the layout the map of `C` reads.
-/// Thread `t`'s pairs of one 8-column group then fall in 8 different chunks for the 8 rows a
-/// warp writes, so each warp's `st.shared.b32` covers all 32 banks once: no bank conflicts.
+/// The accumulator's fragment of one warp and 8 columns is an `8 x 8` BF16 matrix per 8 rows
+/// (PTX ISA, "Register Fragments" of `wgmma` and "Matrix Store Instruction: stmatrix"), so
+/// one `stmatrix.sync.aligned.m8n8.x4.shared.b16` writes 16 columns of the warp's 16 rows:
+/// each lane names one 16-byte row of one matrix. The 8 rows of a matrix fall in 8 different
+/// chunks, all 32 banks once: no bank conflicts.
 #[derive(Clone, Copy)]
 pub struct Staging {
     base: SharedAddr,
@@ -462,17 +465,31 @@ impl Staging {
             bulk_wait_read::<0>();
         }
         self.sync();
-        let row = fragment_row(t);
+        // Lane `l` names row `l % 8` of matrix `l / 8`: matrices 0 and 1 are rows 0-7 and 8-15
+        // of the first 8 columns of a pair of groups, 2 and 3 of the second.
+        let lane = t % 32;
+        let (q, r) = (lane / 8, 16 * (t / 32) + 8 * (lane / 8 % 2) + lane % 8);
+        let mut first = [0u32; 2];
         acc.each_8_columns(|j, v| {
-            let (bx, chunk) = (j / 8, j % 8);
-            for (r, lo, hi) in [(row, v[0], v[1]), (row + 8, v[2], v[3])] {
-                let at = bx * BOX_BYTES + r * ROW_BYTES + (chunk ^ (r % ATOM_ROWS)) * CHUNK_BYTES + 4 * (t % 4);
-                check(at + 4 <= self.bytes);
-                let packed = bf16x2(lo * scale, hi * scale);
-                // SAFETY: inside this warpgroup's staging (checked, or by invariant 4), 4-byte
-                // aligned; no TMA store reads it (the wait above) and only this thread writes it.
-                unsafe { asm!("st.shared.b32 [{a}], {v};", a = in(reg32) self.base.add(at).0, v = in(reg32) packed) };
+            let pair = [bf16x2(v[0] * scale, v[1] * scale), bf16x2(v[2] * scale, v[3] * scale)];
+            if j % 2 == 0 {
+                first = pair;
+                return;
             }
+            let group = j - 1 + q / 2;
+            let (bx, chunk) = (group / 8, group % 8);
+            let at = bx * BOX_BYTES + r * ROW_BYTES + (chunk ^ (r % ATOM_ROWS)) * CHUNK_BYTES;
+            check(at + CHUNK_BYTES <= self.bytes);
+            // SAFETY: each lane's row is inside this warpgroup's staging (checked, or by
+            // invariant 4) and 16-byte aligned; no TMA store reads it (the wait above) and only
+            // this warp writes it. The whole warp executes it (invariant 2).
+            unsafe {
+                asm!(
+                    "stmatrix.sync.aligned.m8n8.x4.shared.b16 [{a}], {{{r0}, {r1}, {r2}, {r3}}};",
+                    a = in(reg32) self.base.add(at).0,
+                    r0 = in(reg32) first[0], r1 = in(reg32) first[1], r2 = in(reg32) pair[0], r3 = in(reg32) pair[1],
+                )
+            };
         });
         fence_proxy_async_shared();
         self.sync();
