@@ -70,7 +70,8 @@ fn twinned() -> Vec<&'static str> {
 enum Ceiling {
     /// Device-to-device memcpy, GB/s.
     Memcpy(f64),
-    /// cuBLAS SGEMM at the same size, TFLOP/s.
+    /// The library product of the same input type and size (cuBLAS, or cuBLASLt for FP8),
+    /// TFLOP/s.
     Cublas(f64),
     /// None (probes of shared memory or registers).
     None,
@@ -151,17 +152,27 @@ fn ceiling(row: &TwinRow, memcpy: Option<f64>, cublas: &[(String, f64)]) -> Ceil
     match row.work.rate(&row.timing.0) {
         Rate::Gbs(_) if row.work.level == Level::Global => memcpy.map_or(Ceiling::None, Ceiling::Memcpy),
         Rate::Tflops(_) => {
-            // The tensor ladder's yardstick is cuBLAS GemmEx of its input type ("cuBLAS BF16
-            // MxNxK", "cuBLAS GemmEx TF32 MxNxK"), the SGEMM's FP32.
-            let bf16 = memlab_contracts::tensor::LADDER.iter().any(|r| r.name == row.kernel);
-            let key = match (bf16, row.kernel == memlab_contracts::tensor::TF32.name) {
-                (true, _) => format!("BF16 {}", row.size),
-                (_, true) => format!("GemmEx TF32 {}", row.size),
-                _ => row.size.clone(),
-            };
+            let key = ceiling_key(&row.kernel, &row.size);
             cublas.iter().find(|(size, _)| *size == key).map_or(Ceiling::None, |c| Ceiling::Cublas(c.1))
         }
         _ => Ceiling::None,
+    }
+}
+
+/// The reference series' key (its label without "cuBLAS ") that `kernel`'s TFLOP/s at `size`
+/// are read against: the tensor ladder's yardstick is the library product of its input type
+/// ("cuBLAS BF16 MxNxK", "cuBLAS GemmEx TF32 MxNxK" and cuBLASLt's "cuBLAS FP8 MxNxK"), the
+/// SGEMM's FP32 ("cuBLAS MxNxK").
+fn ceiling_key(kernel: &str, size: &str) -> String {
+    use memlab_contracts::tensor::{FP8, LADDER, TF32};
+    if LADDER.iter().any(|r| r.name == kernel) {
+        format!("BF16 {size}")
+    } else if kernel == TF32.name {
+        format!("GemmEx TF32 {size}")
+    } else if kernel == FP8.name {
+        format!("FP8 {size}")
+    } else {
+        size.to_string()
     }
 }
 
@@ -248,10 +259,10 @@ fn run_on(
     }
     println!("memcpy device-to-device: {}", memcpy.map_or("not measured".into(), |g| format!("{g:.0} GB/s")));
     for (size, t) in &cublas {
-        match (size.strip_prefix("BF16 "), size.strip_prefix("GemmEx TF32 ")) {
-            (Some(size), _) => println!("cuBLAS GemmEx BF16 {size}: {t:.1} TFLOP/s"),
-            (_, Some(size)) => println!("cuBLAS GemmEx TF32 {size}: {t:.1} TFLOP/s"),
-            _ => println!("cuBLAS SGEMM {size}: {t:.2} TFLOP/s"),
+        let named = [("BF16 ", "cuBLAS GemmEx BF16"), ("GemmEx TF32 ", "cuBLAS GemmEx TF32"), ("FP8 ", "cuBLASLt FP8")];
+        match named.iter().find_map(|(key, name)| Some((name, size.strip_prefix(key)?))) {
+            Some((name, size)) => println!("{name} {size}: {t:.1} TFLOP/s"),
+            None => println!("cuBLAS SGEMM {size}: {t:.2} TFLOP/s"),
         }
     }
     if cublas.is_empty() {
@@ -411,24 +422,26 @@ mod tests {
     use crate::lab::Work;
     use crate::verify::Check;
 
+    /// A comparison of `kernel` at `size` shaped like the H200 bench's (docs/measurements/twins.md).
+    fn twin(kernel: &str, size: &str, work: Work) -> TwinRow {
+        let check = Check { checked: 67108864, mismatches: 0, first_bad: None, digest: 0x46ab_4307_c888_2a11 };
+        TwinRow {
+            kernel: kernel.into(),
+            size: size.into(),
+            regs: (126, 126),
+            timing: (
+                Timing { median_ms: 24.8864, min_ms: 24.8, runs: 15 },
+                Timing { median_ms: 24.6273, min_ms: 24.6, runs: 15 },
+            ),
+            work,
+            checks: (check.clone(), check),
+            check_kind: "sampled dot products".into(),
+        }
+    }
+
     /// Rows shaped like the H200 bench (docs/measurements/twins.md): the longest names, sizes and checks.
     fn rows() -> Vec<Row> {
-        let check = Check { checked: 67108864, mismatches: 0, first_bad: None, digest: 0x46ab_4307_c888_2a11 };
-        let row = |kernel: &str, size: &str, work: Work, ceiling| Row {
-            twin: TwinRow {
-                kernel: kernel.into(),
-                size: size.into(),
-                regs: (126, 126),
-                timing: (
-                    Timing { median_ms: 24.8864, min_ms: 24.8, runs: 15 },
-                    Timing { median_ms: 24.6273, min_ms: 24.6, runs: 15 },
-                ),
-                work,
-                checks: (check.clone(), check.clone()),
-                check_kind: "sampled dot products".into(),
-            },
-            ceiling,
-        };
+        let row = |kernel: &str, size: &str, work: Work, ceiling| Row { twin: twin(kernel, size, work), ceiling };
         let flop = 2.0 * 8192f64.powi(3);
         vec![
             row("transpose_vectorized", "8192x8192", Work::global_bytes(5.4e8), Ceiling::Memcpy(4022.0)),
@@ -445,6 +458,30 @@ mod tests {
                 Ceiling::None,
             ),
         ]
+    }
+
+    #[test]
+    fn each_tensor_rung_is_read_against_the_library_product_of_its_input_type() {
+        use memlab_contracts::tensor::{FP8, TF32, TMA_STORE, WGMMA};
+        let size = "8192x8192x8192";
+        assert_eq!(ceiling_key(WGMMA.name, size), "BF16 8192x8192x8192");
+        assert_eq!(ceiling_key(TMA_STORE.name, size), "BF16 8192x8192x8192");
+        assert_eq!(ceiling_key(TF32.name, size), "GemmEx TF32 8192x8192x8192");
+        assert_eq!(ceiling_key(FP8.name, size), "FP8 8192x8192x8192");
+        assert_eq!(ceiling_key("sgemm_6_double_buffered", size), size);
+        // Through the reference series as the tensor lesson labels it: the FP8 rung's share is
+        // of cuBLASLt, not of the SGEMM's cuBLAS at the same size.
+        let labels = [("cuBLAS BF16", 620.0), ("cuBLAS FP8", 1250.0), ("cuBLAS", 51.0)];
+        let points = labels.map(|(l, t)| (0.0, t, format!("{l} {size}")));
+        let tensor = Section {
+            series: vec![crate::series::Series::labelled(names::REFERENCE, "", "TFLOP/s", points)],
+            ..Section::default()
+        };
+        let rates = cublas_rates(&[tensor]);
+        let work = Work { flop: 2.0 * 8192f64.powi(3), bytes: 8.0e8, level: Level::Global };
+        let fp8 = twin(FP8.name, size, work);
+        assert_eq!(ceiling(&fp8, None, &rates), Ceiling::Cublas(1250.0));
+        assert_eq!(ceiling(&twin(WGMMA.name, size, work), None, &rates), Ceiling::Cublas(620.0));
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub fn run(args: Args) -> Result<bool> {
     println!(
         "# memlab collectives: NCCL {} ({}) on {} GPUs, NCCL_NVLS_ENABLE={}\n",
         nccl.version_text(),
-        nccl.path.display(),
+        nccl.path().display(),
         gpus.len(),
         std::env::var("NCCL_NVLS_ENABLE").unwrap_or_default()
     );

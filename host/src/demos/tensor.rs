@@ -1,7 +1,8 @@
 //! The tensor-core ladder (kernels-gpu `tensor`, the sm_90a PTX): `C = A * B^T` in BF16 with
 //! FP32 accumulation, each rung checked against the f64 reference and timed beside cuBLAS BF16
 //! (`cublasGemmEx`, `CUBLAS_COMPUTE_32F`) in the same run, then the TF32 rung on FP32 operands
-//! beside cuBLAS TF32 (`CUBLAS_COMPUTE_32F_FAST_TF32`). Operands and tiles:
+//! beside cuBLAS TF32 (`CUBLAS_COMPUTE_32F_FAST_TF32`), and the FP8 rung beside cuBLASLt's FP8
+//! `cublasLtMatmul` (`crate::gpu::cublas_lt`; `cublasGemmEx` has no FP8). Operands and tiles:
 //! `memlab_contracts::tensor`. On a device that is not cc 9.0 the lesson is skipped with one
 //! line: sm_90a PTX loads nowhere else.
 
@@ -15,6 +16,7 @@ use memlab_contracts::tensor::{
 };
 
 use crate::gpu::cublas::{Cublas, GemmKind};
+use crate::gpu::cublas_lt::CublasLt;
 use crate::gpu::launch::{Launch, LaunchShape};
 use crate::gpu::staging::Staging;
 use crate::gpu::tensor_map::{Element, L2Promotion, MapSlot, Swizzle, TiledSpec};
@@ -86,6 +88,21 @@ pub mod shapes {
     }
 }
 
+/// The library product a rung is timed beside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reference {
+    /// cuBLAS's `cublasGemmEx` of these input types.
+    GemmEx(GemmKind),
+    /// cuBLASLt's FP8 `cublasLtMatmul` (e4m3 in, BF16 out), `alpha` the operand's scale.
+    LtFp8,
+}
+
+/// The libraries the rungs are timed beside, each `None` where it was not found.
+struct Libraries<'g> {
+    cublas: Option<Cublas>,
+    lt: Option<CublasLt<'g>>,
+}
+
 /// An element type of the ladder's operands on the host: BF16 bit patterns (rungs 1-6 and 8),
 /// FP32 multiplied in TF32 (rung 7), or FP8 e4m3 bit patterns (rung 9).
 pub trait Operand: cust::memory::DeviceCopy + bytemuck::Pod + Default {
@@ -95,9 +112,8 @@ pub trait Operand: cust::memory::DeviceCopy + bytemuck::Pod + Default {
     const ELEMENT: Element;
     /// The check's tolerance.
     const PRECISION: Precision;
-    /// cuBLAS's product of the same inputs; `None` where `cublasGemmEx` has no such type (FP8
-    /// needs cuBLASLt).
-    const CUBLAS: Option<GemmKind>;
+    /// The library product of the same inputs the rung is timed beside.
+    const REFERENCE: Reference;
     /// Elements of one 128-byte stage row (the box's inner dimension).
     const BK: u32;
     /// The per-tensor scale the kernel applies to the sums: 1 but for FP8.
@@ -112,7 +128,7 @@ impl Operand for u16 {
     type Out = u16;
     const ELEMENT: Element = Element::Bf16;
     const PRECISION: Precision = Precision::Bf16;
-    const CUBLAS: Option<GemmKind> = Some(GemmKind::Bf16);
+    const REFERENCE: Reference = Reference::GemmEx(GemmKind::Bf16);
     const BK: u32 = BK;
     fn input(seed: u64, i: usize) -> u16 {
         reference::input_bf16(seed, i)
@@ -126,7 +142,7 @@ impl Operand for f32 {
     type Out = f32;
     const ELEMENT: Element = Element::F32;
     const PRECISION: Precision = Precision::Tf32;
-    const CUBLAS: Option<GemmKind> = Some(GemmKind::Tf32);
+    const REFERENCE: Reference = Reference::GemmEx(GemmKind::Tf32);
     const BK: u32 = BK_TF32;
     fn input(seed: u64, i: usize) -> f32 {
         reference::input_f32(seed, i)
@@ -142,7 +158,7 @@ impl Operand for u8 {
     type Out = u16;
     const ELEMENT: Element = Element::E4m3;
     const PRECISION: Precision = Precision::Bf16;
-    const CUBLAS: Option<GemmKind> = None;
+    const REFERENCE: Reference = Reference::LtFp8;
     const BK: u32 = BK_FP8;
     const SCALE: f32 = FP8_SCALE;
     fn input(seed: u64, i: usize) -> u8 {
@@ -463,19 +479,57 @@ fn measure_step<T: Operand>(lab: &Lab, step: &Step<T>, ops: &mut Operands<T>, st
     measure(lab, run, || ops.check(lab))
 }
 
-/// Times cuBLAS of `T`'s inputs on `ops` after checking its result; `None` without cuBLAS.
-fn time_cublas<T: Operand>(lab: &Lab, cublas: Option<&Cublas>, ops: &Operands<T>) -> Result<Option<Timing>> {
-    let (Some(cublas), Some(kind)) = (cublas, T::CUBLAS) else { return Ok(None) };
-    let gemm = || cublas.gemm_nt(kind, (&ops.a, &ops.b, &ops.c), ops.size, ops.pitch);
+/// Times the library product of `T`'s inputs ([`Operand::REFERENCE`]) on `ops` after checking
+/// its result; `None` without that library, or where cuBLASLt has no plan for the shape (then
+/// `notes` gets a line saying why: its FP8 kernels need, among others, rows of `C` 16-byte
+/// aligned).
+fn time_reference<T: Operand>(
+    lab: &Lab,
+    libs: &Libraries,
+    ops: &Operands<T>,
+    notes: &mut Vec<String>,
+) -> Result<Option<Timing>> {
+    let operands = (&ops.a, &ops.b, &ops.c);
+    match T::REFERENCE {
+        Reference::GemmEx(kind) => {
+            let Some(cublas) = &libs.cublas else { return Ok(None) };
+            let name = format!("cuBLAS GemmEx ({kind:?})");
+            checked_timing(lab, ops, &name, || cublas.gemm_nt(kind, operands, ops.size, ops.pitch)).map(Some)
+        }
+        Reference::LtFp8 => {
+            let Some(lt) = &libs.lt else { return Ok(None) };
+            let plan = match lt.plan_fp8(ops.size, ops.pitch, T::SCALE) {
+                Ok(plan) => plan,
+                Err(e) => {
+                    notes.push(format!("rung 9 has no reference at {}: {e:#}", ops.label()));
+                    return Ok(None);
+                }
+            };
+            checked_timing(lab, ops, "cuBLASLt FP8", || plan.enqueue(operands)).map(Some)
+        }
+    }
+}
+
+/// Runs `gemm`, a library's product of `ops` into `C` (rows `n` apart), once, checks `C` as a
+/// rung's is checked, then times it.
+///
+/// # Errors
+/// A failed call, or a wrong result (refused, naming `name`).
+fn checked_timing<T: Operand>(
+    lab: &Lab,
+    ops: &Operands<T>,
+    name: &str,
+    mut gemm: impl FnMut() -> Result<()>,
+) -> Result<Timing> {
     ops.c_pitch.set(ops.size.1);
     crate::lab::poison(&ops.c)?;
     gemm()?;
     lab.gpu.stream.synchronize().map_err(|e| anyhow::anyhow!(crate::gpu::describe(e)))?;
     let (check, what) = ops.check(lab)?;
     if !check.passed() {
-        refuse!("cuBLAS GemmEx ({kind:?}) returned a wrong result: {}", check.summary(what));
+        refuse!("{name} returned a wrong result: {}", check.summary(what));
     }
-    Ok(Some(time(&lab.gpu, lab.settings.repeats, gemm)?))
+    time(&lab.gpu, lab.settings.repeats, gemm)
 }
 
 /// The lesson's note for a device without sm_90a.
@@ -514,7 +568,8 @@ impl Lesson for Tensor {
 }
 
 /// Checks every rung at the odd sizes (every element), then times each at each of `shapes`
-/// beside cuBLAS BF16, and rung 2 over [`STAGE_SWEEP`] at the first size.
+/// beside its library product (cuBLAS BF16 or TF32, cuBLASLt FP8), and rung 2 over
+/// [`STAGE_SWEEP`] at the first size.
 fn run(lab: &Lab, shapes: &[(usize, usize, usize)]) -> Result<Section> {
     let mut section = Section {
         name: "tensor".into(),
@@ -529,10 +584,12 @@ fn run(lab: &Lab, shapes: &[(usize, usize, usize)]) -> Result<Section> {
     // Load the module first, so that every map placed below lands in it.
     lab.gpu.tensor_module(WGMMA.name)?;
     let cublas = lab.phases.step("open cuBLAS", || Cublas::open(&lab.gpu))?;
+    let lt = lab.phases.step("open cuBLASLt", || CublasLt::open(&lab.gpu))?;
+    let libs = Libraries { cublas, lt };
     check_odd_sizes(lab, &mut section.checks)?;
     let mut header = vec!["kernel".to_string()];
     let mut table: Vec<Vec<String>> = STEPS.iter().map(|s| vec![s.rung.name.to_string()]).collect();
-    for row in ["cuBLAS GemmEx (BF16)", TF32.name, "cuBLAS GemmEx (TF32)", FP8.name, "cuBLAS GemmEx (no FP8)"] {
+    for row in ["cuBLAS GemmEx (BF16)", TF32.name, "cuBLAS GemmEx (TF32)", FP8.name, "cuBLASLt (FP8)"] {
         table.push(vec![row.into()]);
     }
     let mut references = Vec::new();
@@ -540,7 +597,7 @@ fn run(lab: &Lab, shapes: &[(usize, usize, usize)]) -> Result<Section> {
         let mut ops = lab.phases.step("operands", || Operands::<u16>::new(lab, size))?;
         header.extend([format!("TFLOP/s {}", ops.label()), "x cuBLAS".into()]);
         let mut rows = table.iter_mut();
-        let reference = timed(lab, cublas.as_ref(), &mut ops, &STEPS, &mut rows, &mut section.kernels)?;
+        let reference = timed(lab, &libs, &mut ops, &STEPS, &mut rows, &mut section)?;
         if let Some(c) = reference {
             references.push((0.0, c, format!("cuBLAS BF16 {}", ops.label())));
         }
@@ -549,28 +606,44 @@ fn run(lab: &Lab, shapes: &[(usize, usize, usize)]) -> Result<Section> {
         }
         drop(ops);
         let mut ops = lab.phases.step("operands", || Operands::<f32>::new(lab, size))?;
-        let reference = timed(lab, cublas.as_ref(), &mut ops, &[TF32_STEP], &mut rows, &mut section.kernels)?;
+        let reference = timed(lab, &libs, &mut ops, &[TF32_STEP], &mut rows, &mut section)?;
         if let Some(c) = reference {
             references.push((0.0, c, format!("cuBLAS GemmEx TF32 {}", ops.label())));
         }
         drop(ops);
         let mut ops = lab.phases.step("operands", || Operands::<u8>::new(lab, size))?;
-        timed(lab, None, &mut ops, &[FP8_STEP], &mut rows, &mut section.kernels)?;
+        let reference = timed(lab, &libs, &mut ops, &[FP8_STEP], &mut rows, &mut section)?;
+        if let Some(c) = reference {
+            references.push((0.0, c, format!("cuBLAS FP8 {}", ops.label())));
+        }
     }
     section.notes.push(format!(
         "every rung also checked element by element at {}; tolerance per element 2k 2^-23 sum|a b| for the FP32 sums plus 2^-8 of the result for its rounding to BF16 (the BF16 products are exact); rung 7 (2^-9 + 2^-20 + 2k 2^-23) sum|a b|, TF32's 10-bit mantissas making each product off by less than 2^-9; rung 9 as the BF16 rungs, its e4m3 inputs multiples of 1/8 in [-1, 1), whose products are exact, scaled by 1/8 (its tensor cores keep about 14 bits of the running sums, DeepSeek-V3 report 3.3.2: these sums of multiples of 1/64 stay exact while under 256)",
         crate::lab::sanitizer::odd_sizes(lab).map(|(m, n, k)| format!("{m}x{n}x{k}")).join(" and ")
     ));
-    section.notes.push(match &cublas {
-        Some(c) => format!(
-            "cuBLAS from {}: cublasGemmEx, BF16 in and out with CUBLAS_COMPUTE_32F; FP32 in and out with CUBLAS_COMPUTE_32F_FAST_TF32 for rung 7; cublasGemmEx has no FP8 (cuBLASLt's cublasLtMatmul does, which the lab does not call), so rung 9 has no reference here",
-            c.path.display()
-        ),
-        None => crate::gpu::cublas::NO_CUBLAS.into(),
-    });
+    section.notes.extend(library_notes(&libs));
     section.sweep = Some((header, table));
     section.series = vec![Series::labelled(names::REFERENCE, "", "TFLOP/s", references)];
     Ok(section)
+}
+
+/// The lines that say which libraries the rungs were timed beside, and how they were called.
+fn library_notes(libs: &Libraries) -> [String; 2] {
+    let cublas = match &libs.cublas {
+        Some(c) => format!(
+            "cuBLAS from {}: cublasGemmEx, BF16 in and out with CUBLAS_COMPUTE_32F; FP32 in and out with CUBLAS_COMPUTE_32F_FAST_TF32 for rung 7",
+            c.path().display()
+        ),
+        None => crate::gpu::cublas::NO_CUBLAS.into(),
+    };
+    let lt = match &libs.lt {
+        Some(lt) => format!(
+            "cuBLASLt from {}: cublasLtMatmul is rung 9's reference (cublasGemmEx has no FP8): e4m3 in, BF16 out, CUBLAS_COMPUTE_32F with fast accumulation (the sums stay in the tensor cores, as rung 9 keeps them), alpha = the per-tensor scale {FP8_SCALE}, beta = 0",
+            lt.path().display()
+        ),
+        None => crate::gpu::cublas_lt::NO_CUBLASLT.into(),
+    };
+    [cublas, lt]
 }
 
 /// Checks every rung once at each of the odd sizes, every element.
@@ -594,26 +667,28 @@ fn check_once<T: Operand>(lab: &Lab, ops: &mut Operands<T>, step: &Step<T>) -> R
     Ok(ops.check(lab)?.0)
 }
 
-/// Times cuBLAS of `T` and each of `steps` on `ops`, filling the next table rows (one per step,
-/// then cuBLAS's) with the rate and the share of cuBLAS; returns cuBLAS's TFLOP/s.
+/// Times the library product of `T` and each of `steps` on `ops`, filling the next table rows
+/// (one per step, then the library's) with the rate and the share of the library's, and
+/// `section`'s kernels (and its notes, where the library was not timed); returns the library's
+/// TFLOP/s.
 fn timed<'a, T: Operand>(
     lab: &Lab,
-    cublas: Option<&Cublas>,
+    libs: &Libraries,
     ops: &mut Operands<T>,
     steps: &[Step<T>],
     rows: &mut impl Iterator<Item = &'a mut Vec<String>>,
-    kernels: &mut Vec<KernelRow>,
+    section: &mut Section,
 ) -> Result<Option<f64>> {
-    let reference = lab.phases.step("cuBLAS", || time_cublas(lab, cublas, ops))?;
+    let reference = lab.phases.step("cuBLAS", || time_reference(lab, libs, ops, &mut section.notes))?;
     let reference = reference.map(|t| t.tflops(ops.flop()));
     let share = |t: f64| reference.map_or("-".into(), |c| format!("{:.2}", t / c));
     for step in steps {
         let kernel = measure_step(lab, step, ops, default_stages(step.rung))?;
         let row = rows.next().expect("a row per step");
         row.extend([format!("{:.1}", kernel.rate.value()), share(kernel.rate.value())]);
-        kernels.push(kernel);
+        section.kernels.push(kernel);
     }
-    let row = rows.next().expect("a row for cuBLAS");
+    let row = rows.next().expect("a row for the library");
     row.extend(match reference {
         Some(c) => [format!("{c:.1}"), "1.00".into()],
         None => ["skipped".into(), "-".into()],

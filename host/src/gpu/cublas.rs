@@ -3,28 +3,28 @@
 //! the callers skip the comparison with a note.
 //!
 //! Search order: `$MEMLAB_CUBLAS` (a file), then the folders of [`super::libs`], with the
-//! `nvidia/cublas/lib`, `nvidia/cu13/lib` and `nvidia/cu12/lib` folders of the Python
-//! packages (where PyPI's cuBLAS wheels, and so PyTorch, keep it).
+//! [`WHEEL_DIRS`] of the Python packages (where PyPI's cuBLAS wheels, and so PyTorch, keep it).
 
 use std::ffi::{c_int, c_void};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use cust::memory::DeviceBuffer;
 
 use super::context::Gpu;
+use super::libs::Library;
 use crate::refuse;
 
 /// `cublasOperation_t::CUBLAS_OP_N`.
-const OP_N: c_int = 0;
+pub(super) const OP_N: c_int = 0;
 /// `cublasOperation_t::CUBLAS_OP_T`.
-const OP_T: c_int = 1;
+pub(super) const OP_T: c_int = 1;
 /// `cudaDataType_t::CUDA_R_16BF`.
-const R_16BF: c_int = 14;
+pub(super) const R_16BF: c_int = 14;
 /// `cublasComputeType_t::CUBLAS_COMPUTE_32F`: FP32 accumulation.
-const COMPUTE_32F: c_int = 68;
+pub(super) const COMPUTE_32F: c_int = 68;
 /// `cudaDataType_t::CUDA_R_32F`.
-const R_32F: c_int = 0;
+pub(super) const R_32F: c_int = 0;
 /// `cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32`: FP32 in and out, products in TF32 on
 /// the tensor cores.
 const COMPUTE_32F_FAST_TF32: c_int = 77;
@@ -104,31 +104,31 @@ type GemmEx = unsafe extern "C" fn(
 
 /// A cuBLAS handle bound to the lab's stream.
 pub struct Cublas {
-    /// The library file that was loaded.
-    pub path: PathBuf,
     handle: Handle,
     sgemm: Sgemm,
     gemm_ex: GemmEx,
     set_math: SetMathMode,
     destroy: Destroy,
-    // Dropped after the handle (see Drop).
-    _lib: libloading::Library,
+    // Dropped after the handle (see Drop): the function pointers point into it.
+    lib: Library,
 }
 
+/// The folders of the Python packages where PyPI's cuBLAS wheels (and so PyTorch) keep
+/// `libcublas.so*` and `libcublasLt.so*`.
+pub const WHEEL_DIRS: [&str; 3] = ["nvidia/cublas/lib", "nvidia/cu13/lib", "nvidia/cu12/lib"];
+
 /// The first `libcublas.so*` (not `libcublasLt`) found by [`super::libs::find`], with
-/// `$MEMLAB_CUBLAS` and the wheels' `nvidia/cublas/lib`, `nvidia/cu13/lib`, `nvidia/cu12/lib`.
+/// `$MEMLAB_CUBLAS` and the wheels' [`WHEEL_DIRS`].
 pub fn find() -> Option<PathBuf> {
-    super::libs::find("MEMLAB_CUBLAS", "libcublas.so", &["nvidia/cublas/lib", "nvidia/cu13/lib", "nvidia/cu12/lib"])
+    super::libs::find("MEMLAB_CUBLAS", "libcublas.so", &WHEEL_DIRS)
 }
 
 /// The note for a run without cuBLAS (where [`find`] finds none).
 pub const NO_CUBLAS: &str = "cuBLAS not found: skipped (set MEMLAB_CUBLAS=/path/to/libcublas.so to point at one)";
 
+/// [`super::libs::status`] of a cuBLAS call.
 fn status(what: &str, code: c_int) -> Result<()> {
-    if code != 0 {
-        refuse!("cuBLAS {what} failed with status {code}");
-    }
-    Ok(())
+    super::libs::status("cuBLAS", what, code)
 }
 
 impl Cublas {
@@ -140,31 +140,27 @@ impl Cublas {
     pub fn open(gpu: &Gpu) -> Result<Option<Cublas>> {
         let Some(path) = find() else { return Ok(None) };
         // SAFETY: loading cuBLAS runs its initialisers, which have no preconditions.
-        let lib = match unsafe { libloading::Library::new(&path) } {
-            Ok(lib) => lib,
-            Err(e) => refuse!("cannot load {}: {e}", path.display()),
-        };
-        // SAFETY: the symbol types are cuBLAS's v2 API signatures (cublas_api.h).
+        let lib = unsafe { Library::load(path) }?;
+        // SAFETY: the symbol types are cuBLAS's v2 API signatures (cublas_api.h), called only
+        // while `lib` lives in the handle.
         unsafe {
-            let sym = |name: &str| -> Result<*mut c_void> {
-                match lib.get::<*mut c_void>(name.as_bytes()) {
-                    Ok(s) => Ok(*s),
-                    Err(e) => refuse!("{} lacks {name}: {e}", path.display()),
-                }
-            };
-            let create: Create = std::mem::transmute(sym("cublasCreate_v2")?);
-            let destroy: Destroy = std::mem::transmute(sym("cublasDestroy_v2")?);
-            let set_stream: SetStream = std::mem::transmute(sym("cublasSetStream_v2")?);
-            let set_math: SetMathMode = std::mem::transmute(sym("cublasSetMathMode")?);
-            let sgemm: Sgemm = std::mem::transmute(sym("cublasSgemm_v2")?);
-            let gemm_ex: GemmEx = std::mem::transmute(sym("cublasGemmEx")?);
+            let create: Create = lib.symbol("cublasCreate_v2")?;
+            let set_stream: SetStream = lib.symbol("cublasSetStream_v2")?;
+            let (sgemm, gemm_ex) = (lib.symbol("cublasSgemm_v2")?, lib.symbol("cublasGemmEx")?);
+            let (set_math, destroy) = (lib.symbol("cublasSetMathMode")?, lib.symbol("cublasDestroy_v2")?);
             let mut handle: Handle = std::ptr::null_mut();
             status("cublasCreate", create(&mut handle))?;
-            let cublas = Cublas { path: path.clone(), handle, sgemm, gemm_ex, set_math, destroy, _lib: lib };
+            // Built before the calls that may fail, so that Drop destroys the handle.
+            let cublas = Cublas { handle, sgemm, gemm_ex, set_math, destroy, lib };
             status("cublasSetStream", set_stream(handle, gpu.stream.as_inner() as *mut c_void))?;
-            status("cublasSetMathMode(CUBLAS_DEFAULT_MATH)", set_math(handle, DEFAULT_MATH))?;
+            status("cublasSetMathMode(CUBLAS_DEFAULT_MATH)", (cublas.set_math)(handle, DEFAULT_MATH))?;
             Ok(Some(cublas))
         }
+    }
+
+    /// The library file that was loaded.
+    pub fn path(&self) -> &Path {
+        &self.lib.path
     }
 
     /// Lets the following SGEMMs use TF32 tensor cores (`CUBLAS_TF32_TENSOR_OP_MATH`) or not

@@ -1,6 +1,7 @@
-//! Finding NVIDIA's shared libraries that the lab loads at run time (`dlopen` through
-//! `libloading`): cuBLAS and NCCL. Where none is found the caller skips its comparison with a
-//! note, so the binary needs only the driver.
+//! Finding and loading NVIDIA's shared libraries that the lab loads at run time (`dlopen`
+//! through `libloading`): cuBLAS, cuBLASLt and NCCL. Where none is found the caller skips its
+//! comparison with a note, so the binary needs only the driver. [`Library`] is the loaded file
+//! and its entry points by name; [`status`] the one-line error of a call that failed.
 //!
 //! Search order: the file named by the library's environment variable (then nothing else),
 //! every folder of `$LD_LIBRARY_PATH`, the CUDA toolkit's and the system's library folders,
@@ -8,8 +9,66 @@
 //! them) of every Python `sys.path` entry and of every `/usr/lib/python3*` and
 //! `/usr/local/lib/python3*` `dist-packages`/`site-packages` folder.
 
+use std::ffi::c_int;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use anyhow::Result;
+
+use crate::refuse;
+
+/// A shared library loaded at run time, with the file it came from.
+pub struct Library {
+    /// The file that was loaded (or the soname the loader resolved).
+    pub path: PathBuf,
+    lib: libloading::Library,
+}
+
+impl Library {
+    /// Loads `path`.
+    ///
+    /// # Safety
+    /// Loading runs the file's initialisers: they must have no preconditions (as NVIDIA's
+    /// libraries' have none).
+    ///
+    /// # Errors
+    /// A file that cannot be loaded, in one line.
+    pub unsafe fn load(path: PathBuf) -> Result<Library> {
+        // SAFETY: the caller's word on the initialisers.
+        match unsafe { libloading::Library::new(&path) } {
+            Ok(lib) => Ok(Library { path, lib }),
+            Err(e) => refuse!("cannot load {}: {e}", path.display()),
+        }
+    }
+
+    /// The entry point `name` as `T`.
+    ///
+    /// # Safety
+    /// `T` is `name`'s C signature (a function pointer type), and the value is called only
+    /// while `self` is loaded.
+    ///
+    /// # Errors
+    /// A library without `name`, in one line.
+    pub unsafe fn symbol<T: Copy>(&self, name: &str) -> Result<T> {
+        // SAFETY: the caller's word on the type.
+        match unsafe { self.lib.get::<T>(name.as_bytes()) } {
+            Ok(s) => Ok(*s),
+            Err(e) => refuse!("{} lacks {name}: {e}", self.path.display()),
+        }
+    }
+}
+
+/// `Ok` for status 0 (`CUBLAS_STATUS_SUCCESS`), else the one-line error "`library` `what` failed
+/// with status `code`".
+///
+/// # Errors
+/// A status other than 0.
+pub fn status(library: &str, what: &str, code: c_int) -> Result<()> {
+    if code != 0 {
+        refuse!("{library} {what} failed with status {code}");
+    }
+    Ok(())
+}
 
 /// Folders of Python packages: `python3`'s `sys.path`, then the usual system locations.
 fn python_dirs() -> Vec<PathBuf> {
@@ -89,6 +148,23 @@ mod tests {
         assert_eq!(find_in(&dirs, "libcublas.so"), Some(a.join("libcublas.so.12")));
         assert_eq!(find_in(&dirs, "libnvrtc.so"), None);
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_failed_call_is_one_line_naming_it_and_its_status() {
+        assert!(status("cuBLASLt", "cublasLtMatmul", 0).is_ok());
+        let e = status("cuBLASLt", "cublasLtMatmul", 7).unwrap_err().to_string();
+        assert_eq!(e, "cuBLASLt cublasLtMatmul failed with status 7");
+    }
+
+    #[test]
+    fn a_file_that_is_no_library_is_refused_in_one_line() {
+        let path = std::env::temp_dir().join(format!("memlab-not-a-library-{}.so", std::process::id()));
+        std::fs::write(&path, b"not an ELF file").unwrap();
+        // SAFETY: the file has no initialisers; loading it fails before any could run.
+        let e = unsafe { Library::load(path.clone()) }.err().unwrap().to_string();
+        std::fs::remove_file(&path).unwrap();
+        assert!(e.starts_with(&format!("cannot load {}: ", path.display())) && !e.contains('\n'), "{e}");
     }
 
     #[test]

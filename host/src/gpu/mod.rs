@@ -1,13 +1,14 @@
 //! Everything that talks to the CUDA driver (through `cust`): the driver library loaded at run
 //! time, context and module, device and kernel attributes, occupancy, launches, device memory,
 //! event timing; several devices (`peer`), host memory the GPU reads (`host_memory`), and the
-//! other libraries loaded at run time (`libs` finds cuBLAS and NCCL; NVML). Raw driver calls
-//! (`cust::sys`) live here and nowhere else (`tests/layering.rs`), and each status they return
-//! goes through `result::check`.
+//! other libraries loaded at run time (`libs` finds and loads cuBLAS, cuBLASLt and NCCL; NVML).
+//! Raw driver calls (`cust::sys`) live here and nowhere else (`tests/layering.rs`), and each
+//! status they return goes through `result::check`.
 
 pub mod cluster;
 pub mod context;
 pub mod cublas;
+pub mod cublas_lt;
 pub mod cuda_h;
 pub mod device;
 pub mod driver;

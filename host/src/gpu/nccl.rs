@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::context::Gpu;
+use super::libs::Library;
 use crate::refuse;
 
 /// The environment variable and value that keep NCCL off NVLink SHARP / multicast, set by
@@ -35,8 +36,6 @@ type Status = c_int;
 
 /// The library and the entry points the lab calls.
 pub struct Nccl {
-    /// The file loaded (or the soname the loader resolved).
-    pub path: PathBuf,
     /// `ncclGetVersion`, e.g. 22105 for 2.21.5.
     pub version: i32,
     init_all: unsafe extern "C" fn(*mut Comm, c_int, *const c_int) -> Status,
@@ -47,22 +46,20 @@ pub struct Nccl {
     all_gather: unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, Comm, *mut c_void) -> Status,
     error_string: unsafe extern "C" fn(Status) -> *const c_char,
     // Dropped last: the function pointers point into it.
-    _lib: libloading::Library,
+    lib: Library,
 }
 
 /// The library to load: `$MEMLAB_NCCL` when set (if it is a file), else the soname the loader
 /// knows, else a file found by [`super::libs::find`].
-fn locate() -> Option<(PathBuf, libloading::Library)> {
+fn locate() -> Option<Library> {
     let env = "MEMLAB_NCCL";
-    let load = |p: &std::path::Path| {
-        // SAFETY: loading NCCL runs its initialisers, which have no preconditions.
-        unsafe { libloading::Library::new(p) }.ok().map(|lib| (p.to_path_buf(), lib))
-    };
+    // SAFETY: loading NCCL runs its initialisers, which have no preconditions.
+    let load = |p: PathBuf| unsafe { Library::load(p) }.ok();
     if std::env::var_os(env).is_some() {
-        return super::libs::find(env, "", &[]).and_then(|p| load(&p));
+        return super::libs::find(env, "", &[]).and_then(load);
     }
-    load(std::path::Path::new("libnccl.so.2"))
-        .or_else(|| super::libs::find(env, "libnccl.so", &["nvidia/nccl/lib"]).and_then(|p| load(&p)))
+    load(PathBuf::from("libnccl.so.2"))
+        .or_else(|| super::libs::find(env, "libnccl.so", &["nvidia/nccl/lib"]).and_then(load))
 }
 
 impl Nccl {
@@ -71,33 +68,29 @@ impl Nccl {
     /// # Errors
     /// A library found without the entry points the lab calls.
     pub fn load() -> Result<Option<Nccl>> {
-        let Some((path, lib)) = locate() else { return Ok(None) };
-        /// # Safety
-        /// `T` is the symbol's C signature.
-        unsafe fn sym<T: Copy>(lib: &libloading::Library, path: &std::path::Path, name: &str) -> Result<T> {
-            match unsafe { lib.get::<T>(name.as_bytes()) } {
-                Ok(s) => Ok(*s),
-                Err(e) => refuse!("{} lacks {name}: {e}", path.display()),
-            }
-        }
-        // SAFETY: the types are nccl.h's signatures; the pointers live as long as `_lib`.
+        let Some(lib) = locate() else { return Ok(None) };
+        // SAFETY: the types are nccl.h's signatures; the pointers live as long as `lib`.
         unsafe {
-            let get_version: unsafe extern "C" fn(*mut c_int) -> Status = sym(&lib, &path, "ncclGetVersion")?;
+            let get_version: unsafe extern "C" fn(*mut c_int) -> Status = lib.symbol("ncclGetVersion")?;
             let mut version = 0;
             get_version(&mut version);
             Ok(Some(Nccl {
                 version,
-                init_all: sym(&lib, &path, "ncclCommInitAll")?,
-                destroy: sym(&lib, &path, "ncclCommDestroy")?,
-                group_start: sym(&lib, &path, "ncclGroupStart")?,
-                group_end: sym(&lib, &path, "ncclGroupEnd")?,
-                all_reduce: sym(&lib, &path, "ncclAllReduce")?,
-                all_gather: sym(&lib, &path, "ncclAllGather")?,
-                error_string: sym(&lib, &path, "ncclGetErrorString")?,
-                path: path.clone(),
-                _lib: lib,
+                init_all: lib.symbol("ncclCommInitAll")?,
+                destroy: lib.symbol("ncclCommDestroy")?,
+                group_start: lib.symbol("ncclGroupStart")?,
+                group_end: lib.symbol("ncclGroupEnd")?,
+                all_reduce: lib.symbol("ncclAllReduce")?,
+                all_gather: lib.symbol("ncclAllGather")?,
+                error_string: lib.symbol("ncclGetErrorString")?,
+                lib,
             }))
         }
+    }
+
+    /// The file loaded (or the soname the loader resolved).
+    pub fn path(&self) -> &std::path::Path {
+        &self.lib.path
     }
 
     /// `22105` as `"2.21.5"` (NCCL_VERSION: major * 10000 + minor * 100 + patch since 2.9).

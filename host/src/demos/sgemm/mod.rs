@@ -665,7 +665,7 @@ fn closing_notes(lab: &Lab, cublas: Option<&Cublas>) -> Vec<String> {
     notes.push(match cublas {
         Some(c) => format!(
             "cuBLAS from {}: CUBLAS_DEFAULT_MATH (FP32, no TF32) for the percentages; the TF32 row allows TF32 tensor cores (CUBLAS_TF32_TENSOR_OP_MATH), which on Hopper run wgmma, an instruction rung 9's mma.sync does not use",
-            c.path.display()
+            c.path().display()
         ),
         None => NO_CUBLAS.into(),
     });
